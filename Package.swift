@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// glslang ships as static archives on Debian; GNU-style linkers need them in
+// dependency order (each archive before the ones it uses).
+let glslangArchives: [LinkerSetting] = [
+    "glslang-default-resource-limits", "SPIRV", "glslang", "MachineIndependent",
+    "GenericCodeGen", "OGLCompiler", "OSDependent", "SPIRV-Tools-opt", "SPIRV-Tools",
+    "stdc++", "pthread", "m",
+].map { .linkedLibrary($0) }
+
+let package = Package(
+    name: "LayerKit",
+    products: [
+        .library(name: "LayerKit", targets: ["LayerKit"]),
+        .library(name: "VulkanCompute", targets: ["VulkanCompute"]),
+        .executable(name: "layerkit", targets: ["layerkit"]),
+    ],
+    targets: [
+        // C modules over system libraries.
+        .systemLibrary(name: "CVulkan", pkgConfig: "vulkan",
+                       providers: [.apt(["libvulkan-dev"])]),
+        .target(name: "CGlslang", linkerSettings: glslangArchives),
+        .target(name: "CPNG", linkerSettings: [.linkedLibrary("png16")]),
+        .target(name: "CKernels"),
+
+        // Build tool: embeds Shaders/*.comp as Swift string constants, so the
+        // binary never looks for shader files at run time.
+        .executableTarget(name: "shader-embedder"),
+        .plugin(name: "EmbedShaders", capability: .buildTool(),
+                dependencies: ["shader-embedder"]),
+
+        .target(name: "VulkanCompute", dependencies: ["CVulkan", "CGlslang"]),
+        .target(name: "LayerKit", dependencies: ["VulkanCompute", "CPNG", "CKernels"],
+                plugins: ["EmbedShaders"]),
+        .target(name: "LayerKitCommands", dependencies: ["LayerKit"]),
+        .executableTarget(name: "layerkit", dependencies: ["LayerKitCommands"]),
+        .executableTarget(name: "SwishBench", dependencies: ["LayerKit"],
+                          path: "Benchmarks/SwishBench"),
+
+        .testTarget(name: "VulkanComputeTests", dependencies: ["VulkanCompute"]),
+        .testTarget(name: "LayerKitTests", dependencies: ["LayerKit"]),
+        .testTarget(name: "LayerKitCommandsTests", dependencies: ["LayerKitCommands"]),
+    ]
+)

@@ -1,0 +1,3 @@
+#ifndef LK_KERNELS_H
+#define LK_KERNELS_H
+#endif

@@ -1,0 +1,3 @@
+#ifndef LK_PNG_H
+#define LK_PNG_H
+#endif

@@ -1,0 +1,1 @@
+#include "lk_png.h"

@@ -1,0 +1,81 @@
+/// A Float32 host tensor in row-major (C) order, NCHW for images: the
+/// `MLMultiArray` of LayerKit.
+///
+/// `Tensor` is a reference type, like `MLMultiArray`, so a layer's
+/// `evaluate(inputs:outputs:)` writes into output tensors the caller owns.
+/// The element storage is allocated once and freed with the tensor.
+public final class Tensor: @unchecked Sendable {
+    /// The extent of each dimension, outermost first (N, C, H, W for images).
+    public let shape: [Int]
+    /// The number of elements, the product of `shape`.
+    public let count: Int
+    /// The first element; `count` Float32 values follow contiguously.
+    public let dataPointer: UnsafeMutablePointer<Float>
+
+    /// Makes a zero-filled tensor. Throws if a dimension is negative or the
+    /// element count overflows.
+    public init(shape: [Int]) throws {
+        self.count = try Tensor.elementCount(of: shape)
+        self.shape = shape
+        dataPointer = .allocate(capacity: max(count, 1))
+        dataPointer.initialize(repeating: 0, count: max(count, 1))
+    }
+
+    /// Makes a tensor holding `values`, which must have `shape`'s element count.
+    public convenience init(shape: [Int], values: [Float]) throws {
+        try self.init(shape: shape)
+        guard values.count == count else {
+            throw LayerKitError.shapeMismatch(
+                "\(values.count) values do not fill shape \(Tensor.describe(shape)) (\(count) elements)")
+        }
+        values.withUnsafeBufferPointer { dataPointer.update(from: $0.baseAddress!, count: count) }
+    }
+
+    deinit { dataPointer.deallocate() }
+
+    /// Element `i` in storage order.
+    public subscript(i: Int) -> Float {
+        get { dataPointer[i] }
+        set { dataPointer[i] = newValue }
+    }
+
+    /// The elements as a buffer, for fast loops.
+    public var elements: UnsafeMutableBufferPointer<Float> {
+        UnsafeMutableBufferPointer(start: dataPointer, count: count)
+    }
+
+    /// A copy of the elements as an array.
+    public var values: [Float] { Array(elements) }
+
+    /// The shape read as N, C, H, W: rank-4 as is; lower ranks are padded on
+    /// the left with 1s (a rank-3 CxHxW tensor is one image). Higher ranks throw.
+    public func nchw() throws -> (n: Int, c: Int, h: Int, w: Int) {
+        guard (1...4).contains(shape.count) else {
+            throw LayerKitError.shapeMismatch(
+                "expected a tensor of rank 1 to 4 (NCHW), got shape \(Tensor.describe(shape))")
+        }
+        let s = Array(repeating: 1, count: 4 - shape.count) + shape
+        return (s[0], s[1], s[2], s[3])
+    }
+
+    /// `1x6x256x256`-style text for a shape.
+    public static func describe(_ shape: [Int]) -> String {
+        shape.map(String.init).joined(separator: "x")
+    }
+
+    /// The product of `shape`, checked for negative extents and overflow.
+    static func elementCount(of shape: [Int]) throws -> Int {
+        var total = 1
+        for extent in shape {
+            guard extent >= 0 else {
+                throw LayerKitError.shapeMismatch("negative dimension in shape \(describe(shape))")
+            }
+            let (product, overflow) = total.multipliedReportingOverflow(by: extent)
+            guard !overflow, product <= Int(Int32.max) * 16 else {
+                throw LayerKitError.shapeMismatch("shape \(describe(shape)) has too many elements")
+            }
+            total = product
+        }
+        return total
+    }
+}

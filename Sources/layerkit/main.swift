@@ -1,0 +1,3 @@
+import Foundation
+import LayerKitCommands
+exit(LayerKitCommands.main(Array(CommandLine.arguments.dropFirst())))
