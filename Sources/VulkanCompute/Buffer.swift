@@ -1,0 +1,69 @@
+import CVulkan
+
+/// A storage buffer with its own memory.
+///
+/// `.shared` buffers are host-visible and coherent (staging, uploads,
+/// readback: `contents` is mapped for their lifetime); `.private` buffers
+/// live in device-local memory, as Metal's storage modes.
+public final class Buffer: @unchecked Sendable {
+    /// Where the buffer's memory lives.
+    public enum Storage: Sendable { case shared, `private` }
+
+    public let device: Device
+    /// Size in bytes.
+    public let length: Int
+    public let storage: Storage
+    /// The mapped memory of a `.shared` buffer; nil for `.private`.
+    public let contents: UnsafeMutableRawPointer?
+    let handle: VkBuffer
+    private let memory: VkDeviceMemory
+
+    /// Makes a buffer of `length` bytes (at least 1).
+    public init(device: Device, length: Int, storage: Storage = .shared) throws {
+        guard length > 0 else { throw VulkanError.limitExceeded("a buffer must hold at least one byte") }
+        self.device = device
+        self.length = length
+        self.storage = storage
+        var info = VkBufferCreateInfo()
+        info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO
+        info.size = VkDeviceSize(length)
+        info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT.rawValue
+            | VK_BUFFER_USAGE_TRANSFER_SRC_BIT.rawValue | VK_BUFFER_USAGE_TRANSFER_DST_BIT.rawValue
+        info.sharingMode = VK_SHARING_MODE_EXCLUSIVE
+        var buffer: VkBuffer?
+        try check(vkCreateBuffer(device.handle, &info, nil, &buffer), "vkCreateBuffer(\(length) bytes)")
+        guard let buffer else { throw VulkanError.call("vkCreateBuffer", VK_ERROR_OUT_OF_HOST_MEMORY.rawValue) }
+        var requirements = VkMemoryRequirements()
+        vkGetBufferMemoryRequirements(device.handle, buffer, &requirements)
+        let hostFlags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue
+        let memory: VkDeviceMemory
+        do {
+            memory = storage == .shared
+                ? try device.allocateMemory(requirements, required: hostFlags)
+                : try device.allocateMemory(requirements, required: VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue)
+            try check(vkBindBufferMemory(device.handle, buffer, memory, 0), "vkBindBufferMemory")
+        } catch {
+            vkDestroyBuffer(device.handle, buffer, nil)
+            throw error
+        }
+        var mapped: UnsafeMutableRawPointer?
+        if storage == .shared {
+            let result = vkMapMemory(device.handle, memory, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &mapped)
+            guard result == VK_SUCCESS else {
+                vkDestroyBuffer(device.handle, buffer, nil)
+                vkFreeMemory(device.handle, memory, nil)
+                throw VulkanError.call("vkMapMemory", result.rawValue)
+            }
+        }
+        self.handle = buffer
+        self.memory = memory
+        self.contents = mapped
+        device.objectCounter.add(2)
+    }
+
+    deinit {
+        vkDestroyBuffer(device.handle, handle, nil)
+        vkFreeMemory(device.handle, memory, nil)
+        device.objectCounter.add(-2)
+    }
+}

@@ -1,0 +1,351 @@
+import CVulkan
+import Foundation
+
+/// One recording of compute work, submitted once: Metal's
+/// `MTLCommandBuffer` and compute encoder in one.
+///
+/// Record dispatches (with `barrier()` between dependent ones), optionally
+/// `timestamp(_:)` marks, then `commit()` and `waitUntilCompleted()`. The
+/// buffer keeps every resource it references alive until it completes. Each
+/// command buffer owns its command and descriptor pools, so threads can
+/// record in parallel; only submission is serialized (by the device).
+public final class CommandBuffer: @unchecked Sendable {
+    /// A resource bound at one binding slot of a dispatch.
+    public enum Binding {
+        case image(Image)
+        case buffer(Buffer)
+    }
+
+    /// A labelled GPU timestamp, in nanoseconds since the buffer's first mark.
+    public struct Timestamp: Sendable {
+        public let label: String
+        public let nanoseconds: Double
+    }
+
+    public let device: Device
+    private let pool: VkCommandPool
+    private let handle: VkCommandBuffer
+    private var descriptorPools: [VkDescriptorPool] = []
+    private var setsLeftInPool = 0
+    private var retained: [AnyObject] = []
+    private var fence: VkFence?
+    private var queryPool: VkQueryPool?
+    private var timestampLabels: [String] = []
+    private var state = State.recording
+    private enum State { case recording, committed, completed }
+
+    /// The most dispatches' descriptor sets one pool holds before another is made.
+    private static let setsPerPool: UInt32 = 32
+    /// The most timestamps one command buffer can record.
+    public static let maxTimestamps = 256
+    /// How long `waitUntilCompleted` waits by default before giving up.
+    public static let defaultTimeout: Double = 120
+
+    /// Begins recording on `device`.
+    public init(device: Device) throws {
+        self.device = device
+        var poolInfo = VkCommandPoolCreateInfo()
+        poolInfo.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO
+        poolInfo.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT.rawValue
+        poolInfo.queueFamilyIndex = device.queueFamily
+        var pool: VkCommandPool?
+        try check(vkCreateCommandPool(device.handle, &poolInfo, nil, &pool), "vkCreateCommandPool")
+        guard let pool else { throw VulkanError.call("vkCreateCommandPool", -1) }
+        var allocateInfo = VkCommandBufferAllocateInfo()
+        allocateInfo.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO
+        allocateInfo.commandPool = pool
+        allocateInfo.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY
+        allocateInfo.commandBufferCount = 1
+        var buffer: VkCommandBuffer?
+        let result = vkAllocateCommandBuffers(device.handle, &allocateInfo, &buffer)
+        guard result == VK_SUCCESS, let buffer else {
+            vkDestroyCommandPool(device.handle, pool, nil)
+            throw VulkanError.call("vkAllocateCommandBuffers", result.rawValue)
+        }
+        var beginInfo = VkCommandBufferBeginInfo()
+        beginInfo.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO
+        beginInfo.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT.rawValue
+        let beginResult = vkBeginCommandBuffer(buffer, &beginInfo)
+        guard beginResult == VK_SUCCESS else {
+            vkDestroyCommandPool(device.handle, pool, nil)
+            throw VulkanError.call("vkBeginCommandBuffer", beginResult.rawValue)
+        }
+        self.pool = pool
+        self.handle = buffer
+        device.objectCounter.add(1)
+    }
+
+    deinit {
+        if state == .committed, let fence {
+            // Never free what the GPU may still be reading.
+            _ = vkWaitForFences(device.handle, 1, [fence], VkBool32(VK_TRUE), UInt64.max)
+        }
+        if let fence { vkDestroyFence(device.handle, fence, nil) }
+        if let queryPool { vkDestroyQueryPool(device.handle, queryPool, nil) }
+        descriptorPools.forEach { vkDestroyDescriptorPool(device.handle, $0, nil) }
+        vkDestroyCommandPool(device.handle, pool, nil)
+        device.objectCounter.add(-(1 + descriptorPools.count + (fence == nil ? 0 : 1) + (queryPool == nil ? 0 : 1)))
+    }
+
+    /// Records `pipeline` over `threads` invocations (rounded up to whole
+    /// workgroups) with `bindings` at slots 0..<n and `pushConstants`.
+    public func dispatch(_ pipeline: ComputePipeline, bindings: [Binding],
+                         pushConstants: PushConstants = PushConstants(),
+                         threads: (x: Int, y: Int, z: Int)) throws {
+        try requireRecording()
+        guard bindings.count == pipeline.bindings.count else {
+            throw VulkanError.limitExceeded(
+                "\(pipeline.name) takes \(pipeline.bindings.count) bindings, got \(bindings.count)")
+        }
+        guard pushConstants.bytes.count == pipeline.pushConstantSize else {
+            throw VulkanError.limitExceeded(
+                "\(pipeline.name) takes \(pipeline.pushConstantSize) push-constant bytes, got \(pushConstants.bytes.count)")
+        }
+        let wg = pipeline.workgroupSize
+        let groups = (UInt32((threads.x + Int(wg.0) - 1) / Int(wg.0)),
+                      UInt32((threads.y + Int(wg.1) - 1) / Int(wg.1)),
+                      UInt32((threads.z + Int(wg.2) - 1) / Int(wg.2)))
+        let limit = device.info.maxComputeWorkGroupCount
+        guard groups.0 <= limit.0, groups.1 <= limit.1, groups.2 <= limit.2 else {
+            throw VulkanError.limitExceeded(
+                "\(pipeline.name): \(groups) workgroups exceed maxComputeWorkGroupCount \(limit)")
+        }
+        for case .image(let image) in bindings where image.claimInitialTransition() {
+            transitionToGeneral(image)
+        }
+        let set = try allocateSet(pipeline)
+        writeDescriptors(set, pipeline: pipeline, bindings: bindings)
+        vkCmdBindPipeline(handle, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
+        var setHandle: VkDescriptorSet? = set
+        vkCmdBindDescriptorSets(handle, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &setHandle, 0, nil)
+        if !pushConstants.bytes.isEmpty {
+            pushConstants.bytes.withUnsafeBytes {
+                vkCmdPushConstants(handle, pipeline.layout, VK_SHADER_STAGE_COMPUTE_BIT.rawValue, 0,
+                                   UInt32($0.count), $0.baseAddress)
+            }
+        }
+        vkCmdDispatch(handle, groups.0, groups.1, groups.2)
+        retained.append(pipeline)
+        for binding in bindings {
+            switch binding {
+            case .image(let image): retained.append(image)
+            case .buffer(let buffer): retained.append(buffer)
+            }
+        }
+    }
+
+    /// Makes the writes of everything recorded so far (shaders, copies)
+    /// visible to everything recorded after: a full compute/transfer barrier.
+    public func barrier() throws {
+        try requireRecording()
+        let stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue | VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue
+        memoryBarrier(sourceStages: stages,
+                      sourceAccess: VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
+                      destinationStages: stages,
+                      destinationAccess: VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
+                          | VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue)
+    }
+
+    /// Copies `length` bytes between buffers.
+    public func copy(from source: Buffer, to destination: Buffer, length: Int) throws {
+        try requireRecording()
+        guard length <= source.length, length <= destination.length else {
+            throw VulkanError.limitExceeded("copy of \(length) bytes exceeds a buffer's length")
+        }
+        var region = VkBufferCopy(srcOffset: 0, dstOffset: 0, size: VkDeviceSize(length))
+        vkCmdCopyBuffer(handle, source.handle, destination.handle, 1, &region)
+        retained.append(source)
+        retained.append(destination)
+    }
+
+    /// Records a GPU timestamp once all earlier commands have finished.
+    /// Read them with `timestamps()` after completion. Ignored when the
+    /// device has no timestamp support (check `device.info.supportsTimestamps`).
+    public func timestamp(_ label: String) throws {
+        try requireRecording()
+        guard device.info.supportsTimestamps else { return }
+        guard timestampLabels.count < CommandBuffer.maxTimestamps else {
+            throw VulkanError.limitExceeded("more than \(CommandBuffer.maxTimestamps) timestamps in one command buffer")
+        }
+        if queryPool == nil {
+            var info = VkQueryPoolCreateInfo()
+            info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO
+            info.queryType = VK_QUERY_TYPE_TIMESTAMP
+            info.queryCount = UInt32(CommandBuffer.maxTimestamps)
+            var pool: VkQueryPool?
+            try check(vkCreateQueryPool(device.handle, &info, nil, &pool), "vkCreateQueryPool")
+            queryPool = pool
+            device.objectCounter.add(1)
+            vkCmdResetQueryPool(handle, pool, 0, UInt32(CommandBuffer.maxTimestamps))
+        }
+        vkCmdWriteTimestamp(handle, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPool, UInt32(timestampLabels.count))
+        timestampLabels.append(label)
+    }
+
+    /// Ends recording and submits. Shader and transfer writes are made
+    /// visible to the host when the buffer completes.
+    public func commit() throws {
+        try requireRecording()
+        memoryBarrier(sourceStages: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue | VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue,
+                      sourceAccess: VK_ACCESS_SHADER_WRITE_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue,
+                      destinationStages: VK_PIPELINE_STAGE_HOST_BIT.rawValue,
+                      destinationAccess: VK_ACCESS_HOST_READ_BIT.rawValue)
+        try check(vkEndCommandBuffer(handle), "vkEndCommandBuffer")
+        var info = VkFenceCreateInfo()
+        info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO
+        var fence: VkFence?
+        try check(vkCreateFence(device.handle, &info, nil, &fence), "vkCreateFence")
+        guard let fence else { throw VulkanError.call("vkCreateFence", -1) }
+        self.fence = fence
+        device.objectCounter.add(1)
+        try device.submit(handle, fence: fence)
+        state = .committed
+    }
+
+    /// Blocks until the GPU finishes, at most `timeout` seconds: a hung or
+    /// lost device becomes an error, never a hang. Throws validation errors
+    /// the work produced.
+    public func waitUntilCompleted(timeout: Double = CommandBuffer.defaultTimeout) throws {
+        guard state != .completed else { return }
+        guard state == .committed, let fence else {
+            throw VulkanError.limitExceeded("waitUntilCompleted called before commit")
+        }
+        var fenceHandle: VkFence? = fence
+        let result = vkWaitForFences(device.handle, 1, &fenceHandle, VkBool32(VK_TRUE), UInt64(timeout * 1e9))
+        if result == VK_TIMEOUT {
+            throw VulkanError.timeout("GPU work did not finish within \(Int(timeout)) s")
+        }
+        try check(result, "vkWaitForFences")
+        state = .completed
+        retained.removeAll()
+        let errors = device.instance.takeValidationErrors()
+        if !errors.isEmpty { throw VulkanError.validation(errors) }
+    }
+
+    /// The recorded timestamps, relative to the first, scaled by
+    /// `timestampPeriod` and masked to `timestampValidBits`. Empty before
+    /// completion or without timestamp support.
+    public func timestamps() throws -> [Timestamp] {
+        guard state == .completed, let queryPool, !timestampLabels.isEmpty else { return [] }
+        var ticks = [UInt64](repeating: 0, count: timestampLabels.count)
+        try ticks.withUnsafeMutableBytes { raw in
+            try check(vkGetQueryPoolResults(device.handle, queryPool, 0, UInt32(timestampLabels.count),
+                                            raw.count, raw.baseAddress, 8,
+                                            VK_QUERY_RESULT_64_BIT.rawValue | VK_QUERY_RESULT_WAIT_BIT.rawValue),
+                      "vkGetQueryPoolResults")
+        }
+        let bits = device.info.timestampValidBits
+        let mask: UInt64 = bits >= 64 ? .max : (1 << UInt64(bits)) - 1
+        let period = Double(device.info.timestampPeriod)
+        let first = ticks[0] & mask
+        return zip(timestampLabels, ticks).map { label, tick in
+            // Wrapping subtraction under the mask survives a counter wrap.
+            Timestamp(label: label, nanoseconds: Double(((tick & mask) &- first) & mask) * period)
+        }
+    }
+
+    // MARK: - Recording helpers
+
+    private func requireRecording() throws {
+        guard state == .recording else {
+            throw VulkanError.limitExceeded("command buffer already committed; make a new one")
+        }
+    }
+
+    private func memoryBarrier(sourceStages: UInt32, sourceAccess: UInt32,
+                               destinationStages: UInt32, destinationAccess: UInt32) {
+        var barrier = VkMemoryBarrier()
+        barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER
+        barrier.srcAccessMask = sourceAccess
+        barrier.dstAccessMask = destinationAccess
+        vkCmdPipelineBarrier(handle, sourceStages, destinationStages, 0, 1, &barrier, 0, nil, 0, nil)
+    }
+
+    private func transitionToGeneral(_ image: Image) {
+        var barrier = VkImageMemoryBarrier()
+        barrier.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER
+        barrier.srcAccessMask = 0
+        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
+        barrier.oldLayout = VK_IMAGE_LAYOUT_UNDEFINED
+        barrier.newLayout = VK_IMAGE_LAYOUT_GENERAL
+        barrier.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED
+        barrier.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED
+        barrier.image = image.handle
+        barrier.subresourceRange = Image.wholeRange(layers: image.layers)
+        vkCmdPipelineBarrier(handle, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT.rawValue,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue, 0, 0, nil, 0, nil, 1, &barrier)
+    }
+
+    private func allocateSet(_ pipeline: ComputePipeline) throws -> VkDescriptorSet {
+        if setsLeftInPool == 0 {
+            let perPool = CommandBuffer.setsPerPool
+            var sizes = [
+                VkDescriptorPoolSize(type: VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, descriptorCount: perPool * 4),
+                VkDescriptorPoolSize(type: VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount: perPool * 4),
+            ]
+            var info = VkDescriptorPoolCreateInfo()
+            info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO
+            info.maxSets = perPool
+            info.poolSizeCount = UInt32(sizes.count)
+            var pool: VkDescriptorPool?
+            try sizes.withUnsafeMutableBufferPointer { pointer in
+                info.pPoolSizes = UnsafePointer(pointer.baseAddress)
+                try check(vkCreateDescriptorPool(device.handle, &info, nil, &pool), "vkCreateDescriptorPool")
+            }
+            guard let pool else { throw VulkanError.call("vkCreateDescriptorPool", -1) }
+            descriptorPools.append(pool)
+            device.objectCounter.add(1)
+            setsLeftInPool = Int(perPool)
+        }
+        guard pipeline.bindings.count <= 4 else {
+            throw VulkanError.limitExceeded("\(pipeline.name): more than 4 bindings per dispatch")
+        }
+        var layout: VkDescriptorSetLayout? = pipeline.setLayout
+        var info = VkDescriptorSetAllocateInfo()
+        info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO
+        info.descriptorPool = descriptorPools.last
+        info.descriptorSetCount = 1
+        var set: VkDescriptorSet?
+        try withUnsafePointer(to: &layout) { pointer in
+            info.pSetLayouts = pointer
+            try check(vkAllocateDescriptorSets(device.handle, &info, &set), "vkAllocateDescriptorSets")
+        }
+        guard let set else { throw VulkanError.call("vkAllocateDescriptorSets", -1) }
+        setsLeftInPool -= 1
+        return set
+    }
+
+    private func writeDescriptors(_ set: VkDescriptorSet, pipeline: ComputePipeline, bindings: [Binding]) {
+        var imageInfos = [VkDescriptorImageInfo](repeating: VkDescriptorImageInfo(), count: bindings.count)
+        var bufferInfos = [VkDescriptorBufferInfo](repeating: VkDescriptorBufferInfo(), count: bindings.count)
+        for (i, binding) in bindings.enumerated() {
+            switch binding {
+            case .image(let image):
+                imageInfos[i] = VkDescriptorImageInfo(sampler: nil, imageView: image.view,
+                                                      imageLayout: VK_IMAGE_LAYOUT_GENERAL)
+            case .buffer(let buffer):
+                bufferInfos[i] = VkDescriptorBufferInfo(buffer: buffer.handle, offset: 0,
+                                                        range: VkDeviceSize(VK_WHOLE_SIZE))
+            }
+        }
+        imageInfos.withUnsafeBufferPointer { images in
+            bufferInfos.withUnsafeBufferPointer { buffers in
+                var writes = bindings.enumerated().map { i, binding -> VkWriteDescriptorSet in
+                    var write = VkWriteDescriptorSet()
+                    write.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
+                    write.dstSet = set
+                    write.dstBinding = UInt32(i)
+                    write.descriptorCount = 1
+                    write.descriptorType = pipeline.bindings[i].descriptorType
+                    if case .image = binding {
+                        write.pImageInfo = images.baseAddress! + i
+                    } else {
+                        write.pBufferInfo = buffers.baseAddress! + i
+                    }
+                    return write
+                }
+                vkUpdateDescriptorSets(device.handle, UInt32(writes.count), &writes, 0, nil)
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import CVulkan
+
+/// A compiled compute shader with its descriptor-set layout (one set,
+/// bindings 0..<n) and push-constant range: Metal's `MTLComputePipelineState`.
+/// Made by `Device.pipeline(...)`, which caches it; owned by its device.
+public final class ComputePipeline: @unchecked Sendable {
+    /// What each binding of set 0 holds.
+    public enum BindingKind: Int, Sendable {
+        case storageImage, storageBuffer
+        var descriptorType: VkDescriptorType {
+            self == .storageImage ? VK_DESCRIPTOR_TYPE_STORAGE_IMAGE : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+        }
+    }
+
+    /// The shader's name, as given to `Device.pipeline`.
+    public let name: String
+    public let bindings: [BindingKind]
+    public let pushConstantSize: Int
+    /// The shader's `local_size_x/y/z`.
+    public let workgroupSize: (UInt32, UInt32, UInt32)
+    unowned let device: Device
+    let handle: VkPipeline
+    let layout: VkPipelineLayout
+    let setLayout: VkDescriptorSetLayout
+
+    init(device: Device, name: String, spirv: [UInt32], bindings: [BindingKind],
+         pushConstantSize: Int, workgroupSize: (UInt32, UInt32, UInt32)) throws {
+        self.device = device
+        self.name = name
+        self.bindings = bindings
+        self.pushConstantSize = pushConstantSize
+        self.workgroupSize = workgroupSize
+        let vkDevice = device.handle
+
+        var layoutBindings = bindings.enumerated().map { index, kind in
+            VkDescriptorSetLayoutBinding(binding: UInt32(index), descriptorType: kind.descriptorType,
+                                         descriptorCount: 1,
+                                         stageFlags: VK_SHADER_STAGE_COMPUTE_BIT.rawValue,
+                                         pImmutableSamplers: nil)
+        }
+        var setInfo = VkDescriptorSetLayoutCreateInfo()
+        setInfo.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO
+        setInfo.bindingCount = UInt32(layoutBindings.count)
+        var setLayout: VkDescriptorSetLayout?
+        try layoutBindings.withUnsafeMutableBufferPointer { pointer in
+            setInfo.pBindings = UnsafePointer(pointer.baseAddress)
+            try check(vkCreateDescriptorSetLayout(vkDevice, &setInfo, nil, &setLayout),
+                      "vkCreateDescriptorSetLayout(\(name))")
+        }
+        guard let setLayout else { throw VulkanError.call("vkCreateDescriptorSetLayout", -1) }
+
+        var range = VkPushConstantRange(stageFlags: VK_SHADER_STAGE_COMPUTE_BIT.rawValue, offset: 0,
+                                        size: UInt32(pushConstantSize))
+        var setLayoutHandle: VkDescriptorSetLayout? = setLayout
+        var layoutInfo = VkPipelineLayoutCreateInfo()
+        layoutInfo.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO
+        layoutInfo.setLayoutCount = 1
+        layoutInfo.pushConstantRangeCount = pushConstantSize > 0 ? 1 : 0
+        var layout: VkPipelineLayout?
+        let layoutResult = withUnsafePointer(to: &setLayoutHandle) { setPointer in
+            withUnsafePointer(to: &range) { rangePointer in
+                layoutInfo.pSetLayouts = setPointer
+                layoutInfo.pPushConstantRanges = rangePointer
+                return vkCreatePipelineLayout(vkDevice, &layoutInfo, nil, &layout)
+            }
+        }
+        guard layoutResult == VK_SUCCESS, let layout else {
+            vkDestroyDescriptorSetLayout(vkDevice, setLayout, nil)
+            throw VulkanError.call("vkCreatePipelineLayout(\(name))", layoutResult.rawValue)
+        }
+
+        var moduleInfo = VkShaderModuleCreateInfo()
+        moduleInfo.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO
+        moduleInfo.codeSize = spirv.count * 4
+        var module: VkShaderModule?
+        let moduleResult = spirv.withUnsafeBufferPointer { words in
+            moduleInfo.pCode = words.baseAddress
+            return vkCreateShaderModule(vkDevice, &moduleInfo, nil, &module)
+        }
+        guard moduleResult == VK_SUCCESS, let module else {
+            vkDestroyPipelineLayout(vkDevice, layout, nil)
+            vkDestroyDescriptorSetLayout(vkDevice, setLayout, nil)
+            throw VulkanError.call("vkCreateShaderModule(\(name))", moduleResult.rawValue)
+        }
+        defer { vkDestroyShaderModule(vkDevice, module, nil) }
+
+        var pipelineInfo = VkComputePipelineCreateInfo()
+        pipelineInfo.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO
+        pipelineInfo.layout = layout
+        pipelineInfo.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO
+        pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT
+        pipelineInfo.stage.module = module
+        var pipeline: VkPipeline?
+        let pipelineResult = "main".withCString { entry in
+            pipelineInfo.stage.pName = entry
+            return vkCreateComputePipelines(vkDevice, device.pipelineCache, 1, &pipelineInfo, nil, &pipeline)
+        }
+        guard pipelineResult == VK_SUCCESS, let pipeline else {
+            vkDestroyPipelineLayout(vkDevice, layout, nil)
+            vkDestroyDescriptorSetLayout(vkDevice, setLayout, nil)
+            throw VulkanError.call("vkCreateComputePipelines(\(name))", pipelineResult.rawValue)
+        }
+        self.handle = pipeline
+        self.layout = layout
+        self.setLayout = setLayout
+        device.objectCounter.add(3)
+    }
+
+    deinit {
+        vkDestroyPipeline(device.handle, handle, nil)
+        vkDestroyPipelineLayout(device.handle, layout, nil)
+        vkDestroyDescriptorSetLayout(device.handle, setLayout, nil)
+        device.objectCounter.add(-3)
+    }
+}

@@ -1,0 +1,177 @@
+import CVulkan
+import Foundation
+
+/// A logical device with one compute queue: the `MTLDevice` of LayerKit's
+/// Vulkan layer. It makes buffers, images, pipelines and command buffers.
+///
+/// Thread-safe: queue submission is serialized by a lock, and each command
+/// buffer owns its own pools, so several threads may encode at once.
+public final class Device: @unchecked Sendable {
+    /// The instance this device came from (kept alive by the device).
+    public let instance: Instance
+    /// What the physical device is.
+    public let info: PhysicalDeviceInfo
+    let handle: VkDevice
+    let queue: VkQueue
+    let queueFamily: UInt32
+    let pipelineCache: VkPipelineCache
+    private let memoryProperties: VkPhysicalDeviceMemoryProperties
+    private let submitLock = NSLock()
+    private let pipelineLock = NSLock()
+    private var pipelines: [String: ComputePipeline] = [:]
+    let objectCounter = LiveObjectCounter()
+
+    /// The number of Vulkan objects (buffers, images, memory, pipelines,
+    /// pools...) this device currently owns through its wrappers.
+    public var liveObjectCount: Int { objectCounter.count }
+
+    /// Opens the device that `PhysicalDeviceInfo.choose` prefers, with
+    /// validation as `Instance(validation:)` decides.
+    public convenience init(validation: Bool? = nil) throws {
+        let instance = try Instance(validation: validation)
+        let chosen = try PhysicalDeviceInfo.choose(
+            from: instance.physicalDevices(),
+            override: ProcessInfo.processInfo.environment["LAYERKIT_DEVICE"])
+        try self.init(instance: instance, physicalDevice: chosen)
+    }
+
+    /// Opens `physicalDevice` of `instance`, enabling `shaderFloat16` when present.
+    public init(instance: Instance, physicalDevice: PhysicalDeviceInfo) throws {
+        guard let family = physicalDevice.computeQueueFamily, physicalDevice.isUsable else {
+            throw VulkanError.noDevice("\(physicalDevice.name) cannot run LayerKit shaders")
+        }
+        self.instance = instance
+        info = physicalDevice
+        queueFamily = family
+
+        var priority: Float = 1
+        var queueInfo = VkDeviceQueueCreateInfo()
+        queueInfo.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO
+        queueInfo.queueFamilyIndex = family
+        queueInfo.queueCount = 1
+        var f16 = VkPhysicalDeviceShaderFloat16Int8Features()
+        f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES
+        f16.shaderFloat16 = VkBool32(physicalDevice.supportsFloat16 ? VK_TRUE : VK_FALSE)
+        let extensions = physicalDevice.hasFloat16Extension && physicalDevice.supportsFloat16
+            ? ["VK_KHR_shader_float16_int8"] : []
+        var device: VkDevice?
+        let result = withUnsafePointer(to: &priority) { priorityPointer in
+            queueInfo.pQueuePriorities = priorityPointer
+            return withUnsafePointer(to: &queueInfo) { queuePointer in
+                withUnsafeMutablePointer(to: &f16) { f16Pointer in
+                    withCStrings(extensions) { extensionPointers in
+                        var info = VkDeviceCreateInfo()
+                        info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO
+                        info.pNext = physicalDevice.supportsFloat16 ? UnsafeRawPointer(f16Pointer) : nil
+                        info.queueCreateInfoCount = 1
+                        info.pQueueCreateInfos = queuePointer
+                        info.enabledExtensionCount = UInt32(extensions.count)
+                        info.ppEnabledExtensionNames = extensionPointers
+                        return vkCreateDevice(physicalDevice.handle, &info, nil, &device)
+                    }
+                }
+            }
+        }
+        try check(result, "vkCreateDevice(\(physicalDevice.name))")
+        guard let device else { throw VulkanError.noDevice("vkCreateDevice returned no device") }
+        handle = device
+        var queue: VkQueue?
+        vkGetDeviceQueue(device, family, 0, &queue)
+        guard let queue else {
+            vkDestroyDevice(device, nil)
+            throw VulkanError.noDevice("\(physicalDevice.name) returned no compute queue")
+        }
+        self.queue = queue
+
+        var cacheInfo = VkPipelineCacheCreateInfo()
+        cacheInfo.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO
+        var cache: VkPipelineCache?
+        let cacheResult = vkCreatePipelineCache(device, &cacheInfo, nil, &cache)
+        guard cacheResult == VK_SUCCESS, let cache else {
+            vkDestroyDevice(device, nil)
+            throw VulkanError.call("vkCreatePipelineCache", cacheResult.rawValue)
+        }
+        pipelineCache = cache
+        var memory = VkPhysicalDeviceMemoryProperties()
+        vkGetPhysicalDeviceMemoryProperties(physicalDevice.handle, &memory)
+        memoryProperties = memory
+    }
+
+    deinit {
+        pipelines.removeAll()
+        vkDestroyPipelineCache(handle, pipelineCache, nil)
+        vkDestroyDevice(handle, nil)
+    }
+
+    /// Submits `commandBuffer` with `fence`, serialized with other threads.
+    func submit(_ commandBuffer: VkCommandBuffer?, fence: VkFence) throws {
+        var buffer = commandBuffer
+        var info = VkSubmitInfo()
+        info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO
+        info.commandBufferCount = 1
+        submitLock.lock(); defer { submitLock.unlock() }
+        let result = withUnsafePointer(to: &buffer) { pointer in
+            info.pCommandBuffers = pointer
+            return vkQueueSubmit(queue, 1, &info, fence)
+        }
+        try check(result, "vkQueueSubmit")
+    }
+
+    /// Allocates memory for `requirements` with `properties`; falls back to
+    /// any compatible type when `preferred` properties are unavailable.
+    func allocateMemory(_ requirements: VkMemoryRequirements, required: UInt32,
+                        preferred: UInt32 = 0) throws -> VkDeviceMemory {
+        let types = withUnsafeBytes(of: memoryProperties.memoryTypes) {
+            Array($0.bindMemory(to: VkMemoryType.self).prefix(Int(memoryProperties.memoryTypeCount)))
+        }
+        func find(_ flags: UInt32) -> Int? {
+            types.indices.first { i in
+                requirements.memoryTypeBits & (1 << UInt32(i)) != 0
+                    && types[i].propertyFlags & flags == flags
+            }
+        }
+        guard let typeIndex = find(required | preferred) ?? find(required) else {
+            throw VulkanError.missingFeature("no memory type with properties 0x\(String(required, radix: 16))")
+        }
+        var info = VkMemoryAllocateInfo()
+        info.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO
+        info.allocationSize = requirements.size
+        info.memoryTypeIndex = UInt32(typeIndex)
+        var memory: VkDeviceMemory?
+        try check(vkAllocateMemory(handle, &info, nil, &memory),
+                  "vkAllocateMemory(\(requirements.size) bytes)")
+        guard let memory else { throw VulkanError.call("vkAllocateMemory", VK_ERROR_OUT_OF_DEVICE_MEMORY.rawValue) }
+        return memory
+    }
+
+    /// The pipeline for `source`, compiled and created once per device.
+    /// `name` labels compile errors; `includes` resolves `#include "file"`.
+    public func pipeline(name: String, source: String, includes: [String: String] = [:],
+                         bindings: [ComputePipeline.BindingKind],
+                         pushConstantSize: Int,
+                         workgroupSize: (UInt32, UInt32, UInt32)) throws -> ComputePipeline {
+        let key = "\(name)\u{0}\(bindings.map(\.rawValue))\u{0}\(pushConstantSize)\u{0}\(source)"
+        pipelineLock.lock(); defer { pipelineLock.unlock() }
+        if let cached = pipelines[key] { return cached }
+        let spirv = try ShaderCompiler.shared.compile(source: source, name: name, includes: includes)
+        let pipeline = try ComputePipeline(device: self, name: name, spirv: spirv, bindings: bindings,
+                                           pushConstantSize: pushConstantSize,
+                                           workgroupSize: workgroupSize)
+        pipelines[key] = pipeline
+        return pipeline
+    }
+
+    /// The number of pipelines created on this device (each exactly once).
+    public var pipelineCount: Int {
+        pipelineLock.lock(); defer { pipelineLock.unlock() }
+        return pipelines.count
+    }
+}
+
+/// Counts live wrapper-owned Vulkan objects, so leak tests can watch it.
+final class LiveObjectCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    var count: Int { lock.lock(); defer { lock.unlock() }; return value }
+    func add(_ n: Int) { lock.lock(); value += n; lock.unlock() }
+}

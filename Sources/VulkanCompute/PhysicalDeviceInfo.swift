@@ -1,0 +1,147 @@
+import CVulkan
+
+/// What a physical device is and what it supports, as the driver reports it.
+public struct PhysicalDeviceInfo: @unchecked Sendable {
+    /// The kind of device, in LayerKit's order of preference.
+    public enum Kind: String, Sendable, Comparable {
+        case discrete = "discrete GPU"
+        case integrated = "integrated GPU"
+        case virtual = "virtual GPU"
+        case cpu = "CPU (software rasterizer)"
+        case other = "other"
+
+        var rank: Int {
+            switch self {
+            case .discrete: 0
+            case .integrated: 1
+            case .virtual: 2
+            case .cpu: 3
+            case .other: 4
+            }
+        }
+        public static func < (a: Kind, b: Kind) -> Bool { a.rank < b.rank }
+    }
+
+    /// Position in the loader's enumeration (what `LAYERKIT_DEVICE=<index>` names).
+    public let index: Int
+    /// The driver's device name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    public let name: String
+    public let kind: Kind
+    /// `major.minor.patch` of the Vulkan API the device supports.
+    public let apiVersion: String
+    /// `shaderFloat16`: fp16 arithmetic in shaders.
+    public let supportsFloat16: Bool
+    /// rgba16f (`R16G16B16A16_SFLOAT`) usable as an optimal-tiling storage image.
+    public let supportsRGBA16FStorage: Bool
+    /// Whether compute queues support timestamps (`timestampComputeAndGraphics`
+    /// and non-zero `timestampValidBits` on the compute family).
+    public let supportsTimestamps: Bool
+    /// Nanoseconds per timestamp tick.
+    public let timestampPeriod: Float
+    /// Valid bits of the compute queue family's timestamps.
+    public let timestampValidBits: UInt32
+    /// Index of the first queue family with compute, nil if none.
+    public let computeQueueFamily: UInt32?
+    /// `maxImageDimension2D`.
+    public let maxImageDimension2D: UInt32
+    /// `maxImageArrayLayers`.
+    public let maxImageArrayLayers: UInt32
+    /// `maxComputeWorkGroupCount`.
+    public let maxComputeWorkGroupCount: (UInt32, UInt32, UInt32)
+
+    let handle: VkPhysicalDevice
+    let hasFloat16Extension: Bool
+
+    /// Whether LayerKit can run on it: a compute queue and rgba16f storage images.
+    public var isUsable: Bool { computeQueueFamily != nil && supportsRGBA16FStorage }
+
+    init(index: Int, handle: VkPhysicalDevice) {
+        self.index = index
+        self.handle = handle
+        var properties = VkPhysicalDeviceProperties()
+        vkGetPhysicalDeviceProperties(handle, &properties)
+        name = fixedString(properties.deviceName)
+        kind = switch properties.deviceType {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: .discrete
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: .integrated
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: .virtual
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: .cpu
+        default: .other
+        }
+        let v = properties.apiVersion
+        apiVersion = "\(v >> 22 & 0x7F).\(v >> 12 & 0x3FF).\(v & 0xFFF)"
+        let limits = properties.limits
+        timestampPeriod = limits.timestampPeriod
+        maxImageDimension2D = limits.maxImageDimension2D
+        maxImageArrayLayers = limits.maxImageArrayLayers
+        maxComputeWorkGroupCount = limits.maxComputeWorkGroupCount
+
+        var formatProperties = VkFormatProperties()
+        vkGetPhysicalDeviceFormatProperties(handle, VK_FORMAT_R16G16B16A16_SFLOAT, &formatProperties)
+        supportsRGBA16FStorage = formatProperties.optimalTilingFeatures
+            & VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT.rawValue != 0
+
+        var familyCount: UInt32 = 0
+        vkGetPhysicalDeviceQueueFamilyProperties(handle, &familyCount, nil)
+        var families = [VkQueueFamilyProperties](repeating: VkQueueFamilyProperties(), count: Int(familyCount))
+        vkGetPhysicalDeviceQueueFamilyProperties(handle, &familyCount, &families)
+        let computeFamily = families.firstIndex { $0.queueFlags & VK_QUEUE_COMPUTE_BIT.rawValue != 0 }
+        computeQueueFamily = computeFamily.map(UInt32.init)
+        timestampValidBits = computeFamily.map { families[$0].timestampValidBits } ?? 0
+        supportsTimestamps = limits.timestampComputeAndGraphics != 0 && timestampValidBits > 0
+
+        // shaderFloat16 lives in VK_KHR_shader_float16_int8 (core in 1.2).
+        let extensions = PhysicalDeviceInfo.extensionNames(handle)
+        hasFloat16Extension = extensions.contains("VK_KHR_shader_float16_int8")
+        let apiAtLeast12 = (v >> 22 & 0x7F) > 1 || (v >> 12 & 0x3FF) >= 2
+        if hasFloat16Extension || apiAtLeast12 {
+            var f16 = VkPhysicalDeviceShaderFloat16Int8Features()
+            f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES
+            supportsFloat16 = withUnsafeMutablePointer(to: &f16) { f16Pointer in
+                var features = VkPhysicalDeviceFeatures2()
+                features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2
+                features.pNext = UnsafeMutableRawPointer(f16Pointer)
+                vkGetPhysicalDeviceFeatures2(handle, &features)
+                return f16Pointer.pointee.shaderFloat16 != 0
+            }
+        } else {
+            supportsFloat16 = false
+        }
+    }
+
+    private static func extensionNames(_ device: VkPhysicalDevice) -> Set<String> {
+        var count: UInt32 = 0
+        guard vkEnumerateDeviceExtensionProperties(device, nil, &count, nil) == VK_SUCCESS else { return [] }
+        var properties = [VkExtensionProperties](repeating: VkExtensionProperties(), count: Int(count))
+        guard vkEnumerateDeviceExtensionProperties(device, nil, &count, &properties) == VK_SUCCESS else { return [] }
+        return Set(properties.prefix(Int(count)).map { fixedString($0.extensionName) })
+    }
+
+    /// Picks the device to use: `LAYERKIT_DEVICE` (an index or a name
+    /// substring) if set, else the most preferred usable kind
+    /// (discrete > integrated > virtual > CPU), loader order breaking ties.
+    public static func choose(from devices: [PhysicalDeviceInfo],
+                              override: String? = nil) throws -> PhysicalDeviceInfo {
+        if let override, !override.isEmpty {
+            let match = Int(override).flatMap { i in devices.first { $0.index == i } }
+                ?? devices.first { $0.name.lowercased().contains(override.lowercased()) }
+            guard let match else {
+                let list = devices.map { "\($0.index): \($0.name)" }.joined(separator: ", ")
+                throw VulkanError.noDevice(
+                    "LAYERKIT_DEVICE=\(override) matches no Vulkan device (have: \(list.isEmpty ? "none" : list))")
+            }
+            guard match.isUsable else {
+                throw VulkanError.noDevice(
+                    "device \(match.index) (\(match.name)) lacks a compute queue or rgba16f storage images")
+            }
+            return match
+        }
+        let usable = devices.filter(\.isUsable)
+        guard let best = usable.min(by: { ($0.kind, $0.index) < ($1.kind, $1.index) }) else {
+            throw VulkanError.noDevice(devices.isEmpty
+                ? "no Vulkan device found (install a driver, e.g. mesa-vulkan-drivers)"
+                : "no Vulkan device has a compute queue and rgba16f storage images")
+        }
+        return best
+    }
+}

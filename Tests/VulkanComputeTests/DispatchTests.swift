@@ -1,0 +1,68 @@
+import Testing
+@testable import VulkanCompute
+
+@Suite(.enabled(if: TestDevice.isEnabled))
+struct DispatchTests {
+    static let scaleShader = """
+        #version 450
+        layout(local_size_x = 64) in;
+        layout(std430, binding = 0) readonly buffer In { float src[]; };
+        layout(std430, binding = 1) writeonly buffer Out { float dst[]; };
+        layout(push_constant) uniform P { uint count; float scale; float offset; } p;
+        void main() {
+            uint i = gl_GlobalInvocationID.x;
+            if (i < p.count) dst[i] = src[i] * p.scale + p.offset;
+        }
+        """
+
+    @Test func bufferDispatchComputesEveryElement() throws {
+        let device = try TestDevice.get()
+        let count = 1000
+        let input = try Buffer(device: device, length: count * 4)
+        let output = try Buffer(device: device, length: count * 4)
+        let source = input.contents!.bindMemory(to: Float.self, capacity: count)
+        for i in 0..<count { source[i] = Float(i) - 500 }
+        let pipeline = try device.pipeline(name: "scale.comp", source: Self.scaleShader,
+                                           bindings: [.storageBuffer, .storageBuffer],
+                                           pushConstantSize: 12, workgroupSize: (64, 1, 1))
+        var constants = PushConstants()
+        constants.append(UInt32(count))
+        constants.append(Float(3))
+        constants.append(Float(0.5))
+        let commands = try CommandBuffer(device: device)
+        try commands.dispatch(pipeline, bindings: [.buffer(input), .buffer(output)],
+                              pushConstants: constants, threads: (count, 1, 1))
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        let result = output.contents!.bindMemory(to: Float.self, capacity: count)
+        for i in 0..<count {
+            #expect(result[i] == (Float(i) - 500) * 3 + 0.5, "element \(i)")
+        }
+    }
+
+    @Test func pipelinesAndSPIRVAreCachedPerSource() throws {
+        let device = try TestDevice.get()
+        let make = {
+            try device.pipeline(name: "scale.comp", source: Self.scaleShader,
+                                bindings: [.storageBuffer, .storageBuffer],
+                                pushConstantSize: 12, workgroupSize: (64, 1, 1))
+        }
+        let first = try make()
+        let compiles = ShaderCompiler.shared.compileCount
+        let second = try make()
+        #expect(first === second)
+        #expect(ShaderCompiler.shared.compileCount == compiles)
+    }
+
+    @Test func wrongBindingCountIsAnError() throws {
+        let device = try TestDevice.get()
+        let pipeline = try device.pipeline(name: "scale.comp", source: Self.scaleShader,
+                                           bindings: [.storageBuffer, .storageBuffer],
+                                           pushConstantSize: 12, workgroupSize: (64, 1, 1))
+        let buffer = try Buffer(device: device, length: 16)
+        let commands = try CommandBuffer(device: device)
+        #expect(throws: VulkanError.self) {
+            try commands.dispatch(pipeline, bindings: [.buffer(buffer)], threads: (1, 1, 1))
+        }
+    }
+}
