@@ -1,7 +1,7 @@
 import Foundation
 import PackagePlugin
 
-/// Turns every `Shaders/*.comp` file of the package into a Swift string
+/// Turns every `Shaders/*.comp` and `*.glsl` file of the package into a Swift string
 /// constant (`EmbeddedShaders.source(named:)`), compiled into the target.
 /// Shaders then travel inside the binary: nothing is looked up next to it.
 @main
@@ -10,7 +10,7 @@ struct EmbedShaders: BuildToolPlugin {
         let shaderDirectory = context.package.directoryURL.appending(path: "Shaders")
         let shaders = try FileManager.default
             .contentsOfDirectory(at: shaderDirectory, includingPropertiesForKeys: nil)
-            .filter { $0.pathExtension == "comp" }
+            .filter { ["comp", "glsl"].contains($0.pathExtension) }
             .sorted { $0.lastPathComponent < $1.lastPathComponent }
         let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedShaders.swift")
         return [.buildCommand(

@@ -158,6 +158,26 @@ public final class CommandBuffer: @unchecked Sendable {
         retained.append(destination)
     }
 
+    /// Copies every texel of `image` into `buffer`, tightly packed: layer by
+    /// layer, row by row, 8 bytes (four fp16 values) a texel. For inspecting
+    /// raw image contents, padding lanes included.
+    public func copy(from image: Image, to buffer: Buffer) throws {
+        try requireRecording()
+        let bytes = image.width * image.height * image.layers * Image.bytesPerTexel
+        guard bytes <= buffer.length else {
+            throw VulkanError.limitExceeded("image of \(bytes) bytes does not fit a \(buffer.length)-byte buffer")
+        }
+        if image.claimInitialTransition() { transitionToGeneral(image) }
+        var region = VkBufferImageCopy()
+        region.imageSubresource = VkImageSubresourceLayers(aspectMask: VK_IMAGE_ASPECT_COLOR_BIT.rawValue,
+                                                           mipLevel: 0, baseArrayLayer: 0,
+                                                           layerCount: UInt32(image.layers))
+        region.imageExtent = VkExtent3D(width: UInt32(image.width), height: UInt32(image.height), depth: 1)
+        vkCmdCopyImageToBuffer(handle, image.handle, VK_IMAGE_LAYOUT_GENERAL, buffer.handle, 1, &region)
+        retained.append(image)
+        retained.append(buffer)
+    }
+
     /// Records a GPU timestamp once all earlier commands have finished.
     /// Read them with `timestamps()` after completion. Ignored when the
     /// device has no timestamp support (check `device.info.supportsTimestamps`).

@@ -145,15 +145,19 @@ public final class Device: @unchecked Sendable {
     }
 
     /// The pipeline for `source`, compiled and created once per device.
-    /// `name` labels compile errors; `includes` resolves `#include "file"`.
+    /// `name` labels compile errors; `includes` and `defines` are passed to
+    /// `ShaderCompiler.compile`.
     public func pipeline(name: String, source: String, includes: [String: String] = [:],
+                         defines: KeyValuePairs<String, String> = [:],
                          bindings: [ComputePipeline.BindingKind],
                          pushConstantSize: Int,
                          workgroupSize: (UInt32, UInt32, UInt32)) throws -> ComputePipeline {
-        let key = "\(name)\u{0}\(bindings.map(\.rawValue))\u{0}\(pushConstantSize)\u{0}\(source)"
+        let defineText = defines.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{1}")
+        let key = "\(name)\u{0}\(bindings.map(\.rawValue))\u{0}\(pushConstantSize)\u{0}\(defineText)\u{0}\(source)"
         pipelineLock.lock(); defer { pipelineLock.unlock() }
         if let cached = pipelines[key] { return cached }
-        let spirv = try ShaderCompiler.shared.compile(source: source, name: name, includes: includes)
+        let spirv = try ShaderCompiler.shared.compile(source: source, name: name, includes: includes,
+                                                      defines: defines)
         let pipeline = try ComputePipeline(device: self, name: name, spirv: spirv, bindings: bindings,
                                            pushConstantSize: pushConstantSize,
                                            workgroupSize: workgroupSize)

@@ -16,11 +16,15 @@ public final class ShaderCompiler: @unchecked Sendable {
     public var compileCount: Int { lock.lock(); defer { lock.unlock() }; return compiles }
 
     /// SPIR-V for `source`. `#include "file"` lines are replaced by
-    /// `includes[file]` (with `#line` directives so errors keep the source's
-    /// line numbers). Errors name the shader: `swish.comp:12: ...`.
-    public func compile(source: String, name: String,
-                        includes: [String: String] = [:]) throws -> [UInt32] {
-        let text = try ShaderCompiler.resolveIncludes(source, name: name, includes: includes)
+    /// `includes[file]`, and `defines` (`NAME` or `NAME(args)` → body) are
+    /// inserted after `#version`, with `#line` directives so errors keep the
+    /// source's line numbers. Errors name the shader: `pack.comp:12: ...`.
+    public func compile(source: String, name: String, includes: [String: String] = [:],
+                        defines: KeyValuePairs<String, String> = [:]) throws -> [UInt32] {
+        var text = try ShaderCompiler.resolveIncludes(source, name: name, includes: includes)
+        if defines.count > 0 {
+            text = ShaderCompiler.insert(defines: defines, into: text)
+        }
         lock.lock(); defer { lock.unlock() }
         if let words = cache[text] { return words }
         var result = lk_glsl_compile_compute(text)
@@ -58,6 +62,17 @@ public final class ShaderCompiler: @unchecked Sendable {
                 lines.append(String(line))
             }
         }
+        return lines.joined(separator: "\n")
+    }
+
+    /// Puts `#define` lines right after the `#version` line (GLSL allows
+    /// nothing before it), then restores the line numbering.
+    static func insert(defines: KeyValuePairs<String, String>, into source: String) -> String {
+        var lines = source.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let versionLine = lines.firstIndex { $0.trimmingCharacters(in: .whitespaces).hasPrefix("#version") }
+        let at = versionLine.map { $0 + 1 } ?? 0
+        let inserted = defines.map { "#define \($0.key) \($0.value)" } + ["#line \(at + 1)"]
+        lines.insert(contentsOf: inserted, at: at)
         return lines.joined(separator: "\n")
     }
 

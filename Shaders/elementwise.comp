@@ -1,0 +1,42 @@
+#version 450
+// The one template for every per-element op on slice images.
+//
+// The op's body is a GLSL expression over `x` (the texel, vec4, loaded from
+// fp16 and computed in fp32), `param(i)` (scalar parameters) and `weight(k)`
+// (per-channel weight set k, as a vec4 of this texel's four channels).
+// LayerKit defines LK_BODY(x) when it instantiates the template; on its own
+// the template is the identity, so offline compilers can check it.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+#ifndef LK_BODY
+#define LK_BODY(x) (x)
+#endif
+
+layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+layout(rgba16f, binding = 0) readonly uniform image2DArray source;
+layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
+// Weight set k for channel c sits at k * slices * 4 + c (padded per set).
+layout(std430, binding = 2) readonly buffer Weights { float weights[]; };
+layout(push_constant) uniform Shape { LK_SHAPE_FIELDS; float params[8]; } shape;
+
+uint lk_slice;
+
+float param(int i) { return shape.params[i]; }
+
+vec4 weight(int k) {
+    uint base = uint(k) * shape.slices * 4u + lk_slice * 4u;
+    return vec4(weights[base], weights[base + 1u], weights[base + 2u], weights[base + 3u]);
+}
+
+void main() {
+    uvec3 id = gl_GlobalInvocationID;
+    if (id.x >= shape.width || id.y >= shape.height || id.z >= shape.layers) return;
+    lk_slice = id.z % shape.slices;
+    vec4 x = imageLoad(source, ivec3(id));
+    vec4 y = LK_BODY(x);
+    // Padding lanes stay zero whatever the op maps zero to.
+    uvec4 channel = uvec4(lk_slice * 4u) + uvec4(0u, 1u, 2u, 3u);
+    y = mix(vec4(0.0), y, lessThan(channel, uvec4(shape.channels)));
+    imageStore(destination, ivec3(id), lk_round_half(y));
+}

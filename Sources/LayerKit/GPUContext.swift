@@ -1,0 +1,101 @@
+import Foundation
+public import VulkanCompute
+
+/// LayerKit's handle on one Vulkan device: it makes slice images and
+/// command buffers, and owns the pipelines of the built-in shaders
+/// (created once, here, never per dispatch).
+public final class GPUContext: @unchecked Sendable {
+    /// The Vulkan device.
+    public let device: Device
+    let packPipeline: ComputePipeline
+    let unpackPipeline: ComputePipeline
+
+    /// Every shader is 8x8 texels per workgroup, one array layer deep.
+    static let workgroupSize: (UInt32, UInt32, UInt32) = (8, 8, 1)
+    /// `LK_SHAPE_FIELDS`: five uints.
+    static let shapeConstantSize = 20
+    static let includes: [String: String] = {
+        var files: [String: String] = [:]
+        for (name, text) in EmbeddedShaders.sources where name.hasSuffix(".glsl") { files[name] = text }
+        return files
+    }()
+
+    /// Opens the preferred device (see `PhysicalDeviceInfo.choose`).
+    /// `validation` nil reads `LAYERKIT_VALIDATION`.
+    public convenience init(validation: Bool? = nil) throws {
+        try self.init(device: Device(validation: validation))
+    }
+
+    /// Wraps an open device and builds the pack/unpack pipelines.
+    public init(device: Device) throws {
+        self.device = device
+        packPipeline = try GPUContext.builtinPipeline(device, "pack.comp", [.storageBuffer, .storageImage])
+        unpackPipeline = try GPUContext.builtinPipeline(device, "unpack.comp", [.storageImage, .storageBuffer])
+    }
+
+    /// What the device is.
+    public var deviceInfo: PhysicalDeviceInfo { device.info }
+
+    /// An uninitialized slice image for an NCHW shape.
+    public func makeSliceImage(batch: Int, featureChannels: Int, height: Int, width: Int) throws -> SliceImage {
+        try SliceImage(device: device, batch: batch, featureChannels: featureChannels,
+                       height: height, width: width)
+    }
+
+    /// A slice image shaped like `tensor` (rank 1 to 4, read as NCHW).
+    public func makeSliceImage(like tensor: Tensor) throws -> SliceImage {
+        let s = try tensor.nchw()
+        return try makeSliceImage(batch: s.n, featureChannels: s.c, height: s.h, width: s.w)
+    }
+
+    /// A new command buffer to encode uploads, kernels and downloads into.
+    public func makeCommandBuffer() throws -> GPUCommandBuffer {
+        try GPUCommandBuffer(context: self)
+    }
+
+    /// Uploads `tensor` into a new slice image (fp16-rounded to nearest) and waits.
+    public func upload(_ tensor: Tensor) throws -> SliceImage {
+        let image = try makeSliceImage(like: tensor)
+        let commands = try makeCommandBuffer()
+        try commands.upload(tensor, to: image)
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        return image
+    }
+
+    /// Downloads `image` into a new Float32 tensor and waits.
+    public func download(_ image: SliceImage) throws -> Tensor {
+        let tensor = try Tensor(shape: image.shape)
+        let commands = try makeCommandBuffer()
+        try commands.download(image, into: tensor)
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        return tensor
+    }
+
+    /// The pipeline of `kernel` instantiated into the element-wise template.
+    func pipeline(for kernel: PerElementKernel) throws -> ComputePipeline {
+        guard !kernel.body.contains("\n") else {
+            throw LayerKitError.invalidParameter("kernel \(kernel.name): the GLSL body must be one line")
+        }
+        return try device.pipeline(
+            name: "\(kernel.name) (elementwise.comp)", source: try GPUContext.shader("elementwise.comp"),
+            includes: GPUContext.includes, defines: ["LK_BODY(x)": "(\(kernel.body))"],
+            bindings: [.storageImage, .storageImage, .storageBuffer],
+            pushConstantSize: GPUContext.shapeConstantSize + 4 * PerElementKernel.maxParameters,
+            workgroupSize: GPUContext.workgroupSize)
+    }
+
+    private static func builtinPipeline(_ device: Device, _ name: String,
+                                        _ bindings: [ComputePipeline.BindingKind]) throws -> ComputePipeline {
+        try device.pipeline(name: name, source: shader(name), includes: includes, bindings: bindings,
+                            pushConstantSize: shapeConstantSize, workgroupSize: workgroupSize)
+    }
+
+    private static func shader(_ name: String) throws -> String {
+        guard let source = EmbeddedShaders.source(named: name) else {
+            throw LayerKitError.unsupported("shader \(name) is not built into this binary")
+        }
+        return source
+    }
+}
