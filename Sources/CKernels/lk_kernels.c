@@ -1,1 +1,0 @@
-#include "lk_kernels.h"

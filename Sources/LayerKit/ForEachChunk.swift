@@ -1,0 +1,37 @@
+import Dispatch
+import Synchronization
+
+/// Elements per work item for element-wise kernels: 64K floats is 256 KiB
+/// read plus 256 KiB written, small enough to stay in a core's L2 and large
+/// enough that taking a chunk costs nothing next to computing it.
+let defaultChunkSize = 65_536
+
+/// Runs `body` on consecutive ranges that cover `0..<count`, each at most
+/// `chunkSize` long, on up to `threadCount` threads, and returns when all
+/// ranges are done. Ranges never overlap; their order across threads is
+/// unspecified.
+///
+/// Workers pull the next chunk from a shared counter instead of taking a
+/// fixed share, so a thread slowed by another process (or more threads than
+/// cores) does not leave the others idle at the end.
+func forEachChunk(count: Int, chunkSize: Int = defaultChunkSize, threadCount: Int,
+                  body: @Sendable (Range<Int>) -> Void) {
+    guard count > 0 else { return }
+    let chunkSize = max(1, chunkSize)
+    let chunkCount = (count - 1) / chunkSize + 1
+    let workers = min(max(1, threadCount), chunkCount)
+    let chunk = { @Sendable (i: Int) in i * chunkSize..<min(count, (i + 1) * chunkSize) }
+    guard workers > 1 else {
+        // No dispatch at all for one thread: small tensors pay nothing.
+        for i in 0..<chunkCount { body(chunk(i)) }
+        return
+    }
+    let next = Atomic<Int>(0)
+    DispatchQueue.concurrentPerform(iterations: workers) { _ in
+        while true {
+            let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
+            guard i < chunkCount else { return }
+            body(chunk(i))
+        }
+    }
+}
