@@ -1,3 +1,5 @@
+import Foundation
+
 /// A Float32 host tensor in row-major (C) order, NCHW for images: the
 /// `MLMultiArray` of LayerKit.
 ///
@@ -13,9 +15,17 @@ public final class Tensor: @unchecked Sendable {
     public let dataPointer: UnsafeMutablePointer<Float>
 
     /// Makes a zero-filled tensor. Throws if a dimension is negative or the
-    /// element count overflows.
+    /// tensor would not fit in this machine's physical memory (an absurd
+    /// shape must be an error, not an out-of-memory kill).
     public init(shape: [Int]) throws {
-        self.count = try Tensor.elementCount(of: shape)
+        let count = try Tensor.elementCount(of: shape)
+        let memory = ProcessInfo.processInfo.physicalMemory
+        guard UInt64(count) * 4 <= memory else {
+            throw LayerKitError.shapeMismatch(
+                "shape \(Tensor.describe(shape)) needs \(UInt64(count) * 4 >> 20) MiB, more than this machine's "
+                + "\(memory >> 20) MiB of memory")
+        }
+        self.count = count
         self.shape = shape
         dataPointer = .allocate(capacity: max(count, 1))
         dataPointer.initialize(repeating: 0, count: max(count, 1))
@@ -63,15 +73,16 @@ public final class Tensor: @unchecked Sendable {
         shape.map(String.init).joined(separator: "x")
     }
 
-    /// The product of `shape`, checked for negative extents and overflow.
-    static func elementCount(of shape: [Int]) throws -> Int {
+    /// The element count of `shape`; throws for negative extents or a count
+    /// too large to allocate.
+    public static func elementCount(of shape: [Int]) throws -> Int {
         var total = 1
         for extent in shape {
             guard extent >= 0 else {
                 throw LayerKitError.shapeMismatch("negative dimension in shape \(describe(shape))")
             }
             let (product, overflow) = total.multipliedReportingOverflow(by: extent)
-            guard !overflow, product <= Int(Int32.max) * 16 else {
+            guard !overflow, product <= Int.max / 8 else {
                 throw LayerKitError.shapeMismatch("shape \(describe(shape)) has too many elements")
             }
             total = product

@@ -18,14 +18,14 @@ public final class ComputePipeline: @unchecked Sendable {
     public let pushConstantSize: Int
     /// The shader's `local_size_x/y/z`.
     public let workgroupSize: (UInt32, UInt32, UInt32)
-    unowned let device: Device
+    private let core: DeviceCore
     let handle: VkPipeline
     let layout: VkPipelineLayout
     let setLayout: VkDescriptorSetLayout
 
     init(device: Device, name: String, spirv: [UInt32], bindings: [BindingKind],
          pushConstantSize: Int, workgroupSize: (UInt32, UInt32, UInt32)) throws {
-        self.device = device
+        core = device.core
         self.name = name
         self.bindings = bindings
         self.pushConstantSize = pushConstantSize
@@ -107,9 +107,9 @@ public final class ComputePipeline: @unchecked Sendable {
     }
 
     deinit {
-        vkDestroyPipeline(device.handle, handle, nil)
-        vkDestroyPipelineLayout(device.handle, layout, nil)
-        vkDestroyDescriptorSetLayout(device.handle, setLayout, nil)
-        device.objectCounter.add(-3)
+        vkDestroyPipeline(core.handle, handle, nil)
+        vkDestroyPipelineLayout(core.handle, layout, nil)
+        vkDestroyDescriptorSetLayout(core.handle, setLayout, nil)
+        core.objectCounter.add(-3)
     }
 }

@@ -11,15 +11,17 @@ public final class Device: @unchecked Sendable {
     public let instance: Instance
     /// What the physical device is.
     public let info: PhysicalDeviceInfo
-    let handle: VkDevice
+    /// Owns the VkDevice; pipelines hold it too, so it outlives them.
+    let core: DeviceCore
+    var handle: VkDevice { core.handle }
+    var pipelineCache: VkPipelineCache { core.pipelineCache }
     let queue: VkQueue
     let queueFamily: UInt32
-    let pipelineCache: VkPipelineCache
     private let memoryProperties: VkPhysicalDeviceMemoryProperties
     private let submitLock = NSLock()
     private let pipelineLock = NSLock()
     private var pipelines: [String: ComputePipeline] = [:]
-    let objectCounter = LiveObjectCounter()
+    var objectCounter: LiveObjectCounter { core.objectCounter }
 
     /// The number of Vulkan objects (buffers, images, memory, pipelines,
     /// pools...) this device currently owns through its wrappers.
@@ -74,7 +76,6 @@ public final class Device: @unchecked Sendable {
         }
         try check(result, "vkCreateDevice(\(physicalDevice.name))")
         guard let device else { throw VulkanError.noDevice("vkCreateDevice returned no device") }
-        handle = device
         var queue: VkQueue?
         vkGetDeviceQueue(device, family, 0, &queue)
         guard let queue else {
@@ -91,17 +92,12 @@ public final class Device: @unchecked Sendable {
             vkDestroyDevice(device, nil)
             throw VulkanError.call("vkCreatePipelineCache", cacheResult.rawValue)
         }
-        pipelineCache = cache
+        core = DeviceCore(instance: instance, handle: device, pipelineCache: cache)
         var memory = VkPhysicalDeviceMemoryProperties()
         vkGetPhysicalDeviceMemoryProperties(physicalDevice.handle, &memory)
         memoryProperties = memory
     }
 
-    deinit {
-        pipelines.removeAll()
-        vkDestroyPipelineCache(handle, pipelineCache, nil)
-        vkDestroyDevice(handle, nil)
-    }
 
     /// Submits `commandBuffer` with `fence`, serialized with other threads.
     func submit(_ commandBuffer: VkCommandBuffer?, fence: VkFence) throws {
@@ -169,6 +165,28 @@ public final class Device: @unchecked Sendable {
     public var pipelineCount: Int {
         pipelineLock.lock(); defer { pipelineLock.unlock() }
         return pipelines.count
+    }
+}
+
+/// The VkDevice and its pipeline cache, destroyed when the last of the
+/// device and its pipelines goes (the device caches pipelines, so pipelines
+/// cannot hold the `Device` itself without a cycle).
+final class DeviceCore: @unchecked Sendable {
+    /// Kept so the instance is destroyed after the device, never before.
+    let instance: Instance
+    let handle: VkDevice
+    let pipelineCache: VkPipelineCache
+    let objectCounter = LiveObjectCounter()
+
+    init(instance: Instance, handle: VkDevice, pipelineCache: VkPipelineCache) {
+        self.instance = instance
+        self.handle = handle
+        self.pipelineCache = pipelineCache
+    }
+
+    deinit {
+        vkDestroyPipelineCache(handle, pipelineCache, nil)
+        vkDestroyDevice(handle, nil)
     }
 }
 

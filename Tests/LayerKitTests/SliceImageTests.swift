@@ -7,7 +7,7 @@ struct SliceImageTests {
     static let specials: [Float] = [
         0, -0.0, 1, -1, 0.1, -0.3333, 65504, -65504, 65519, 65520, 70000, -1e6,
         .infinity, -.infinity, .nan, 1e-8, -1e-8, 5.96e-8, 2.98e-8, 3e-8, 6.1e-5, 6.09e-5,
-        1 + 1.0 / 2048, 1 + 3.0 / 2048, 2049, 2051, 1e-30, -1.4e-45, 3.14159, 1234.567,
+        1 + 1.0 / 2048, 1 + 3.0 / 2048, 2049, 2051, 1e-30, -Float.leastNonzeroMagnitude, 3.14159, 1234.567,
     ]
 
     static func patterned(_ shape: [Int]) throws -> Tensor {

@@ -1,0 +1,126 @@
+import Foundation
+import VulkanCompute
+
+/// Which processors layers may run on, as Core ML's `MLComputeUnits`.
+public enum ComputeUnits: String, Sendable, CaseIterable {
+    /// The CPU evaluator only.
+    case cpuOnly
+    /// The GPU for every layer that has `encode`, on whichever Vulkan device
+    /// was chosen, a CPU-emulated one (lavapipe) included: what
+    /// `--backend gpu` asks for.
+    case cpuAndGPU
+    /// LayerKit decides: the GPU on real GPU hardware; on a CPU-type Vulkan
+    /// device the CPU evaluator, which is faster there (`--backend auto`).
+    case all
+}
+
+/// Where a layer runs, and why when it is not where it could have been.
+public enum Placement: Sendable, Equatable {
+    case cpu(reason: String?)
+    case gpu
+
+    public var isGPU: Bool { self == .gpu }
+}
+
+/// The result of running one layer.
+public struct LayerRun: Sendable {
+    /// One tensor per layer output.
+    public let outputs: [Tensor]
+    /// Where it ran.
+    public let placement: Placement
+    /// GPU timestamps (`upload`, `kernel`, `download` marks), empty on the CPU.
+    public let gpuTimestamps: [CommandBuffer.Timestamp]
+}
+
+/// Runs layers on the GPU or the CPU according to `ComputeUnits`, the
+/// device, and what each layer implements, like Core ML's dispatcher.
+///
+/// Every fallback to the CPU is announced once (one line through `notice`),
+/// never silent. Thread-safe: a backend may be shared by threads.
+public final class Backend: @unchecked Sendable {
+    public let computeUnits: ComputeUnits
+    /// The GPU, when one could be opened and `computeUnits` allows it.
+    public let gpu: GPUContext?
+    /// Why there is no GPU, when `computeUnits` wanted one.
+    public let gpuUnavailableReason: String?
+    private let notice: @Sendable (String) -> Void
+    private let lock = NSLock()
+    private var announced: Set<String> = []
+
+    /// Opens the GPU unless `computeUnits` is `.cpuOnly`. A missing device
+    /// is not an error here: the backend runs on the CPU and says so.
+    /// Pass `context` to share an open device.
+    public init(computeUnits: ComputeUnits = .all, context: GPUContext? = nil, validation: Bool? = nil,
+                notice: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.computeUnits = computeUnits
+        self.notice = notice
+        if computeUnits == .cpuOnly {
+            gpu = nil
+            gpuUnavailableReason = nil
+        } else if let context {
+            gpu = context
+            gpuUnavailableReason = nil
+        } else {
+            do {
+                gpu = try GPUContext(validation: validation)
+                gpuUnavailableReason = nil
+            } catch {
+                gpu = nil
+                gpuUnavailableReason = "no usable Vulkan device (\(error))"
+            }
+        }
+    }
+
+    /// Where `layer` will run, with the reason when it is the CPU although a
+    /// GPU was allowed.
+    public func placement(for layer: CustomLayer) -> Placement {
+        guard computeUnits != .cpuOnly else { return .cpu(reason: nil) }
+        let name = type(of: layer).name
+        guard let gpu else {
+            return .cpu(reason: "\(name) runs on the CPU: \(gpuUnavailableReason ?? "no GPU")")
+        }
+        guard layer.hasGPUImplementation else {
+            return .cpu(reason: "\(name) runs on the CPU: it has no GPU implementation (encode)")
+        }
+        if computeUnits == .all, gpu.deviceInfo.kind == .cpu {
+            return .cpu(reason: "\(name) runs on the CPU: the Vulkan device \(gpu.deviceInfo.name) is a CPU "
+                        + "emulation, slower than the CPU evaluator (--backend gpu forces it)")
+        }
+        return .gpu
+    }
+
+    /// Runs `layer` on `inputs`, allocating outputs from `outputShapes`.
+    public func run(_ layer: CustomLayer, inputs: [Tensor]) throws -> LayerRun {
+        let shapes = try layer.outputShapes(forInputShapes: inputs.map(\.shape))
+        let outputs = try shapes.map { try Tensor(shape: $0) }
+        let placement = placement(for: layer)
+        guard placement.isGPU, let gpu else {
+            if case .cpu(let reason?) = placement { announce(reason) }
+            try layer.evaluate(inputs: inputs, outputs: outputs)
+            return LayerRun(outputs: outputs, placement: placement, gpuTimestamps: [])
+        }
+        let commands = try gpu.makeCommandBuffer()
+        try commands.timestamp("start")
+        let inputImages = try inputs.map { input in
+            let image = try gpu.makeSliceImage(like: input)
+            try commands.upload(input, to: image)
+            return image
+        }
+        try commands.timestamp("upload")
+        let outputImages = try outputs.map { try gpu.makeSliceImage(like: $0) }
+        try layer.encode(commandBuffer: commands, inputs: inputImages, outputs: outputImages)
+        try commands.timestamp("kernel")
+        for (image, tensor) in zip(outputImages, outputs) { try commands.download(image, into: tensor) }
+        try commands.timestamp("download")
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: try commands.timestamps())
+    }
+
+    private func announce(_ message: String) {
+        lock.lock()
+        let isNew = announced.insert(message).inserted
+        lock.unlock()
+        if isNew { notice(message) }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// A neural-network layer LayerKit can run: Core ML's `MLCustomLayer`,
+/// with `Tensor` for `MLMultiArray` and `SliceImage` for `MTLTexture`.
+///
+/// `evaluate` (CPU) is required; `encode` (GPU) is optional. The backend
+/// runs `encode` when the layer has one and the GPU is in use, else
+/// `evaluate`, and says so when it falls back.
+public protocol CustomLayer: AnyObject {
+    /// The name the layer is registered under (`--op` on the command line).
+    static var name: String { get }
+
+    /// The names of the weight blobs `setWeightData` takes, in order
+    /// (`--weights NAME=file.npy`). Defaults to none.
+    static var weightNames: [String] { get }
+
+    /// Makes the layer from its parameters (numbers as `Double`, `Float`,
+    /// `Int` or `NSNumber`); unknown or ill-typed parameters throw.
+    init(parameters: [String: Any]) throws
+
+    /// Receives the layer's weights, each blob Float32 little-endian.
+    func setWeightData(_ weights: [Data]) throws
+
+    /// The output shapes for the given input shapes; throws if they do not fit.
+    func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]]
+
+    /// Computes `outputs` from `inputs` on the CPU. Outputs are allocated by
+    /// the caller with the shapes `outputShapes` returned.
+    func evaluate(inputs: [Tensor], outputs: [Tensor]) throws
+
+    /// Whether `encode` is implemented. Defaults to false.
+    var hasGPUImplementation: Bool { get }
+
+    /// Encodes the layer's GPU work. Images are allocated by the caller.
+    func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws
+}
+
+extension CustomLayer {
+    public static var weightNames: [String] { [] }
+
+    public var hasGPUImplementation: Bool { false }
+
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        throw LayerKitError.unsupported("\(Self.name) has no GPU implementation")
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// Reads a numeric parameter as Float, or `defaultValue` when absent;
+    /// throws when the value is not a finite number.
+    public func float(_ key: String, default defaultValue: Float, layer: String) throws -> Float {
+        guard let raw = self[key] else { return defaultValue }
+        let value: Double? = switch raw {
+        case let v as Double: v
+        case let v as Float: Double(v)
+        case let v as Int: Double(v)
+        case let v as NSNumber: v.doubleValue
+        case let v as String: Double(v)
+        default: nil
+        }
+        guard let value, value.isFinite else {
+            throw LayerKitError.invalidParameter("\(layer): parameter '\(key)' must be a finite number, got \(raw)")
+        }
+        return Float(value)
+    }
+
+    /// Throws for any key not in `known`, naming the ones that are.
+    public func requireOnly(_ known: [String], layer: String) throws {
+        for key in keys.sorted() where !known.contains(key) {
+            let list = known.isEmpty ? "none" : known.joined(separator: ", ")
+            throw LayerKitError.invalidParameter("\(layer): unknown parameter '\(key)' (known: \(list))")
+        }
+    }
+}
+
+extension Data {
+    /// The bytes read as Float32 little-endian values; throws unless the
+    /// length is a positive multiple of 4.
+    public func float32Values(what: String) throws -> [Float] {
+        guard count > 0, count % 4 == 0 else {
+            throw LayerKitError.invalidWeights(
+                "\(what): \(count) bytes is not a whole number of Float32 values")
+        }
+        return withUnsafeBytes { raw in
+            (0..<count / 4).map { Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))) }
+        }
+    }
+}

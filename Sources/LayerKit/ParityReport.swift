@@ -1,0 +1,76 @@
+/// How far a GPU result is from the CPU reference, with LayerKit's parity
+/// rule: elementwise `|gpu - cpu| <= tolerance * max(1, |cpu|)`.
+///
+/// NaN matches NaN and an infinity matches the same infinity; any other
+/// pairing involving a non-finite value is a non-finite mismatch and fails.
+public struct ParityReport: Sendable, Equatable {
+    /// The relative tolerance (1e-3 by default: fp16 storage).
+    public let tolerance: Double
+    /// Elements compared.
+    public let count: Int
+    /// Largest `|gpu - cpu|` over finite pairs.
+    public let maxAbsError: Double
+    /// Largest `|gpu - cpu| / max(1, |cpu|)` over finite pairs: the quantity
+    /// the tolerance bounds.
+    public let maxRelError: Double
+    /// Largest distance in fp16 units in the last place, after rounding the
+    /// CPU value to fp16 (the GPU value already is).
+    public let maxULPs: Int
+    /// `sum (gpu - cpu)^2 / sum cpu^2` over finite pairs (0 when cpu is all 0).
+    public let nmse: Double
+    /// Pairs where exactly one side is non-finite, or infinities differ.
+    public let nonFiniteMismatches: Int
+    /// Finite pairs beyond the tolerance.
+    public let failures: Int
+    /// The index of the worst finite pair (nil if there is none).
+    public let worstIndex: Int?
+
+    /// Every element agrees.
+    public var passed: Bool { failures == 0 && nonFiniteMismatches == 0 }
+
+    /// Compares `gpu` against the reference `cpu` (same count).
+    public init(gpu: Tensor, cpu: Tensor, tolerance: Double = 1e-3) throws {
+        guard gpu.count == cpu.count else {
+            throw LayerKitError.shapeMismatch(
+                "parity: \(Tensor.describe(gpu.shape)) vs \(Tensor.describe(cpu.shape))")
+        }
+        self.tolerance = tolerance
+        count = cpu.count
+        var maxAbs = 0.0, maxRel = 0.0, ulps = 0, nonFinite = 0, failed = 0
+        var errorSquares = 0.0, referenceSquares = 0.0
+        var worst: Int?
+        for i in 0..<cpu.count {
+            let g = gpu[i], c = cpu[i]
+            guard g.isFinite, c.isFinite else {
+                let same = (g.isNaN && c.isNaN) || (g.isInfinite && g == c)
+                if !same { nonFinite += 1 }
+                continue
+            }
+            let error = abs(Double(g) - Double(c))
+            let relative = error / max(1, abs(Double(c)))
+            if error > maxAbs { maxAbs = error }
+            if worst == nil || relative > maxRel { maxRel = relative; worst = i }
+            if relative > tolerance { failed += 1 }
+            ulps = max(ulps, ParityReport.halfULPDistance(g, c))
+            errorSquares += error * error
+            referenceSquares += Double(c) * Double(c)
+        }
+        maxAbsError = maxAbs
+        maxRelError = maxRel
+        maxULPs = ulps
+        nmse = referenceSquares > 0 ? errorSquares / referenceSquares : errorSquares
+        nonFiniteMismatches = nonFinite
+        failures = failed
+        worstIndex = worst
+    }
+
+    /// Distance between the fp16 roundings of `a` and `b` in fp16 ulps,
+    /// counted across the sign (via the monotone integer order of fp16 bits).
+    static func halfULPDistance(_ a: Float, _ b: Float) -> Int {
+        func ordered(_ x: Float) -> Int {
+            let bits = Int(Float16(x).bitPattern)
+            return bits & 0x8000 != 0 ? -(bits & 0x7FFF) : bits
+        }
+        return abs(ordered(a) - ordered(b))
+    }
+}

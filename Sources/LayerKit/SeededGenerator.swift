@@ -1,0 +1,33 @@
+/// SplitMix64: a small, fast, seedable generator, so a parity run or a test
+/// input is reproducible from its seed on every platform.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension Tensor {
+    /// A tensor of `shape` filled uniformly from `range` by `SeededGenerator(seed:)`.
+    public static func uniform(shape: [Int], in range: ClosedRange<Float>, seed: UInt64) throws -> Tensor {
+        let tensor = try Tensor(shape: shape)
+        var generator = SeededGenerator(seed: seed)
+        for i in 0..<tensor.count { tensor[i] = Float.random(in: range, using: &generator) }
+        return tensor
+    }
+
+    /// A copy with every element rounded to the nearest fp16 value (ties to
+    /// even): what a slice image holds, so the CPU reference can read it too.
+    public func roundedToHalf() throws -> Tensor {
+        let copy = try Tensor(shape: shape)
+        for i in 0..<count { copy[i] = Float(Float16(self[i])) }
+        return copy
+    }
+}

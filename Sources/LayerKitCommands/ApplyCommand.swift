@@ -1,0 +1,34 @@
+import Foundation
+import LayerKit
+
+/// `layerkit apply`: one layer over a `.npy`/`.png` input into a
+/// `.npy`/`.png` output.
+enum ApplyCommand {
+    static func run(_ words: [String], console: Console) throws -> Int32 {
+        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--input", "--output", "--backend"]))
+        let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
+        let inputPath = try arguments.required("--input")
+        let outputPath = try arguments.required("--output")
+        let options = try LayerOptions(arguments)
+        try TensorFiles.checkOutput(outputPath, notAmong: [inputPath] + options.weightFiles)
+        let input = try TensorFiles.read(inputPath)
+
+        let backend = Backend(computeUnits: units, notice: { console.note($0) })
+        if units == .cpuAndGPU, backend.gpu == nil {
+            throw LayerKitError.gpuUnavailable(
+                "--backend gpu: \(backend.gpuUnavailableReason ?? "no GPU") (use --backend auto or cpu)")
+        }
+        let start = ContinuousClock.now
+        let result = try backend.run(options.layer, inputs: [input])
+        let elapsed = ContinuousClock.now - start
+        guard let output = result.outputs.first else {
+            throw LayerKitError.shapeMismatch("\(options.name) produced no output")
+        }
+        try TensorFiles.write(output, to: outputPath)
+        let place = result.placement.isGPU ? "GPU (\(backend.gpu?.deviceInfo.name ?? "?"))" : "CPU"
+        console.print("\(options.name) [\(options.parameterText)] on \(place): "
+                      + "\(Tensor.describe(input.shape)) -> \(Tensor.describe(output.shape)) in "
+                      + String(format: "%.3f", Timing.milliseconds(elapsed)) + " ms, wrote \(outputPath)")
+        return 0
+    }
+}

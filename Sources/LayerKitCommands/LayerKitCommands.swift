@@ -1,0 +1,52 @@
+import LayerKit
+
+/// The `layerkit` command line: parses, calls LayerKit, prints.
+public enum LayerKitCommands {
+    static let usage = """
+        usage: layerkit <command> [options]
+
+        commands:
+          devices                      list Vulkan devices and which one is chosen
+          apply   --op NAME --input FILE --output FILE [--param k=v]... [--weights k=FILE.npy]
+                  [--backend cpu|gpu|auto]
+                                       run one layer on a .npy or .png input
+          parity  --op NAME [--param k=v]... [--weights k=FILE.npy] [--shape NxCxHxW]
+                  [--range LOW,HIGH] [--seed N]
+                                       compare GPU and CPU on a seeded input (exit 1 on FAIL)
+          demo    [--output FILE.png]  run Swish on a built-in image on GPU and CPU
+          help                         show this text
+
+        environment:
+          LAYERKIT_DEVICE=<index|name>  pick a Vulkan device
+          LAYERKIT_VALIDATION=1         enable Khronos validation
+        """
+
+    /// Runs `arguments` (without the program name); returns the exit status:
+    /// 0 success, 1 failure (error or parity FAIL), 2 usage error.
+    public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
+        guard let command = arguments.first else {
+            console.writeError(usage + "\n")
+            return 2
+        }
+        let rest = Array(arguments.dropFirst())
+        do {
+            switch command {
+            case "devices": return try DevicesCommand.run(rest, console: console)
+            case "apply": return try ApplyCommand.run(rest, console: console)
+            case "parity": return try ParityCommand.run(rest, console: console)
+            case "demo": return try DemoCommand.run(rest, console: console)
+            case "help", "--help", "-h":
+                console.print(usage)
+                return 0
+            default:
+                throw UsageError("unknown command '\(command)' (try: layerkit help)")
+            }
+        } catch let error as UsageError {
+            console.note("error: \(error)")
+            return 2
+        } catch {
+            console.note("error: \(error)")
+            return 1
+        }
+    }
+}

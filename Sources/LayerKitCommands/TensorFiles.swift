@@ -1,0 +1,57 @@
+import Foundation
+import LayerKit
+
+/// Reading and writing tensors by file extension (`.npy`, `.png`), with the
+/// checks every command needs before it touches a file.
+enum TensorFiles {
+    static let readable = ["npy", "png"]
+    static let writable = ["npy", "png"]
+
+    /// Reads a `.npy` or `.png` file as a tensor.
+    static func read(_ path: String) throws -> Tensor {
+        switch fileExtension(path) {
+        case "npy": return try Tensor(npyFile: path)
+        case "png": return try Tensor(pngFile: path)
+        default:
+            throw LayerKitError.unsupported("\(path): unknown input type (expected .npy or .png)")
+        }
+    }
+
+    /// Writes `tensor` as `.npy` (Float32) or `.png` (activation-map grid).
+    static func write(_ tensor: Tensor, to path: String) throws {
+        switch fileExtension(path) {
+        case "npy": try tensor.writeNPY(to: path)
+        case "png": try tensor.writeActivationPNG(to: path)
+        default:
+            throw LayerKitError.unsupported("\(path): unknown output type (expected .npy or .png)")
+        }
+    }
+
+    /// Throws unless `output` has a writable extension and is not one of
+    /// `inputs` (which would overwrite the user's file).
+    static func checkOutput(_ output: String, notAmong inputs: [String]) throws {
+        guard writable.contains(fileExtension(output)) else {
+            throw LayerKitError.unsupported("\(output): unknown output type (expected .npy or .png)")
+        }
+        let target = canonical(output)
+        for input in inputs where canonical(input) == target {
+            throw LayerKitError.file("output \(output) is the input file; refusing to overwrite it")
+        }
+    }
+
+    /// Reads Float32 weights from a `.npy` file as little-endian bytes.
+    static func weightData(_ path: String) throws -> Data {
+        // Float32 in memory is little-endian on every platform LayerKit builds for.
+        Data(buffer: UnsafeBufferPointer(try Tensor(npyFile: path).elements))
+    }
+
+    private static func fileExtension(_ path: String) -> String {
+        URL(fileURLWithPath: path).pathExtension.lowercased()
+    }
+
+    /// The absolute path with symbolic links resolved, so `./x.npy` and a
+    /// link to it compare equal.
+    private static func canonical(_ path: String) -> String {
+        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+}

@@ -1,0 +1,63 @@
+import LayerKit
+
+/// Parsers for the value syntaxes the commands share; each error says
+/// what was expected.
+enum ValueParsing {
+    /// `1x6x256x256` → `[1, 6, 256, 256]`: 1 to 4 positive extents.
+    static func shape(_ text: String) throws -> [Int] {
+        let parts = text.split(separator: "x", omittingEmptySubsequences: false)
+        let extents = parts.compactMap { Int($0) }
+        guard extents.count == parts.count, (1...4).contains(extents.count), extents.allSatisfy({ $0 > 0 }) else {
+            throw UsageError("--shape \(text): expected 1 to 4 positive integers joined by x, e.g. 1x6x256x256")
+        }
+        _ = try Tensor.elementCount(of: extents)
+        return extents
+    }
+
+    /// `-10,10` → `-10...10` (finite, low < high).
+    static func range(_ text: String) throws -> ClosedRange<Float> {
+        let parts = text.split(separator: ",").map { Float($0.trimmingCharacters(in: .whitespaces)) }
+        guard parts.count == 2, let low = parts[0], let high = parts[1],
+              low.isFinite, high.isFinite, low < high else {
+            throw UsageError("--range \(text): expected LOW,HIGH with finite LOW < HIGH, e.g. -10,10")
+        }
+        return low...high
+    }
+
+    /// `beta=0.5` → `("beta", 0.5)`.
+    static func parameter(_ text: String) throws -> (String, Double) {
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[0].isEmpty else {
+            throw UsageError("--param \(text): expected NAME=VALUE, e.g. beta=0.5")
+        }
+        guard let value = Double(parts[1]), value.isFinite else {
+            throw UsageError("--param \(text): \(parts[1]) is not a finite number")
+        }
+        return (parts[0], value)
+    }
+
+    /// `beta=w.npy` → `("beta", "w.npy")`.
+    static func weights(_ text: String) throws -> (String, String) {
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw UsageError("--weights \(text): expected NAME=FILE.npy, e.g. beta=w.npy")
+        }
+        return (parts[0], parts[1])
+    }
+
+    /// A non-negative integer seed.
+    static func seed(_ text: String) throws -> UInt64 {
+        guard let seed = UInt64(text) else { throw UsageError("--seed \(text): expected a non-negative integer") }
+        return seed
+    }
+
+    /// `cpu`, `gpu` or `auto` → compute units.
+    static func backend(_ text: String) throws -> ComputeUnits {
+        switch text.lowercased() {
+        case "cpu": return .cpuOnly
+        case "gpu": return .cpuAndGPU
+        case "auto": return .all
+        default: throw UsageError("--backend \(text): expected cpu, gpu or auto")
+        }
+    }
+}
