@@ -123,8 +123,12 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
     public static func choose(from devices: [PhysicalDeviceInfo],
                               override: String? = nil) throws -> PhysicalDeviceInfo {
         if let override, !override.isEmpty {
-            let match = Int(override).flatMap { i in devices.first { $0.index == i } }
-                ?? devices.first { $0.name.lowercased().contains(override.lowercased()) }
+            // A number names an index, never a name fragment ("6" must not match "15.0.6").
+            let match = if let index = Int(override) {
+                devices.first { $0.index == index }
+            } else {
+                devices.first { $0.name.lowercased().contains(override.lowercased()) }
+            }
             guard let match else {
                 let list = devices.map { "\($0.index): \($0.name)" }.joined(separator: ", ")
                 throw VulkanError.noDevice(

@@ -1,0 +1,45 @@
+import Testing
+@testable import VulkanCompute
+
+@Suite(.enabled(if: TestDevice.isEnabled))
+struct TimestampTests {
+    @Test func timestampsAreMonotonicAndMeasureWork() throws {
+        let device = try TestDevice.get()
+        try #require(device.info.supportsTimestamps, "\(device.info.name) reports no timestamp support")
+        let count = 1 << 20
+        let input = try Buffer(device: device, length: count * 4)
+        let output = try Buffer(device: device, length: count * 4)
+        let pipeline = try device.pipeline(name: "scale.comp", source: DispatchTests.scaleShader,
+                                           bindings: [.storageBuffer, .storageBuffer],
+                                           pushConstantSize: 12, workgroupSize: (64, 1, 1))
+        var constants = PushConstants()
+        constants.append(UInt32(count))
+        constants.append(Float(2))
+        constants.append(Float(0))
+        let commands = try CommandBuffer(device: device)
+        try commands.timestamp("begin")
+        try commands.dispatch(pipeline, bindings: [.buffer(input), .buffer(output)],
+                              pushConstants: constants, threads: (count, 1, 1))
+        try commands.timestamp("first")
+        try commands.barrier()
+        try commands.dispatch(pipeline, bindings: [.buffer(output), .buffer(input)],
+                              pushConstants: constants, threads: (count, 1, 1))
+        try commands.timestamp("second")
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        let stamps = try commands.timestamps()
+        #expect(stamps.map(\.label) == ["begin", "first", "second"])
+        #expect(stamps[0].nanoseconds == 0)
+        // A million-element dispatch takes real time: each mark is later than the last.
+        #expect(stamps[1].nanoseconds > 0)
+        #expect(stamps[2].nanoseconds > stamps[1].nanoseconds)
+        // ... but not absurdly long (a scaling or masking bug shows up as years).
+        #expect(stamps[2].nanoseconds < 60e9)
+    }
+
+    @Test func timestampsBeforeCompletionAreEmpty() throws {
+        let commands = try CommandBuffer(device: try TestDevice.get())
+        try commands.timestamp("only")
+        #expect(try commands.timestamps().isEmpty)
+    }
+}
