@@ -42,7 +42,7 @@ enum TensorFiles {
     /// Reads Float32 weights from a `.npy` file as little-endian bytes.
     static func weightData(_ path: String) throws -> Data {
         // Float32 in memory is little-endian on every platform LayerKit builds for.
-        Data(buffer: UnsafeBufferPointer(try Tensor(npyFile: path).elements))
+        try Tensor(npyFile: path).values.withUnsafeBufferPointer { Data(buffer: $0) }
     }
 
     private static func fileExtension(_ path: String) -> String {

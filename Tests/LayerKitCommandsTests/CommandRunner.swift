@@ -1,0 +1,54 @@
+import Foundation
+import LayerKit
+@testable import LayerKitCommands
+
+/// Runs `layerkit` commands in-process and keeps what they print.
+final class CommandRunner: @unchecked Sendable {
+    private let lock = NSLock()
+    private var outText = ""
+    private var errorText = ""
+
+    var out: String { lock.lock(); defer { lock.unlock() }; return outText }
+    var error: String { lock.lock(); defer { lock.unlock() }; return errorText }
+
+    /// Runs `arguments` and returns the exit status.
+    func run(_ arguments: [String]) -> Int32 {
+        let console = Console(out: { [self] text in lock.lock(); outText += text; lock.unlock() },
+                              error: { [self] text in lock.lock(); errorText += text; lock.unlock() })
+        return LayerKitCommands.main(arguments, console: console)
+    }
+
+    /// A new empty directory for one test's files.
+    static func scratchDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("layerkit-cli-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Runs the built `layerkit` executable (beside the test bundle) with
+    /// `environment` added, for behaviour that depends on the process
+    /// environment such as a missing Vulkan driver.
+    static func runExecutable(_ arguments: [String], environment: [String: String]) throws
+        -> (status: Int32, out: String, error: String) {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = directory.appendingPathComponent("layerkit")
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe(), error = Pipe()
+        process.standardOutput = out
+        process.standardError = error
+        try process.run()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: outData, as: UTF8.self),
+                String(decoding: errorData, as: UTF8.self))
+    }
+}
+
+/// The elements of a `.npy` file written by a test.
+func writeNPY(_ values: [Float], shape: [Int], to path: String) throws {
+    try Tensor(shape: shape, values: values).writeNPY(to: path)
+}
