@@ -216,6 +216,14 @@ private let fourBytes: [UInt8] = [0, 0, 0x80, 0x3F]
         #expect(copy.values.map(\.bitPattern) == tensor.values.map(\.bitPattern))
     }
 
+    @Test func switchesToVersion2WhenTheHeaderOutgrows64KiB() throws {
+        let shape = Array(repeating: 1, count: 25_000)
+        let data = try Tensor(shape: shape, values: [42]).npyData()
+        #expect(data[6] == 2 && data[7] == 0)
+        let copy = try Tensor(npyData: data)
+        #expect(copy.shape == shape && copy.values == [42])
+    }
+
     @Test func writesFileAtomically() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
