@@ -41,6 +41,19 @@ private let f4Header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)
         #expect(tensor[11].isNaN && tensor[11].sign == .minus)
     }
 
+    #if !(os(macOS) && arch(x86_64))  // Swift has no Float16 there
+    @Test func convertsEveryHalfBitPatternLikeTheStandardLibrary() {
+        for bits in UInt16.min...UInt16.max {
+            let ours = Float(halfBits: bits), reference = Float(Float16(bitPattern: bits))
+            if reference.isNaN {
+                #expect(ours.isNaN && ours.sign == reference.sign, "\(bits)")
+            } else {
+                #expect(ours.bitPattern == reference.bitPattern, "\(bits)")
+            }
+        }
+    }
+    #endif
+
     @Test func readsFloat64RoundingToFloat() throws {
         let bits: [UInt64] = [0x3FF0_0000_0000_0000, 0xBFE0_0000_0000_0000,
                               0x3FB9_9999_9999_999A, 0x7FEF_FFFF_FFFF_FFFF]
@@ -201,6 +214,14 @@ private let fourBytes: [UInt8] = [0, 0, 0x80, 0x3F]
         let copy = try Tensor(npyData: data)
         #expect(copy.shape == shape)
         #expect(copy.values.map(\.bitPattern) == tensor.values.map(\.bitPattern))
+    }
+
+    @Test func switchesToVersion2WhenTheHeaderOutgrows64KiB() throws {
+        let shape = Array(repeating: 1, count: 25_000)
+        let data = try Tensor(shape: shape, values: [42]).npyData()
+        #expect(data[6] == 2 && data[7] == 0)
+        let copy = try Tensor(npyData: data)
+        #expect(copy.shape == shape && copy.values == [42])
     }
 
     @Test func writesFileAtomically() throws {
