@@ -31,7 +31,7 @@ enum DemoCommand {
         let cpuOut = cpu.run.outputs[0]
         let plane = input.count / 6
         console.print("")
-        console.print("channel      mean(CPU)    mean(GPU)    max|GPU-CPU|")
+        console.print("channel   mean(CPU)    " + (gpu == nil ? "" : "mean(GPU)    max|GPU-CPU|"))
         for c in 0..<6 {
             let range = c * plane..<(c + 1) * plane
             let cpuMean = range.reduce(0.0) { $0 + Double(cpuOut[$1]) } / Double(plane)
