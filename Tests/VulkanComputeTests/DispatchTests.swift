@@ -15,6 +15,21 @@ struct DispatchTests {
         }
         """
 
+    /// The pipeline of `scaleShader` on `device` (cached after the first call).
+    static func scalePipeline(_ device: Device) throws -> ComputePipeline {
+        try device.pipeline(name: "scale.comp", source: scaleShader, bindings: [.storageBuffer, .storageBuffer],
+                            pushConstantSize: 12, workgroupSize: (64, 1, 1))
+    }
+
+    /// `scaleShader`'s push constants: count, scale, offset.
+    static func scaleConstants(count: Int, scale: Float, offset: Float) -> PushConstants {
+        var constants = PushConstants()
+        constants.append(UInt32(count))
+        constants.append(scale)
+        constants.append(offset)
+        return constants
+    }
+
     @Test func bufferDispatchComputesEveryElement() throws {
         let device = try TestDevice.get()
         let count = 1000
@@ -22,16 +37,10 @@ struct DispatchTests {
         let output = try Buffer(device: device, length: count * 4)
         let source = input.contents!.bindMemory(to: Float.self, capacity: count)
         for i in 0..<count { source[i] = Float(i) - 500 }
-        let pipeline = try device.pipeline(name: "scale.comp", source: Self.scaleShader,
-                                           bindings: [.storageBuffer, .storageBuffer],
-                                           pushConstantSize: 12, workgroupSize: (64, 1, 1))
-        var constants = PushConstants()
-        constants.append(UInt32(count))
-        constants.append(Float(3))
-        constants.append(Float(0.5))
         let commands = try CommandBuffer(device: device)
-        try commands.dispatch(pipeline, bindings: [.buffer(input), .buffer(output)],
-                              pushConstants: constants, threads: (count, 1, 1))
+        try commands.dispatch(Self.scalePipeline(device), bindings: [.buffer(input), .buffer(output)],
+                              pushConstants: Self.scaleConstants(count: count, scale: 3, offset: 0.5),
+                              threads: (count, 1, 1))
         try commands.commit()
         try commands.waitUntilCompleted()
         let result = output.contents!.bindMemory(to: Float.self, capacity: count)
@@ -42,23 +51,16 @@ struct DispatchTests {
 
     @Test func pipelinesAndSPIRVAreCachedPerSource() throws {
         let device = try TestDevice.get()
-        let make = {
-            try device.pipeline(name: "scale.comp", source: Self.scaleShader,
-                                bindings: [.storageBuffer, .storageBuffer],
-                                pushConstantSize: 12, workgroupSize: (64, 1, 1))
-        }
-        let first = try make()
+        let first = try Self.scalePipeline(device)
         let compiles = ShaderCompiler.shared.compileCount
-        let second = try make()
+        let second = try Self.scalePipeline(device)
         #expect(first === second)
         #expect(ShaderCompiler.shared.compileCount == compiles)
     }
 
     @Test func wrongBindingCountIsAnError() throws {
         let device = try TestDevice.get()
-        let pipeline = try device.pipeline(name: "scale.comp", source: Self.scaleShader,
-                                           bindings: [.storageBuffer, .storageBuffer],
-                                           pushConstantSize: 12, workgroupSize: (64, 1, 1))
+        let pipeline = try Self.scalePipeline(device)
         let buffer = try Buffer(device: device, length: 16)
         let commands = try CommandBuffer(device: device)
         #expect(throws: VulkanError.self) {

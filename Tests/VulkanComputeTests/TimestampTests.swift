@@ -9,13 +9,8 @@ struct TimestampTests {
         let count = 1 << 20
         let input = try Buffer(device: device, length: count * 4)
         let output = try Buffer(device: device, length: count * 4)
-        let pipeline = try device.pipeline(name: "scale.comp", source: DispatchTests.scaleShader,
-                                           bindings: [.storageBuffer, .storageBuffer],
-                                           pushConstantSize: 12, workgroupSize: (64, 1, 1))
-        var constants = PushConstants()
-        constants.append(UInt32(count))
-        constants.append(Float(2))
-        constants.append(Float(0))
+        let pipeline = try DispatchTests.scalePipeline(device)
+        let constants = DispatchTests.scaleConstants(count: count, scale: 2, offset: 0)
         let commands = try CommandBuffer(device: device)
         try commands.timestamp("begin")
         try commands.dispatch(pipeline, bindings: [.buffer(input), .buffer(output)],
