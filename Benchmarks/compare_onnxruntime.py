@@ -67,9 +67,10 @@ def swish_model(shape, beta):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def time_ort(model, shape, threads, warmup, runs):
+def time_ort(model, shape, threads, warmup, runs, beta):
     """Stats of session runs writing into a preallocated output (IOBinding),
-    as the evaluator does, and the op types left after optimization."""
+    as the evaluator does, the op types left after optimization, and the
+    worst relative error against float64 (where |reference| > 1e-30)."""
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -79,6 +80,7 @@ def time_ort(model, shape, threads, warmup, runs):
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3  # no warning about saving the optimized model
     with tempfile.TemporaryDirectory() as tmp:
         opts.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
         session = ort.InferenceSession(model.SerializeToString(), opts,
@@ -97,7 +99,11 @@ def time_ort(model, shape, threads, warmup, runs):
         t0 = time.perf_counter()
         session.run_with_iobinding(binding)
         samples.append((time.perf_counter() - t0) * 1e3)
-    return stats(samples), fused_ops
+    xd = x.astype(np.float64)
+    ref = xd / (1 + np.exp(-(1.0 if beta is None else beta) * xd))
+    keep = np.abs(ref) > 1e-30
+    max_rel = float(np.max(np.abs(y[keep] - ref[keep]) / np.abs(ref[keep])))
+    return stats(samples), fused_ops, max_rel
 
 
 def run_swishbench(args):
@@ -149,15 +155,20 @@ def main():
     for d in shape:
         count *= d
     rows = run_swishbench(args)
+    errors = []
     for label, beta in [("ort x*sigmoid(x)", None), ("ort x*sigmoid(1.5x)", 1.5)]:
         for threads in (1, 2):
-            s, ops = time_ort(swish_model(shape, beta), shape, threads, args.warmup, args.repeat)
+            s, ops, max_rel = time_ort(swish_model(shape, beta), shape, threads,
+                                       args.warmup, args.repeat, beta)
             rows.append({"name": f"{label} [{'+'.join(ops)}]", "threads": threads, "stats": s,
                          "elements": count, "bytes": 8 * count})
+        errors.append(f"{label}: {max_rel:.2g}")
     print(f"Swish {args.shape} Float32; medians of {args.repeat} runs after {args.warmup} warm-up "
           f"(naive: a third); onnxruntime {onnxruntime.__version__} with IOBinding output; "
           f"{os.cpu_count()} cores")
     print_table(rows)
+    print("max relative error vs float64 on uniform [-10, 10]: " + "; ".join(errors)
+          + " (the evaluator: <= 3e-7, checked by its tests)")
 
 
 if __name__ == "__main__":
