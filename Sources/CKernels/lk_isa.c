@@ -6,7 +6,12 @@
 static lk_isa lk_detect_isa(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init(); // safe to repeat; needed if called before constructors ran
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    // The runtime also checks that the OS saves the wider registers.
+    int avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (avx2_fma && __builtin_cpu_supports("avx512f")) {
+        return LK_ISA_AVX512F;
+    }
+    if (avx2_fma) {
         return LK_ISA_AVX2_FMA;
     }
 #endif
@@ -26,6 +31,7 @@ lk_isa lk_kernels_isa(void) {
 
 const char *lk_isa_name(lk_isa isa) {
     switch (isa) {
+    case LK_ISA_AVX512F: return "avx512f";
     case LK_ISA_AVX2_FMA: return "avx2+fma";
     case LK_ISA_SCALAR: return "scalar";
     }

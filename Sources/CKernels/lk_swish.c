@@ -1,9 +1,10 @@
 // Swish y = x / (1 + exp(z)), z = -beta * x, with its own exp so the
-// scalar and the AVX2 path share one algorithm and one set of constants:
+// scalar, AVX2 and AVX-512 paths share one algorithm and one set of
+// constants (AVX-512 shortens the power-of-two steps, see lk_swish16):
 //
 //   exp(z) = 2^n * e(r),  n = round(z / ln2),  r = z - n*ln2 (ln2 split in
-//   hi/lo so n*ln2_hi is exact), e(r) = 1 + r + r^2*P(r), Cephes' degree-5
-//   minimax P, |r| <= ln2/2, relative error ~1e-7.
+//   hi/lo so n*ln2_hi is exact), e(r) = 1 + r + r^2*P(r), a degree-3 P
+//   (see LK_EXP_P0), |r| <= ln2/2, relative error ~2e-7.
 //
 // 2^n overflows float for n > 127 (z > 88.7) although the quotient is
 // still a normal float up to |beta*x| ~ 100 + ln|x|. So for n > 0 the
@@ -21,6 +22,13 @@
 // z is clamped to [LK_Z_MIN, LK_Z_MAX] so every power of two is a normal
 // float; above LK_Z_MAX the result is +-0 (this is also what makes
 // swish(-inf) = -0 instead of -inf/inf = NaN).
+//
+// Measured on this project's 2-core Zen 5 machine, 4M floats on one thread:
+// scalar 8.5 ms, AVX2 1.9 ms, AVX-512 0.7 ms, the last limited by its FMA
+// and multiply count (the same speed in L2), so each multiply saved counts.
+// A reciprocal with one Newton step instead of the division was slower
+// (AVX-512: 1.0 vs 0.87 ms in cache); non-temporal stores gained ~6% on one
+// thread but would evict the output the next layer reads, so they are unused.
 
 #include "lk_kernels.h"
 
@@ -36,12 +44,14 @@
 #define LK_LOG2E 1.44269504088896341f
 #define LK_LN2_HI 0.693359375f        // 9 significant bits: n*LK_LN2_HI is exact
 #define LK_LN2_LO -2.12194440e-4f     // ln2 - LK_LN2_HI
-#define LK_EXP_P0 1.9875691500e-4f    // Cephes expf: e^r ~ 1 + r + r^2 * P(r)
-#define LK_EXP_P1 1.3981999507e-3f
-#define LK_EXP_P2 8.3334519073e-3f
-#define LK_EXP_P3 4.1665795894e-2f
-#define LK_EXP_P4 1.6666665459e-1f
-#define LK_EXP_P5 5.0000001201e-1f
+// e^r ~ 1 + r + r^2 * P(r), P = P0 r^3 + P1 r^2 + P2 r + P3: a degree-5
+// fit for least maximum relative error on |r| <= 0.354 (Lawson iterations),
+// 1.2e-7 in exact arithmetic, 2.1e-7 evaluated in float. Two FMAs fewer than
+// Cephes' degree 7, which is more accurate than float evaluation can keep.
+#define LK_EXP_P0 8.311567828e-3f
+#define LK_EXP_P1 4.189892486e-2f
+#define LK_EXP_P2 1.666715294e-1f
+#define LK_EXP_P3 4.999917150e-1f
 // Below LK_Z_MIN, exp(z) < 2^-125 vanishes next to 1; clamping keeps 2^k normal.
 #define LK_Z_MIN -87.0f
 // Above LK_Z_MAX, |y| <= |x| e^-174 < 1e-37 for every float x: return +-0.
@@ -82,8 +92,6 @@ static inline float lk_swish_one(float x, float beta) {
     p = p * r + LK_EXP_P1;
     p = p * r + LK_EXP_P2;
     p = p * r + LK_EXP_P3;
-    p = p * r + LK_EXP_P4;
-    p = p * r + LK_EXP_P5;
     float er = r * r * p + (r + 1.0f);
     int32_t m = n > 0 ? n : 0;
     int32_t k = n - m;
@@ -130,8 +138,6 @@ LK_AVX2 static inline __m256 lk_swish8(__m256 x, __m256 nbeta) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LK_EXP_P1));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LK_EXP_P2));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LK_EXP_P3));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LK_EXP_P4));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(LK_EXP_P5));
     __m256 er = _mm256_fmadd_ps(_mm256_mul_ps(r, r), p, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
     __m256i zero = _mm256_setzero_si256();
     __m256i m = _mm256_max_epi32(n, zero);
@@ -168,23 +174,82 @@ LK_AVX2 static void lk_swish_avx2(const float *x, float *y, size_t n, float beta
         _mm256_maskstore_ps(y + i, mask, v);
     }
 }
+
+#define LK_AVX512 __attribute__((target("avx512f")))
+
+// Swish on 16 lanes, the same algorithm shortened by vscalefps (x * 2^e for
+// a float e, correctly rounded for any e, infinite e included): powers of two
+// need no exponent bits, so neither z nor n needs clamping. What clamping
+// did elsewhere is done here by:
+// - r = fma(-beta, x, -n*ln2_hi) - n*ln2_lo: the product is exact inside the
+//   FMA, so no separate zlo; r is clamped to [-1, 1] (NaN -> -1) so e(r)
+//   stays finite where z is infinite, huge or NaN;
+// - scalef(x, -inf) is NaN for infinite x, so x = -inf (z = +inf) is mapped
+//   to -0 with one masked AND.
+// n comes from x * (-beta*log2e), one multiply; its rounding only moves n
+// by one near ties, which r absorbs.
+LK_AVX512 static inline __m512 lk_swish16(__m512 x, __m512 nbeta, __m512 nbeta_log2e) {
+    const __m512 zero = _mm512_setzero_ps();
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 t = _mm512_roundscale_ps(_mm512_mul_ps(x, nbeta_log2e),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fmadd_ps(nbeta, x, _mm512_mul_ps(t, _mm512_set1_ps(-LK_LN2_HI)));
+    r = _mm512_fnmadd_ps(t, _mm512_set1_ps(LK_LN2_LO), r);
+    r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(-1.0f)), one);
+    __m512 p = _mm512_set1_ps(LK_EXP_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LK_EXP_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LK_EXP_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(LK_EXP_P3));
+    __m512 er = _mm512_fmadd_ps(_mm512_mul_ps(r, r), p, _mm512_add_ps(r, one));
+    // min_ps returns its second operand for NaN: NaN t gives m = k = 0.
+    __m512 neg_m = _mm512_min_ps(_mm512_sub_ps(zero, t), zero); // -max(n, 0)
+    __m512 k = _mm512_min_ps(t, zero);                          //  min(n, 0)
+    __m512 denom = _mm512_add_ps(_mm512_scalef_ps(one, neg_m), _mm512_scalef_ps(er, k));
+    __m512 num = _mm512_scalef_ps(x, neg_m);
+    // n > LK_Z_MAX*log2e (251) where z > LK_Z_MAX: there y is +-0.
+    __mmask16 vanish = _mm512_cmp_ps_mask(t, _mm512_set1_ps(251.0f), _CMP_GT_OQ);
+    num = _mm512_castsi512_ps(_mm512_mask_and_epi32(_mm512_castps_si512(num), vanish,
+                                                    _mm512_castps_si512(x),
+                                                    _mm512_set1_epi32((int)0x80000000u)));
+    return _mm512_div_ps(num, denom);
+}
+
+LK_AVX512 static void lk_swish_avx512(const float *x, float *y, size_t n, float beta) {
+    const __m512 nbeta = _mm512_set1_ps(-beta);
+    const __m512 nbeta_log2e = _mm512_set1_ps(-beta * LK_LOG2E);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m512 a = lk_swish16(_mm512_loadu_ps(x + i), nbeta, nbeta_log2e);
+        __m512 b = lk_swish16(_mm512_loadu_ps(x + i + 16), nbeta, nbeta_log2e);
+        _mm512_storeu_ps(y + i, a);
+        _mm512_storeu_ps(y + i + 16, b);
+    }
+    for (; i < n; i += 16) {
+        // Masked for the last 1..15: no byte past the end is read or written.
+        __mmask16 mask = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 v = lk_swish16(_mm512_maskz_loadu_ps(mask, x + i), nbeta, nbeta_log2e);
+        _mm512_mask_storeu_ps(y + i, mask, v);
+    }
+}
 #endif
 
 int lk_swish_f32_isa(lk_isa isa, const float *x, float *y, size_t n, float beta) {
+    if (isa > lk_kernels_isa()) return -1;
     switch (isa) {
     case LK_ISA_SCALAR:
         lk_swish_scalar(x, y, n, beta);
         return 0;
-    case LK_ISA_AVX2_FMA:
 #ifdef LK_HAVE_AVX2_PATH
-        if (lk_kernels_isa() == LK_ISA_AVX2_FMA) {
-            lk_swish_avx2(x, y, n, beta);
-            return 0;
-        }
+    case LK_ISA_AVX2_FMA:
+        lk_swish_avx2(x, y, n, beta);
+        return 0;
+    case LK_ISA_AVX512F:
+        lk_swish_avx512(x, y, n, beta);
+        return 0;
 #endif
+    default:
         return -1;
     }
-    return -1;
 }
 
 void lk_swish_f32(const float *x, float *y, size_t n, float beta) {

@@ -3,7 +3,7 @@ import CKernels
 extension CPUEvaluator {
     /// Swish, `y = x / (1 + exp(-beta * x))`, with one `beta` for all elements.
     ///
-    /// Results are within 1e-5 relative of the exact value (about 2e-7 in
+    /// Results are within 1e-5 relative of the exact value (about 3e-7 in
     /// practice) wherever they are normal floats; smaller results may come
     /// out as +-0. For beta > 0, swish(+inf) = +inf and swish(-inf) = -0
     /// (the limits); NaN stays NaN.

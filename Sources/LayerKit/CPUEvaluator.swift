@@ -1,8 +1,8 @@
 import CKernels
 import Foundation
 
-/// Runs element-wise layers on the CPU: vector kernels (AVX2+FMA where the
-/// CPU has it, portable C elsewhere, chosen at run time) over chunks of a
+/// Runs element-wise layers on the CPU: vector kernels (AVX-512F or AVX2+FMA
+/// where the CPU has them, portable C elsewhere, chosen at run time) over chunks of a
 /// tensor on several threads. The CPU side of element-wise layers
 /// such as Swish.
 ///
@@ -23,12 +23,13 @@ public struct CPUEvaluator: Sendable {
         self.isa = lk_kernels_isa()
     }
 
-    /// The instruction set the kernels use on this CPU: "avx2+fma" or "scalar".
+    /// The instruction set the kernels use on this CPU: "avx512f", "avx2+fma"
+    /// or "scalar".
     public static var instructionSet: String { String(cString: lk_isa_name(lk_kernels_isa())) }
 
     /// This evaluator running its kernels on `isa`, or nil if the CPU lacks it.
     func forcing(_ isa: lk_isa) -> CPUEvaluator? {
-        guard isa == LK_ISA_SCALAR || isa == lk_kernels_isa() else { return nil }
+        guard isa.rawValue <= lk_kernels_isa().rawValue else { return nil }
         var copy = self
         copy.isa = isa
         return copy

@@ -41,9 +41,9 @@ private func misses(_ input: [Float], _ actual: [Float], beta: (Int) -> Float,
     return found
 }
 
-/// The kernel paths this CPU can run: scalar always, AVX2+FMA where present.
-private let paths: [lk_isa] =
-    [LK_ISA_SCALAR] + (lk_kernels_isa() == LK_ISA_SCALAR ? [] : [lk_kernels_isa()])
+/// The kernel paths this CPU can run: scalar always, then each vector set up
+/// to the best (each implies the ones before it).
+private let paths: [lk_isa] = (0...lk_kernels_isa().rawValue).map { lk_isa(rawValue: $0) }
 
 private func evaluator(threads: Int, isa: lk_isa) throws -> CPUEvaluator {
     try #require(CPUEvaluator(threadCount: threads).forcing(isa))
@@ -111,7 +111,7 @@ private let mixedInput = edgeCaseFloats
         }
     }
 
-    @Test(arguments: [1, 7, 8, 9, 15, 16, 17, 31, 33, 1000])
+    @Test(arguments: [1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 1000])
     func vectorTailsStayInBounds(count: Int) throws {
         // The C kernel directly, with sentinels after the last element.
         let values = seededUniform(count: count, in: -10...10, seed: UInt64(count))
@@ -129,19 +129,19 @@ private let mixedInput = edgeCaseFloats
     }
 
     @Test func pathsAgree() throws {
-        // One algorithm on both paths: they differ only in rounding (FMA).
-        guard paths.count == 2 else { return }
+        // One algorithm on every path: they differ only in rounding (FMA).
         let input = try Tensor(shape: [mixedInput.count], values: mixedInput)
-        var results: [[Float]] = []
-        for isa in paths {
+        let results = try paths.map { isa in
             let output = try Tensor(shape: input.shape)
             try evaluator(threads: 2, isa: isa).swish(input, into: output, beta: 1)
-            results.append(output.values)
+            return output.values
         }
-        let worst = zip(results[0], results[1]).map { a, b in
-            a == b || (a.isNaN && b.isNaN) ? 0 : abs(a - b) / max(abs(a), 1e-30)
-        }.max() ?? 0
-        #expect(worst < 1e-6)
+        for (isa, result) in zip(paths, results).dropFirst() {
+            let worst = zip(results[0], result).map { a, b in
+                a == b || (a.isNaN && b.isNaN) ? 0 : abs(a - b) / max(abs(a), 1e-30)
+            }.max() ?? 0
+            #expect(worst < 1e-6, "\(name(isa)) vs scalar")
+        }
     }
 
     @Test func worksInPlace() throws {
@@ -195,7 +195,7 @@ private let mixedInput = edgeCaseFloats
     }
 
     @Test func reportsInstructionSet() {
-        #expect(["avx2+fma", "scalar"].contains(CPUEvaluator.instructionSet))
+        #expect(["avx512f", "avx2+fma", "scalar"].contains(CPUEvaluator.instructionSet))
     }
 }
 

@@ -11,12 +11,14 @@
 typedef enum {
     LK_ISA_SCALAR = 0,   ///< Portable C, any CPU.
     LK_ISA_AVX2_FMA = 1, ///< x86-64 AVX2 with FMA, 8 floats per step.
+    LK_ISA_AVX512F = 2,  ///< x86-64 AVX-512F, 16 floats per step.
 } lk_isa;
 
-/// The instruction set the kernels use on this CPU (the best it supports).
+/// The instruction set the kernels use on this CPU: the best it supports.
+/// Each set in the enum implies the ones before it.
 lk_isa lk_kernels_isa(void);
 
-/// A short name for `isa`: "scalar" or "avx2+fma".
+/// A short name for `isa`: "scalar", "avx2+fma" or "avx512f".
 const char *lk_isa_name(lk_isa isa);
 
 /// Swish: y[i] = x[i] / (1 + exp(-beta * x[i])) for i in [0, n).
@@ -29,7 +31,7 @@ const char *lk_isa_name(lk_isa isa);
 void lk_swish_f32(const float *x, float *y, size_t n, float beta);
 
 /// lk_swish_f32 forced onto `isa`, for tests and benchmarks. Returns 0, or
-/// -1 without touching `y` when this CPU lacks `isa`.
+/// -1 without touching `y` when this CPU lacks `isa` (isa > lk_kernels_isa()).
 int lk_swish_f32_isa(lk_isa isa, const float *x, float *y, size_t n, float beta);
 
 #endif

@@ -1,0 +1,49 @@
+import Foundation
+
+/// One measured variant of a workload: a row of the results table.
+struct BenchRow: Codable {
+    let name: String
+    let threads: Int
+    let stats: TimingStats
+    /// Elements processed per run.
+    let elements: Int
+    /// Bytes moved per run (read + write).
+    let bytes: Int
+
+    var elementsPerSecond: Double { Double(elements) / (stats.medianMs * 1e-3) }
+    var gigabytesPerSecond: Double { Double(bytes) / (stats.medianMs * 1e-3) / 1e9 }
+}
+
+/// Prints `rows` as an aligned table; the last column is `baseline`'s median
+/// over each row's median (how many times faster than the baseline).
+func printTable(_ rows: [BenchRow], baseline: String) {
+    let base = rows.first { $0.name == baseline }?.stats.medianMs
+    let header = ["variant", "threads", "runs", "median ms", "min ms", "p90 ms", "Gelem/s", "GB/s",
+                  "\(baseline)/this"]
+    let body = rows.map { row -> [String] in
+        let s = row.stats
+        let ratio = base.map { String(format: "%.1fx", $0 / s.medianMs) } ?? "-"
+        return [row.name, "\(row.threads)", "\(s.runs)", fmt(s.medianMs), fmt(s.minMs), fmt(s.p90Ms),
+                fmt(row.elementsPerSecond / 1e9), fmt(row.gigabytesPerSecond), ratio]
+    }
+    let widths = header.indices.map { c in ([header] + body).map { $0[c].count }.max() ?? 0 }
+    for (i, line) in ([header] + body).enumerated() {
+        let cells = line.enumerated().map { c, text in
+            c == 0 ? text.padding(toLength: widths[c], withPad: " ", startingAt: 0)
+                   : String(repeating: " ", count: widths[c] - text.count) + text
+        }
+        print(cells.joined(separator: "  "))
+        if i == 0 { print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+    }
+}
+
+/// `rows` as one JSON object per line, for scripts.
+func printJSON(_ rows: [BenchRow]) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    for row in rows { print(String(decoding: try encoder.encode(row), as: UTF8.self)) }
+}
+
+private func fmt(_ value: Double) -> String {
+    value >= 100 ? String(format: "%.1f", value) : String(format: "%.3f", value)
+}
