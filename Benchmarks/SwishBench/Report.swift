@@ -14,17 +14,17 @@ struct BenchRow: Codable {
     var gigabytesPerSecond: Double { Double(bytes) / (stats.medianMs * 1e-3) / 1e9 }
 }
 
-/// Prints `rows` as an aligned table; the last column is `baseline`'s median
-/// over each row's median (how many times faster than the baseline).
-func printTable(_ rows: [BenchRow], baseline: String) {
-    let base = rows.first { $0.name == baseline }?.stats.medianMs
-    let header = ["variant", "threads", "runs", "median ms", "min ms", "p90 ms", "Gelem/s", "GB/s",
-                  "\(baseline)/this"]
+/// Prints `rows` as an aligned table, with one ratio column per baseline:
+/// the baseline's median over each row's median (times faster than it).
+func printTable(_ rows: [BenchRow], baselines: [(label: String, name: String)]) {
+    let bases = baselines.map { baseline in rows.first { $0.name == baseline.name }?.stats.medianMs }
+    let header = ["variant", "threads", "runs", "median ms", "min ms", "p90 ms", "Gelem/s", "GB/s"]
+        + baselines.map { "\($0.label)/this" }
     let body = rows.map { row -> [String] in
         let s = row.stats
-        let ratio = base.map { String(format: "%.1fx", $0 / s.medianMs) } ?? "-"
+        let ratios = bases.map { base in base.map { String(format: "%.1fx", $0 / s.medianMs) } ?? "-" }
         return [row.name, "\(row.threads)", "\(s.runs)", fmt(s.medianMs), fmt(s.minMs), fmt(s.p90Ms),
-                fmt(row.elementsPerSecond / 1e9), fmt(row.gigabytesPerSecond), ratio]
+                fmt(row.elementsPerSecond / 1e9), fmt(row.gigabytesPerSecond)] + ratios
     }
     let widths = header.indices.map { c in ([header] + body).map { $0[c].count }.max() ?? 0 }
     for (i, line) in ([header] + body).enumerated() {

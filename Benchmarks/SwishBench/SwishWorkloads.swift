@@ -10,6 +10,18 @@ func naiveSwish(_ input: Tensor, into output: Tensor) {
     }
 }
 
+/// The article's loop as written against `MLMultiArray`, whose subscript
+/// reads and writes `NSNumber`s: one boxed value in and one out per element.
+func boxedNaiveSwish(_ input: Tensor, into output: Tensor) {
+    for j in 0..<input.count {
+        let x = NSNumber(value: input[j]).floatValue
+        output[j] = NSNumber(value: x / (1 + exp(-x))).floatValue
+    }
+}
+
+/// The row name of `boxedNaiveSwish`.
+let boxedNaiveName = "naive, NSNumber-boxed (article)"
+
 /// Copies `input` into `output` on `threads` threads: the memory-bandwidth
 /// ceiling for any element-wise kernel of the same size.
 func copyTensor(_ input: Tensor, into output: Tensor, threads: Int) {
@@ -33,6 +45,9 @@ func cpuSwishRows(options: Options, input: Tensor) throws -> [BenchRow] {
         }
     }
 
+    try add(boxedNaiveName, threads: 1, runs: 3, warmup: 0) {
+        boxedNaiveSwish(input, into: output)
+    }
     try add("naive", threads: 1, runs: max(3, options.runs / 3), warmup: min(1, options.warmup)) {
         naiveSwish(input, into: output)
     }

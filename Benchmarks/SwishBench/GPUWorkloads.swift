@@ -1,0 +1,60 @@
+import Foundation
+import LayerKit
+
+/// Measures the GPU path of Swish on `input`: upload (Float32 → staging →
+/// fp16 slice image), the kernel alone (GPU timestamps), download (slice
+/// image → Float32), and the whole trip through `Backend`. Returns no rows,
+/// with a note, when there is no usable Vulkan device.
+func gpuSwishRows(options: Options, input: Tensor) throws -> (rows: [BenchRow], note: String) {
+    let context: GPUContext
+    do {
+        context = try GPUContext()
+    } catch {
+        return ([], "GPU: none (\(error)); GPU rows skipped")
+    }
+    let info = context.deviceInfo
+    let note = "GPU: \(info.name), \(info.kind.rawValue)"
+        + (info.kind == .cpu ? " — EMULATED on the CPU: these are not GPU speeds" : "")
+    let layer = Swish(beta: 1)
+    let image = try context.upload(input)
+    let result = try context.makeSliceImage(like: input)
+    let output = try Tensor(shape: input.shape)
+    var rows: [BenchRow] = []
+    func add(_ name: String, _ samples: [Double], bytes: Int) {
+        if let stats = TimingStats(samples: samples) {
+            rows.append(BenchRow(name: name, threads: 0, stats: stats, elements: input.count, bytes: bytes))
+        }
+    }
+    // fp16 image traffic: 8 bytes a texel of four channels, padding included.
+    let imageBytes = image.width * image.height * image.texture.layers * 8
+
+    add("gpu upload", try measure(warmup: options.warmup, runs: options.runs) {
+        _ = try context.upload(input)
+    }, bytes: 4 * input.count + imageBytes)
+
+    var kernelSamples: [Double] = []
+    for run in 0..<(options.warmup + options.runs) {
+        let commands = try context.makeCommandBuffer()
+        try commands.timestamp("before")
+        try layer.encode(commandBuffer: commands, inputs: [image], outputs: [result])
+        try commands.timestamp("after")
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        let stamps = try commands.timestamps()
+        if run >= options.warmup, stamps.count == 2 { kernelSamples.append(stamps[1].nanoseconds / 1e6) }
+    }
+    add("gpu kernel (timestamps)", kernelSamples, bytes: 2 * imageBytes)
+
+    add("gpu download", try measure(warmup: options.warmup, runs: options.runs) {
+        let commands = try context.makeCommandBuffer()
+        try commands.download(result, into: output)
+        try commands.commit()
+        try commands.waitUntilCompleted()
+    }, bytes: imageBytes + 4 * input.count)
+
+    let backend = Backend(computeUnits: .cpuAndGPU, context: context)
+    add("gpu end to end", try measure(warmup: options.warmup, runs: options.runs) {
+        _ = try backend.run(layer, inputs: [input])
+    }, bytes: 8 * input.count)
+    return (rows, note)
+}
