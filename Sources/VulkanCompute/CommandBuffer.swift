@@ -173,7 +173,15 @@ public final class CommandBuffer: @unchecked Sendable {
                                                            mipLevel: 0, baseArrayLayer: 0,
                                                            layerCount: UInt32(image.layers))
         region.imageExtent = VkExtent3D(width: UInt32(image.width), height: UInt32(image.height), depth: 1)
-        vkCmdCopyImageToBuffer(handle, image.handle, VK_IMAGE_LAYOUT_GENERAL, buffer.handle, 1, &region)
+        // Copies want TRANSFER_SRC_OPTIMAL; shaders keep GENERAL. Move there and back.
+        transition(image, from: VK_IMAGE_LAYOUT_GENERAL, to: VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                   sourceStage: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, sourceAccess: VK_ACCESS_SHADER_WRITE_BIT.rawValue,
+                   destinationStage: VK_PIPELINE_STAGE_TRANSFER_BIT, destinationAccess: VK_ACCESS_TRANSFER_READ_BIT.rawValue)
+        vkCmdCopyImageToBuffer(handle, image.handle, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, buffer.handle, 1, &region)
+        transition(image, from: VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, to: VK_IMAGE_LAYOUT_GENERAL,
+                   sourceStage: VK_PIPELINE_STAGE_TRANSFER_BIT, sourceAccess: 0,
+                   destinationStage: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   destinationAccess: VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue)
         retained.append(image)
         retained.append(buffer)
     }
@@ -282,18 +290,26 @@ public final class CommandBuffer: @unchecked Sendable {
     }
 
     private func transitionToGeneral(_ image: Image) {
+        transition(image, from: VK_IMAGE_LAYOUT_UNDEFINED, to: VK_IMAGE_LAYOUT_GENERAL,
+                   sourceStage: VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, sourceAccess: 0,
+                   destinationStage: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                   destinationAccess: VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue)
+    }
+
+    private func transition(_ image: Image, from oldLayout: VkImageLayout, to newLayout: VkImageLayout,
+                            sourceStage: VkPipelineStageFlagBits, sourceAccess: UInt32,
+                            destinationStage: VkPipelineStageFlagBits, destinationAccess: UInt32) {
         var barrier = VkImageMemoryBarrier()
         barrier.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER
-        barrier.srcAccessMask = 0
-        barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
-        barrier.oldLayout = VK_IMAGE_LAYOUT_UNDEFINED
-        barrier.newLayout = VK_IMAGE_LAYOUT_GENERAL
+        barrier.srcAccessMask = sourceAccess
+        barrier.dstAccessMask = destinationAccess
+        barrier.oldLayout = oldLayout
+        barrier.newLayout = newLayout
         barrier.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED
         barrier.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED
         barrier.image = image.handle
         barrier.subresourceRange = Image.wholeRange(layers: image.layers)
-        vkCmdPipelineBarrier(handle, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT.rawValue,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue, 0, 0, nil, 0, nil, 1, &barrier)
+        vkCmdPipelineBarrier(handle, sourceStage.rawValue, destinationStage.rawValue, 0, 0, nil, 0, nil, 1, &barrier)
     }
 
     private func allocateSet(_ pipeline: ComputePipeline) throws -> VkDescriptorSet {

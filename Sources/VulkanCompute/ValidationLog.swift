@@ -3,7 +3,7 @@ import Foundation
 
 /// Collects messages from the Khronos validation layer's debug messenger.
 /// Errors are kept until a submission checks them and throws; warnings are
-/// counted so tests can assert a clean run.
+/// printed on stderr and counted.
 final class ValidationLog: @unchecked Sendable {
     private let lock = NSLock()
     private var pendingErrors: [String] = []
@@ -16,7 +16,9 @@ final class ValidationLog: @unchecked Sendable {
             errorCount += 1
             pendingErrors.append(message)
         } else {
+            // Warnings do not fail the work, so they are shown as they come.
             warningCount += 1
+            FileHandle.standardError.write(Data("layerkit: Vulkan validation warning: \(message)\n".utf8))
         }
     }
 
