@@ -18,8 +18,9 @@ let package = Package(
     ],
     targets: [
         // C modules over system libraries.
-        .systemLibrary(name: "CVulkan", pkgConfig: "vulkan",
-                       providers: [.apt(["libvulkan-dev"])]),
+        // Headers and libraries are in the default paths on Debian, so no
+        // pkg-config (which a fresh machine lacks) is needed.
+        .systemLibrary(name: "CVulkan", providers: [.apt(["libvulkan-dev"])]),
         .target(name: "CGlslang", linkerSettings: glslangArchives),
         .target(name: "CPNG", linkerSettings: [.linkedLibrary("png16")]),
         .target(name: "CKernels"),
