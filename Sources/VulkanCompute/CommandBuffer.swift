@@ -178,6 +178,25 @@ public final class CommandBuffer: @unchecked Sendable {
         retained.append(buffer)
     }
 
+    /// Copies `buffer`, tightly packed as `copy(from:to:)` writes it (layer
+    /// by layer, row by row, 8 bytes a texel), into every texel of `image`.
+    public func copy(from buffer: Buffer, to image: Image) throws {
+        try requireRecording()
+        let bytes = image.width * image.height * image.layers * Image.bytesPerTexel
+        guard bytes <= buffer.length else {
+            throw VulkanError.limitExceeded("a \(buffer.length)-byte buffer cannot fill an image of \(bytes) bytes")
+        }
+        if image.claimInitialTransition() { transitionToGeneral(image) }
+        var region = VkBufferImageCopy()
+        region.imageSubresource = VkImageSubresourceLayers(aspectMask: VK_IMAGE_ASPECT_COLOR_BIT.rawValue,
+                                                           mipLevel: 0, baseArrayLayer: 0,
+                                                           layerCount: UInt32(image.layers))
+        region.imageExtent = VkExtent3D(width: UInt32(image.width), height: UInt32(image.height), depth: 1)
+        vkCmdCopyBufferToImage(handle, buffer.handle, image.handle, VK_IMAGE_LAYOUT_GENERAL, 1, &region)
+        retained.append(image)
+        retained.append(buffer)
+    }
+
     /// Records a GPU timestamp once all earlier commands have finished.
     /// Read them with `timestamps()` after completion. Ignored when the
     /// device has no timestamp support (check `device.info.supportsTimestamps`).
@@ -286,6 +305,7 @@ public final class CommandBuffer: @unchecked Sendable {
         barrier.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER
         barrier.srcAccessMask = 0
         barrier.dstAccessMask = VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
+            | VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue
         barrier.oldLayout = VK_IMAGE_LAYOUT_UNDEFINED
         barrier.newLayout = VK_IMAGE_LAYOUT_GENERAL
         barrier.srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED
@@ -293,7 +313,8 @@ public final class CommandBuffer: @unchecked Sendable {
         barrier.image = image.handle
         barrier.subresourceRange = Image.wholeRange(layers: image.layers)
         vkCmdPipelineBarrier(handle, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT.rawValue,
-                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue, 0, 0, nil, 0, nil, 1, &barrier)
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue | VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue,
+                             0, 0, nil, 0, nil, 1, &barrier)
     }
 
     private func allocateSet(_ pipeline: ComputePipeline) throws -> VkDescriptorSet {
