@@ -12,7 +12,8 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     public let context: GPUContext
     /// The underlying Vulkan command buffer.
     public let commands: CommandBuffer
-    private var completions: [() -> Void] = []
+    private var completions: [() throws -> Void] = []
+    private var staging: [Buffer] = []
     private var pendingBarrier = false
 
     init(context: GPUContext) throws {
@@ -20,24 +21,34 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         commands = try CommandBuffer(device: context.device)
     }
 
-    /// Encodes a copy of `tensor` into `image`: the tensor is read now into a
-    /// staging buffer, packed into fp16 slices on the GPU (round to nearest).
+    /// Encodes a copy of `tensor` into `image`. The tensor is read now: it
+    /// is converted on the host to fp16 texels (round to nearest, ties to
+    /// even; padding lanes zero) in a pooled staging buffer, which the GPU
+    /// then copies into the image. Half the bytes of Float32 cross to the
+    /// device, and no shader runs.
     public func upload(_ tensor: Tensor, to image: SliceImage) throws {
         try requireSameShape(tensor, image, "upload")
-        let staging = try Buffer(device: context.device, length: max(tensor.count, 1) * 4)
-        staging.contents?.copyMemory(from: tensor.dataPointer, byteCount: tensor.count * 4)
-        try encode(context.packPipeline, [.buffer(staging), .image(image.texture)], image.shapeConstants, image)
+        let staging = try context.stagingPool.take(length: image.texelBytes)
+        holdUntilCompleted(staging)
+        guard let contents = staging.contents else {
+            throw LayerKitError.unsupported("staging buffer memory is not mapped")
+        }
+        try SliceConversion.pack(tensor, into: contents, threadCount: context.conversionThreads)
+        try record { try commands.copy(from: staging, to: image.texture) }
     }
 
     /// Encodes a copy of `image` into `tensor`, which holds the values once
-    /// `waitUntilCompleted()` returns.
+    /// `waitUntilCompleted()` returns: the GPU copies the fp16 texels into a
+    /// pooled staging buffer, and the host widens them into the tensor.
     public func download(_ image: SliceImage, into tensor: Tensor) throws {
         try requireSameShape(tensor, image, "download")
-        let staging = try Buffer(device: context.device, length: max(tensor.count, 1) * 4)
-        try encode(context.unpackPipeline, [.image(image.texture), .buffer(staging)], image.shapeConstants, image)
+        let staging = try context.stagingPool.take(length: image.texelBytes)
+        holdUntilCompleted(staging)
+        try record { try commands.copy(from: image.texture, to: staging) }
+        let threads = context.conversionThreads
         completions.append {
             if let contents = staging.contents {
-                tensor.dataPointer.update(from: contents.assumingMemoryBound(to: Float.self), count: tensor.count)
+                try SliceConversion.unpack(contents, into: tensor, threadCount: threads)
             }
         }
     }
@@ -85,8 +96,13 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     /// Waits for the work, then fills the tensors of `download` calls.
     public func waitUntilCompleted() throws {
         try commands.waitUntilCompleted()
-        completions.forEach { $0() }
-        completions.removeAll()
+        defer {
+            // Only now is the GPU done with the staging buffers.
+            staging.forEach(context.stagingPool.giveBack)
+            staging.removeAll()
+            completions.removeAll()
+        }
+        for completion in completions { try completion() }
     }
 
     /// GPU timestamps recorded with `timestamp(_:)`, in ns from the first.
@@ -94,10 +110,21 @@ public final class GPUCommandBuffer: @unchecked Sendable {
 
     private func encode(_ pipeline: ComputePipeline, _ bindings: [CommandBuffer.Binding],
                         _ constants: PushConstants, _ image: SliceImage) throws {
+        try record {
+            try commands.dispatch(pipeline, bindings: bindings, pushConstants: constants, threads: image.threads)
+        }
+    }
+
+    /// Records `work` after a barrier on everything recorded before it.
+    private func record(_ work: () throws -> Void) throws {
         if pendingBarrier { try commands.barrier() }
-        try commands.dispatch(pipeline, bindings: bindings, pushConstants: constants, threads: image.threads)
+        try work()
         pendingBarrier = true
     }
+
+    /// Keeps a pooled staging buffer out of the pool until the work completes;
+    /// if the command buffer is dropped unfinished, the buffer is just freed.
+    private func holdUntilCompleted(_ buffer: Buffer) { staging.append(buffer) }
 
     private func requireSameShape(_ tensor: Tensor, _ image: SliceImage, _ what: String) throws {
         let s = try tensor.nchw()

@@ -2,13 +2,19 @@ import Foundation
 public import VulkanCompute
 
 /// LayerKit's handle on one Vulkan device: it makes slice images and
-/// command buffers, and owns the pipelines of the built-in shaders
-/// (created once, here, never per dispatch).
+/// command buffers, and owns what they share: the pipelines of element-wise
+/// kernels (created once, never per dispatch) and a pool of staging buffers
+/// for uploads and downloads.
 public final class GPUContext: @unchecked Sendable {
     /// The Vulkan device.
     public let device: Device
-    let packPipeline: ComputePipeline
-    let unpackPipeline: ComputePipeline
+    /// Staging buffers reused across uploads and downloads.
+    let stagingPool: StagingPool
+    /// Threads that convert between Float32 tensors and fp16 texels.
+    let conversionThreads = ProcessInfo.processInfo.activeProcessorCount
+
+    /// The most bytes of idle staging buffers a context keeps for reuse.
+    public static let maxIdleStagingBytes = 256 << 20
 
     /// Every shader is 8x8 texels per workgroup, one array layer deep.
     static let workgroupSize: (UInt32, UInt32, UInt32) = (8, 8, 1)
@@ -26,15 +32,19 @@ public final class GPUContext: @unchecked Sendable {
         try self.init(device: Device(validation: validation))
     }
 
-    /// Wraps an open device and builds the pack/unpack pipelines.
+    /// Wraps an open device.
     public init(device: Device) throws {
         self.device = device
-        packPipeline = try GPUContext.builtinPipeline(device, "pack.comp", [.storageBuffer, .storageImage])
-        unpackPipeline = try GPUContext.builtinPipeline(device, "unpack.comp", [.storageImage, .storageBuffer])
+        stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes)
     }
 
     /// What the device is.
     public var deviceInfo: PhysicalDeviceInfo { device.info }
+
+    /// How many staging buffers uploads and downloads have allocated so far.
+    /// Each is returned to a pool when its command buffer completes, so
+    /// repeated transfers of one shape stop adding to this count.
+    public var stagingBufferAllocations: Int { stagingPool.allocationCount }
 
     /// An uninitialized slice image for an NCHW shape.
     public func makeSliceImage(batch: Int, featureChannels: Int, height: Int, width: Int) throws -> SliceImage {
@@ -84,12 +94,6 @@ public final class GPUContext: @unchecked Sendable {
             bindings: [.storageImage, .storageImage, .storageBuffer],
             pushConstantSize: GPUContext.shapeConstantSize + 4 * PerElementKernel.maxParameters,
             workgroupSize: GPUContext.workgroupSize)
-    }
-
-    private static func builtinPipeline(_ device: Device, _ name: String,
-                                        _ bindings: [ComputePipeline.BindingKind]) throws -> ComputePipeline {
-        try device.pipeline(name: name, source: shader(name), includes: includes, bindings: bindings,
-                            pushConstantSize: shapeConstantSize, workgroupSize: workgroupSize)
     }
 
     private static func shader(_ name: String) throws -> String {

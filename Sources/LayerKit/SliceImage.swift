@@ -52,6 +52,11 @@ public final class SliceImage: @unchecked Sendable {
         return constants
     }
 
+    /// Texels in the image: width × height × array layers.
+    var texelCount: Int { width * height * texture.layers }
+    /// Bytes of the image's texels tightly packed (8 a texel).
+    var texelBytes: Int { texelCount * Image.bytesPerTexel }
+
     /// One invocation per texel.
     var threads: (x: Int, y: Int, z: Int) { (width, height, texture.layers) }
 }

@@ -167,21 +167,28 @@ public final class CommandBuffer: @unchecked Sendable {
         guard bytes <= buffer.length else {
             throw VulkanError.limitExceeded("image of \(bytes) bytes does not fit a \(buffer.length)-byte buffer")
         }
-        if image.claimInitialTransition() { transitionToGeneral(image) }
-        var region = VkBufferImageCopy()
-        region.imageSubresource = VkImageSubresourceLayers(aspectMask: VK_IMAGE_ASPECT_COLOR_BIT.rawValue,
-                                                           mipLevel: 0, baseArrayLayer: 0,
-                                                           layerCount: UInt32(image.layers))
-        region.imageExtent = VkExtent3D(width: UInt32(image.width), height: UInt32(image.height), depth: 1)
-        // Copies want TRANSFER_SRC_OPTIMAL; shaders keep GENERAL. Move there and back.
-        transition(image, from: VK_IMAGE_LAYOUT_GENERAL, to: VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
-                   sourceStage: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, sourceAccess: VK_ACCESS_SHADER_WRITE_BIT.rawValue,
-                   destinationStage: VK_PIPELINE_STAGE_TRANSFER_BIT, destinationAccess: VK_ACCESS_TRANSFER_READ_BIT.rawValue)
-        vkCmdCopyImageToBuffer(handle, image.handle, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, buffer.handle, 1, &region)
-        transition(image, from: VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, to: VK_IMAGE_LAYOUT_GENERAL,
-                   sourceStage: VK_PIPELINE_STAGE_TRANSFER_BIT, sourceAccess: 0,
-                   destinationStage: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                   destinationAccess: VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue)
+        let region = wholeImageRegion(image)
+        withTransferLayout(image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, access: VK_ACCESS_TRANSFER_READ_BIT.rawValue) {
+            var region = region
+            vkCmdCopyImageToBuffer(handle, image.handle, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, buffer.handle, 1, &region)
+        }
+        retained.append(image)
+        retained.append(buffer)
+    }
+
+    /// Copies `buffer`, tightly packed as `copy(from:to:)` writes it (layer
+    /// by layer, row by row, 8 bytes a texel), into every texel of `image`.
+    public func copy(from buffer: Buffer, to image: Image) throws {
+        try requireRecording()
+        let bytes = image.width * image.height * image.layers * Image.bytesPerTexel
+        guard bytes <= buffer.length else {
+            throw VulkanError.limitExceeded("a \(buffer.length)-byte buffer cannot fill an image of \(bytes) bytes")
+        }
+        let region = wholeImageRegion(image)
+        withTransferLayout(image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, access: VK_ACCESS_TRANSFER_WRITE_BIT.rawValue) {
+            var region = region
+            vkCmdCopyBufferToImage(handle, buffer.handle, image.handle, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region)
+        }
         retained.append(image)
         retained.append(buffer)
     }
@@ -289,16 +296,45 @@ public final class CommandBuffer: @unchecked Sendable {
         vkCmdPipelineBarrier(handle, sourceStages, destinationStages, 0, 1, &barrier, 0, nil, 0, nil)
     }
 
+    /// All layers of `image`, tightly packed in the buffer.
+    private func wholeImageRegion(_ image: Image) -> VkBufferImageCopy {
+        var region = VkBufferImageCopy()
+        region.imageSubresource = VkImageSubresourceLayers(aspectMask: VK_IMAGE_ASPECT_COLOR_BIT.rawValue,
+                                                           mipLevel: 0, baseArrayLayer: 0,
+                                                           layerCount: UInt32(image.layers))
+        region.imageExtent = VkExtent3D(width: UInt32(image.width), height: UInt32(image.height), depth: 1)
+        return region
+    }
+
+    /// Records `copy` with `image` in `layout` (copies want the TRANSFER_*
+    /// layouts; shaders keep GENERAL), moving it there and back to GENERAL
+    /// with the barriers that order it after and before everything else.
+    private func withTransferLayout(_ image: Image, _ layout: VkImageLayout, access: UInt32, _ copy: () -> Void) {
+        if image.claimInitialTransition() { transitionToGeneral(image) }
+        let shaderAndTransfer = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue | VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue
+        let anyAccess = VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
+            | VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue
+        transition(image, from: VK_IMAGE_LAYOUT_GENERAL, to: layout,
+                   sourceStage: shaderAndTransfer, sourceAccess: anyAccess,
+                   destinationStage: VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue, destinationAccess: access)
+        copy()
+        transition(image, from: layout, to: VK_IMAGE_LAYOUT_GENERAL,
+                   sourceStage: VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue, sourceAccess: access,
+                   destinationStage: shaderAndTransfer, destinationAccess: anyAccess)
+    }
+
     private func transitionToGeneral(_ image: Image) {
+        // The first use may be a shader or a copy.
         transition(image, from: VK_IMAGE_LAYOUT_UNDEFINED, to: VK_IMAGE_LAYOUT_GENERAL,
-                   sourceStage: VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, sourceAccess: 0,
-                   destinationStage: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                   destinationAccess: VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue)
+                   sourceStage: VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT.rawValue, sourceAccess: 0,
+                   destinationStage: VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT.rawValue | VK_PIPELINE_STAGE_TRANSFER_BIT.rawValue,
+                   destinationAccess: VK_ACCESS_SHADER_READ_BIT.rawValue | VK_ACCESS_SHADER_WRITE_BIT.rawValue
+                       | VK_ACCESS_TRANSFER_READ_BIT.rawValue | VK_ACCESS_TRANSFER_WRITE_BIT.rawValue)
     }
 
     private func transition(_ image: Image, from oldLayout: VkImageLayout, to newLayout: VkImageLayout,
-                            sourceStage: VkPipelineStageFlagBits, sourceAccess: UInt32,
-                            destinationStage: VkPipelineStageFlagBits, destinationAccess: UInt32) {
+                            sourceStage: UInt32, sourceAccess: UInt32,
+                            destinationStage: UInt32, destinationAccess: UInt32) {
         var barrier = VkImageMemoryBarrier()
         barrier.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER
         barrier.srcAccessMask = sourceAccess
@@ -309,7 +345,7 @@ public final class CommandBuffer: @unchecked Sendable {
         barrier.dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED
         barrier.image = image.handle
         barrier.subresourceRange = Image.wholeRange(layers: image.layers)
-        vkCmdPipelineBarrier(handle, sourceStage.rawValue, destinationStage.rawValue, 0, 0, nil, 0, nil, 1, &barrier)
+        vkCmdPipelineBarrier(handle, sourceStage, destinationStage, 0, 0, nil, 0, nil, 1, &barrier)
     }
 
     private func allocateSet(_ pipeline: ComputePipeline) throws -> VkDescriptorSet {

@@ -18,7 +18,7 @@ public final class ShaderCompiler: @unchecked Sendable {
     /// SPIR-V for `source`. `#include "file"` lines are replaced by
     /// `includes[file]`, and `defines` (`NAME` or `NAME(args)` → body) are
     /// inserted after `#version`, with `#line` directives so errors keep the
-    /// source's line numbers. Errors name the shader: `pack.comp:12: ...`.
+    /// source's line numbers. Errors name the shader: `elementwise.comp:12: ...`.
     public func compile(source: String, name: String, includes: [String: String] = [:],
                         defines: KeyValuePairs<String, String> = [:]) throws -> [UInt32] {
         var text = try ShaderCompiler.resolveIncludes(source, name: name, includes: includes)

@@ -58,6 +58,33 @@ struct SliceImageTests {
         #expect(lanes.map(Float.init) == expected)
     }
 
+    @Test func stagingBuffersAreReusedAcrossTransfers() throws {
+        // A context of its own, so other tests' transfers do not move the count.
+        let context = try GPUContext(device: TestGPU.get().device)
+        let input = try Self.patterned([1, 6, 5, 7])
+        #expect(context.stagingBufferAllocations == 0)
+        let image = try context.upload(input)
+        #expect(context.stagingBufferAllocations == 1)
+        for _ in 0..<3 {
+            let output = try context.download(context.upload(input))
+            for i in 0..<input.count { #expect(sameFloat(output[i], fp16Rounded(input[i]))) }
+        }
+        // Upload and download of one shape share a size: the first buffer serves all.
+        #expect(context.stagingBufferAllocations == 1)
+        // Two transfers in flight in one command buffer need two buffers.
+        let commands = try context.makeCommandBuffer()
+        let tensor = try Tensor(shape: input.shape)
+        try commands.upload(input, to: image)
+        try commands.download(image, into: tensor)
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        #expect(context.stagingBufferAllocations == 2)
+        for i in 0..<input.count { #expect(sameFloat(tensor[i], fp16Rounded(input[i]))) }
+        // Another shape needs its own.
+        _ = try context.upload(Self.patterned([1, 6, 5, 8]))
+        #expect(context.stagingBufferAllocations == 3)
+    }
+
     @Test func shapeMismatchIsAnError() throws {
         let context = try TestGPU.get()
         let image = try context.makeSliceImage(batch: 1, featureChannels: 3, height: 2, width: 2)

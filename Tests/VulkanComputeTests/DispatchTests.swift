@@ -58,6 +58,26 @@ struct DispatchTests {
         #expect(ShaderCompiler.shared.compileCount == compiles)
     }
 
+    @Test func bufferToImageToBufferCopiesRoundTripBitExactly() throws {
+        let device = try TestDevice.get()
+        let image = try Image(device: device, width: 5, height: 3, layers: 2)
+        let bytes = 5 * 3 * 2 * Image.bytesPerTexel
+        let source = try Buffer(device: device, length: bytes)
+        let destination = try Buffer(device: device, length: bytes)
+        let pattern = (0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        source.contents!.copyMemory(from: pattern, byteCount: bytes)
+        let commands = try CommandBuffer(device: device)
+        try commands.copy(from: source, to: image)
+        try commands.barrier()
+        try commands.copy(from: image, to: destination)
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        let back = Array(UnsafeRawBufferPointer(start: destination.contents!, count: bytes))
+        #expect(back == pattern)
+        let small = try Buffer(device: device, length: bytes - 1)
+        #expect(throws: VulkanError.self) { try CommandBuffer(device: device).copy(from: small, to: image) }
+    }
+
     @Test func wrongBindingCountIsAnError() throws {
         let device = try TestDevice.get()
         let pipeline = try Self.scalePipeline(device)
