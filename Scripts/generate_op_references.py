@@ -35,6 +35,10 @@ What it writes (Tests/LayerKitTests/Fixtures/ops/, stale *.npy removed first)
     <case-id>.input.npy          <f4, C order, shape 1x6x17x23 (2346 values)
     <case-id>.output.npy         <f4, same shape: the reference output
     <case-id>.<weight>.npy       <f4, shape [6]: per-channel weights, if any
+    <case-id>.f64ref.npy         <f4, same shape: the float64 formula of the
+                                 honesty check, rounded to float32 (an
+                                 alternative reference where onnxruntime is
+                                 not float32-accurate; see "float64_output")
     manifest.json                header + list of cases (strict JSON: no
                                  NaN/Infinity literals; float params are the
                                  exact float32 values written as doubles)
@@ -526,13 +530,17 @@ def generate(out_dir):
             files = {"input": f"{case.id}.input.npy", "output": f"{case.id}.output.npy"}
             save_npy(np, os.path.join(out_dir, files["input"]), x)
             save_npy(np, os.path.join(out_dir, files["output"]), y)
+            files["float64_output"] = f"{case.id}.f64ref.npy"
+            with np.errstate(over="ignore"):
+                save_npy(np, os.path.join(out_dir, files["float64_output"]), f64.astype(np.float32))
             weights = {}
             for name, values in case.weights.items():
                 weights[name] = f"{case.id}.{name}.npy"
                 save_npy(np, os.path.join(out_dir, weights[name]), np.array(values, np.float32))
 
             entry = {"id": case.id, "op": case.op, "params": case.params, "weights": weights,
-                     "input": files["input"], "output": files["output"], "reference": label,
+                     "input": files["input"], "output": files["output"],
+                     "float64_output": files["float64_output"], "reference": label,
                      "onnx": case.onnx_text, "ort_nodes": ran, "input_range": describe_range(case.op)}
             entry.update(dev)
             entries.append(entry)
