@@ -23,7 +23,7 @@ let package = Package(
         .systemLibrary(name: "CVulkan", providers: [.apt(["libvulkan-dev"])]),
         .target(name: "CGlslang", linkerSettings: glslangArchives),
         .target(name: "CPNG", linkerSettings: [.linkedLibrary("png16")]),
-        .target(name: "CKernels"),
+        .target(name: "CKernels", linkerSettings: [.linkedLibrary("sleef")]),
 
         // Build tool: embeds Shaders/*.comp as Swift string constants, so the
         // binary never looks for shader files at run time.

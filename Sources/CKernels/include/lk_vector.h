@@ -1,0 +1,102 @@
+#ifndef LK_VECTOR_H
+#define LK_VECTOR_H
+
+// Vectorized float32 array primitives: the building blocks the CPU side of
+// the op catalog runs an expression tree with, one call per tree node over
+// a block of floats. Each call picks its instruction set once per process
+// (lk_kernels_isa(): AVX-512F, AVX2+FMA or portable C); the *_isa variants
+// force one, for tests and benchmarks.
+//
+// Common contract of every function here:
+// - Element-wise over i in [0, n); n may be 0. Nothing before index 0 or at
+//   or past index n of any array is read or written.
+// - The output may be the same buffer as any input (in place), but must not
+//   partially overlap one.
+// - NaN in gives NaN out (exceptions: comparisons, select's condition, and
+//   pow's C99 cases such as pow(NaN, 0) = 1). Infinities follow C99 math.h.
+// - Accuracy: within 2e-7 relative of the exact result (a few float ulps)
+//   where that result is a normal float, within 1e-37 absolute where it is
+//   subnormal; results beyond FLT_MAX are +-inf. Exact ops (abs, neg, add,
+//   sub, mul, div, reciprocal, sqrt, min, max, floor, ceil, comparisons,
+//   select) are correctly rounded, as IEEE 754 defines them.
+
+#include <stddef.h>
+
+#include "lk_kernels.h"
+
+/// One-input primitives of lk_unary_f32.
+typedef enum {
+    LK_EXP = 0,        ///< e^x.
+    LK_LOG,            ///< Natural log: log(0) = -inf, log(x < 0) = NaN.
+    LK_LOG1P,          ///< log(1 + x), accurate near 0; log1p(-1) = -inf.
+    LK_EXPM1,          ///< e^x - 1, accurate near 0.
+    LK_SQRT,           ///< Square root: sqrt(-0) = -0, sqrt(x < 0) = NaN.
+    LK_ABS,            ///< |x| (clears the sign bit, NaN included).
+    LK_NEG,            ///< -x (flips the sign bit).
+    LK_RECIPROCAL,     ///< 1 / x: 1/+-0 = +-inf.
+    LK_TANH,           ///< Hyperbolic tangent, relative-accurate near 0, +-1 at +-inf.
+    LK_SIGMOID,        ///< 1 / (1 + e^-x), relative-accurate in both tails; 0 and 1 at -+inf.
+    LK_SOFTPLUS,       ///< log(1 + e^x) = max(x, 0) + log1p(e^-|x|): no overflow, accurate for x << 0.
+    LK_ERF,            ///< Error function.
+    LK_SIN,            ///< Sine (radians), full range reduction.
+    LK_COS,            ///< Cosine (radians), full range reduction.
+    LK_FLOOR,          ///< Largest integer <= x.
+    LK_CEIL,           ///< Smallest integer >= x.
+    LK_UNARY_OP_COUNT  ///< Number of unary ops; not an op.
+} lk_unary_op;
+
+/// Two-input primitives of lk_binary_f32.
+typedef enum {
+    LK_ADD = 0, ///< a + b.
+    LK_SUB,     ///< a - b.
+    LK_MUL,     ///< a * b.
+    LK_DIV,     ///< a / b.
+    LK_POW,     ///< powf(a, b) as C99 defines it: (-2)^3 = -8, negative a with a
+                ///< non-integer b = NaN, pow(a, +-0) = 1 and pow(1, b) = 1 even for NaN.
+    LK_MIN,     ///< The smaller of a and b; NaN if either is NaN.
+    LK_MAX,     ///< The larger of a and b; NaN if either is NaN.
+    LK_GT,      ///< a > b as 1.0f or 0.0f (0 if either is NaN).
+    LK_GE,      ///< a >= b as 1.0f or 0.0f (0 if either is NaN).
+    LK_LT,      ///< a < b as 1.0f or 0.0f (0 if either is NaN).
+    LK_LE,      ///< a <= b as 1.0f or 0.0f (0 if either is NaN).
+    LK_EQ,      ///< a == b as 1.0f or 0.0f (0 if either is NaN; -0 == +0).
+    LK_NE,      ///< a != b as 1.0f or 0.0f (1 if either is NaN).
+    LK_BINARY_OP_COUNT ///< Number of binary ops; not an op.
+} lk_binary_op;
+
+/// y[i] = op(x[i]) for i in [0, n). `y` may be `x`. An `op` outside the
+/// enum leaves `y` untouched.
+void lk_unary_f32(lk_unary_op op, const float *x, float *y, size_t n);
+
+/// lk_unary_f32 forced onto `isa`. Returns 0, or -1 without touching `y`
+/// when this CPU lacks `isa` (isa > lk_kernels_isa()) or `op` is unknown.
+int lk_unary_f32_isa(lk_isa isa, lk_unary_op op, const float *x, float *y, size_t n);
+
+/// y[i] = op(a[i * a_stride], b[i * b_stride]) for i in [0, n).
+///
+/// A stride of 1 makes the operand an array of n floats; a stride of 0 a
+/// scalar (one float, read once, and not at all when n is 0). Any other
+/// nonzero stride counts as 1. `y` may be `a` or `b`. An `op` outside the
+/// enum leaves `y` untouched.
+void lk_binary_f32(lk_binary_op op, const float *a, int a_stride, const float *b, int b_stride,
+                   float *y, size_t n);
+
+/// lk_binary_f32 forced onto `isa`. Returns 0, or -1 without touching `y`
+/// when this CPU lacks `isa` or `op` is unknown.
+int lk_binary_f32_isa(lk_isa isa, lk_binary_op op, const float *a, int a_stride,
+                      const float *b, int b_stride, float *y, size_t n);
+
+/// y[i] = cond[i] != 0 ? a[i * a_stride] : b[i * b_stride] for i in [0, n).
+///
+/// A NaN condition counts as true (NaN != 0), -0 as false. Strides as in
+/// lk_binary_f32. `y` may be any of the inputs. The value is copied bit
+/// for bit (NaN payloads and signed zeros kept).
+void lk_select_f32(const float *cond, const float *a, int a_stride, const float *b, int b_stride,
+                   float *y, size_t n);
+
+/// lk_select_f32 forced onto `isa`. Returns 0, or -1 without touching `y`
+/// when this CPU lacks `isa`.
+int lk_select_f32_isa(lk_isa isa, const float *cond, const float *a, int a_stride,
+                      const float *b, int b_stride, float *y, size_t n);
+
+#endif

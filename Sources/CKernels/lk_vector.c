@@ -1,0 +1,149 @@
+// Dispatcher and portable path of lk_vector.h.
+//
+// The portable (scalar) path computes each transcendental in double with the
+// C library and rounds once to float: results are then within about half a
+// float ulp, so it doubles as a second reference for the vector paths. Speed
+// matters little here; it only runs on CPUs without AVX2+FMA.
+
+#include "lk_vector_internal.h"
+
+#include <math.h>
+
+static inline double lk_sigmoid_d(double x) {
+    double e = exp(-fabs(x)); // in (0, 1]: no overflow; NaN stays NaN
+    return x >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+}
+
+static inline double lk_softplus_d(double x) {
+    // fmax(NaN, 0) is 0, but log1p(exp(NaN)) keeps the NaN.
+    return fmax(x, 0.0) + log1p(exp(-fabs(x)));
+}
+
+#define LK_UNARY_SCALAR(EXPR) \
+    for (size_t i = 0; i < n; i++) { float v = x[i]; (void)v; y[i] = (EXPR); } \
+    return
+
+static void lk_unary_scalar(lk_unary_op op, const float *x, float *y, size_t n) {
+    switch (op) {
+    case LK_EXP: LK_UNARY_SCALAR((float)exp((double)v));
+    case LK_LOG: LK_UNARY_SCALAR((float)log((double)v));
+    case LK_LOG1P: LK_UNARY_SCALAR((float)log1p((double)v));
+    case LK_EXPM1: LK_UNARY_SCALAR((float)expm1((double)v));
+    case LK_SQRT: LK_UNARY_SCALAR(sqrtf(v));
+    case LK_ABS: LK_UNARY_SCALAR(fabsf(v));
+    case LK_NEG: LK_UNARY_SCALAR(-v);
+    case LK_RECIPROCAL: LK_UNARY_SCALAR(1.0f / v);
+    case LK_TANH: LK_UNARY_SCALAR((float)tanh((double)v));
+    case LK_SIGMOID: LK_UNARY_SCALAR((float)lk_sigmoid_d(v));
+    case LK_SOFTPLUS: LK_UNARY_SCALAR((float)lk_softplus_d(v));
+    case LK_ERF: LK_UNARY_SCALAR((float)erf((double)v));
+    case LK_SIN: LK_UNARY_SCALAR((float)sin((double)v));
+    case LK_COS: LK_UNARY_SCALAR((float)cos((double)v));
+    case LK_FLOOR: LK_UNARY_SCALAR(floorf(v));
+    case LK_CEIL: LK_UNARY_SCALAR(ceilf(v));
+    case LK_UNARY_OP_COUNT: return;
+    }
+}
+
+static inline float lk_min_nan(float a, float b) {
+    return isnan(a) || isnan(b) ? a + b : (b < a ? b : a);
+}
+
+static inline float lk_max_nan(float a, float b) {
+    return isnan(a) || isnan(b) ? a + b : (b > a ? b : a);
+}
+
+#define LK_BINARY_SCALAR(EXPR) \
+    for (size_t i = 0; i < n; i++) { \
+        float u = a_stride ? a[i] : a0, v = b_stride ? b[i] : b0; \
+        y[i] = (EXPR); \
+    } \
+    return
+
+static void lk_binary_scalar(lk_binary_op op, const float *a, int a_stride, const float *b,
+                             int b_stride, float *y, size_t n) {
+    if (n == 0) return;
+    const float a0 = a[0], b0 = b[0]; // scalars read once (arrays: unused)
+    switch (op) {
+    case LK_ADD: LK_BINARY_SCALAR(u + v);
+    case LK_SUB: LK_BINARY_SCALAR(u - v);
+    case LK_MUL: LK_BINARY_SCALAR(u * v);
+    case LK_DIV: LK_BINARY_SCALAR(u / v);
+    case LK_POW: LK_BINARY_SCALAR((float)pow((double)u, (double)v));
+    case LK_MIN: LK_BINARY_SCALAR(lk_min_nan(u, v));
+    case LK_MAX: LK_BINARY_SCALAR(lk_max_nan(u, v));
+    case LK_GT: LK_BINARY_SCALAR(u > v ? 1.0f : 0.0f);
+    case LK_GE: LK_BINARY_SCALAR(u >= v ? 1.0f : 0.0f);
+    case LK_LT: LK_BINARY_SCALAR(u < v ? 1.0f : 0.0f);
+    case LK_LE: LK_BINARY_SCALAR(u <= v ? 1.0f : 0.0f);
+    case LK_EQ: LK_BINARY_SCALAR(u == v ? 1.0f : 0.0f);
+    case LK_NE: LK_BINARY_SCALAR(u != v ? 1.0f : 0.0f);
+    case LK_BINARY_OP_COUNT: return;
+    }
+}
+
+static void lk_select_scalar(const float *cond, const float *a, int a_stride, const float *b,
+                             int b_stride, float *y, size_t n) {
+    if (n == 0) return;
+    const float a0 = a[0], b0 = b[0];
+    for (size_t i = 0; i < n; i++) {
+        y[i] = cond[i] != 0.0f ? (a_stride ? a[i] : a0) : (b_stride ? b[i] : b0);
+    }
+}
+
+int lk_unary_f32_isa(lk_isa isa, lk_unary_op op, const float *x, float *y, size_t n) {
+    if (isa > lk_kernels_isa() || (unsigned)op >= (unsigned)LK_UNARY_OP_COUNT) return -1;
+    switch (isa) {
+    case LK_ISA_SCALAR: lk_unary_scalar(op, x, y, n); return 0;
+#ifdef LK_HAVE_X86_VECTOR
+    case LK_ISA_AVX2_FMA: lk_unary_avx2(op, x, y, n); return 0;
+    case LK_ISA_AVX512F: lk_unary_avx512(op, x, y, n); return 0;
+#endif
+    default: return -1;
+    }
+}
+
+int lk_binary_f32_isa(lk_isa isa, lk_binary_op op, const float *a, int a_stride,
+                      const float *b, int b_stride, float *y, size_t n) {
+    if (isa > lk_kernels_isa() || (unsigned)op >= (unsigned)LK_BINARY_OP_COUNT) return -1;
+    a_stride = a_stride != 0;
+    b_stride = b_stride != 0;
+    switch (isa) {
+    case LK_ISA_SCALAR: lk_binary_scalar(op, a, a_stride, b, b_stride, y, n); return 0;
+#ifdef LK_HAVE_X86_VECTOR
+    case LK_ISA_AVX2_FMA: lk_binary_avx2(op, a, a_stride, b, b_stride, y, n); return 0;
+    case LK_ISA_AVX512F: lk_binary_avx512(op, a, a_stride, b, b_stride, y, n); return 0;
+#endif
+    default: return -1;
+    }
+}
+
+int lk_select_f32_isa(lk_isa isa, const float *cond, const float *a, int a_stride,
+                      const float *b, int b_stride, float *y, size_t n) {
+    if (isa > lk_kernels_isa()) return -1;
+    a_stride = a_stride != 0;
+    b_stride = b_stride != 0;
+    switch (isa) {
+    case LK_ISA_SCALAR: lk_select_scalar(cond, a, a_stride, b, b_stride, y, n); return 0;
+#ifdef LK_HAVE_X86_VECTOR
+    case LK_ISA_AVX2_FMA: lk_select_avx2(cond, a, a_stride, b, b_stride, y, n); return 0;
+    case LK_ISA_AVX512F: lk_select_avx512(cond, a, a_stride, b, b_stride, y, n); return 0;
+#endif
+    default: return -1;
+    }
+}
+
+// The best ISA is always available, so these fail only for an unknown op.
+void lk_unary_f32(lk_unary_op op, const float *x, float *y, size_t n) {
+    (void)lk_unary_f32_isa(lk_kernels_isa(), op, x, y, n);
+}
+
+void lk_binary_f32(lk_binary_op op, const float *a, int a_stride, const float *b, int b_stride,
+                   float *y, size_t n) {
+    (void)lk_binary_f32_isa(lk_kernels_isa(), op, a, a_stride, b, b_stride, y, n);
+}
+
+void lk_select_f32(const float *cond, const float *a, int a_stride, const float *b, int b_stride,
+                   float *y, size_t n) {
+    (void)lk_select_f32_isa(lk_kernels_isa(), cond, a, a_stride, b, b_stride, y, n);
+}
