@@ -40,7 +40,8 @@ let package = Package(
                           path: "Benchmarks/SwishBench"),
 
         .testTarget(name: "VulkanComputeTests", dependencies: ["VulkanCompute"]),
-        .testTarget(name: "LayerKitTests", dependencies: ["LayerKit"]),
+        .testTarget(name: "LayerKitTests", dependencies: ["LayerKit", "CKernels"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "LayerKitCommandsTests", dependencies: ["LayerKitCommands"]),
     ]
 )

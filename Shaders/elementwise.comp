@@ -8,6 +8,7 @@
 // the template is the identity, so offline compilers can check it.
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "ops.glsl"
 
 #ifndef LK_BODY
 #define LK_BODY(x) (x)

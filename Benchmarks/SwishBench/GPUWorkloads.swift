@@ -15,7 +15,7 @@ func gpuSwishRows(options: Options, input: Tensor) throws -> (rows: [BenchRow], 
     let info = context.deviceInfo
     let note = "GPU: \(info.name), \(info.kind.rawValue)"
         + (info.kind == .cpu ? " — EMULATED on the CPU: these are not GPU speeds" : "")
-    let layer = Swish(beta: 1)
+    let layer = try Swish(beta: 1)
     let image = try context.upload(input)
     let result = try context.makeSliceImage(like: input)
     let output = try Tensor(shape: input.shape)

@@ -1,5 +1,3 @@
-import CKernels
-
 extension CPUEvaluator {
     /// Swish, `y = x / (1 + exp(-beta * x))`, with one `beta` for all elements.
     ///
@@ -14,10 +12,7 @@ extension CPUEvaluator {
         guard beta.isFinite else {
             throw LayerKitError.invalidParameter("Swish: beta must be finite, got \(beta)")
         }
-        let isa = self.isa
-        forEachChunk(count: input.count, threadCount: threadCount) { range in
-            swishKernel(isa, input, output, range, beta: beta)
-        }
+        try run(swishProgram(scalars: ["beta": beta], channelValues: [:]), input: input, output: output, op: "Swish")
     }
 
     /// Swish with a `beta` per channel: `input` is read as NCHW (see
@@ -27,7 +22,7 @@ extension CPUEvaluator {
     ///   `channelBeta` does not hold one finite value per channel.
     public func swish(_ input: Tensor, into output: Tensor, channelBeta: [Float]) throws {
         try checkSameShape(input, output, op: "Swish")
-        let (_, channels, height, width) = try input.nchw()
+        let channels = try input.nchw().c
         guard channelBeta.count == channels else {
             throw LayerKitError.invalidWeights(
                 "Swish: expected \(channels) per-channel beta values for input \(Tensor.describe(input.shape)), got \(channelBeta.count)")
@@ -36,28 +31,13 @@ extension CPUEvaluator {
             throw LayerKitError.invalidWeights(
                 "Swish: beta of channel \(bad) must be finite, got \(channelBeta[bad])")
         }
-        let isa = self.isa
-        let plane = height * width
-        forEachChunk(count: input.count, threadCount: threadCount) { range in
-            // A chunk may span planes: run the kernel once per plane piece,
-            // with that plane's beta.
-            var start = range.lowerBound
-            while start < range.upperBound {
-                let planeIndex = start / plane
-                let end = min(range.upperBound, (planeIndex + 1) * plane)
-                swishKernel(isa, input, output, start..<end, beta: channelBeta[planeIndex % channels])
-                start = end
-            }
-        }
+        try run(swishProgram(scalars: [:], channelValues: ["beta": channelBeta]), input: input, output: output,
+                op: "Swish")
     }
-}
 
-/// The C kernel on `range` of `input`, written to the same range of `output`.
-/// Kept out of closures created in actor-isolated code so the hot call has no
-/// executor checks.
-private func swishKernel(_ isa: lk_isa, _ input: Tensor, _ output: Tensor, _ range: Range<Int>,
-                         beta: Float) {
-    // Cannot fail: CPUEvaluator only holds ISAs this CPU supports.
-    _ = lk_swish_f32_isa(isa, input.dataPointer + range.lowerBound,
-                         output.dataPointer + range.lowerBound, range.count, beta)
+    /// The catalog's Swish formula, which compiles to the fused C kernel.
+    private func swishProgram(scalars: [String: Float], channelValues: [String: [Float]]) throws -> CPUProgram {
+        guard let definition = Swish.definition else { throw LayerKitError.unknownOp("the catalog has no Swish") }
+        return try CPUProgram(definition.formula, scalars: scalars, channelValues: channelValues)
+    }
 }

@@ -14,6 +14,10 @@ public protocol CustomLayer: AnyObject {
     /// (`--weights NAME=file.npy`). Defaults to none.
     static var weightNames: [String] { get }
 
+    /// The name this layer goes by in notices and reports; defaults to
+    /// `Self.name` (a layer type serving several ops names the op).
+    var layerName: String { get }
+
     /// Makes the layer from its parameters (numbers as `Double`, `Float`,
     /// `Int` or `NSNumber`); unknown or ill-typed parameters throw.
     init(parameters: [String: Any]) throws
@@ -38,6 +42,8 @@ public protocol CustomLayer: AnyObject {
 extension CustomLayer {
     public static var weightNames: [String] { [] }
 
+    public var layerName: String { Self.name }
+
     public var hasGPUImplementation: Bool { false }
 
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
@@ -58,7 +64,7 @@ extension Dictionary where Key == String, Value == Any {
         case let v as String: Double(v)
         default: nil
         }
-        guard let value, value.isFinite else {
+        guard let value, Float(value).isFinite else {
             throw LayerKitError.invalidParameter("\(layer): parameter '\(key)' must be a finite number, got \(raw)")
         }
         return Float(value)

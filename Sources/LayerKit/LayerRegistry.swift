@@ -1,45 +1,76 @@
 import Foundation
 
-/// Layer classes by name, as Core ML finds a custom layer by `className`.
-/// Names match case-insensitively. Built-ins are registered up front; users
-/// add their own with `register(_:)`.
+/// Layers by name, as Core ML finds a custom layer by `className`. Names
+/// match case-insensitively. The catalog's element-wise ops (and `Swish`)
+/// are registered up front; users add their own classes with `register(_:)`.
 public final class LayerRegistry: @unchecked Sendable {
+    /// How to make one registered layer. (Unchecked: `make` captures a
+    /// layer class, whose metatype Swift cannot prove Sendable; it is
+    /// immutable and only constructs.)
+    public struct Entry: @unchecked Sendable {
+        /// The registered name.
+        public let name: String
+        /// The weight blobs `setWeightData` takes, in order.
+        public let weightNames: [String]
+        /// The op's declaration, for catalog ops.
+        public let definition: OpDefinition?
+        /// Makes the layer from its parameters.
+        public let make: ([String: Any]) throws -> CustomLayer
+    }
+
     /// The process-wide registry, holding the built-in layers.
-    public static let shared = LayerRegistry(builtins: [Swish.self])
+    public static let shared = LayerRegistry()
 
     private let lock = NSLock()
-    private var layers: [String: CustomLayer.Type] = [:]
+    private var entries: [String: Entry] = [:]
 
-    init(builtins: [CustomLayer.Type]) {
-        builtins.forEach(register)
+    init() {
+        for definition in OpDefinition.catalog {
+            add(Entry(name: definition.name, weightNames: definition.weightNames, definition: definition) {
+                try ElementwiseLayer(definition: definition, parameters: $0)
+            })
+        }
+        register(Swish.self)
     }
 
     /// Registers `layer` under `layer.name`, replacing any layer of that name.
     public func register(_ layer: CustomLayer.Type) {
-        lock.lock(); defer { lock.unlock() }
-        layers[layer.name.lowercased()] = layer
-    }
-
-    /// The registered names, sorted.
-    public var names: [String] {
-        lock.lock(); defer { lock.unlock() }
-        return layers.values.map { $0.name }.sorted()
-    }
-
-    /// The class registered as `name`, matched case-insensitively.
-    public func layerType(named name: String) throws -> CustomLayer.Type {
-        lock.lock(); defer { lock.unlock() }
-        guard let layer = layers[name.lowercased()] else {
-            let known = layers.values.map { $0.name }.sorted().joined(separator: ", ")
-            throw LayerKitError.unknownOp("unknown op '\(name)' (known: \(known))")
+        let definition = (layer as? ElementwiseLayer.Type).flatMap { type in
+            OpDefinition.catalog.first { $0.name == type.name }
         }
-        return layer
+        add(Entry(name: layer.name, weightNames: layer.weightNames, definition: definition) {
+            try layer.init(parameters: $0)
+        })
+    }
+
+    private func add(_ entry: Entry) {
+        lock.lock(); defer { lock.unlock() }
+        entries[entry.name.lowercased()] = entry
+    }
+
+    /// Every entry, in the catalog's order, then user layers by name.
+    public var all: [Entry] {
+        lock.lock(); defer { lock.unlock() }
+        let order = OpDefinition.catalog.map(\.name)
+        return entries.values.sorted { a, b in
+            let (i, j) = (order.firstIndex(of: a.name) ?? order.count, order.firstIndex(of: b.name) ?? order.count)
+            return i != j ? i < j : a.name < b.name
+        }
+    }
+
+    /// The entry registered as `name`, matched case-insensitively.
+    public func entry(named name: String) throws -> Entry {
+        lock.lock(); defer { lock.unlock() }
+        guard let entry = entries[name.lowercased()] else {
+            throw LayerKitError.unknownOp("unknown op '\(name)' (layerkit ops lists them)")
+        }
+        return entry
     }
 
     /// Makes the layer `name` with `parameters` and optional `weights`.
     public func makeLayer(named name: String, parameters: [String: Any] = [:],
                           weights: [Data] = []) throws -> CustomLayer {
-        let layer = try layerType(named: name).init(parameters: parameters)
+        let layer = try entry(named: name).make(parameters)
         if !weights.isEmpty { try layer.setWeightData(weights) }
         return layer
     }

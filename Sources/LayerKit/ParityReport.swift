@@ -74,3 +74,21 @@ public struct ParityReport: Sendable, Equatable {
         return abs(ordered(a) - ordered(b))
     }
 }
+
+extension ParityReport {
+    /// Runs `layer` on `input` on the GPU of `context` and on the CPU, and
+    /// compares them. Round `input` to fp16 first (`roundedToHalf()`) so
+    /// both sides read the same values.
+    public static func compare(_ layer: CustomLayer, input: Tensor, context: GPUContext,
+                               tolerance: Double = 1e-3) throws -> (report: ParityReport, gpu: Tensor, cpu: Tensor) {
+        guard layer.hasGPUImplementation else {
+            throw LayerKitError.unsupported("\(layer.layerName) has no GPU implementation to compare")
+        }
+        let gpuRun = try Backend(computeUnits: .cpuAndGPU, context: context).run(layer, inputs: [input])
+        let cpuRun = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [input])
+        guard let gpu = gpuRun.outputs.first, let cpu = cpuRun.outputs.first else {
+            throw LayerKitError.shapeMismatch("\(layer.layerName) produced no output")
+        }
+        return (try ParityReport(gpu: gpu, cpu: cpu, tolerance: tolerance), gpu, cpu)
+    }
+}

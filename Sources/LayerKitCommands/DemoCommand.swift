@@ -12,7 +12,7 @@ enum DemoCommand {
         try TensorFiles.checkOutput(outputPath, notAmong: [])
 
         let input = try DemoImage.features(of: DemoImage.landscape()).roundedToHalf()
-        let layer = Swish(beta: 1)
+        let layer = try Swish(beta: 1)
         console.print("LayerKit demo: Swish (beta 1) on a built-in \(DemoImage.size)x\(DemoImage.size) image's "
                       + "6 feature maps, shape \(Tensor.describe(input.shape))")
 

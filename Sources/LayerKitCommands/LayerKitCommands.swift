@@ -7,12 +7,15 @@ public enum LayerKitCommands {
 
         commands:
           devices                      list Vulkan devices and which one is chosen
+          ops     [--markdown]         list the ops: parameters, weights, formula, backends
           apply   --op NAME --input FILE --output FILE [--param k=v]... [--weights k=FILE.npy]
                   [--backend cpu|gpu|auto]
                                        run one layer on a .npy or .png input
           parity  --op NAME [--param k=v]... [--weights k=FILE.npy] [--shape NxCxHxW]
                   [--range LOW,HIGH] [--seed N]
                                        compare GPU and CPU on a seeded input (exit 1 on FAIL)
+          parity  --all [--shape NxCxHxW] [--seed N]
+                                       every op, defaults and an example set: one table
           demo    [--output FILE.png]  run Swish on a built-in image on GPU and CPU
           help                         show this text
 
@@ -32,6 +35,7 @@ public enum LayerKitCommands {
         do {
             switch command {
             case "devices": return try DevicesCommand.run(rest, console: console)
+            case "ops": return try OpsCommand.run(rest, console: console)
             case "apply": return try ApplyCommand.run(rest, console: console)
             case "parity": return try ParityCommand.run(rest, console: console)
             case "demo": return try DemoCommand.run(rest, console: console)

@@ -14,42 +14,32 @@ struct LayerOptions {
     let parameterText: String
 
     init(_ arguments: Arguments) throws {
-        let type = try LayerRegistry.shared.layerType(named: try arguments.required("--op"))
+        let entry = try LayerRegistry.shared.entry(named: try arguments.required("--op"))
         var parameters: [String: Any] = [:]
         var texts: [String] = []
         for text in arguments.values("--param") {
             let (key, value) = try ValueParsing.parameter(text)
             parameters[key] = value
-            texts.append("\(key)=\(value.formatted())")
+            texts.append("\(key)=\(value)")
         }
         var blobs: [String: (String, Data)] = [:]
         for text in arguments.values("--weights") {
             let (key, path) = try ValueParsing.weights(text)
-            guard type.weightNames.contains(key) else {
-                let known = type.weightNames.isEmpty ? "none" : type.weightNames.joined(separator: ", ")
-                throw LayerKitError.invalidWeights("\(type.name) has no weights named '\(key)' (known: \(known))")
+            guard entry.weightNames.contains(key) else {
+                let known = entry.weightNames.isEmpty ? "none" : entry.weightNames.joined(separator: ", ")
+                throw LayerKitError.invalidWeights("\(entry.name) has no weights named '\(key)' (known: \(known))")
             }
             blobs[key] = (path, try TensorFiles.weightData(path))
             texts.append("\(key)=\(URL(fileURLWithPath: path).lastPathComponent)")
         }
-        let layer = try type.init(parameters: parameters)
+        let layer = try entry.make(parameters)
         if !blobs.isEmpty {
-            let missing = type.weightNames.filter { blobs[$0] == nil }
-            guard missing.isEmpty else {
-                throw LayerKitError.invalidWeights("\(type.name) also needs weights: \(missing.joined(separator: ", "))")
-            }
-            try layer.setWeightData(type.weightNames.compactMap { blobs[$0]?.1 })
+            // One blob per weight name, in order; an empty blob for a name not given.
+            try layer.setWeightData(entry.weightNames.map { blobs[$0]?.1 ?? Data() })
         }
         self.layer = layer
-        name = type.name
+        name = entry.name
         weightFiles = blobs.values.map(\.0)
         parameterText = texts.isEmpty ? "defaults" : texts.joined(separator: ", ")
-    }
-}
-
-extension Double {
-    /// Shortest text for a parameter value (`0.5`, `1`, `1e-05`).
-    func formatted() -> String {
-        self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self)
     }
 }

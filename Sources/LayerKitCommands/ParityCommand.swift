@@ -2,35 +2,41 @@ import Foundation
 import LayerKit
 
 /// `layerkit parity`: the same seeded, fp16-rounded input through the GPU
-/// and the CPU evaluator, compared element by element.
+/// and the CPU evaluator, compared element by element; `--all` does it for
+/// every catalog op and prints one table.
 enum ParityCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--shape", "--range", "--seed"]))
+        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--shape", "--range", "--seed"]),
+                                      flags: ["--all"])
+        let seed = try ValueParsing.seed(arguments.value("--seed") ?? "1")
+        let context = try openGPU()
+        if arguments.has("--all") {
+            guard arguments.value("--op") == nil, arguments.value("--range") == nil else {
+                throw UsageError("--all runs every op over its own input range: drop --op and --range")
+            }
+            let shape = try ValueParsing.shape(arguments.value("--shape") ?? "1x6x64x64")
+            return try ParityTable.run(shape: shape, seed: seed, context: context, console: console)
+        }
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? "1x6x256x256")
         let range = try ValueParsing.range(arguments.value("--range") ?? "-10,10")
-        let seed = try ValueParsing.seed(arguments.value("--seed") ?? "1")
         let options = try LayerOptions(arguments)
-
-        let gpuBackend = Backend(computeUnits: .cpuAndGPU)
-        guard let gpu = gpuBackend.gpu else {
-            throw LayerKitError.gpuUnavailable("parity needs a GPU: \(gpuBackend.gpuUnavailableReason ?? "none")")
-        }
-        guard options.layer.hasGPUImplementation else {
-            throw LayerKitError.unsupported("\(options.name) has no GPU implementation to compare")
-        }
         // Both sides read the same fp16-rounded values: the GPU stores fp16.
         let input = try Tensor.uniform(shape: shape, in: range, seed: seed).roundedToHalf()
-        let gpuRun = try gpuBackend.run(options.layer, inputs: [input])
-        let cpuRun = try Backend(computeUnits: .cpuOnly).run(options.layer, inputs: [input])
-        guard let gpuOut = gpuRun.outputs.first, let cpuOut = cpuRun.outputs.first else {
-            throw LayerKitError.shapeMismatch("\(options.name) produced no output")
-        }
-        let report = try ParityReport(gpu: gpuOut, cpu: cpuOut)
+        let (report, gpu, cpu) = try ParityReport.compare(options.layer, input: input, context: context)
         console.print("\(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape)) "
                       + "range [\(range.lowerBound), \(range.upperBound)] seed \(seed)")
-        console.print("device: \(gpu.deviceInfo.name) (\(gpu.deviceInfo.kind.rawValue))")
-        for line in describe(report, input: input, gpu: gpuOut, cpu: cpuOut) { console.print(line) }
+        console.print("device: \(context.deviceInfo.name) (\(context.deviceInfo.kind.rawValue))")
+        for line in describe(report, input: input, gpu: gpu, cpu: cpu) { console.print(line) }
         return report.passed ? 0 : 1
+    }
+
+    /// The GPU both sides of a comparison need; its absence is an error.
+    static func openGPU() throws -> GPUContext {
+        let backend = Backend(computeUnits: .cpuAndGPU)
+        guard let context = backend.gpu else {
+            throw LayerKitError.gpuUnavailable("parity needs a GPU: \(backend.gpuUnavailableReason ?? "none")")
+        }
+        return context
     }
 
     /// The report's lines, ending with the PASS/FAIL verdict.

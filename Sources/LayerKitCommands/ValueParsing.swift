@@ -24,16 +24,14 @@ enum ValueParsing {
         return low...high
     }
 
-    /// `beta=0.5` → `("beta", 0.5)`.
-    static func parameter(_ text: String) throws -> (String, Double) {
+    /// `beta=0.5` → `("beta", "0.5")`, `approximate=tanh` → `("approximate", "tanh")`:
+    /// the layer reads numbers from the text and rejects what it cannot use.
+    static func parameter(_ text: String) throws -> (String, String) {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2, !parts[0].isEmpty else {
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
             throw UsageError("--param \(text): expected NAME=VALUE, e.g. beta=0.5")
         }
-        guard let value = Double(parts[1]), value.isFinite else {
-            throw UsageError("--param \(text): \(parts[1]) is not a finite number")
-        }
-        return (parts[0], value)
+        return (parts[0], parts[1])
     }
 
     /// `beta=w.npy` → `("beta", "w.npy")`.

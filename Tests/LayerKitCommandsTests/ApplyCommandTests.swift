@@ -70,7 +70,7 @@ struct ApplyCommandTests {
         (["apply", "--op", "Swoosh", "--input", "X", "--output", "Y.npy"], 1, "unknown op 'Swoosh'"),
         (["apply", "--op", "swish", "--param", "alpha=1", "--input", "X", "--output", "Y.npy"], 1, "unknown parameter 'alpha'"),
         (["apply", "--op", "swish", "--param", "beta", "--input", "X", "--output", "Y.npy"], 2, "NAME=VALUE"),
-        (["apply", "--op", "swish", "--param", "beta=fast", "--input", "X", "--output", "Y.npy"], 2, "not a finite number"),
+        (["apply", "--op", "swish", "--param", "beta=fast", "--input", "X", "--output", "Y.npy"], 1, "must be a finite number"),
         (["apply", "--op", "swish", "--output", "Y.npy"], 2, "missing --input"),
         (["apply", "--op", "swish", "--input", "X"], 2, "missing --output"),
         (["apply", "--op", "swish", "--input", "X", "--output", "Y.npy", "--backend", "tpu"], 2, "cpu, gpu or auto"),

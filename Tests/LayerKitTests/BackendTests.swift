@@ -27,14 +27,14 @@ struct BackendTests {
     @Test func cpuOnlyNeverOpensTheGPU() throws {
         let backend = Backend(computeUnits: .cpuOnly)
         #expect(backend.gpu == nil)
-        #expect(backend.placement(for: Swish()) == .cpu(reason: nil))
+        #expect(backend.placement(for: try Swish()) == .cpu(reason: nil))
     }
 
     @Test(.enabled(if: TestGPU.isEnabled))
     func cpuAndGPURunsSwishOnTheGPU() throws {
         let backend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get())
-        #expect(backend.placement(for: Swish()) == .gpu)
-        let run = try backend.run(Swish(), inputs: [Tensor(shape: [1, 3, 4, 4])])
+        #expect(backend.placement(for: try Swish()) == .gpu)
+        let run = try backend.run(try Swish(), inputs: [Tensor(shape: [1, 3, 4, 4])])
         #expect(run.placement == .gpu)
         #expect(run.gpuTimestamps.map(\.label) == ["start", "upload", "kernel", "download"])
     }
@@ -44,7 +44,7 @@ struct BackendTests {
         let context = try TestGPU.get()
         let notices = Notices()
         let backend = Backend(computeUnits: .all, context: context, notice: notices.append)
-        let run = try backend.run(Swish(), inputs: [Tensor(shape: [1, 3, 4, 4])])
+        let run = try backend.run(try Swish(), inputs: [Tensor(shape: [1, 3, 4, 4])])
         if context.deviceInfo.kind == .cpu {
             #expect(!run.placement.isGPU)
             #expect(notices.all.count == 1)

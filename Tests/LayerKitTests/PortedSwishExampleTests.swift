@@ -43,7 +43,7 @@ struct PortedSwishExampleTests {
         #expect(gpu.placement == .gpu)
         #expect(try ParityReport(gpu: gpu.outputs[0], cpu: cpu.outputs[0]).passed)
         // ... and the port computes Swish: same as the built-in layer.
-        let builtin = try Backend(computeUnits: .cpuOnly).run(Swish(), inputs: [x])
+        let builtin = try Backend(computeUnits: .cpuOnly).run(try Swish(), inputs: [x])
         for i in 0..<x.count {
             #expect(abs(cpu.outputs[0][i] - builtin.outputs[0][i]) <= 1e-5 * max(1, abs(builtin.outputs[0][i])))
         }

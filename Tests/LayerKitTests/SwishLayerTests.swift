@@ -15,7 +15,7 @@ struct SwishLayerTests {
     }
 
     @Test func weightsMustBeWholeFloatsInOneBlob() throws {
-        let layer = Swish()
+        let layer = try Swish()
         #expect(throws: LayerKitError.self) { try layer.setWeightData([Data(count: 23)]) }
         #expect(throws: LayerKitError.self) { try layer.setWeightData([Data()]) }
         #expect(throws: LayerKitError.self) { try layer.setWeightData([Data(count: 24), Data(count: 24)]) }
@@ -27,7 +27,7 @@ struct SwishLayerTests {
     }
 
     @Test func perChannelBetaMustMatchTheChannelsOnCPU() throws {
-        let layer = Swish()
+        let layer = try Swish()
         try layer.setWeightData([Data(count: 24)])
         let input = try Tensor(shape: [1, 5, 2, 2])
         #expect(throws: LayerKitError.self) {
@@ -37,7 +37,7 @@ struct SwishLayerTests {
 
     @Test func perChannelBetaAppliesPerChannelOnCPU() throws {
         // Channel c has beta c: compare against float64 math per element.
-        let layer = Swish()
+        let layer = try Swish()
         let betas: [Float] = [0.5, 1, 2]
         try layer.setWeightData([betas.withUnsafeBufferPointer { Data(buffer: $0) }])
         let input = try Tensor.uniform(shape: [2, 3, 4, 5], in: -6...6, seed: 3)
@@ -52,8 +52,8 @@ struct SwishLayerTests {
     }
 
     @Test func registryFindsSwishCaseInsensitively() throws {
-        #expect(try LayerRegistry.shared.layerType(named: "swish") == Swish.self)
-        #expect(try LayerRegistry.shared.layerType(named: "SWISH") == Swish.self)
-        #expect(throws: LayerKitError.self) { try LayerRegistry.shared.layerType(named: "Swoosh") }
+        #expect(try LayerRegistry.shared.makeLayer(named: "swish") is Swish)
+        #expect(try LayerRegistry.shared.makeLayer(named: "SWISH", parameters: ["beta": 2]) is Swish)
+        #expect(throws: LayerKitError.self) { try LayerRegistry.shared.entry(named: "Swoosh") }
     }
 }

@@ -34,9 +34,9 @@ struct SwishParityTests {
     static func layer(_ beta: Beta, channels: Int) throws -> Swish {
         switch beta {
         case .scalar(let value):
-            return Swish(beta: value)
+            return try Swish(beta: value)
         case .perChannel:
-            let layer = Swish()
+            let layer = try Swish()
             let betas = (0..<channels).map { Float($0 % 5) * 0.75 + 0.1 }  // 0.1 ... 3.1
             try layer.setWeightData([betas.withUnsafeBufferPointer { Data(buffer: $0) }])
             return layer

@@ -1,0 +1,254 @@
+import CKernels
+
+/// A formula compiled for the CPU: a straight-line list of vector
+/// primitives (`lk_unary_f32`, `lk_binary_f32`, `lk_select_f32`) run over
+/// blocks of elements that stay in L1, so no tree is interpreted per
+/// element. Known shapes of formula run as one fused kernel instead.
+struct CPUProgram: Sendable {
+    /// Where an instruction reads an operand: the input, a register (one
+    /// block of floats), or a scalar slot (read with stride 0).
+    enum Operand: Sendable, Equatable {
+        case input
+        case register(Int)
+        case slot(Int)
+    }
+
+    enum Instruction: Sendable {
+        case unary(UnaryFunction, Operand)
+        case binary(BinaryFunction, Operand, Operand)
+        case select(Operand, Operand, Operand)
+        /// Swish, `x * sigmoid(beta * x)`, by the fused C kernel; beta is a slot.
+        case swish(beta: Int)
+    }
+
+    /// Elements per block: 4 KiB a register, so several stay in L1.
+    static let blockSize = 1024
+
+    /// Instruction `i` writes register `destinations[i]`; the last writes the output.
+    private(set) var instructions: [Instruction] = []
+    private(set) var destinations: [Int] = []
+    private(set) var registerCount = 0
+    /// The operand holding the result (a leaf when there are no instructions).
+    private(set) var result: Operand = .input
+    /// Slot values: constants and scalar parameters.
+    private(set) var slotValues: [Float] = []
+    /// Slots whose value changes with the channel: (slot, value per channel).
+    private(set) var channelSlots: [(slot: Int, values: [Float])] = []
+
+    /// Compiles `formula` with each named value bound to a scalar or to one
+    /// value per channel.
+    init(_ formula: Expr, scalars: [String: Float], channelValues: [String: [Float]]) throws {
+        var free: [Int] = []
+        result = try compile(formula, scalars: scalars, channelValues: channelValues, free: &free)
+    }
+
+    private mutating func compile(_ e: Expr, scalars: [String: Float], channelValues: [String: [Float]],
+                                  free: inout [Int]) throws -> Operand {
+        func operand(_ e: Expr) throws -> Operand {
+            try compile(e, scalars: scalars, channelValues: channelValues, free: &free)
+        }
+        switch e {
+        case .input:
+            return .input
+        case .constant, .value:
+            return .slot(try slot(for: e, scalars: scalars, channelValues: channelValues))
+        case .binary(.mul, .input, .unary(.sigmoid, .binary(.mul, let beta, .input))) where beta.isLeafValue:
+            let slot = try slot(for: beta, scalars: scalars, channelValues: channelValues)
+            return emit(.swish(beta: slot), consuming: [], free: &free)
+        case .unary(let f, let a):
+            let a = try operand(a)
+            return emit(.unary(f, a), consuming: [a], free: &free)
+        case .binary(let f, let a, let b):
+            let (a, b) = (try operand(a), try operand(b))
+            return emit(.binary(f, a, b), consuming: [a, b], free: &free)
+        case .select(let c, let a, let b):
+            let (c, a, b) = (try operand(c), try operand(a), try operand(b))
+            return emit(.select(c, a, b), consuming: [c, a, b], free: &free)
+        }
+    }
+
+    /// The slot of a leaf: a constant, a scalar value, or a per-channel value.
+    private mutating func slot(for leaf: Expr, scalars: [String: Float],
+                               channelValues: [String: [Float]]) throws -> Int {
+        let value: Float
+        switch leaf {
+        case .constant(let c):
+            value = c
+        case .value(let name):
+            if let values = channelValues[name] {
+                channelSlots.append((slotValues.count, values))
+                value = values.first ?? 0
+            } else if let scalar = scalars[name] {
+                value = scalar
+            } else {
+                throw LayerKitError.invalidParameter("formula uses '\(name)', which has no value")
+            }
+        default:
+            throw LayerKitError.invalidParameter("internal: \(leaf) is not a leaf")
+        }
+        slotValues.append(value)
+        return slotValues.count - 1
+    }
+
+    /// Appends `instruction`, freeing the registers it consumes first (every
+    /// primitive may write over its own operands) and taking one for its result.
+    private mutating func emit(_ instruction: Instruction, consuming operands: [Operand],
+                               free: inout [Int]) -> Operand {
+        for case .register(let r) in operands where !free.contains(r) { free.append(r) }
+        let destination: Int
+        if let reused = free.popLast() {
+            destination = reused
+        } else {
+            destination = registerCount
+            registerCount += 1
+        }
+        instructions.append(instruction)
+        destinations.append(destination)
+        return .register(destination)
+    }
+
+    /// Runs the program over `count` elements of `input` into `output`
+    /// (which may be `input`); `plane` consecutive elements share a channel,
+    /// and there are `channels` channels per image.
+    func run(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, count: Int,
+             plane: Int, channels: Int, threadCount: Int, isa: lk_isa) {
+        let program = self
+        let pointers = UnsafeSendable((input, output))
+        forEachChunk(count: count, threadCount: threadCount) { range in
+            program.runChunk(range, input: pointers.value.0, output: pointers.value.1,
+                             plane: max(plane, 1), channels: max(channels, 1), isa: isa)
+        }
+    }
+
+    private func runChunk(_ range: Range<Int>, input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>,
+                          plane: Int, channels: Int, isa: lk_isa) {
+        let registers = UnsafeMutablePointer<Float>.allocate(capacity: max(1, registerCount) * Self.blockSize)
+        let slots = UnsafeMutablePointer<Float>.allocate(capacity: max(1, slotValues.count))
+        defer {
+            registers.deallocate()
+            slots.deallocate()
+        }
+        slots.initialize(from: slotValues, count: slotValues.count)
+        var start = range.lowerBound
+        while start < range.upperBound {
+            var end = min(range.upperBound, start + Self.blockSize)
+            if !channelSlots.isEmpty {
+                // A block never crosses a plane when values differ per channel.
+                end = min(end, (start / plane + 1) * plane)
+                let channel = (start / plane) % channels
+                for (slot, values) in channelSlots { slots[slot] = values[channel] }
+            }
+            runBlock(input + start, output + start, end - start, registers: registers, slots: slots, isa: isa)
+            start = end
+        }
+    }
+
+    // The `_isa` primitives cannot fail here: an evaluator only holds ISAs
+    // this CPU supports, and every op comes from the enums.
+    private func runBlock(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ n: Int,
+                          registers: UnsafeMutablePointer<Float>, slots: UnsafeMutablePointer<Float>, isa: lk_isa) {
+        func source(_ operand: Operand) -> (UnsafePointer<Float>, Int32) {
+            switch operand {
+            case .input: (x, 1)
+            case .register(let r): (UnsafePointer(registers + r * Self.blockSize), 1)
+            case .slot(let s): (UnsafePointer(slots + s), 0)
+            }
+        }
+        guard !instructions.isEmpty else {
+            // The formula is a leaf: x itself or a constant.
+            let (pointer, stride) = source(result)
+            for i in 0..<n { y[i] = pointer[stride == 0 ? 0 : i] }
+            return
+        }
+        for (index, instruction) in instructions.enumerated() {
+            let destination = index == instructions.count - 1 ? y : registers + destinations[index] * Self.blockSize
+            switch instruction {
+            case .unary(let f, let a):
+                let (pa, _) = source(a)
+                if case .slot = a {
+                    // A function of a constant: broadcast it first.
+                    destination.update(repeating: pa.pointee, count: n)
+                    _ = lk_unary_f32_isa(isa, f.primitive, destination, destination, n)
+                } else {
+                    _ = lk_unary_f32_isa(isa, f.primitive, pa, destination, n)
+                }
+            case .binary(let f, let a, let b):
+                let ((pa, sa), (pb, sb)) = (source(a), source(b))
+                _ = lk_binary_f32_isa(isa, f.primitive, pa, sa, pb, sb, destination, n)
+            case .select(let c, let a, let b):
+                let ((pc, sc), (pa, sa), (pb, sb)) = (source(c), source(a), source(b))
+                if sc == 0 {
+                    // A constant condition picks one side for the whole block.
+                    let (pick, stride) = pc.pointee != 0 ? (pa, sa) : (pb, sb)
+                    for i in 0..<n { destination[i] = pick[stride == 0 ? 0 : i] }
+                } else {
+                    _ = lk_select_f32_isa(isa, pc, pa, sa, pb, sb, destination, n)
+                }
+            case .swish(let beta):
+                _ = lk_swish_f32_isa(isa, x, destination, n, slots[beta])
+            }
+        }
+    }
+}
+
+extension UnaryFunction {
+    /// The C primitive computing this function.
+    var primitive: lk_unary_op {
+        switch self {
+        case .neg: LK_NEG
+        case .abs: LK_ABS
+        case .exp: LK_EXP
+        case .log: LK_LOG
+        case .log1p: LK_LOG1P
+        case .expm1: LK_EXPM1
+        case .sqrt: LK_SQRT
+        case .reciprocal: LK_RECIPROCAL
+        case .tanh: LK_TANH
+        case .sigmoid: LK_SIGMOID
+        case .softplus: LK_SOFTPLUS
+        case .erf: LK_ERF
+        case .sin: LK_SIN
+        case .cos: LK_COS
+        case .floor: LK_FLOOR
+        case .ceil: LK_CEIL
+        }
+    }
+}
+
+extension BinaryFunction {
+    /// The C primitive computing this function.
+    var primitive: lk_binary_op {
+        switch self {
+        case .add: LK_ADD
+        case .sub: LK_SUB
+        case .mul: LK_MUL
+        case .div: LK_DIV
+        case .pow: LK_POW
+        case .min: LK_MIN
+        case .max: LK_MAX
+        case .greater: LK_GT
+        case .greaterEqual: LK_GE
+        case .less: LK_LT
+        case .lessEqual: LK_LE
+        case .equal: LK_EQ
+        case .notEqual: LK_NE
+        }
+    }
+}
+
+/// Carries raw pointers into a `@Sendable` closure; the caller guarantees
+/// the memory outlives the call and that chunks do not overlap.
+struct UnsafeSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+extension Expr {
+    /// A constant or named value: what a fused kernel takes as a scalar.
+    var isLeafValue: Bool {
+        switch self {
+        case .constant, .value: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+
+/// An element-wise op of the catalog (or any `OpDefinition`) as a layer:
+/// its GPU kernel and its CPU program both come from the op's formula.
+///
+/// Core ML style: `ElementwiseLayer(parameters: ["op": "Elu", "alpha": 0.5])`;
+/// per-channel values arrive through `setWeightData`, one Float32
+/// little-endian blob per name in `definition.weightNames` (an empty blob
+/// leaves that name's scalar in place).
+open class ElementwiseLayer: CustomLayer, @unchecked Sendable {
+    open class var name: String { "Elementwise" }
+
+    /// The op's declaration.
+    public let definition: OpDefinition
+    /// The formula in use (the chosen one when the op has a choice).
+    public let formula: Expr
+    /// The scalar values: parameters given, else the defaults.
+    public private(set) var scalars: [String: Float]
+    /// Per-channel values set through `setWeightData`, by name.
+    public private(set) var channelValues: [String: [Float]] = [:]
+
+    public var layerName: String { definition.name }
+
+    /// Reads the op's name from `parameters["op"]` and the rest as its parameters.
+    public required convenience init(parameters: [String: Any]) throws {
+        guard let name = parameters["op"] as? String else {
+            throw LayerKitError.invalidParameter("\(Self.name): parameter 'op' must name a catalog op")
+        }
+        guard let definition = OpDefinition.catalog.first(where: { $0.name.lowercased() == name.lowercased() }) else {
+            throw LayerKitError.unknownOp("unknown op '\(name)'")
+        }
+        try self.init(definition: definition, parameters: parameters.filter { $0.key != "op" })
+    }
+
+    /// The op `definition` with `parameters` (numbers, or words for a choice).
+    public init(definition: OpDefinition, parameters: [String: Any]) throws {
+        self.definition = definition
+        let scalarNames = definition.values.filter { $0.defaultValue != nil }.map(\.name)
+        try parameters.requireOnly(scalarNames + [definition.choice?.name].compactMap { $0 }, layer: definition.name)
+        var scalars: [String: Float] = [:]
+        for value in definition.values {
+            guard let defaultValue = value.defaultValue else { continue }
+            scalars[value.name] = try parameters.float(value.name, default: defaultValue, layer: definition.name)
+        }
+        self.scalars = scalars
+        if let choice = definition.choice, let raw = parameters[choice.name] {
+            let word = "\(raw)".lowercased()
+            guard let option = choice.options.first(where: { $0.word == word }) else {
+                let words = choice.options.map(\.word).joined(separator: ", ")
+                throw LayerKitError.invalidParameter(
+                    "\(definition.name): parameter '\(choice.name)' must be one of \(words), got '\(raw)'")
+            }
+            formula = option.formula
+        } else {
+            formula = definition.formula
+        }
+    }
+
+    /// One blob per name of `definition.weightNames`, in that order; an empty
+    /// blob (or a missing trailing one) leaves that value scalar.
+    open func setWeightData(_ weights: [Data]) throws {
+        let names = definition.weightNames
+        guard weights.count <= names.count else {
+            throw LayerKitError.invalidWeights(
+                "\(definition.name) takes \(names.count) weight blob(s) (\(names.joined(separator: ", "))), got \(weights.count)")
+        }
+        var values: [String: [Float]] = [:]
+        for (name, blob) in zip(names, weights) where !blob.isEmpty {
+            let floats = try blob.float32Values(what: "\(definition.name) weights '\(name)'")
+            if let bad = floats.firstIndex(where: { !$0.isFinite }) {
+                throw LayerKitError.invalidWeights("\(definition.name) weights '\(name)': value \(bad) is \(floats[bad])")
+            }
+            values[name] = floats
+        }
+        channelValues = values
+    }
+
+    open func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
+
+    open func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        let evaluator = CPUEvaluator()
+        for (input, output) in zip(inputs, outputs) {
+            try checkChannels(of: input.nchw().c)
+            try evaluator.run(try program(), input: input, output: output, op: definition.name)
+        }
+    }
+
+    open var hasGPUImplementation: Bool { true }
+
+    open func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        for (input, output) in zip(inputs, outputs) {
+            try checkChannels(of: input.featureChannels)
+            let (kernel, parameters, weights) = try gpuKernel()
+            try commandBuffer.dispatch(kernel, input: input, output: output, parameters: parameters, weights: weights)
+        }
+    }
+
+    /// The CPU program of the formula with this layer's values bound.
+    func program() throws -> CPUProgram {
+        try CPUProgram(formula, scalars: scalars, channelValues: channelValues)
+    }
+
+    /// The GLSL kernel, its scalar parameters (`param(i)`) and weight sets (`weight(k)`).
+    func gpuKernel() throws -> (PerElementKernel, [Float], [[Float]]) {
+        var slots: [String: String] = [:]
+        var parameters: [Float] = []
+        var weights: [[Float]] = []
+        for name in formula.valueNames {
+            if let values = channelValues[name] {
+                slots[name] = "weight(\(weights.count))"
+                weights.append(values)
+            } else if let value = scalars[name] {
+                slots[name] = "param(\(parameters.count))"
+                parameters.append(value)
+            }
+        }
+        guard parameters.count <= PerElementKernel.maxParameters else {
+            throw LayerKitError.invalidParameter(
+                "\(definition.name): \(parameters.count) scalar parameters, the GPU kernel takes at most \(PerElementKernel.maxParameters)")
+        }
+        return (PerElementKernel(name: definition.name, body: try formula.glsl(slots: slots)), parameters, weights)
+    }
+
+    /// Checks every value the formula needs is there for `channels` channels.
+    private func checkChannels(of channels: Int) throws {
+        for name in formula.valueNames {
+            if let values = channelValues[name] {
+                guard values.count == channels else {
+                    throw LayerKitError.invalidWeights(
+                        "\(definition.name): \(values.count) '\(name)' weights for \(channels) channels")
+                }
+            } else if scalars[name] == nil {
+                throw LayerKitError.invalidWeights(
+                    "\(definition.name) needs per-channel weights '\(name)' (one Float32 per channel)")
+            }
+        }
+    }
+}

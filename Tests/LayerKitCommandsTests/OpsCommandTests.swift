@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+import LayerKit
+@testable import LayerKitCommands
+
+struct OpsCommandTests {
+    @Test func opsListsEveryCatalogOpWithItsFormula() throws {
+        let runner = CommandRunner()
+        #expect(runner.run(["ops"]) == 0)
+        for definition in OpDefinition.catalog {
+            #expect(runner.out.contains(definition.name), "missing \(definition.name)")
+        }
+        #expect(runner.out.contains("x * sigmoid(beta * x)"))
+        #expect(runner.out.contains("approximate=none|tanh"))
+    }
+
+    /// The README's op table is `layerkit ops --markdown`, verbatim.
+    @Test func theReadmeCatalogIsGeneratedByOps() throws {
+        let runner = CommandRunner()
+        #expect(runner.run(["ops", "--markdown"]) == 0)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains(runner.out), "README's catalog differs from `layerkit ops --markdown`")
+    }
+
+    @Test(.enabled(if: gpuTestsEnabled))
+    func parityAllPassesAndPrintsOneRowPerCase() throws {
+        let runner = CommandRunner()
+        #expect(runner.run(["parity", "--all", "--shape", "1x5x9x7"]) == 0, "\(runner.out)\(runner.error)")
+        for definition in OpDefinition.catalog {
+            #expect(runner.out.contains("\n\(definition.name) "), "no row for \(definition.name)")
+        }
+        #expect(runner.out.contains("PASS: all"))
+        #expect(runner.run(["parity", "--all", "--op", "Elu"]) == 2)
+    }
+
+    @Test(arguments: OpDefinition.catalog.map(\.name))
+    func applyRunsEveryOp(name: String) throws {
+        let directory = try CommandRunner.scratchDirectory()
+        try Tensor.uniform(shape: [1, 3, 4, 5], in: 0.5...4, seed: 2).writeNPY(to: "\(directory)/x.npy")
+        try writeNPY([0.5, 1, 2], shape: [3], to: "\(directory)/w.npy")
+        let definition = try #require(OpDefinition.catalog.first { $0.name == name })
+        let weights = definition.values.filter { $0.defaultValue == nil }.flatMap { ["--weights", "\($0.name)=\(directory)/w.npy"] }
+        let runner = CommandRunner()
+        #expect(runner.run(["apply", "--op", name.lowercased(), "--input", "\(directory)/x.npy",
+                            "--output", "\(directory)/y.npy", "--backend", "cpu"] + weights) == 0, "\(runner.error)")
+        #expect(try Tensor(npyFile: "\(directory)/y.npy").shape == [1, 3, 4, 5])
+    }
+
+    @Test func weightsMustMatchTheChannels() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        try Tensor(shape: [1, 3, 2, 2]).writeNPY(to: "\(directory)/x.npy")
+        try writeNPY([0.5, 1], shape: [2], to: "\(directory)/slope.npy")
+        let runner = CommandRunner()
+        #expect(runner.run(["apply", "--op", "PRelu", "--weights", "slope=\(directory)/slope.npy",
+                            "--input", "\(directory)/x.npy", "--output", "\(directory)/y.npy"]) == 1)
+        #expect(runner.error.contains("2 'slope' weights for 3 channels"), "\(runner.error)")
+        #expect(runner.run(["apply", "--op", "PRelu", "--input", "\(directory)/x.npy",
+                            "--output", "\(directory)/y.npy"]) == 1)
+        #expect(runner.error.contains("needs per-channel weights 'slope'"), "\(runner.error)")
+    }
+
+    @Test func wordParametersReachTheirChoice() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        try Tensor(shape: [1, 1, 1, 2], values: [-1, 1]).writeNPY(to: "\(directory)/x.npy")
+        let runner = CommandRunner()
+        #expect(runner.run(["apply", "--op", "gelu", "--param", "approximate=tanh", "--input", "\(directory)/x.npy",
+                            "--output", "\(directory)/y.npy", "--backend", "cpu"]) == 0, "\(runner.error)")
+        #expect(runner.run(["apply", "--op", "gelu", "--param", "approximate=fast", "--input", "\(directory)/x.npy",
+                            "--output", "\(directory)/y.npy"]) == 1)
+        #expect(runner.error.contains("none, tanh"))
+    }
+}
