@@ -72,3 +72,14 @@ struct OpsCommandTests {
         #expect(runner.error.contains("none, tanh"))
     }
 }
+
+@Suite(.enabled(if: gpuTestsEnabled))
+struct ParityOverflowTests {
+    /// Exp beyond fp16's range: the GPU stores inf, and parity says so.
+    @Test func resultsPastFP16AreReportedNotHidden() throws {
+        let runner = CommandRunner()
+        #expect(runner.run(["parity", "--op", "exp", "--range", "11.2,12", "--shape", "1x2x4x4"]) == 1)
+        let line = try #require(runner.out.split(separator: "\n").first { $0.hasPrefix("non-finite mismatches:") })
+        #expect(Int(line.split(separator: " ").last ?? "") == 32, "\(line)")
+    }
+}

@@ -12,13 +12,19 @@ import Testing
         }
     }
 
+    /// Where LayerKit deliberately differs from onnxruntime: NaN in gives NaN
+    /// out everywhere, but onnxruntime's ThresholdedRelu returns 0 for NaN.
+    static func expected(_ reference: OpReferenceCase, _ i: Int) -> Float {
+        reference.op == "ThresholdedRelu" && reference.input[i].isNaN ? .nan : reference.output[i]
+    }
+
     @Test(arguments: OpReferenceCase.all)
     func cpuMatchesOnnxRuntime(reference: OpReferenceCase) throws {
         let input = try Tensor(shape: reference.shape, values: reference.input)
         let output = try Tensor(shape: reference.shape)
         try reference.layer().evaluate(inputs: [input], outputs: [output])
         let misses = (0..<input.count).compactMap { i in
-            mismatch(output[i], reference.output[i], tolerance: 1e-5).map { "x=\(input[i]): \($0)" }
+            mismatch(output[i], Self.expected(reference, i), tolerance: 1e-5).map { "x=\(input[i]): \($0)" }
         }
         #expect(misses.isEmpty, "\(reference.id): \(misses.count) misses, e.g. \(misses.prefix(4))")
     }
@@ -31,8 +37,8 @@ import Testing
         let gpu = run.outputs[0]
         let misses = (0..<input.count).compactMap { i -> String? in
             // The GPU stores fp16: a result that rounds past its range is an infinity.
-            let expected = abs(reference.output[i]) >= 65520 && reference.output[i].isFinite
-                ? (reference.output[i] > 0 ? Float.infinity : -.infinity) : reference.output[i]
+            let value = Self.expected(reference, i)
+            let expected = abs(value) >= 65520 && value.isFinite ? (value > 0 ? Float.infinity : -.infinity) : value
             return mismatch(gpu[i], expected, tolerance: 1e-3).map { "x=\(input[i]): \($0)" }
         }
         #expect(misses.isEmpty, "\(reference.id): \(misses.count) misses, e.g. \(misses.prefix(4))")
@@ -58,6 +64,29 @@ import Testing
                                                seed: UInt64(channels)).roundedToHalf()
                 let report = try ParityReport.compare(layer, input: input, context: context).report
                 #expect(report.passed, "\(definition.name) \(parameters) channels \(channels): max rel \(report.maxRelError), non-finite \(report.nonFiniteMismatches)")
+            }
+        }
+    }
+
+    /// NaN in gives NaN out for every op and every parameter case, and the
+    /// ops with exp or tanh inside stay finite for large |x| on both backends.
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func nanPropagatesAndLargeInputsStayFinite() throws {
+        let large: [Float] = [-65504, -100, -30, -20.5, -15.5, 15.5, 20.5, 30, 100, 65504]
+        let input = try Tensor(shape: [1, 1, 1, large.count + 1], values: large + [.nan])
+        let context = try TestGPU.get()
+        for definition in OpDefinition.catalog {
+            let layer = try ElementwiseLayer(definition: definition, parameters: [:])
+            if !definition.weightNames.isEmpty {
+                try layer.setWeightData(definition.weightNames.map { _ in [Float(0.5)].withUnsafeBufferPointer { Data(buffer: $0) } })
+            }
+            let cpu = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [input]).outputs[0]
+            let gpu = try Backend(computeUnits: .cpuAndGPU, context: context).run(layer, inputs: [input]).outputs[0]
+            #expect(cpu[large.count].isNaN && gpu[large.count].isNaN, "\(definition.name)(NaN)")
+            if ["Swish", "Sigmoid", "Tanh", "Softplus", "Mish", "Gelu", "Softsign", "Erf", "HardSwish"].contains(definition.name) {
+                for i in large.indices {
+                    #expect(cpu[i].isFinite && gpu[i].isFinite, "\(definition.name)(\(large[i])): cpu \(cpu[i]) gpu \(gpu[i])")
+                }
             }
         }
     }

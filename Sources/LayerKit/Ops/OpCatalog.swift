@@ -46,8 +46,9 @@ extension OpDefinition {
                      example: ["alpha": "1.5", "gamma": "1.1"]),
         OpDefinition("Celu", values: [.parameter("alpha", 1)],
                      formula: max(0, x) + min(0, v("alpha") * expm1(x / v("alpha"))), example: ["alpha": "2"]),
+        // Written so NaN reaches the output (onnxruntime returns 0 for NaN).
         OpDefinition("ThresholdedRelu", values: [.parameter("alpha", 1)],
-                     formula: `where`(x > v("alpha"), x, 0), example: ["alpha": "0.5"]),
+                     formula: `where`(x <= v("alpha"), 0, x), example: ["alpha": "0.5"]),
         OpDefinition("Sigmoid", formula: sigmoid(x)),
         OpDefinition("HardSigmoid", values: [.parameter("alpha", 0.2), .parameter("beta", 0.5)],
                      formula: max(0, min(1, v("alpha") * x + v("beta"))), example: ["alpha": "0.3", "beta": "0.4"]),
