@@ -94,12 +94,11 @@ static void lk_select_scalar(const float *cond, const float *a, int a_stride, co
 int lk_unary_f32_isa(lk_isa isa, lk_unary_op op, const float *x, float *y, size_t n) {
     if (isa > lk_kernels_isa() || (unsigned)op >= (unsigned)LK_UNARY_OP_COUNT) return -1;
     switch (isa) {
-    case LK_ISA_SCALAR: lk_unary_scalar(op, x, y, n); return 0;
 #ifdef LK_HAVE_X86_VECTOR
     case LK_ISA_AVX2_FMA: lk_unary_avx2(op, x, y, n); return 0;
     case LK_ISA_AVX512F: lk_unary_avx512(op, x, y, n); return 0;
 #endif
-    default: return -1;
+    default: lk_unary_scalar(op, x, y, n); return 0; // also where no vector path is built
     }
 }
 
@@ -109,12 +108,11 @@ int lk_binary_f32_isa(lk_isa isa, lk_binary_op op, const float *a, int a_stride,
     a_stride = a_stride != 0;
     b_stride = b_stride != 0;
     switch (isa) {
-    case LK_ISA_SCALAR: lk_binary_scalar(op, a, a_stride, b, b_stride, y, n); return 0;
 #ifdef LK_HAVE_X86_VECTOR
     case LK_ISA_AVX2_FMA: lk_binary_avx2(op, a, a_stride, b, b_stride, y, n); return 0;
     case LK_ISA_AVX512F: lk_binary_avx512(op, a, a_stride, b, b_stride, y, n); return 0;
 #endif
-    default: return -1;
+    default: lk_binary_scalar(op, a, a_stride, b, b_stride, y, n); return 0;
     }
 }
 
@@ -124,12 +122,11 @@ int lk_select_f32_isa(lk_isa isa, const float *cond, const float *a, int a_strid
     a_stride = a_stride != 0;
     b_stride = b_stride != 0;
     switch (isa) {
-    case LK_ISA_SCALAR: lk_select_scalar(cond, a, a_stride, b, b_stride, y, n); return 0;
 #ifdef LK_HAVE_X86_VECTOR
     case LK_ISA_AVX2_FMA: lk_select_avx2(cond, a, a_stride, b, b_stride, y, n); return 0;
     case LK_ISA_AVX512F: lk_select_avx512(cond, a, a_stride, b, b_stride, y, n); return 0;
 #endif
-    default: return -1;
+    default: lk_select_scalar(cond, a, a_stride, b, b_stride, y, n); return 0;
     }
 }
 

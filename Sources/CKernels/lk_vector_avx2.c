@@ -10,19 +10,7 @@
 #ifdef LK_HAVE_X86_VECTOR
 #include <immintrin.h>
 
-// SLEEF declares its AVX2 functions only under __AVX__; the pragma gives
-// those declarations the target they need (see DESIGN.md).
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#ifndef __AVX__
-#define __AVX__ 1
-#define LK_DEFINED_AVX
-#endif
-#include <sleef.h>
-#ifdef LK_DEFINED_AVX
-#undef __AVX__
-#undef LK_DEFINED_AVX
-#endif
-#pragma clang attribute pop
+#include <string.h>
 
 #define LK_AVX2 __attribute__((target("avx2,fma")))
 #define LK_INLINE static inline __attribute__((always_inline))
@@ -87,16 +75,6 @@ LK_AVX2 LK_INLINE v8 lk_sigmoid8(v8 x) {
     return _mm256_fmadd_ps(r, inv, q);
 }
 
-// See lk_softplus16.
-#define LK_LOG1P_SERIES_MAX 2.44140625e-4f // 2^-12
-LK_AVX2 LK_INLINE v8 lk_softplus8(v8 x) {
-    v8 e = lk_exp8(lk_neg8(lk_abs8(x)));
-    v8 small = _mm256_cmp_ps(e, _mm256_set1_ps(LK_LOG1P_SERIES_MAX), _CMP_LT_OQ);
-    v8 series = _mm256_fmadd_ps(_mm256_mul_ps(e, _mm256_set1_ps(-0.5f)), e, e);
-    v8 l = _mm256_blendv_ps(Sleef_log1pf8_u10avx2(e), series, small);
-    return _mm256_add_ps(_mm256_max_ps(x, _mm256_setzero_ps()), l);
-}
-
 LK_AVX2 LK_INLINE v8 lk_recip8(v8 x) { return _mm256_div_ps(_mm256_set1_ps(1.0f), x); }
 LK_AVX2 LK_INLINE v8 lk_floor8(v8 x) { return _mm256_floor_ps(x); }
 LK_AVX2 LK_INLINE v8 lk_ceil8(v8 x) { return _mm256_ceil_ps(x); }
@@ -104,6 +82,90 @@ LK_AVX2 LK_INLINE v8 lk_ceil8(v8 x) { return _mm256_ceil_ps(x); }
 // Lanes [0, count) set, for the masked tail (count in 1..7).
 LK_AVX2 LK_INLINE __m256i lk_tail_mask8(size_t count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// See lk_sleef16.
+static void lk_sleef8(const void *fn, const float *x, float *y, size_t n) {
+    size_t blocks = n / 8, done = blocks * 8;
+    lk_sleef_map_ymm(fn, x, y, blocks);
+    if (done < n) {
+        float buf[8] = {0};
+        memcpy(buf, x + done, (n - done) * sizeof(float));
+        lk_sleef_map_ymm(fn, buf, buf, 1);
+        memcpy(y + done, buf, (n - done) * sizeof(float));
+    }
+}
+
+// See lk_sleef2_16.
+static void lk_sleef2_8(const void *fn, const float *a, int a_stride, const float *b, int b_stride,
+                        float *y, size_t n) {
+    float abuf[8], bbuf[8];
+    for (int j = 0; j < 8; j++) { abuf[j] = a_stride ? 0.0f : a[0]; bbuf[j] = b_stride ? 0.0f : b[0]; }
+    size_t blocks = n / 8, done = blocks * 8;
+    lk_sleef_map2_ymm(fn, a_stride ? a : abuf, a_stride ? 32 : 0, b_stride ? b : bbuf, b_stride ? 32 : 0,
+                      y, blocks);
+    if (done < n) {
+        size_t rest = n - done;
+        if (a_stride) { memset(abuf, 0, sizeof abuf); memcpy(abuf, a + done, rest * sizeof(float)); }
+        if (b_stride) { memset(bbuf, 0, sizeof bbuf); memcpy(bbuf, b + done, rest * sizeof(float)); }
+        float out[8];
+        lk_sleef_map2_ymm(fn, abuf, 0, bbuf, 0, out, 1);
+        memcpy(y + done, out, rest * sizeof(float));
+    }
+}
+
+#define LK_CHUNK 512
+
+// Lanes [0, min(left, 8)) set.
+LK_AVX2 LK_INLINE __m256i lk_mask8(size_t left) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(left >= 8 ? 8 : (int)left),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// See lk_log1p_avx512.
+#define LK_LOG1P_BIG 1.2676506e30f // 2^100
+#define LK_64_LN2 44.3614195558365f
+LK_AVX2 static void lk_log1p_avx2(const float *x, float *y, size_t n) {
+    float t[LK_CHUNK];
+    for (size_t i = 0; i < n; i += LK_CHUNK) {
+        size_t m = n - i < LK_CHUNK ? n - i : LK_CHUNK;
+        for (size_t j = 0; j < m; j += 8) {
+            v8 v = _mm256_maskload_ps(x + i + j, lk_mask8(m - j));
+            v8 big = _mm256_cmp_ps(v, _mm256_set1_ps(LK_LOG1P_BIG), _CMP_GT_OQ);
+            _mm256_storeu_ps(t + j, _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(0x1p-64f)), big));
+        }
+        lk_sleef_map_ymm((const void *)Sleef_log1pf8_u10avx2, t, t, (m + 7) / 8);
+        for (size_t j = 0; j < m; j += 8) {
+            __m256i k = lk_mask8(m - j);
+            v8 v = _mm256_maskload_ps(x + i + j, k);
+            v8 big = _mm256_cmp_ps(v, _mm256_set1_ps(LK_LOG1P_BIG), _CMP_GT_OQ);
+            v8 l = _mm256_loadu_ps(t + j);
+            _mm256_maskstore_ps(y + i + j, k, _mm256_add_ps(l, _mm256_and_ps(big, _mm256_set1_ps(LK_64_LN2))));
+        }
+    }
+}
+
+// See lk_softplus_avx512.
+#define LK_LOG1P_SERIES_MAX 2.44140625e-4f // 2^-12
+LK_AVX2 static void lk_softplus_avx2(const float *x, float *y, size_t n) {
+    float e[LK_CHUNK], l[LK_CHUNK];
+    for (size_t i = 0; i < n; i += LK_CHUNK) {
+        size_t m = n - i < LK_CHUNK ? n - i : LK_CHUNK;
+        for (size_t j = 0; j < m; j += 8) {
+            v8 v = _mm256_maskload_ps(x + i + j, lk_mask8(m - j));
+            _mm256_storeu_ps(e + j, lk_exp8(lk_neg8(lk_abs8(v))));
+        }
+        lk_sleef_map_ymm((const void *)Sleef_log1pf8_u10avx2, e, l, (m + 7) / 8);
+        for (size_t j = 0; j < m; j += 8) {
+            __m256i k = lk_mask8(m - j);
+            v8 v = _mm256_maskload_ps(x + i + j, k);
+            v8 ev = _mm256_loadu_ps(e + j);
+            v8 small = _mm256_cmp_ps(ev, _mm256_set1_ps(LK_LOG1P_SERIES_MAX), _CMP_LT_OQ);
+            v8 series = _mm256_fmadd_ps(_mm256_mul_ps(ev, _mm256_set1_ps(-0.5f)), ev, ev);
+            v8 lv = _mm256_blendv_ps(_mm256_loadu_ps(l + j), series, small);
+            _mm256_maskstore_ps(y + i + j, k, _mm256_add_ps(_mm256_max_ps(v, _mm256_setzero_ps()), lv));
+        }
+    }
 }
 
 // One loop per op; the last 1..7 elements through maskload/maskstore, which
@@ -122,19 +184,19 @@ LK_AVX2 LK_INLINE __m256i lk_tail_mask8(size_t count) {
 LK_AVX2 void lk_unary_avx2(lk_unary_op op, const float *x, float *y, size_t n) {
     switch (op) {
     case LK_EXP: LK_UNARY8(lk_exp8);
-    case LK_LOG: LK_UNARY8(Sleef_logf8_u10avx2);
-    case LK_LOG1P: LK_UNARY8(Sleef_log1pf8_u10avx2);
-    case LK_EXPM1: LK_UNARY8(Sleef_expm1f8_u10avx2);
+    case LK_LOG: lk_sleef8((const void *)Sleef_logf8_u10avx2, x, y, n); return;
+    case LK_LOG1P: lk_log1p_avx2(x, y, n); return;
+    case LK_EXPM1: lk_sleef8((const void *)Sleef_expm1f8_u10avx2, x, y, n); return;
     case LK_SQRT: LK_UNARY8(_mm256_sqrt_ps);
     case LK_ABS: LK_UNARY8(lk_abs8);
     case LK_NEG: LK_UNARY8(lk_neg8);
     case LK_RECIPROCAL: LK_UNARY8(lk_recip8);
-    case LK_TANH: LK_UNARY8(Sleef_tanhf8_u10avx2);
+    case LK_TANH: lk_sleef8((const void *)Sleef_tanhf8_u10avx2, x, y, n); return;
     case LK_SIGMOID: LK_UNARY8(lk_sigmoid8);
-    case LK_SOFTPLUS: LK_UNARY8(lk_softplus8);
-    case LK_ERF: LK_UNARY8(Sleef_erff8_u10avx2);
-    case LK_SIN: LK_UNARY8(Sleef_sinf8_u10avx2);
-    case LK_COS: LK_UNARY8(Sleef_cosf8_u10avx2);
+    case LK_SOFTPLUS: lk_softplus_avx2(x, y, n); return;
+    case LK_ERF: lk_sleef8((const void *)Sleef_erff8_u10avx2, x, y, n); return;
+    case LK_SIN: lk_sleef8((const void *)Sleef_sinf8_u10avx2, x, y, n); return;
+    case LK_COS: lk_sleef8((const void *)Sleef_cosf8_u10avx2, x, y, n); return;
     case LK_FLOOR: LK_UNARY8(lk_floor8);
     case LK_CEIL: LK_UNARY8(lk_ceil8);
     case LK_UNARY_OP_COUNT: return;
@@ -195,7 +257,7 @@ LK_AVX2 void lk_binary_avx2(lk_binary_op op, const float *a, int a_stride, const
     case LK_SUB: LK_BINARY8(_mm256_sub_ps);
     case LK_MUL: LK_BINARY8(_mm256_mul_ps);
     case LK_DIV: LK_BINARY8(_mm256_div_ps);
-    case LK_POW: LK_BINARY8(Sleef_powf8_u10avx2);
+    case LK_POW: lk_sleef2_8((const void *)Sleef_powf8_u10avx2, a, a_stride, b, b_stride, y, n); return;
     case LK_MIN: LK_BINARY8(lk_min8);
     case LK_MAX: LK_BINARY8(lk_max8);
     case LK_GT: LK_BINARY8(lk_gt8);

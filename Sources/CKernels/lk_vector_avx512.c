@@ -11,19 +11,7 @@
 #ifdef LK_HAVE_X86_VECTOR
 #include <immintrin.h>
 
-// SLEEF declares its AVX-512 functions only under __AVX512F__; the pragma
-// gives those declarations the target they need (see DESIGN.md).
-#pragma clang attribute push(__attribute__((target("avx512f"))), apply_to = function)
-#ifndef __AVX512F__
-#define __AVX512F__ 1
-#define LK_DEFINED_AVX512F
-#endif
-#include <sleef.h>
-#ifdef LK_DEFINED_AVX512F
-#undef __AVX512F__
-#undef LK_DEFINED_AVX512F
-#endif
-#pragma clang attribute pop
+#include <string.h>
 
 #define LK_AVX512 __attribute__((target("avx512f")))
 #define LK_INLINE static inline __attribute__((always_inline))
@@ -90,26 +78,108 @@ LK_AVX512 LK_INLINE v16 lk_sigmoid16(v16 x) {
     return _mm512_fmadd_ps(r, inv, q);
 }
 
-// softplus(x) = max(x, 0) + log1p(exp(-|x|)). max_ps gives 0 for NaN x,
-// but log1p(exp(NaN)) is NaN, so NaN still comes out. For e < 2^-12,
-// log1p(e) is e - e^2/2 within 2e-8 relative; there that form replaces
-// SLEEF's log1p, which loses accuracy for e near FLT_MIN (measured 1.8e-7
-// relative in softplus at x = -87.3, 1.2e-7 in log1p itself).
-#define LK_LOG1P_SERIES_MAX 2.44140625e-4f // 2^-12
-LK_AVX512 LK_INLINE v16 lk_softplus16(v16 x) {
-    v16 e = lk_exp16(lk_neg16(lk_abs16(x)));
-    __mmask16 small = _mm512_cmp_ps_mask(e, _mm512_set1_ps(LK_LOG1P_SERIES_MAX), _CMP_LT_OQ);
-    v16 series = _mm512_fmadd_ps(_mm512_mul_ps(e, _mm512_set1_ps(-0.5f)), e, e);
-    v16 l = _mm512_mask_blend_ps(small, Sleef_log1pf16_u10avx512f(e), series);
-    return _mm512_add_ps(_mm512_max_ps(x, _mm512_setzero_ps()), l);
-}
-
 LK_AVX512 LK_INLINE v16 lk_recip16(v16 x) { return _mm512_div_ps(_mm512_set1_ps(1.0f), x); }
 LK_AVX512 LK_INLINE v16 lk_floor16(v16 x) {
     return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
 }
 LK_AVX512 LK_INLINE v16 lk_ceil16(v16 x) {
     return _mm512_roundscale_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
+}
+
+// Runs SLEEF's `fn` (through the shim) on n floats: whole blocks straight
+// from x to y, the last 1..15 through a zero-padded copy, so nothing past n
+// is read or written.
+static void lk_sleef16(const void *fn, const float *x, float *y, size_t n) {
+    size_t blocks = n / 16, done = blocks * 16;
+    lk_sleef_map_zmm(fn, x, y, blocks);
+    if (done < n) {
+        float buf[16] = {0};
+        memcpy(buf, x + done, (n - done) * sizeof(float));
+        lk_sleef_map_zmm(fn, buf, buf, 1);
+        memcpy(y + done, buf, (n - done) * sizeof(float));
+    }
+}
+
+// SLEEF's binary `fn` on n floats; a scalar operand (stride 0) becomes one
+// broadcast block that the shim repeats (step 0).
+static void lk_sleef2_16(const void *fn, const float *a, int a_stride, const float *b, int b_stride,
+                         float *y, size_t n) {
+    float abuf[16], bbuf[16];
+    for (int j = 0; j < 16; j++) { abuf[j] = a_stride ? 0.0f : a[0]; bbuf[j] = b_stride ? 0.0f : b[0]; }
+    size_t blocks = n / 16, done = blocks * 16;
+    lk_sleef_map2_zmm(fn, a_stride ? a : abuf, a_stride ? 64 : 0, b_stride ? b : bbuf, b_stride ? 64 : 0,
+                      y, blocks);
+    if (done < n) {
+        size_t rest = n - done;
+        if (a_stride) { memset(abuf, 0, sizeof abuf); memcpy(abuf, a + done, rest * sizeof(float)); }
+        if (b_stride) { memset(bbuf, 0, sizeof bbuf); memcpy(bbuf, b + done, rest * sizeof(float)); }
+        float out[16];
+        lk_sleef_map2_zmm(fn, abuf, 0, bbuf, 0, out, 1);
+        memcpy(y + done, out, rest * sizeof(float));
+    }
+}
+
+// Composite ops run in chunks of LK_CHUNK floats through stack buffers
+// (in L1): a vector pass, SLEEF's pass through the shim, a vector pass.
+#define LK_CHUNK 512
+
+LK_AVX512 LK_INLINE __mmask16 lk_mask16(size_t left) {
+    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+// log1p through SLEEF, whose log1pf returns inf for x above ~1e38: above
+// LK_LOG1P_BIG, log1p(x) = log(x) to far below an ulp, so x is scaled by
+// 2^-64 first and 64*ln2 added back.
+#define LK_LOG1P_BIG 1.2676506e30f // 2^100
+#define LK_64_LN2 44.3614195558365f
+LK_AVX512 static void lk_log1p_avx512(const float *x, float *y, size_t n) {
+    float t[LK_CHUNK];
+    for (size_t i = 0; i < n; i += LK_CHUNK) {
+        size_t m = n - i < LK_CHUNK ? n - i : LK_CHUNK;
+        for (size_t j = 0; j < m; j += 16) {
+            __mmask16 k = lk_mask16(m - j);
+            v16 v = _mm512_maskz_loadu_ps(k, x + i + j);
+            __mmask16 big = _mm512_cmp_ps_mask(v, _mm512_set1_ps(LK_LOG1P_BIG), _CMP_GT_OQ);
+            _mm512_storeu_ps(t + j, _mm512_mask_mul_ps(v, big, v, _mm512_set1_ps(0x1p-64f)));
+        }
+        size_t blocks = (m + 15) / 16;
+        lk_sleef_map_zmm((const void *)Sleef_log1pf16_u10avx512f, t, t, blocks);
+        for (size_t j = 0; j < m; j += 16) {
+            __mmask16 k = lk_mask16(m - j);
+            v16 v = _mm512_maskz_loadu_ps(k, x + i + j);
+            __mmask16 big = _mm512_cmp_ps_mask(v, _mm512_set1_ps(LK_LOG1P_BIG), _CMP_GT_OQ);
+            v16 l = _mm512_loadu_ps(t + j);
+            _mm512_mask_storeu_ps(y + i + j, k, _mm512_mask_add_ps(l, big, l, _mm512_set1_ps(LK_64_LN2)));
+        }
+    }
+}
+
+// softplus(x) = max(x, 0) + log1p(e), e = exp(-|x|) in (0, 1]: no overflow,
+// and for x << 0 the result keeps e's relative accuracy. For e < 2^-12,
+// log1p(e) is e - e^2/2 within 2e-8 relative; that form replaces SLEEF's
+// log1p there, which loses accuracy for e near FLT_MIN (measured: 1.8e-7
+// relative in softplus at x = -87.3). max_ps gives 0 for NaN x, but
+// log1p(exp(NaN)) is NaN, so NaN still comes out.
+#define LK_LOG1P_SERIES_MAX 2.44140625e-4f // 2^-12
+LK_AVX512 static void lk_softplus_avx512(const float *x, float *y, size_t n) {
+    float e[LK_CHUNK], l[LK_CHUNK];
+    for (size_t i = 0; i < n; i += LK_CHUNK) {
+        size_t m = n - i < LK_CHUNK ? n - i : LK_CHUNK;
+        for (size_t j = 0; j < m; j += 16) {
+            v16 v = _mm512_maskz_loadu_ps(lk_mask16(m - j), x + i + j);
+            _mm512_storeu_ps(e + j, lk_exp16(lk_neg16(lk_abs16(v))));
+        }
+        lk_sleef_map_zmm((const void *)Sleef_log1pf16_u10avx512f, e, l, (m + 15) / 16);
+        for (size_t j = 0; j < m; j += 16) {
+            __mmask16 k = lk_mask16(m - j);
+            v16 v = _mm512_maskz_loadu_ps(k, x + i + j);
+            v16 ev = _mm512_loadu_ps(e + j);
+            __mmask16 small = _mm512_cmp_ps_mask(ev, _mm512_set1_ps(LK_LOG1P_SERIES_MAX), _CMP_LT_OQ);
+            v16 series = _mm512_fmadd_ps(_mm512_mul_ps(ev, _mm512_set1_ps(-0.5f)), ev, ev);
+            v16 lv = _mm512_mask_blend_ps(small, _mm512_loadu_ps(l + j), series);
+            _mm512_mask_storeu_ps(y + i + j, k, _mm512_add_ps(_mm512_max_ps(v, _mm512_setzero_ps()), lv));
+        }
+    }
 }
 
 // One loop per op, so the op is chosen once per call. The last 1..15
@@ -129,19 +199,19 @@ LK_AVX512 LK_INLINE v16 lk_ceil16(v16 x) {
 LK_AVX512 void lk_unary_avx512(lk_unary_op op, const float *x, float *y, size_t n) {
     switch (op) {
     case LK_EXP: LK_UNARY16(lk_exp16);
-    case LK_LOG: LK_UNARY16(Sleef_logf16_u10avx512f);
-    case LK_LOG1P: LK_UNARY16(Sleef_log1pf16_u10avx512f);
-    case LK_EXPM1: LK_UNARY16(Sleef_expm1f16_u10avx512f);
+    case LK_LOG: lk_sleef16((const void *)Sleef_logf16_u10avx512f, x, y, n); return;
+    case LK_LOG1P: lk_log1p_avx512(x, y, n); return;
+    case LK_EXPM1: lk_sleef16((const void *)Sleef_expm1f16_u10avx512f, x, y, n); return;
     case LK_SQRT: LK_UNARY16(_mm512_sqrt_ps);
     case LK_ABS: LK_UNARY16(lk_abs16);
     case LK_NEG: LK_UNARY16(lk_neg16);
     case LK_RECIPROCAL: LK_UNARY16(lk_recip16);
-    case LK_TANH: LK_UNARY16(Sleef_tanhf16_u10avx512f);
+    case LK_TANH: lk_sleef16((const void *)Sleef_tanhf16_u10avx512f, x, y, n); return;
     case LK_SIGMOID: LK_UNARY16(lk_sigmoid16);
-    case LK_SOFTPLUS: LK_UNARY16(lk_softplus16);
-    case LK_ERF: LK_UNARY16(Sleef_erff16_u10avx512f);
-    case LK_SIN: LK_UNARY16(Sleef_sinf16_u10avx512f);
-    case LK_COS: LK_UNARY16(Sleef_cosf16_u10avx512f);
+    case LK_SOFTPLUS: lk_softplus_avx512(x, y, n); return;
+    case LK_ERF: lk_sleef16((const void *)Sleef_erff16_u10avx512f, x, y, n); return;
+    case LK_SIN: lk_sleef16((const void *)Sleef_sinf16_u10avx512f, x, y, n); return;
+    case LK_COS: lk_sleef16((const void *)Sleef_cosf16_u10avx512f, x, y, n); return;
     case LK_FLOOR: LK_UNARY16(lk_floor16);
     case LK_CEIL: LK_UNARY16(lk_ceil16);
     case LK_UNARY_OP_COUNT: return;
@@ -203,7 +273,7 @@ LK_AVX512 void lk_binary_avx512(lk_binary_op op, const float *a, int a_stride, c
     case LK_SUB: LK_BINARY16(_mm512_sub_ps);
     case LK_MUL: LK_BINARY16(_mm512_mul_ps);
     case LK_DIV: LK_BINARY16(_mm512_div_ps);
-    case LK_POW: LK_BINARY16(Sleef_powf16_u10avx512f);
+    case LK_POW: lk_sleef2_16((const void *)Sleef_powf16_u10avx512f, a, a_stride, b, b_stride, y, n); return;
     case LK_MIN: LK_BINARY16(lk_min16);
     case LK_MAX: LK_BINARY16(lk_max16);
     case LK_GT: LK_BINARY16(lk_gt16);

@@ -6,8 +6,36 @@
 
 #include "lk_vector.h"
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__) && defined(__ELF__)
 #define LK_HAVE_X86_VECTOR 1
+
+// lk_sleef_shim.S: y = fn(x) block by block, `blocks` blocks of 8 floats
+// (ymm) or 16 (zmm), where fn is a SLEEF vector function taking and
+// returning ymm0 (zmm0). The map2 forms pass a in ymm0/zmm0 and b in
+// ymm1/zmm1, stepping a_step and b_step bytes between blocks (0: the same
+// block again, a broadcast scalar). C cannot call SLEEF's vector functions
+// directly here: without -mavx on the command line clang passes __m256 and
+// __m512 arguments on the stack (see the shim's comment).
+void lk_sleef_map_ymm(const void *fn, const float *x, float *y, size_t blocks);
+void lk_sleef_map_zmm(const void *fn, const float *x, float *y, size_t blocks);
+void lk_sleef_map2_ymm(const void *fn, const float *a, size_t a_step, const float *b, size_t b_step,
+                       float *y, size_t blocks);
+void lk_sleef_map2_zmm(const void *fn, const float *a, size_t a_step, const float *b, size_t b_step,
+                       float *y, size_t blocks);
+
+// The SLEEF 3.5 functions used (libsleef). Declared without their vector
+// types on purpose: only their addresses are taken, for the shim to call.
+#define LK_SLEEF_FUNCTIONS(X) \
+    X(Sleef_logf8_u10avx2) X(Sleef_log1pf8_u10avx2) X(Sleef_expm1f8_u10avx2) \
+    X(Sleef_tanhf8_u10avx2) X(Sleef_erff8_u10avx2) X(Sleef_sinf8_u10avx2) \
+    X(Sleef_cosf8_u10avx2) X(Sleef_powf8_u10avx2) \
+    X(Sleef_logf16_u10avx512f) X(Sleef_log1pf16_u10avx512f) X(Sleef_expm1f16_u10avx512f) \
+    X(Sleef_tanhf16_u10avx512f) X(Sleef_erff16_u10avx512f) X(Sleef_sinf16_u10avx512f) \
+    X(Sleef_cosf16_u10avx512f) X(Sleef_powf16_u10avx512f)
+#define LK_DECLARE_SLEEF(name) void name(void);
+LK_SLEEF_FUNCTIONS(LK_DECLARE_SLEEF)
+#undef LK_DECLARE_SLEEF
+
 void lk_unary_avx2(lk_unary_op op, const float *x, float *y, size_t n);
 void lk_binary_avx2(lk_binary_op op, const float *a, int a_stride, const float *b, int b_stride,
                     float *y, size_t n);
