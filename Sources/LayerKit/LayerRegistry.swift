@@ -38,7 +38,10 @@ public final class LayerRegistry: @unchecked Sendable {
         let definition = (layer as? ElementwiseLayer.Type).flatMap { type in
             OpDefinition.catalog.first { $0.name == type.name }
         }
-        add(Entry(name: layer.name, weightNames: layer.weightNames, definition: definition) {
+        // A catalog op's weights are its definition's (a static property
+        // redeclared in a subclass would not be reached through the protocol).
+        add(Entry(name: layer.name, weightNames: definition?.weightNames ?? layer.weightNames,
+                  definition: definition) {
             try layer.init(parameters: $0)
         })
     }

@@ -10,8 +10,6 @@ import Foundation
 /// runs as one fused SIMD kernel.
 public final class Swish: ElementwiseLayer, @unchecked Sendable {
     override public class var name: String { "Swish" }
-    /// One optional weight blob: per-channel `beta`.
-    public static var weightNames: [String] { ["beta"] }
 
     static let definition = OpDefinition.catalog.first { $0.name == "Swish" }
 

@@ -227,7 +227,8 @@ private func runSelect(_ isa: UInt32, _ cond: [Float], _ a: Operand, _ b: Operan
 
 /// Binary operands: special values paired with every other special value,
 /// then seeded values of mixed sign and magnitude; 4_103 in all (not a multiple of 16).
-private let specialOperands: [Float] = [0, -0.0, 1, -1, 2.5, -3, .infinity, -.infinity, .nan, 1e-40, -1e30]
+/// (0x000116C2 is the subnormal nearest 1e-40, written as bits: Swift warns on a literal that underflows.)
+private let specialOperands: [Float] = [0, -0.0, 1, -1, 2.5, -3, .infinity, -.infinity, .nan, Float(bitPattern: 0x0001_16C2), -1e30]
 private let binaryCount = 4_103
 private let binaryLeft: [Float] = {
     var rng = SeededGenerator(seed: 11)
@@ -270,7 +271,7 @@ private let powPairs: [(Float, Float)] = {
     }
     pairs += (0..<2_000).map { _ in (Float.random(in: -100 ... -0.01, using: &rng), Float.random(in: -5...5, using: &rng)) }
     let specials: [Float] = [0, -0.0, 1, -1, 2, -2, 0.5, -0.5, 3, -3, .infinity, -.infinity, .nan,
-                             1e-40, 1e30, 200, -200]
+                             Float(bitPattern: 0x0001_16C2), 1e30, 200, -200]
     for a in specials { for b in specials { pairs.append((a, b)) } }
     pairs += [(-2, 3), (-2, -3), (-8, 1.0 / 3), (2, 128), (2, -149), (2, -150), (10, 38.5), (0.1, 50)]
     return pairs
@@ -380,7 +381,7 @@ private final class GuardedFloats {
     func selectPicksBitForBit(isa: UInt32) throws {
         var rng = SeededGenerator(seed: 21)
         let cond: [Float] = (0..<1_037).map { i in
-            [0, -0.0, .nan, 1, -2, .infinity, 1e-40, Float.random(in: -1...1, using: &rng)][i % 8]
+            [0, -0.0, .nan, 1, -2, .infinity, Float(bitPattern: 0x0001_16C2), Float.random(in: -1...1, using: &rng)][i % 8]
         }
         let a = seededUniform(count: cond.count, in: -10...10, seed: 22)
         let b = seededUniform(count: cond.count, in: -10...10, seed: 23).enumerated().map { i, v in
