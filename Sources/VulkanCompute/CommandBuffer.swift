@@ -162,33 +162,32 @@ public final class CommandBuffer: @unchecked Sendable {
     /// layer, row by row, 8 bytes (four fp16 values) a texel. For inspecting
     /// raw image contents, padding lanes included.
     public func copy(from image: Image, to buffer: Buffer) throws {
-        try requireRecording()
-        let bytes = image.width * image.height * image.layers * Image.bytesPerTexel
-        guard bytes <= buffer.length else {
-            throw VulkanError.limitExceeded("image of \(bytes) bytes does not fit a \(buffer.length)-byte buffer")
+        try copyWhole(image, buffer, layout: VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                      access: VK_ACCESS_TRANSFER_READ_BIT.rawValue) { region in
+            vkCmdCopyImageToBuffer(handle, image.handle, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, buffer.handle, 1, region)
         }
-        let region = wholeImageRegion(image)
-        withTransferLayout(image, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, access: VK_ACCESS_TRANSFER_READ_BIT.rawValue) {
-            var region = region
-            vkCmdCopyImageToBuffer(handle, image.handle, VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, buffer.handle, 1, &region)
-        }
-        retained.append(image)
-        retained.append(buffer)
     }
 
     /// Copies `buffer`, tightly packed as `copy(from:to:)` writes it (layer
     /// by layer, row by row, 8 bytes a texel), into every texel of `image`.
     public func copy(from buffer: Buffer, to image: Image) throws {
+        try copyWhole(image, buffer, layout: VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL,
+                      access: VK_ACCESS_TRANSFER_WRITE_BIT.rawValue) { region in
+            vkCmdCopyBufferToImage(handle, buffer.handle, image.handle, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, region)
+        }
+    }
+
+    /// Records `copy` of all of `image` to or from a tightly packed `buffer`
+    /// large enough for it, with `image` in the transfer `layout` meanwhile.
+    private func copyWhole(_ image: Image, _ buffer: Buffer, layout: VkImageLayout, access: UInt32,
+                           _ copy: (UnsafePointer<VkBufferImageCopy>) -> Void) throws {
         try requireRecording()
         let bytes = image.width * image.height * image.layers * Image.bytesPerTexel
         guard bytes <= buffer.length else {
-            throw VulkanError.limitExceeded("a \(buffer.length)-byte buffer cannot fill an image of \(bytes) bytes")
+            throw VulkanError.limitExceeded("image of \(bytes) bytes and buffer of \(buffer.length) bytes differ in size")
         }
-        let region = wholeImageRegion(image)
-        withTransferLayout(image, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, access: VK_ACCESS_TRANSFER_WRITE_BIT.rawValue) {
-            var region = region
-            vkCmdCopyBufferToImage(handle, buffer.handle, image.handle, VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, 1, &region)
-        }
+        var region = wholeImageRegion(image)
+        withTransferLayout(image, layout, access: access) { copy(&region) }
         retained.append(image)
         retained.append(buffer)
     }

@@ -38,21 +38,22 @@ public struct OpDefinition: Sendable {
     /// An op with one formula.
     public init(_ name: String, values: [Value] = [], formula: Expr, example: [String: String] = [:],
                 inputRange: ClosedRange<Float> = -10...10) {
+        self.init(name, values, formula, nil, example, inputRange)
+    }
+
+    /// An op whose formula is chosen by a word parameter (the first option is the default).
+    public init(_ name: String, values: [Value] = [], choice: String, options: [(String, Expr)],
+                example: [String: String] = [:], inputRange: ClosedRange<Float> = -10...10) {
+        self.init(name, values, options[0].1,
+                  Choice(name: choice, options: options.map { (word: $0.0, formula: $0.1) }), example, inputRange)
+    }
+
+    private init(_ name: String, _ values: [Value], _ formula: Expr, _ choice: Choice?,
+                 _ example: [String: String], _ inputRange: ClosedRange<Float>) {
         self.name = name
         self.values = values
         self.formula = formula
-        self.choice = nil
-        self.example = example
-        self.inputRange = inputRange
-    }
-
-    /// An op whose formula is chosen by a word parameter.
-    public init(_ name: String, values: [Value] = [], choice: String, options: [(String, Expr)],
-                example: [String: String] = [:], inputRange: ClosedRange<Float> = -10...10) {
-        self.name = name
-        self.values = values
-        self.formula = options[0].1
-        self.choice = Choice(name: choice, options: options.map { (word: $0.0, formula: $0.1) })
+        self.choice = choice
         self.example = example
         self.inputRange = inputRange
     }
