@@ -30,6 +30,11 @@ vec4 weight(int k) {
     return vec4(weights[base], weights[base + 1u], weights[base + 2u], weights[base + 3u]);
 }
 
+// Helper functions of the body (a fused chain puts one per stage here).
+#ifdef LK_FUNCTIONS
+LK_FUNCTIONS
+#endif
+
 void main() {
     uvec3 id = gl_GlobalInvocationID;
     if (id.x >= shape.width || id.y >= shape.height || id.z >= shape.layers) return;

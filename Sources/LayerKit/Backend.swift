@@ -75,7 +75,7 @@ public final class Backend: @unchecked Sendable {
     /// GPU was allowed.
     public func placement(for layer: CustomLayer) -> Placement {
         guard computeUnits != .cpuOnly else { return .cpu(reason: nil) }
-        let name = type(of: layer).name
+        let name = layer.layerName
         guard let gpu else {
             return .cpu(reason: "\(name) runs on the CPU: \(gpuUnavailableReason ?? "no GPU")")
         }

@@ -38,6 +38,7 @@ extension CPUEvaluator {
     /// The catalog's Swish formula, which compiles to the fused C kernel.
     private func swishProgram(scalars: [String: Float], channelValues: [String: [Float]]) throws -> CPUProgram {
         guard let definition = Swish.definition else { throw LayerKitError.unknownOp("the catalog has no Swish") }
-        return try CPUProgram(definition.formula, scalars: scalars, channelValues: channelValues)
+        return try CPUProgram(FormulaChain(stages: [.init(name: "Swish", formula: definition.formula,
+                                                          scalars: scalars, channelValues: channelValues)]))
     }
 }

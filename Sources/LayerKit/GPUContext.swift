@@ -85,12 +85,12 @@ public final class GPUContext: @unchecked Sendable {
 
     /// The pipeline of `kernel` instantiated into the element-wise template.
     func pipeline(for kernel: PerElementKernel) throws -> ComputePipeline {
-        guard !kernel.body.contains("\n") else {
-            throw LayerKitError.invalidParameter("kernel \(kernel.name): the GLSL body must be one line")
+        guard !kernel.body.contains("\n"), !kernel.functions.contains("\n") else {
+            throw LayerKitError.invalidParameter("kernel \(kernel.name): the GLSL body and functions must be one line each")
         }
         return try device.pipeline(
             name: "\(kernel.name) (elementwise.comp)", source: try GPUContext.shader("elementwise.comp"),
-            includes: GPUContext.includes, defines: ["LK_BODY(x)": "(\(kernel.body))"],
+            includes: GPUContext.includes, defines: ["LK_BODY(x)": "(\(kernel.body))", "LK_FUNCTIONS": kernel.functions],
             bindings: [.storageImage, .storageImage, .storageBuffer],
             pushConstantSize: GPUContext.shapeConstantSize + 4 * PerElementKernel.maxParameters,
             workgroupSize: GPUContext.workgroupSize)

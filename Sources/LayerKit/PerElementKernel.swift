@@ -11,12 +11,15 @@ public struct PerElementKernel: Sendable, Hashable {
     public let name: String
     /// The GLSL expression over `x`, `param(i)` and `weight(k)`; one line.
     public let body: String
+    /// GLSL functions the body calls, defined before `main`; one line.
+    public let functions: String
 
     /// The most scalar parameters a kernel takes (push-constant space).
     public static let maxParameters = 8
 
-    public init(name: String, body: String) {
+    public init(name: String, body: String, functions: String = "") {
         self.name = name
         self.body = body
+        self.functions = functions
     }
 }

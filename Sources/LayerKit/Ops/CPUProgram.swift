@@ -17,8 +17,8 @@ struct CPUProgram: Sendable {
         case unary(UnaryFunction, Operand)
         case binary(BinaryFunction, Operand, Operand)
         case select(Operand, Operand, Operand)
-        /// Swish, `x * sigmoid(beta * x)`, by the fused C kernel; beta is a slot.
-        case swish(beta: Int)
+        /// Swish, `x * sigmoid(beta * x)`, of `source` by the fused C kernel; beta is a slot.
+        case swish(beta: Int, source: Operand)
     }
 
     /// Elements per block: 4 KiB a register, so several stay in L1.
@@ -35,53 +35,73 @@ struct CPUProgram: Sendable {
     /// Slots whose value changes with the channel: (slot, value per channel).
     private(set) var channelSlots: [(slot: Int, values: [Float])] = []
 
-    /// Compiles `formula` with each named value bound to a scalar or to one
-    /// value per channel.
-    init(_ formula: Expr, scalars: [String: Float], channelValues: [String: [Float]]) throws {
+    /// Compiles the chain's stages in order, each reading the previous
+    /// stage's result as its `x`.
+    init(_ chain: FormulaChain) throws {
         var free: [Int] = []
-        result = try compile(formula, scalars: scalars, channelValues: channelValues, free: &free)
+        for stage in chain.stages {
+            let stageInput = result
+            var context = StageContext(stage: stage, input: stageInput)
+            let stageResult = try compile(stage.formula, &context, free: &free)
+            // The stage's input stayed pinned while the stage read it; now it may go.
+            if case .register(let r) = stageInput, stageResult != stageInput { free.append(r) }
+            result = stageResult
+        }
+        // The last instruction writes the output: when the result is a leaf
+        // (a last stage of `x` or a constant), copy it there with `+ -0`,
+        // which returns every float unchanged.
+        if !instructions.isEmpty, result != .register(destinations[destinations.count - 1]) {
+            slotValues.append(-0.0)
+            result = emit(.binary(.add, result, .slot(slotValues.count - 1)), consuming: [result],
+                          pinned: .input, free: &free)
+        }
     }
 
-    private mutating func compile(_ e: Expr, scalars: [String: Float], channelValues: [String: [Float]],
-                                  free: inout [Int]) throws -> Operand {
-        func operand(_ e: Expr) throws -> Operand {
-            try compile(e, scalars: scalars, channelValues: channelValues, free: &free)
-        }
+    /// What compiling one stage needs: its values and the operand its `x` reads.
+    private struct StageContext {
+        let stage: FormulaChain.Stage
+        let input: Operand
+    }
+
+    private mutating func compile(_ e: Expr, _ context: inout StageContext, free: inout [Int]) throws -> Operand {
+        let x = context.input
         switch e {
         case .input:
-            return .input
+            return x
         case .constant, .value:
-            return .slot(try slot(for: e, scalars: scalars, channelValues: channelValues))
+            return .slot(try slot(for: e, context.stage))
         case .binary(.mul, .input, .unary(.sigmoid, .binary(.mul, let beta, .input))) where beta.isLeafValue:
-            let slot = try slot(for: beta, scalars: scalars, channelValues: channelValues)
-            return emit(.swish(beta: slot), consuming: [], free: &free)
+            let slot = try slot(for: beta, context.stage)
+            return emit(.swish(beta: slot, source: x), consuming: [], pinned: x, free: &free)
         case .unary(let f, let a):
-            let a = try operand(a)
-            return emit(.unary(f, a), consuming: [a], free: &free)
+            let a = try compile(a, &context, free: &free)
+            return emit(.unary(f, a), consuming: [a], pinned: x, free: &free)
         case .binary(let f, let a, let b):
-            let (a, b) = (try operand(a), try operand(b))
-            return emit(.binary(f, a, b), consuming: [a, b], free: &free)
+            let a = try compile(a, &context, free: &free)
+            let b = try compile(b, &context, free: &free)
+            return emit(.binary(f, a, b), consuming: [a, b], pinned: x, free: &free)
         case .select(let c, let a, let b):
-            let (c, a, b) = (try operand(c), try operand(a), try operand(b))
-            return emit(.select(c, a, b), consuming: [c, a, b], free: &free)
+            let c = try compile(c, &context, free: &free)
+            let a = try compile(a, &context, free: &free)
+            let b = try compile(b, &context, free: &free)
+            return emit(.select(c, a, b), consuming: [c, a, b], pinned: x, free: &free)
         }
     }
 
     /// The slot of a leaf: a constant, a scalar value, or a per-channel value.
-    private mutating func slot(for leaf: Expr, scalars: [String: Float],
-                               channelValues: [String: [Float]]) throws -> Int {
+    private mutating func slot(for leaf: Expr, _ stage: FormulaChain.Stage) throws -> Int {
         let value: Float
         switch leaf {
         case .constant(let c):
             value = c
         case .value(let name):
-            if let values = channelValues[name] {
+            if let values = stage.channelValues[name] {
                 channelSlots.append((slotValues.count, values))
                 value = values.first ?? 0
-            } else if let scalar = scalars[name] {
+            } else if let scalar = stage.scalars[name] {
                 value = scalar
             } else {
-                throw LayerKitError.invalidParameter("formula uses '\(name)', which has no value")
+                throw LayerKitError.invalidParameter("\(stage.name) uses '\(name)', which has no value")
             }
         default:
             throw LayerKitError.invalidParameter("internal: \(leaf) is not a leaf")
@@ -91,10 +111,12 @@ struct CPUProgram: Sendable {
     }
 
     /// Appends `instruction`, freeing the registers it consumes first (every
-    /// primitive may write over its own operands) and taking one for its result.
-    private mutating func emit(_ instruction: Instruction, consuming operands: [Operand],
+    /// primitive may write over its own operands) and taking one for its
+    /// result. The stage's input register (`pinned`) is read more than once,
+    /// so it is never freed here.
+    private mutating func emit(_ instruction: Instruction, consuming operands: [Operand], pinned: Operand,
                                free: inout [Int]) -> Operand {
-        for case .register(let r) in operands where !free.contains(r) { free.append(r) }
+        for case .register(let r) in operands where !free.contains(r) && pinned != .register(r) { free.append(r) }
         let destination: Int
         if let reused = free.popLast() {
             destination = reused
@@ -184,8 +206,8 @@ struct CPUProgram: Sendable {
                 } else {
                     _ = lk_select_f32_isa(isa, pc, pa, sa, pb, sb, destination, n)
                 }
-            case .swish(let beta):
-                _ = lk_swish_f32_isa(isa, x, destination, n, slots[beta])
+            case .swish(let beta, let x):
+                _ = lk_swish_f32_isa(isa, source(x).0, destination, n, slots[beta])
             }
         }
     }

@@ -78,61 +78,18 @@ open class ElementwiseLayer: CustomLayer, @unchecked Sendable {
     open func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
 
     open func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
-        let evaluator = CPUEvaluator()
-        for (input, output) in zip(inputs, outputs) {
-            try checkChannels(of: input.nchw().c)
-            try evaluator.run(try program(), input: input, output: output, op: definition.name)
-        }
+        try chain.evaluate(inputs: inputs, outputs: outputs)
     }
 
     open var hasGPUImplementation: Bool { true }
 
     open func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
-        for (input, output) in zip(inputs, outputs) {
-            try checkChannels(of: input.featureChannels)
-            let (kernel, parameters, weights) = try gpuKernel()
-            try commandBuffer.dispatch(kernel, input: input, output: output, parameters: parameters, weights: weights)
-        }
+        try chain.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }
 
-    /// The CPU program of the formula with this layer's values bound.
-    func program() throws -> CPUProgram {
-        try CPUProgram(formula, scalars: scalars, channelValues: channelValues)
-    }
-
-    /// The GLSL kernel, its scalar parameters (`param(i)`) and weight sets (`weight(k)`).
-    func gpuKernel() throws -> (PerElementKernel, [Float], [[Float]]) {
-        var slots: [String: String] = [:]
-        var parameters: [Float] = []
-        var weights: [[Float]] = []
-        for name in formula.valueNames {
-            if let values = channelValues[name] {
-                slots[name] = "weight(\(weights.count))"
-                weights.append(values)
-            } else if let value = scalars[name] {
-                slots[name] = "param(\(parameters.count))"
-                parameters.append(value)
-            }
-        }
-        guard parameters.count <= PerElementKernel.maxParameters else {
-            throw LayerKitError.invalidParameter(
-                "\(definition.name): \(parameters.count) scalar parameters, the GPU kernel takes at most \(PerElementKernel.maxParameters)")
-        }
-        return (PerElementKernel(name: definition.name, body: try formula.glsl(slots: slots)), parameters, weights)
-    }
-
-    /// Checks every value the formula needs is there for `channels` channels.
-    private func checkChannels(of channels: Int) throws {
-        for name in formula.valueNames {
-            if let values = channelValues[name] {
-                guard values.count == channels else {
-                    throw LayerKitError.invalidWeights(
-                        "\(definition.name): \(values.count) '\(name)' weights for \(channels) channels")
-                }
-            } else if scalars[name] == nil {
-                throw LayerKitError.invalidWeights(
-                    "\(definition.name) needs per-channel weights '\(name)' (one Float32 per channel)")
-            }
-        }
+    /// This op as a chain of one stage, values bound.
+    var chain: FormulaChain {
+        FormulaChain(stages: [.init(name: definition.name, formula: formula, scalars: scalars,
+                                    channelValues: channelValues)])
     }
 }

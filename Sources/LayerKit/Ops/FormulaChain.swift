@@ -1,0 +1,83 @@
+import Foundation
+
+/// Formulas applied one after another, each with its values bound: the
+/// thing both backends run. One op is a chain of one; a fused chain of ops
+/// runs as one GPU dispatch and one CPU pass over memory.
+struct FormulaChain: Sendable {
+    /// One formula with its values: scalars, or one value per channel.
+    struct Stage: Sendable {
+        let name: String
+        let formula: Expr
+        let scalars: [String: Float]
+        let channelValues: [String: [Float]]
+    }
+
+    let stages: [Stage]
+
+    /// `Linear+Swish`-style name for kernels, notices and reports.
+    var name: String { stages.map(\.name).joined(separator: "+") }
+
+    /// Throws unless every value each stage uses is there, per channel values
+    /// for exactly `channels` channels.
+    func checkChannels(_ channels: Int) throws {
+        for stage in stages {
+            for name in stage.formula.valueNames {
+                if let values = stage.channelValues[name] {
+                    guard values.count == channels else {
+                        throw LayerKitError.invalidWeights(
+                            "\(stage.name): \(values.count) '\(name)' weights for \(channels) channels")
+                    }
+                } else if stage.scalars[name] == nil {
+                    throw LayerKitError.invalidWeights(
+                        "\(stage.name) needs per-channel weights '\(name)' (one Float32 per channel)")
+                }
+            }
+        }
+    }
+
+    /// Runs the chain on the CPU: `output = chain(input)` for each pair.
+    func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        for input in inputs { try checkChannels(input.nchw().c) }
+        let program = try CPUProgram(self)
+        let evaluator = CPUEvaluator()
+        for (input, output) in zip(inputs, outputs) {
+            try evaluator.run(program, input: input, output: output, op: name)
+        }
+    }
+
+    /// Encodes the chain as one dispatch per image pair.
+    func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        for input in inputs { try checkChannels(input.featureChannels) }
+        let (kernel, parameters, weights) = try gpuKernel()
+        for (input, output) in zip(inputs, outputs) {
+            try commandBuffer.dispatch(kernel, input: input, output: output, parameters: parameters, weights: weights)
+        }
+    }
+
+    /// The GLSL kernel: one function per stage, applied in order; scalars
+    /// become `param(i)` and per-channel values `weight(k)`.
+    func gpuKernel() throws -> (PerElementKernel, [Float], [[Float]]) {
+        var parameters: [Float] = []
+        var weights: [[Float]] = []
+        var functions: [String] = []
+        for (index, stage) in stages.enumerated() {
+            var slots: [String: String] = [:]
+            for name in stage.formula.valueNames {
+                if let values = stage.channelValues[name] {
+                    slots[name] = "weight(\(weights.count))"
+                    weights.append(values)
+                } else if let value = stage.scalars[name] {
+                    slots[name] = "param(\(parameters.count))"
+                    parameters.append(value)
+                }
+            }
+            functions.append("vec4 lk_stage\(index)(vec4 x) { return \(try stage.formula.glsl(slots: slots)); }")
+        }
+        guard parameters.count <= PerElementKernel.maxParameters else {
+            throw LayerKitError.invalidParameter(
+                "\(name): \(parameters.count) scalar parameters, the GPU kernel takes at most \(PerElementKernel.maxParameters)")
+        }
+        let body = stages.indices.reduce("x") { "lk_stage\($1)(\($0))" }
+        return (PerElementKernel(name: name, body: body, functions: functions.joined(separator: " ")), parameters, weights)
+    }
+}
