@@ -46,7 +46,7 @@ public final class LayerRegistry: @unchecked Sendable {
         })
     }
 
-    private func add(_ entry: Entry) {
+    func add(_ entry: Entry) {
         lock.lock(); defer { lock.unlock() }
         entries[entry.name.lowercased()] = entry
     }

@@ -8,16 +8,19 @@ public enum LayerKitCommands {
         commands:
           devices                      list Vulkan devices and which one is chosen
           ops     [--markdown]         list the ops: parameters, weights, formula, backends
-          apply   --op NAME --input FILE --output FILE [--param k=v]... [--weights k=FILE.npy]
-                  [--backend cpu|gpu|auto]
-                                       run one layer on a .npy or .png input
-          parity  --op NAME [--param k=v]... [--weights k=FILE.npy] [--shape NxCxHxW]
-                  [--range LOW,HIGH] [--seed N]
+          apply   LAYERS --input FILE --output FILE [--backend cpu|gpu|auto]
+                                       run layers on a .npy or .png input
+          parity  LAYERS [--shape NxCxHxW] [--range LOW,HIGH] [--seed N]
                                        compare GPU and CPU on a seeded input (exit 1 on FAIL)
           parity  --all [--shape NxCxHxW] [--seed N]
                                        every op, defaults and an example set: one table
           demo    [--output FILE.png]  run Swish on a built-in image on GPU and CPU
           help                         show this text
+
+        LAYERS: one or more of --op NAME or --expr "FORMULA", each followed by its own
+          --param k=v and --weights k=FILE.npy (one Float32 per channel); several run
+          fused, as one pass. e.g. --op Linear --param scale=2 --op Swish --param beta=0.5
+          or --expr "max(x, alpha * x)" --param alpha=0.1
 
         environment:
           LAYERKIT_DEVICE=<index|name>  pick a Vulkan device

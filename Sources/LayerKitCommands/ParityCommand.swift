@@ -11,8 +11,8 @@ enum ParityCommand {
         let seed = try ValueParsing.seed(arguments.value("--seed") ?? "1")
         let context = try openGPU()
         if arguments.has("--all") {
-            guard arguments.value("--op") == nil, arguments.value("--range") == nil else {
-                throw UsageError("--all runs every op over its own input range: drop --op and --range")
+            guard arguments.value("--op") == nil, arguments.value("--expr") == nil, arguments.value("--range") == nil else {
+                throw UsageError("--all runs every op over its own input range: drop --op, --expr and --range")
             }
             let shape = try ValueParsing.shape(arguments.value("--shape") ?? "1x6x64x64")
             return try ParityTable.run(shape: shape, seed: seed, context: context, console: console)

@@ -115,9 +115,7 @@ public struct FormulaParser {
             position += 1
             if take("(") { return try call(name, column: token.column) }
             if name == "x" { return .input }
-            if FormulaParser.functions[name] != nil {
-                throw Error(column: token.column, message: "\(name) is a function: write \(name)(...)")
-            }
+            // A function's name not called is a value (ONNX Clip's `min` and `max`).
             if firstUse[name] == nil { firstUse[name] = token.column }
             return .value(name)
         case .symbol("("):
