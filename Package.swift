@@ -40,6 +40,8 @@ let package = Package(
         .target(name: "BenchmarkSupport", dependencies: ["LayerKit"], path: "Benchmarks/BenchmarkSupport"),
         .executableTarget(name: "SwishBench", dependencies: ["LayerKit", "BenchmarkSupport"],
                           path: "Benchmarks/SwishBench"),
+        .executableTarget(name: "OpBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+                          path: "Benchmarks/OpBench"),
 
         .testTarget(name: "VulkanComputeTests", dependencies: ["VulkanCompute"]),
         .testTarget(name: "LayerKitTests", dependencies: ["LayerKit", "CKernels"],

@@ -78,7 +78,14 @@ open class ElementwiseLayer: CustomLayer, @unchecked Sendable {
     open func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
 
     open func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
-        let evaluator = CPUEvaluator()
+        try evaluate(inputs: inputs, outputs: outputs, threadCount: nil)
+    }
+
+    /// `evaluate(inputs:outputs:)` on `threadCount` threads (nil: one per
+    /// active processor, as `CPUEvaluator()`); for benchmarks and callers
+    /// that share the machine.
+    public func evaluate(inputs: [Tensor], outputs: [Tensor], threadCount: Int?) throws {
+        let evaluator = CPUEvaluator(threadCount: threadCount)
         for (input, output) in zip(inputs, outputs) {
             try checkChannels(of: input.nchw().c)
             try evaluator.run(try program(), input: input, output: output, op: definition.name)
