@@ -9,6 +9,8 @@ public struct BenchRow: Codable, Sendable {
     public let elements: Int
     /// Bytes moved per run (read + write).
     public let bytes: Int
+    /// The range the input was drawn from, where a workload says (OpBench's CPU rows).
+    public var inputRange: [Float]? = nil
 
     public init(name: String, threads: Int, stats: TimingStats, elements: Int, bytes: Int) {
         (self.name, self.threads, self.stats, self.elements, self.bytes) = (name, threads, stats, elements, bytes)

@@ -16,7 +16,7 @@ func makeLayer(_ definition: OpDefinition, channels: Int) throws -> ElementwiseL
 }
 
 /// The rows of one op on `input`: the CPU evaluator on 1 and 2 threads
-/// (named by the op), then the GPU kernel alone by timestamps (threads 0)
+/// (named by the op, with its input range), then the GPU kernel alone by timestamps (threads 0)
 /// when there is a `context`. Also returns the worst disagreement between
 /// the CPU and GPU results on the fp16-rounded input, |cpu - gpu| /
 /// max(1, |cpu|) over elements where both are finite (nil without a GPU).
@@ -30,8 +30,10 @@ func opRows(_ layer: ElementwiseLayer, input: Tensor, context: GPUContext?,
             try layer.evaluate(inputs: [input], outputs: [output], threadCount: threads)
         }
         if let stats = TimingStats(samples: samples) {
-            rows.append(BenchRow(name: name, threads: threads, stats: stats,
-                                 elements: input.count, bytes: 8 * input.count))
+            var row = BenchRow(name: name, threads: threads, stats: stats,
+                               elements: input.count, bytes: 8 * input.count)
+            row.inputRange = [layer.definition.inputRange.lowerBound, layer.definition.inputRange.upperBound]
+            rows.append(row)
         }
     }
     guard let context else { return (rows, nil) }
@@ -46,9 +48,7 @@ func opRows(_ layer: ElementwiseLayer, input: Tensor, context: GPUContext?,
     }
     // The GPU reads fp16: check against the CPU on the same rounded input,
     // so that a threshold op (x > 1) sees the same x on both sides.
-    let rounded = try Tensor(shape: input.shape)
-    for (i, x) in input.elements.enumerated() { rounded[i] = Float(Float16(x)) }
-    try layer.evaluate(inputs: [rounded], outputs: [output], threadCount: 2)
+    try layer.evaluate(inputs: [try input.roundedToHalf()], outputs: [output], threadCount: 2)
     let gpuOutput = try Tensor(shape: input.shape)
     let commands = try context.makeCommandBuffer()
     try commands.download(result, into: gpuOutput)

@@ -28,6 +28,7 @@ do {
     }
     if options.json {
         try printJSON(rows)
+        FileHandle.standardError.write(Data((gpu.note + "\n").utf8))  // the device, for scripts to show
     } else {
         print("\(Tensor.describe(options.shape)) Float32, default parameters (weights \(weightValue) per channel), "
             + "CPU kernels: \(CPUEvaluator.instructionSet), \(ProcessInfo.processInfo.activeProcessorCount) cores; "
