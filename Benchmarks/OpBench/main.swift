@@ -13,6 +13,10 @@ let tolerance: Float = 1e-2
 
 do {
     let options = try Options(arguments: Array(CommandLine.arguments.dropFirst()))
+    if options.list {
+        OpDefinition.catalog.forEach { print($0.name) }
+        exit(0)
+    }
     let gpu = options.gpu ? benchmarkGPUContext() : (context: nil, note: "GPU: not asked for (--no-gpu)")
     var rows: [BenchRow] = []
     var failures: [String] = []
