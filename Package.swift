@@ -36,8 +36,12 @@ let package = Package(
                 plugins: ["EmbedShaders"]),
         .target(name: "LayerKitCommands", dependencies: ["LayerKit"]),
         .executableTarget(name: "layerkit", dependencies: ["LayerKitCommands"]),
-        .executableTarget(name: "SwishBench", dependencies: ["LayerKit"],
+        // Benchmarks: timing, statistics and report helpers shared by the executables.
+        .target(name: "BenchmarkSupport", dependencies: ["LayerKit"], path: "Benchmarks/BenchmarkSupport"),
+        .executableTarget(name: "SwishBench", dependencies: ["LayerKit", "BenchmarkSupport"],
                           path: "Benchmarks/SwishBench"),
+        .executableTarget(name: "OpBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+                          path: "Benchmarks/OpBench"),
 
         .testTarget(name: "VulkanComputeTests", dependencies: ["VulkanCompute"]),
         .testTarget(name: "LayerKitTests", dependencies: ["LayerKit", "CKernels"],

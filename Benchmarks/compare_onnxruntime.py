@@ -30,14 +30,15 @@ PACKAGES = ["onnxruntime", "onnx", "numpy"]
 
 
 def ensure_venv():
-    """Re-executes this script in Benchmarks/.venv, creating it if needed."""
+    """Re-executes the running script (this one, or one that imports it) in
+    Benchmarks/.venv, creating it if needed."""
     if os.path.realpath(sys.prefix) == os.path.realpath(VENV):
         return
     if not os.path.exists(VENV_PYTHON):
         print(f"creating {VENV} with {' '.join(PACKAGES)} ...", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
         subprocess.run([VENV_PYTHON, "-m", "pip", "install", "-q", *PACKAGES], check=True)
-    os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(__file__), *sys.argv[1:]])
+    os.execv(VENV_PYTHON, [VENV_PYTHON, os.path.abspath(sys.argv[0]), *sys.argv[1:]])
 
 
 def stats(samples_ms):
@@ -67,10 +68,11 @@ def swish_model(shape, beta):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def time_ort(model, shape, threads, warmup, runs, beta):
-    """Stats of session runs writing into a preallocated output (IOBinding),
-    as the evaluator does, the op types left after optimization, and the
-    worst relative error against float64 (where |reference| > 1e-30)."""
+def time_session(model, x, threads, warmup, runs):
+    """Runs `model` (input "x", output "y") on `x` with onnxruntime at
+    `threads` intra-op threads and full graph optimization, writing into a
+    preallocated output (IOBinding) as the evaluator does. Returns the
+    timing stats, the op types left after optimization, and the output."""
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -87,11 +89,10 @@ def time_ort(model, shape, threads, warmup, runs, beta):
                                        providers=["CPUExecutionProvider"])
         fused_ops = [n.op_type for n in onnx.load(opts.optimized_model_filepath).graph.node]
 
-    x = np.random.default_rng(1).uniform(-10, 10, size=shape).astype(np.float32)
     y = np.empty_like(x)
     binding = session.io_binding()
     binding.bind_cpu_input("x", x)
-    binding.bind_output("y", "cpu", 0, np.float32, list(shape), y.ctypes.data)
+    binding.bind_output("y", "cpu", 0, np.float32, list(x.shape), y.ctypes.data)
     for _ in range(warmup):
         session.run_with_iobinding(binding)
     samples = []
@@ -99,11 +100,21 @@ def time_ort(model, shape, threads, warmup, runs, beta):
         t0 = time.perf_counter()
         session.run_with_iobinding(binding)
         samples.append((time.perf_counter() - t0) * 1e3)
+    return stats(samples), fused_ops, y
+
+
+def time_ort(model, shape, threads, warmup, runs, beta):
+    """time_session on seeded uniform [-10, 10], and the worst relative
+    error against float64 (where |reference| > 1e-30)."""
+    import numpy as np
+
+    x = np.random.default_rng(1).uniform(-10, 10, size=shape).astype(np.float32)
+    s, fused_ops, y = time_session(model, x, threads, warmup, runs)
     xd = x.astype(np.float64)
     ref = xd / (1 + np.exp(-(1.0 if beta is None else beta) * xd))
     keep = np.abs(ref) > 1e-30
     max_rel = float(np.max(np.abs(y[keep] - ref[keep]) / np.abs(ref[keep])))
-    return stats(samples), fused_ops, max_rel
+    return s, fused_ops, max_rel
 
 
 def run_swishbench(args):

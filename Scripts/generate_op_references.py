@@ -379,13 +379,15 @@ def catalog():
 
 # -------------------------------------------------------------- reference --
 
-def build_model(np, case):
+def build_model(np, case, shape=SHAPE):
+    """The one-op ONNX model of `case` on input "x" and output "y" of `shape`
+    (NCHW; per-channel weights need shape[1] values)."""
     from onnx import TensorProto, helper, numpy_helper
     inits = []
     for name, (value, shape) in getattr(case, "inits", {}).items():
         inits.append(numpy_helper.from_array(np.array(value, dtype=np.float32).reshape(shape), name))
     for name, values in case.weights.items():
-        arr = np.array(values, dtype=np.float32).reshape(CHANNELS, 1, 1)
+        arr = np.array(values, dtype=np.float32).reshape(shape[1], 1, 1)
         inits.append(numpy_helper.from_array(arr, name))
     if case.build is None:
         specs = [(case.op, ["x"], ["y"], case.attrs)]
@@ -394,8 +396,8 @@ def build_model(np, case):
     nodes = [helper.make_node(op, ins, outs, **attrs) for op, ins, outs, attrs in specs]
     graph = helper.make_graph(
         nodes, case.id.replace("-", "_"),
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(SHAPE))],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(SHAPE))], inits)
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="generate_op_references.py")
     model.ir_version = 10

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 import LayerKit
 
@@ -6,15 +7,8 @@ import LayerKit
 /// image → Float32), and the whole trip through `Backend`. Returns no rows,
 /// with a note, when there is no usable Vulkan device.
 func gpuSwishRows(options: Options, input: Tensor) throws -> (rows: [BenchRow], note: String) {
-    let context: GPUContext
-    do {
-        context = try GPUContext()
-    } catch {
-        return ([], "GPU: none (\(error)); GPU rows skipped")
-    }
-    let info = context.deviceInfo
-    let note = "GPU: \(info.name), \(info.kind.rawValue)"
-        + (info.kind == .cpu ? " — EMULATED on the CPU: these are not GPU speeds" : "")
+    let (found, note) = benchmarkGPUContext()
+    guard let context = found else { return ([], note) }
     let layer = try Swish(beta: 1)
     let image = try context.upload(input)
     let result = try context.makeSliceImage(like: input)
@@ -25,24 +19,14 @@ func gpuSwishRows(options: Options, input: Tensor) throws -> (rows: [BenchRow], 
             rows.append(BenchRow(name: name, threads: 0, stats: stats, elements: input.count, bytes: bytes))
         }
     }
-    // fp16 image traffic: 8 bytes a texel of four channels, padding included.
-    let imageBytes = image.width * image.height * image.texture.layers * 8
+    let imageBytes = image.fp16Bytes
 
     add("gpu upload", try measure(warmup: options.warmup, runs: options.runs) {
         _ = try context.upload(input)
     }, bytes: 4 * input.count + imageBytes)
 
-    var kernelSamples: [Double] = []
-    for run in 0..<(options.warmup + options.runs) {
-        let commands = try context.makeCommandBuffer()
-        try commands.timestamp("before")
-        try layer.encode(commandBuffer: commands, inputs: [image], outputs: [result])
-        try commands.timestamp("after")
-        try commands.commit()
-        try commands.waitUntilCompleted()
-        let stamps = try commands.timestamps()
-        if run >= options.warmup, stamps.count == 2 { kernelSamples.append(stamps[1].nanoseconds / 1e6) }
-    }
+    let kernelSamples = try gpuKernelSamples(layer, context: context, input: image, output: result,
+                                             warmup: options.warmup, runs: options.runs)
     add("gpu kernel (timestamps)", kernelSamples, bytes: 2 * imageBytes)
 
     add("gpu download", try measure(warmup: options.warmup, runs: options.runs) {

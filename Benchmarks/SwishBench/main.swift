@@ -1,6 +1,7 @@
 // SwishBench: Swish on a seeded uniform [-10, 10] tensor, each variant timed
 // side by side. Top-level code stays thin; the timed loops live in
 // nonisolated functions (see SwishWorkloads.swift).
+import BenchmarkSupport
 import Foundation
 import LayerKit
 

@@ -78,7 +78,14 @@ open class ElementwiseLayer: CustomLayer, @unchecked Sendable {
     open func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
 
     open func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
-        try chain.evaluate(inputs: inputs, outputs: outputs)
+        try evaluate(inputs: inputs, outputs: outputs, threadCount: nil)
+    }
+
+    /// `evaluate(inputs:outputs:)` on `threadCount` threads (nil: one per
+    /// active processor, as `CPUEvaluator()`); for benchmarks and callers
+    /// that share the machine.
+    public func evaluate(inputs: [Tensor], outputs: [Tensor], threadCount: Int?) throws {
+        try chain.evaluate(inputs: inputs, outputs: outputs, threadCount: threadCount)
     }
 
     open var hasGPUImplementation: Bool { true }

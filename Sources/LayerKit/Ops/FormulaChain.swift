@@ -35,11 +35,12 @@ struct FormulaChain: Sendable {
         }
     }
 
-    /// Runs the chain on the CPU: `output = chain(input)` for each pair.
-    func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+    /// Runs the chain on the CPU: `output = chain(input)` for each pair, on
+    /// `threadCount` threads (nil: one per active processor).
+    func evaluate(inputs: [Tensor], outputs: [Tensor], threadCount: Int? = nil) throws {
         for input in inputs { try checkChannels(input.nchw().c) }
         let program = try CPUProgram(self)
-        let evaluator = CPUEvaluator()
+        let evaluator = CPUEvaluator(threadCount: threadCount)
         for (input, output) in zip(inputs, outputs) {
             try evaluator.run(program, input: input, output: output, op: name)
         }

@@ -1,22 +1,28 @@
 import Foundation
 
 /// One measured variant of a workload: a row of the results table.
-struct BenchRow: Codable {
-    let name: String
-    let threads: Int
-    let stats: TimingStats
+public struct BenchRow: Codable, Sendable {
+    public let name: String
+    public let threads: Int
+    public let stats: TimingStats
     /// Elements processed per run.
-    let elements: Int
+    public let elements: Int
     /// Bytes moved per run (read + write).
-    let bytes: Int
+    public let bytes: Int
+    /// The range the input was drawn from, where a workload says (OpBench's CPU rows).
+    public var inputRange: [Float]? = nil
 
-    var elementsPerSecond: Double { Double(elements) / (stats.medianMs * 1e-3) }
-    var gigabytesPerSecond: Double { Double(bytes) / (stats.medianMs * 1e-3) / 1e9 }
+    public init(name: String, threads: Int, stats: TimingStats, elements: Int, bytes: Int) {
+        (self.name, self.threads, self.stats, self.elements, self.bytes) = (name, threads, stats, elements, bytes)
+    }
+
+    public var elementsPerSecond: Double { Double(elements) / (stats.medianMs * 1e-3) }
+    public var gigabytesPerSecond: Double { Double(bytes) / (stats.medianMs * 1e-3) / 1e9 }
 }
 
 /// Prints `rows` as an aligned table, with one ratio column per baseline:
 /// the baseline's median over each row's median (times faster than it).
-func printTable(_ rows: [BenchRow], baselines: [(label: String, name: String)]) {
+public func printTable(_ rows: [BenchRow], baselines: [(label: String, name: String)]) {
     let bases = baselines.map { baseline in rows.first { $0.name == baseline.name }?.stats.medianMs }
     let header = ["variant", "threads", "runs", "median ms", "min ms", "p90 ms", "Gelem/s", "GB/s"]
         + baselines.map { "\($0.label)/this" }
@@ -38,7 +44,7 @@ func printTable(_ rows: [BenchRow], baselines: [(label: String, name: String)]) 
 }
 
 /// `rows` as one JSON object per line, for scripts.
-func printJSON(_ rows: [BenchRow]) throws {
+public func printJSON(_ rows: [BenchRow]) throws {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys]
     for row in rows { print(String(decoding: try encoder.encode(row), as: UTF8.self)) }

@@ -1,12 +1,12 @@
 /// Summary of repeated timings, in milliseconds.
-struct TimingStats: Codable {
-    let runs: Int
-    let medianMs: Double
-    let minMs: Double
-    let p90Ms: Double
+public struct TimingStats: Codable, Sendable {
+    public let runs: Int
+    public let medianMs: Double
+    public let minMs: Double
+    public let p90Ms: Double
 
     /// Summarizes `samples` (milliseconds); nil when there are none.
-    init?(samples: [Double]) {
+    public init?(samples: [Double]) {
         guard !samples.isEmpty else { return nil }
         let sorted = samples.sorted()
         runs = sorted.count
@@ -21,7 +21,7 @@ struct TimingStats: Codable {
 }
 
 /// Times `body` `runs` times after `warmup` untimed calls.
-func measure(warmup: Int, runs: Int, _ body: () throws -> Void) rethrows -> [Double] {
+public func measure(warmup: Int, runs: Int, _ body: () throws -> Void) rethrows -> [Double] {
     for _ in 0..<warmup { try body() }
     let clock = ContinuousClock()
     var samples: [Double] = []
