@@ -65,6 +65,14 @@ struct LayerOptions {
 
     /// The layer of one `--op` or `--expr` with its values.
     private static func layer(_ stage: Stage) throws -> CustomLayer {
+        if stage.option == "--op" {
+            // Names first: a misspelt weight name is the error to report, not its file.
+            let entry = try LayerRegistry.shared.entry(named: stage.value)
+            for (key, _) in stage.weights where !entry.weightNames.contains(key) {
+                let known = entry.weightNames.isEmpty ? "none" : entry.weightNames.joined(separator: ", ")
+                throw LayerKitError.invalidWeights("\(entry.name) has no weights named '\(key)' (known: \(known))")
+            }
+        }
         var blobs: [String: Data] = [:]
         for (key, path) in stage.weights { blobs[key] = try TensorFiles.weightData(path) }
         if stage.option == "--expr" {
@@ -81,10 +89,6 @@ struct LayerOptions {
             return layer
         }
         let entry = try LayerRegistry.shared.entry(named: stage.value)
-        for key in blobs.keys where !entry.weightNames.contains(key) {
-            let known = entry.weightNames.isEmpty ? "none" : entry.weightNames.joined(separator: ", ")
-            throw LayerKitError.invalidWeights("\(entry.name) has no weights named '\(key)' (known: \(known))")
-        }
         let layer = try entry.make(Dictionary(stage.parameters, uniquingKeysWith: { $1 }))
         if !blobs.isEmpty {
             // One blob per weight name, in order; an empty blob for a name not given.

@@ -12,8 +12,17 @@ public final class ShaderCompiler: @unchecked Sendable {
     private var cache: [String: [UInt32]] = [:]
     private var compiles = 0
 
+    private var compilesByName: [String: Int] = [:]
+
     /// How many sources were actually compiled (cache misses).
     public var compileCount: Int { lock.lock(); defer { lock.unlock() }; return compiles }
+
+    /// How many sources named `name` were compiled: a count that work on
+    /// other threads, under other names, does not move.
+    public func compileCount(name: String) -> Int {
+        lock.lock(); defer { lock.unlock() }
+        return compilesByName[name, default: 0]
+    }
 
     /// SPIR-V for `source`. `#include "file"` lines are replaced by
     /// `includes[file]`, and `defines` (`NAME` or `NAME(args)` → body) are
@@ -36,6 +45,7 @@ public final class ShaderCompiler: @unchecked Sendable {
         let spirv = Array(UnsafeBufferPointer(start: words, count: result.word_count))
         cache[text] = spirv
         compiles += 1
+        compilesByName[name, default: 0] += 1
         return spirv
     }
 

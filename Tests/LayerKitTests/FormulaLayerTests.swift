@@ -78,14 +78,18 @@ struct FormulaLayerTests {
     }
 
     @Test func aSecondUseOfAFormulaCompilesNothing() throws {
-        let context = try TestGPU.get()
+        // A device of its own, and a kernel name of its own: tests beside
+        // this one compile and create pipelines too.
+        let context = try GPUContext(validation: true)
         let input = try Tensor.uniform(shape: [1, 4, 3, 3], in: -1...1, seed: 1)
-        let formula = "x * 0.25 + sin(x) * 0.125"  // used by no other test
-        _ = try Backend(computeUnits: .cpuAndGPU, context: context).run(FormulaLayer(formula: formula), inputs: [input])
-        let compiles = ShaderCompiler.shared.compileCount
+        let run = { try Backend(computeUnits: .cpuAndGPU, context: context)
+            .run(FormulaLayer(formula: "x * 0.25 + sin(x)", name: "CacheProbe"), inputs: [input]) }
+        let kernel = "CacheProbe (elementwise.comp)"
+        _ = try run()
+        #expect(ShaderCompiler.shared.compileCount(name: kernel) == 1)
         let pipelines = context.device.pipelineCount
-        _ = try Backend(computeUnits: .cpuAndGPU, context: context).run(FormulaLayer(formula: formula), inputs: [input])
-        #expect(ShaderCompiler.shared.compileCount == compiles)
+        _ = try run()
+        #expect(ShaderCompiler.shared.compileCount(name: kernel) == 1)
         #expect(context.device.pipelineCount == pipelines)
     }
 
