@@ -10,8 +10,6 @@
 #ifdef LK_HAVE_X86_VECTOR
 #include <immintrin.h>
 
-#include <string.h>
-
 #define LK_AVX2 __attribute__((target("avx2,fma")))
 #define LK_INLINE static inline __attribute__((always_inline))
 
@@ -84,36 +82,6 @@ LK_AVX2 LK_INLINE __m256i lk_tail_mask8(size_t count) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// See lk_sleef16.
-static void lk_sleef8(const void *fn, const float *x, float *y, size_t n) {
-    size_t blocks = n / 8, done = blocks * 8;
-    lk_sleef_map_ymm(fn, x, y, blocks);
-    if (done < n) {
-        float buf[8] = {0};
-        memcpy(buf, x + done, (n - done) * sizeof(float));
-        lk_sleef_map_ymm(fn, buf, buf, 1);
-        memcpy(y + done, buf, (n - done) * sizeof(float));
-    }
-}
-
-// See lk_sleef2_16.
-static void lk_sleef2_8(const void *fn, const float *a, int a_stride, const float *b, int b_stride,
-                        float *y, size_t n) {
-    float abuf[8], bbuf[8];
-    for (int j = 0; j < 8; j++) { abuf[j] = a_stride ? 0.0f : a[0]; bbuf[j] = b_stride ? 0.0f : b[0]; }
-    size_t blocks = n / 8, done = blocks * 8;
-    lk_sleef_map2_ymm(fn, a_stride ? a : abuf, a_stride ? 32 : 0, b_stride ? b : bbuf, b_stride ? 32 : 0,
-                      y, blocks);
-    if (done < n) {
-        size_t rest = n - done;
-        if (a_stride) { memset(abuf, 0, sizeof abuf); memcpy(abuf, a + done, rest * sizeof(float)); }
-        if (b_stride) { memset(bbuf, 0, sizeof bbuf); memcpy(bbuf, b + done, rest * sizeof(float)); }
-        float out[8];
-        lk_sleef_map2_ymm(fn, abuf, 0, bbuf, 0, out, 1);
-        memcpy(y + done, out, rest * sizeof(float));
-    }
-}
-
 #define LK_CHUNK 512
 
 // Lanes [0, min(left, 8)) set.
@@ -184,19 +152,19 @@ LK_AVX2 static void lk_softplus_avx2(const float *x, float *y, size_t n) {
 LK_AVX2 void lk_unary_avx2(lk_unary_op op, const float *x, float *y, size_t n) {
     switch (op) {
     case LK_EXP: LK_UNARY8(lk_exp8);
-    case LK_LOG: lk_sleef8((const void *)Sleef_logf8_u10avx2, x, y, n); return;
+    case LK_LOG: lk_sleef_unary(lk_sleef_map_ymm, 8, (const void *)Sleef_logf8_u10avx2, x, y, n); return;
     case LK_LOG1P: lk_log1p_avx2(x, y, n); return;
-    case LK_EXPM1: lk_sleef8((const void *)Sleef_expm1f8_u10avx2, x, y, n); return;
+    case LK_EXPM1: lk_sleef_unary(lk_sleef_map_ymm, 8, (const void *)Sleef_expm1f8_u10avx2, x, y, n); return;
     case LK_SQRT: LK_UNARY8(_mm256_sqrt_ps);
     case LK_ABS: LK_UNARY8(lk_abs8);
     case LK_NEG: LK_UNARY8(lk_neg8);
     case LK_RECIPROCAL: LK_UNARY8(lk_recip8);
-    case LK_TANH: lk_sleef8((const void *)Sleef_tanhf8_u10avx2, x, y, n); return;
+    case LK_TANH: lk_sleef_unary(lk_sleef_map_ymm, 8, (const void *)Sleef_tanhf8_u10avx2, x, y, n); return;
     case LK_SIGMOID: LK_UNARY8(lk_sigmoid8);
     case LK_SOFTPLUS: lk_softplus_avx2(x, y, n); return;
-    case LK_ERF: lk_sleef8((const void *)Sleef_erff8_u10avx2, x, y, n); return;
-    case LK_SIN: lk_sleef8((const void *)Sleef_sinf8_u10avx2, x, y, n); return;
-    case LK_COS: lk_sleef8((const void *)Sleef_cosf8_u10avx2, x, y, n); return;
+    case LK_ERF: lk_sleef_unary(lk_sleef_map_ymm, 8, (const void *)Sleef_erff8_u10avx2, x, y, n); return;
+    case LK_SIN: lk_sleef_unary(lk_sleef_map_ymm, 8, (const void *)Sleef_sinf8_u10avx2, x, y, n); return;
+    case LK_COS: lk_sleef_unary(lk_sleef_map_ymm, 8, (const void *)Sleef_cosf8_u10avx2, x, y, n); return;
     case LK_FLOOR: LK_UNARY8(lk_floor8);
     case LK_CEIL: LK_UNARY8(lk_ceil8);
     case LK_UNARY_OP_COUNT: return;
@@ -257,7 +225,7 @@ LK_AVX2 void lk_binary_avx2(lk_binary_op op, const float *a, int a_stride, const
     case LK_SUB: LK_BINARY8(_mm256_sub_ps);
     case LK_MUL: LK_BINARY8(_mm256_mul_ps);
     case LK_DIV: LK_BINARY8(_mm256_div_ps);
-    case LK_POW: lk_sleef2_8((const void *)Sleef_powf8_u10avx2, a, a_stride, b, b_stride, y, n); return;
+    case LK_POW: lk_sleef_binary(lk_sleef_map2_ymm, 8, (const void *)Sleef_powf8_u10avx2, a, a_stride, b, b_stride, y, n); return;
     case LK_MIN: LK_BINARY8(lk_min8);
     case LK_MAX: LK_BINARY8(lk_max8);
     case LK_GT: LK_BINARY8(lk_gt8);

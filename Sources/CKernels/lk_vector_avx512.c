@@ -11,8 +11,6 @@
 #ifdef LK_HAVE_X86_VECTOR
 #include <immintrin.h>
 
-#include <string.h>
-
 #define LK_AVX512 __attribute__((target("avx512f")))
 #define LK_INLINE static inline __attribute__((always_inline))
 
@@ -84,39 +82,6 @@ LK_AVX512 LK_INLINE v16 lk_floor16(v16 x) {
 }
 LK_AVX512 LK_INLINE v16 lk_ceil16(v16 x) {
     return _mm512_roundscale_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC);
-}
-
-// Runs SLEEF's `fn` (through the shim) on n floats: whole blocks straight
-// from x to y, the last 1..15 through a zero-padded copy, so nothing past n
-// is read or written.
-static void lk_sleef16(const void *fn, const float *x, float *y, size_t n) {
-    size_t blocks = n / 16, done = blocks * 16;
-    lk_sleef_map_zmm(fn, x, y, blocks);
-    if (done < n) {
-        float buf[16] = {0};
-        memcpy(buf, x + done, (n - done) * sizeof(float));
-        lk_sleef_map_zmm(fn, buf, buf, 1);
-        memcpy(y + done, buf, (n - done) * sizeof(float));
-    }
-}
-
-// SLEEF's binary `fn` on n floats; a scalar operand (stride 0) becomes one
-// broadcast block that the shim repeats (step 0).
-static void lk_sleef2_16(const void *fn, const float *a, int a_stride, const float *b, int b_stride,
-                         float *y, size_t n) {
-    float abuf[16], bbuf[16];
-    for (int j = 0; j < 16; j++) { abuf[j] = a_stride ? 0.0f : a[0]; bbuf[j] = b_stride ? 0.0f : b[0]; }
-    size_t blocks = n / 16, done = blocks * 16;
-    lk_sleef_map2_zmm(fn, a_stride ? a : abuf, a_stride ? 64 : 0, b_stride ? b : bbuf, b_stride ? 64 : 0,
-                      y, blocks);
-    if (done < n) {
-        size_t rest = n - done;
-        if (a_stride) { memset(abuf, 0, sizeof abuf); memcpy(abuf, a + done, rest * sizeof(float)); }
-        if (b_stride) { memset(bbuf, 0, sizeof bbuf); memcpy(bbuf, b + done, rest * sizeof(float)); }
-        float out[16];
-        lk_sleef_map2_zmm(fn, abuf, 0, bbuf, 0, out, 1);
-        memcpy(y + done, out, rest * sizeof(float));
-    }
 }
 
 // Composite ops run in chunks of LK_CHUNK floats through stack buffers
@@ -199,19 +164,19 @@ LK_AVX512 static void lk_softplus_avx512(const float *x, float *y, size_t n) {
 LK_AVX512 void lk_unary_avx512(lk_unary_op op, const float *x, float *y, size_t n) {
     switch (op) {
     case LK_EXP: LK_UNARY16(lk_exp16);
-    case LK_LOG: lk_sleef16((const void *)Sleef_logf16_u10avx512f, x, y, n); return;
+    case LK_LOG: lk_sleef_unary(lk_sleef_map_zmm, 16, (const void *)Sleef_logf16_u10avx512f, x, y, n); return;
     case LK_LOG1P: lk_log1p_avx512(x, y, n); return;
-    case LK_EXPM1: lk_sleef16((const void *)Sleef_expm1f16_u10avx512f, x, y, n); return;
+    case LK_EXPM1: lk_sleef_unary(lk_sleef_map_zmm, 16, (const void *)Sleef_expm1f16_u10avx512f, x, y, n); return;
     case LK_SQRT: LK_UNARY16(_mm512_sqrt_ps);
     case LK_ABS: LK_UNARY16(lk_abs16);
     case LK_NEG: LK_UNARY16(lk_neg16);
     case LK_RECIPROCAL: LK_UNARY16(lk_recip16);
-    case LK_TANH: lk_sleef16((const void *)Sleef_tanhf16_u10avx512f, x, y, n); return;
+    case LK_TANH: lk_sleef_unary(lk_sleef_map_zmm, 16, (const void *)Sleef_tanhf16_u10avx512f, x, y, n); return;
     case LK_SIGMOID: LK_UNARY16(lk_sigmoid16);
     case LK_SOFTPLUS: lk_softplus_avx512(x, y, n); return;
-    case LK_ERF: lk_sleef16((const void *)Sleef_erff16_u10avx512f, x, y, n); return;
-    case LK_SIN: lk_sleef16((const void *)Sleef_sinf16_u10avx512f, x, y, n); return;
-    case LK_COS: lk_sleef16((const void *)Sleef_cosf16_u10avx512f, x, y, n); return;
+    case LK_ERF: lk_sleef_unary(lk_sleef_map_zmm, 16, (const void *)Sleef_erff16_u10avx512f, x, y, n); return;
+    case LK_SIN: lk_sleef_unary(lk_sleef_map_zmm, 16, (const void *)Sleef_sinf16_u10avx512f, x, y, n); return;
+    case LK_COS: lk_sleef_unary(lk_sleef_map_zmm, 16, (const void *)Sleef_cosf16_u10avx512f, x, y, n); return;
     case LK_FLOOR: LK_UNARY16(lk_floor16);
     case LK_CEIL: LK_UNARY16(lk_ceil16);
     case LK_UNARY_OP_COUNT: return;
@@ -273,7 +238,7 @@ LK_AVX512 void lk_binary_avx512(lk_binary_op op, const float *a, int a_stride, c
     case LK_SUB: LK_BINARY16(_mm512_sub_ps);
     case LK_MUL: LK_BINARY16(_mm512_mul_ps);
     case LK_DIV: LK_BINARY16(_mm512_div_ps);
-    case LK_POW: lk_sleef2_16((const void *)Sleef_powf16_u10avx512f, a, a_stride, b, b_stride, y, n); return;
+    case LK_POW: lk_sleef_binary(lk_sleef_map2_zmm, 16, (const void *)Sleef_powf16_u10avx512f, a, a_stride, b, b_stride, y, n); return;
     case LK_MIN: LK_BINARY16(lk_min16);
     case LK_MAX: LK_BINARY16(lk_max16);
     case LK_GT: LK_BINARY16(lk_gt16);
