@@ -9,6 +9,10 @@
 #if defined(__x86_64__) && defined(__ELF__)
 #define LK_HAVE_X86_VECTOR 1
 
+// The ISA files' small helpers, always inlined: lk_vector_simd.h's
+// wrappers then cost nothing, in debug builds too.
+#define LK_INLINE static inline __attribute__((always_inline))
+
 // lk_sleef_shim.S: y = fn(x) block by block, `blocks` blocks of 8 floats
 // (ymm) or 16 (zmm), where fn is a SLEEF vector function taking and
 // returning ymm0 (zmm0). The map2 forms pass a in ymm0/zmm0 and b in
