@@ -17,9 +17,9 @@
 #if defined(__x86_64__) && defined(__ELF__)
         .text
 
-// One map loop: \reg is ymm or zmm, \bytes the size of one block (32, 64).
-// The ymm and zmm versions differ only in those two, so one macro writes both.
-.macro LK_SLEEF_MAP name, reg, bytes
+// Entry and exit of both loops: the callee-saved registers they share
+// (each saves more between LK_ENTRY and LK_EXIT, restored in reverse).
+.macro LK_ENTRY name
         .globl  \name
         .type   \name, @function
         .p2align 4
@@ -28,6 +28,21 @@
         pushq   %r12
         pushq   %r13
         pushq   %r14
+.endm
+
+.macro LK_EXIT name
+        popq    %r14
+        popq    %r13
+        popq    %r12
+        popq    %rbx
+        ret
+        .size   \name, .-\name
+.endm
+
+// One map loop: \reg is ymm or zmm, \bytes the size of one block (32, 64).
+// The ymm and zmm versions differ only in those two, so one macro writes both.
+.macro LK_SLEEF_MAP name, reg, bytes
+        LK_ENTRY \name
         pushq   %rbp            // 5 pushes: rsp is 16-byte aligned at each call
         movq    %rdi, %rbx      // fn
         movq    %rsi, %r12      // x
@@ -44,24 +59,12 @@
         jnz     1b
 2:      vzeroupper
         popq    %rbp
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        ret
-        .size   \name, .-\name
+        LK_EXIT \name
 .endm
 
 // The two-argument loop, the same way (a in reg0, b in reg1).
 .macro LK_SLEEF_MAP2 name, reg, bytes
-        .globl  \name
-        .type   \name, @function
-        .p2align 4
-\name:
-        pushq   %rbx
-        pushq   %r12
-        pushq   %r13
-        pushq   %r14
+        LK_ENTRY \name
         pushq   %r15
         pushq   %rbp
         subq    $8, %rsp        // 6 pushes + 8: aligned at each call
@@ -88,12 +91,7 @@
         addq    $8, %rsp
         popq    %rbp
         popq    %r15
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        ret
-        .size   \name, .-\name
+        LK_EXIT \name
 .endm
 
         LK_SLEEF_MAP  lk_sleef_map_ymm,  ymm, 32
