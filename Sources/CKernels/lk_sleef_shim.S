@@ -17,76 +17,54 @@
 #if defined(__x86_64__) && defined(__ELF__)
         .text
 
-        .globl  lk_sleef_map_ymm
-        .type   lk_sleef_map_ymm, @function
+// Entry and exit of both loops: the callee-saved registers they share
+// (each saves more between LK_ENTRY and LK_EXIT, restored in reverse).
+.macro LK_ENTRY name
+        .globl  \name
+        .type   \name, @function
         .p2align 4
-lk_sleef_map_ymm:
+\name:
         pushq   %rbx
         pushq   %r12
         pushq   %r13
         pushq   %r14
+.endm
+
+.macro LK_EXIT name
+        popq    %r14
+        popq    %r13
+        popq    %r12
+        popq    %rbx
+        ret
+        .size   \name, .-\name
+.endm
+
+// One map loop: \reg is ymm or zmm, \bytes the size of one block (32, 64).
+// The ymm and zmm versions differ only in those two, so one macro writes both.
+.macro LK_SLEEF_MAP name, reg, bytes
+        LK_ENTRY \name
         pushq   %rbp            // 5 pushes: rsp is 16-byte aligned at each call
-        movq    %rdi, %rbx
-        movq    %rsi, %r12
-        movq    %rdx, %r13
-        movq    %rcx, %r14
+        movq    %rdi, %rbx      // fn
+        movq    %rsi, %r12      // x
+        movq    %rdx, %r13      // y
+        movq    %rcx, %r14      // blocks
         testq   %r14, %r14
         jz      2f
-1:      vmovups (%r12), %ymm0
+1:      vmovups (%r12), %\reg\()0
         call    *%rbx
-        vmovups %ymm0, (%r13)
-        addq    $32, %r12
-        addq    $32, %r13
+        vmovups %\reg\()0, (%r13)
+        addq    $\bytes, %r12
+        addq    $\bytes, %r13
         decq    %r14
         jnz     1b
 2:      vzeroupper
         popq    %rbp
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        ret
-        .size   lk_sleef_map_ymm, .-lk_sleef_map_ymm
+        LK_EXIT \name
+.endm
 
-        .globl  lk_sleef_map_zmm
-        .type   lk_sleef_map_zmm, @function
-        .p2align 4
-lk_sleef_map_zmm:
-        pushq   %rbx
-        pushq   %r12
-        pushq   %r13
-        pushq   %r14
-        pushq   %rbp
-        movq    %rdi, %rbx
-        movq    %rsi, %r12
-        movq    %rdx, %r13
-        movq    %rcx, %r14
-        testq   %r14, %r14
-        jz      2f
-1:      vmovups (%r12), %zmm0
-        call    *%rbx
-        vmovups %zmm0, (%r13)
-        addq    $64, %r12
-        addq    $64, %r13
-        decq    %r14
-        jnz     1b
-2:      vzeroupper
-        popq    %rbp
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        ret
-        .size   lk_sleef_map_zmm, .-lk_sleef_map_zmm
-
-        .globl  lk_sleef_map2_ymm
-        .type   lk_sleef_map2_ymm, @function
-        .p2align 4
-lk_sleef_map2_ymm:
-        pushq   %rbx
-        pushq   %r12
-        pushq   %r13
-        pushq   %r14
+// The two-argument loop, the same way (a in reg0, b in reg1).
+.macro LK_SLEEF_MAP2 name, reg, bytes
+        LK_ENTRY \name
         pushq   %r15
         pushq   %rbp
         subq    $8, %rsp        // 6 pushes + 8: aligned at each call
@@ -100,65 +78,25 @@ lk_sleef_map2_ymm:
         movq    %rax, (%rsp)
         testq   %rax, %rax
         jz      2f
-1:      vmovups (%r12), %ymm0
-        vmovups (%r13), %ymm1
+1:      vmovups (%r12), %\reg\()0
+        vmovups (%r13), %\reg\()1
         call    *%rbx
-        vmovups %ymm0, (%r14)
+        vmovups %\reg\()0, (%r14)
         addq    %rbp, %r12
         addq    %r15, %r13
-        addq    $32, %r14
+        addq    $\bytes, %r14
         decq    (%rsp)
         jnz     1b
 2:      vzeroupper
         addq    $8, %rsp
         popq    %rbp
         popq    %r15
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        ret
-        .size   lk_sleef_map2_ymm, .-lk_sleef_map2_ymm
+        LK_EXIT \name
+.endm
 
-        .globl  lk_sleef_map2_zmm
-        .type   lk_sleef_map2_zmm, @function
-        .p2align 4
-lk_sleef_map2_zmm:
-        pushq   %rbx
-        pushq   %r12
-        pushq   %r13
-        pushq   %r14
-        pushq   %r15
-        pushq   %rbp
-        subq    $8, %rsp
-        movq    %rdi, %rbx
-        movq    %rsi, %r12
-        movq    %rdx, %rbp
-        movq    %rcx, %r13
-        movq    %r8, %r15
-        movq    %r9, %r14
-        movq    64(%rsp), %rax
-        movq    %rax, (%rsp)
-        testq   %rax, %rax
-        jz      2f
-1:      vmovups (%r12), %zmm0
-        vmovups (%r13), %zmm1
-        call    *%rbx
-        vmovups %zmm0, (%r14)
-        addq    %rbp, %r12
-        addq    %r15, %r13
-        addq    $64, %r14
-        decq    (%rsp)
-        jnz     1b
-2:      vzeroupper
-        addq    $8, %rsp
-        popq    %rbp
-        popq    %r15
-        popq    %r14
-        popq    %r13
-        popq    %r12
-        popq    %rbx
-        ret
-        .size   lk_sleef_map2_zmm, .-lk_sleef_map2_zmm
+        LK_SLEEF_MAP  lk_sleef_map_ymm,  ymm, 32
+        LK_SLEEF_MAP  lk_sleef_map_zmm,  zmm, 64
+        LK_SLEEF_MAP2 lk_sleef_map2_ymm, ymm, 32
+        LK_SLEEF_MAP2 lk_sleef_map2_zmm, zmm, 64
 #endif
         .section .note.GNU-stack,"",@progbits

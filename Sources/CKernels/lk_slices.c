@@ -183,26 +183,25 @@ uint16_t lk_float_to_half(float value) { return lk_f32_to_f16(value); }
 
 float lk_half_to_float(uint16_t bits) { return lk_f16_to_f32(bits); }
 
+// Both directions choose alike: F16C where the CPU has it and the caller
+// did not ask for the portable path (which tests use as the reference).
+#ifdef LK_HAVE_F16C_PATH
+#define LK_SLICES_DISPATCH(KERNEL, ...) \
+    do { \
+        if (!portable && lk_has_f16c()) KERNEL##_f16c(__VA_ARGS__); \
+        else KERNEL##_scalar(__VA_ARGS__); \
+    } while (0)
+#else
+#define LK_SLICES_DISPATCH(KERNEL, ...) \
+    do { (void)portable; KERNEL##_scalar(__VA_ARGS__); } while (0)
+#endif
+
 void lk_pack_slices_f16(const float *src, uint16_t *dst, size_t channels, size_t plane,
                         size_t first, size_t count, int portable) {
-#ifdef LK_HAVE_F16C_PATH
-    if (!portable && lk_has_f16c()) {
-        lk_pack_f16c(src, dst, channels, plane, first, count);
-        return;
-    }
-#endif
-    (void)portable;
-    lk_pack_scalar(src, dst, channels, plane, first, count);
+    LK_SLICES_DISPATCH(lk_pack, src, dst, channels, plane, first, count);
 }
 
 void lk_unpack_slices_f16(const uint16_t *src, float *dst, size_t channels, size_t plane,
                           size_t first, size_t count, int portable) {
-#ifdef LK_HAVE_F16C_PATH
-    if (!portable && lk_has_f16c()) {
-        lk_unpack_f16c(src, dst, channels, plane, first, count);
-        return;
-    }
-#endif
-    (void)portable;
-    lk_unpack_scalar(src, dst, channels, plane, first, count);
+    LK_SLICES_DISPATCH(lk_unpack, src, dst, channels, plane, first, count);
 }

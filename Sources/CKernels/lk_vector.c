@@ -91,43 +91,70 @@ static void lk_select_scalar(const float *cond, const float *a, int a_stride, co
     }
 }
 
-int lk_unary_f32_isa(lk_isa isa, lk_unary_op op, const float *x, float *y, size_t n) {
-    if (isa > lk_kernels_isa() || (unsigned)op >= (unsigned)LK_UNARY_OP_COUNT) return -1;
-    switch (isa) {
 #ifdef LK_HAVE_X86_VECTOR
-    case LK_ISA_AVX2_FMA: lk_unary_avx2(op, x, y, n); return 0;
-    case LK_ISA_AVX512F: lk_unary_avx512(op, x, y, n); return 0;
-#endif
-    default: lk_unary_scalar(op, x, y, n); return 0; // also where no vector path is built
+#include <string.h>
+
+void lk_sleef_unary(lk_sleef_map_fn *map, size_t width, const void *fn, const float *x, float *y,
+                    size_t n) {
+    size_t blocks = n / width, done = blocks * width;
+    map(fn, x, y, blocks);
+    if (done < n) {
+        float buf[LK_SLEEF_MAX_WIDTH] = {0};
+        memcpy(buf, x + done, (n - done) * sizeof(float));
+        map(fn, buf, buf, 1);
+        memcpy(y + done, buf, (n - done) * sizeof(float));
     }
 }
 
+void lk_sleef_binary(lk_sleef_map2_fn *map2, size_t width, const void *fn, const float *a,
+                     int a_stride, const float *b, int b_stride, float *y, size_t n) {
+    float abuf[LK_SLEEF_MAX_WIDTH], bbuf[LK_SLEEF_MAX_WIDTH];
+    for (size_t j = 0; j < width; j++) {
+        abuf[j] = a_stride ? 0.0f : a[0];
+        bbuf[j] = b_stride ? 0.0f : b[0];
+    }
+    size_t blocks = n / width, done = blocks * width, bytes = width * sizeof(float);
+    map2(fn, a_stride ? a : abuf, a_stride ? bytes : 0, b_stride ? b : bbuf, b_stride ? bytes : 0, y,
+         blocks);
+    if (done < n) {
+        size_t rest = n - done;
+        if (a_stride) { memset(abuf, 0, sizeof abuf); memcpy(abuf, a + done, rest * sizeof(float)); }
+        if (b_stride) { memset(bbuf, 0, sizeof bbuf); memcpy(bbuf, b + done, rest * sizeof(float)); }
+        float out[LK_SLEEF_MAX_WIDTH];
+        map2(fn, abuf, 0, bbuf, 0, out, 1);
+        memcpy(y + done, out, rest * sizeof(float));
+    }
+}
+
+// Calls KERNEL's version for `isa` (KERNEL_avx2, KERNEL_avx512 or
+// KERNEL_scalar) with the remaining arguments; the caller checked isa.
+#define LK_DISPATCH(isa, KERNEL, ...) \
+    switch (isa) { \
+    case LK_ISA_AVX2_FMA: KERNEL##_avx2(__VA_ARGS__); return 0; \
+    case LK_ISA_AVX512F: KERNEL##_avx512(__VA_ARGS__); return 0; \
+    default: KERNEL##_scalar(__VA_ARGS__); return 0; \
+    }
+#else
+#define LK_DISPATCH(isa, KERNEL, ...) \
+    { (void)(isa); KERNEL##_scalar(__VA_ARGS__); return 0; } // no vector path built
+#endif
+
+int lk_unary_f32_isa(lk_isa isa, lk_unary_op op, const float *x, float *y, size_t n) {
+    if (isa > lk_kernels_isa() || (unsigned)op >= (unsigned)LK_UNARY_OP_COUNT) return -1;
+    LK_DISPATCH(isa, lk_unary, op, x, y, n);
+}
+
+// The vector paths take strides of exactly 0 or 1.
 int lk_binary_f32_isa(lk_isa isa, lk_binary_op op, const float *a, int a_stride,
                       const float *b, int b_stride, float *y, size_t n) {
     if (isa > lk_kernels_isa() || (unsigned)op >= (unsigned)LK_BINARY_OP_COUNT) return -1;
-    a_stride = a_stride != 0;
-    b_stride = b_stride != 0;
-    switch (isa) {
-#ifdef LK_HAVE_X86_VECTOR
-    case LK_ISA_AVX2_FMA: lk_binary_avx2(op, a, a_stride, b, b_stride, y, n); return 0;
-    case LK_ISA_AVX512F: lk_binary_avx512(op, a, a_stride, b, b_stride, y, n); return 0;
-#endif
-    default: lk_binary_scalar(op, a, a_stride, b, b_stride, y, n); return 0;
-    }
+    LK_DISPATCH(isa, lk_binary, op, a, a_stride != 0, b, b_stride != 0, y, n);
 }
 
 int lk_select_f32_isa(lk_isa isa, const float *cond, const float *a, int a_stride,
                       const float *b, int b_stride, float *y, size_t n) {
     if (isa > lk_kernels_isa()) return -1;
-    a_stride = a_stride != 0;
-    b_stride = b_stride != 0;
-    switch (isa) {
-#ifdef LK_HAVE_X86_VECTOR
-    case LK_ISA_AVX2_FMA: lk_select_avx2(cond, a, a_stride, b, b_stride, y, n); return 0;
-    case LK_ISA_AVX512F: lk_select_avx512(cond, a, a_stride, b, b_stride, y, n); return 0;
-#endif
-    default: lk_select_scalar(cond, a, a_stride, b, b_stride, y, n); return 0;
-    }
+    LK_DISPATCH(isa, lk_select, cond, a, a_stride != 0, b, b_stride != 0, y, n);
 }
 
 // The best ISA is always available, so these fail only for an unknown op.

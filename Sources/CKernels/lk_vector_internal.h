@@ -9,6 +9,10 @@
 #if defined(__x86_64__) && defined(__ELF__)
 #define LK_HAVE_X86_VECTOR 1
 
+// The ISA files' small helpers, always inlined: lk_vector_simd.h's
+// wrappers then cost nothing, in debug builds too.
+#define LK_INLINE static inline __attribute__((always_inline))
+
 // lk_sleef_shim.S: y = fn(x) block by block, `blocks` blocks of 8 floats
 // (ymm) or 16 (zmm), where fn is a SLEEF vector function taking and
 // returning ymm0 (zmm0). The map2 forms pass a in ymm0/zmm0 and b in
@@ -16,12 +20,24 @@
 // block again, a broadcast scalar). C cannot call SLEEF's vector functions
 // directly here: without -mavx on the command line clang passes __m256 and
 // __m512 arguments on the stack (see the shim's comment).
-void lk_sleef_map_ymm(const void *fn, const float *x, float *y, size_t blocks);
-void lk_sleef_map_zmm(const void *fn, const float *x, float *y, size_t blocks);
-void lk_sleef_map2_ymm(const void *fn, const float *a, size_t a_step, const float *b, size_t b_step,
-                       float *y, size_t blocks);
-void lk_sleef_map2_zmm(const void *fn, const float *a, size_t a_step, const float *b, size_t b_step,
-                       float *y, size_t blocks);
+typedef void lk_sleef_map_fn(const void *fn, const float *x, float *y, size_t blocks);
+typedef void lk_sleef_map2_fn(const void *fn, const float *a, size_t a_step, const float *b,
+                              size_t b_step, float *y, size_t blocks);
+lk_sleef_map_fn lk_sleef_map_ymm, lk_sleef_map_zmm;
+lk_sleef_map2_fn lk_sleef_map2_ymm, lk_sleef_map2_zmm;
+
+// lk_vector.c: SLEEF's `fn` on n floats through `map` (`map2`), whose blocks
+// are `width` floats (8 with the ymm mappers, 16 with the zmm ones; at most
+// LK_SLEEF_MAX_WIDTH). Whole blocks go straight from the arrays, the last
+// 1..width-1 floats through a zero-padded copy, so nothing past n is read or
+// written. In lk_sleef_binary a scalar operand (stride 0) becomes one
+// broadcast block that the shim repeats (step 0). Plain C, no vector types:
+// both ISA files call the same code.
+#define LK_SLEEF_MAX_WIDTH 16
+void lk_sleef_unary(lk_sleef_map_fn *map, size_t width, const void *fn, const float *x, float *y,
+                    size_t n);
+void lk_sleef_binary(lk_sleef_map2_fn *map2, size_t width, const void *fn, const float *a,
+                     int a_stride, const float *b, int b_stride, float *y, size_t n);
 
 // The SLEEF 3.5 functions used (libsleef). Declared without their vector
 // types on purpose: only their addresses are taken, for the shim to call.
