@@ -42,6 +42,8 @@ let package = Package(
                           path: "Benchmarks/SwishBench"),
         .executableTarget(name: "OpBench", dependencies: ["LayerKit", "BenchmarkSupport"],
                           path: "Benchmarks/OpBench"),
+        .executableTarget(name: "FusionBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+                          path: "Benchmarks/FusionBench"),
 
         .testTarget(name: "VulkanComputeTests", dependencies: ["VulkanCompute"]),
         .testTarget(name: "LayerKitTests", dependencies: ["LayerKit", "CKernels"],

@@ -40,6 +40,11 @@ public final class FusedLayer: CustomLayer, @unchecked Sendable {
         try chain.evaluate(inputs: inputs, outputs: outputs)
     }
 
+    /// `evaluate(inputs:outputs:)` on `threadCount` threads (nil: one per core).
+    public func evaluate(inputs: [Tensor], outputs: [Tensor], threadCount: Int?) throws {
+        try chain.evaluate(inputs: inputs, outputs: outputs, threadCount: threadCount)
+    }
+
     public var hasGPUImplementation: Bool { true }
 
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
