@@ -63,6 +63,18 @@ private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool
         }
     }
 
+    @Test func forEachChunkCoversManyShapes() {
+        for count in [1, 5, 64, 100, 65_537, 200_000] {
+            for chunkSize in [1, 7, 4096, 65_536] where count / chunkSize < 50_000 {
+                for threads in [1, 2, 3, 8] {
+                    let hits = Hits(count)
+                    forEachChunk(count: count, chunkSize: chunkSize, threadCount: threads) { hits.hit($0) }
+                    #expect(hits.wrong.isEmpty, "count \(count) chunk \(chunkSize) threads \(threads)")
+                }
+            }
+        }
+    }
+
     @Test func helpersRunChunksAlongsideTheCaller() {
         // Two chunks that each wait until both have started: only finishes
         // (without the timeout) if a helper runs one while the caller runs
@@ -109,6 +121,25 @@ private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool
         }
     }
 
+    @Test func concurrentCallersFromEightThreads() {
+        // Each thread calls forEachChunk over its own counters; one of them
+        // at a time gets the pool, the rest fall back, and none may lose or
+        // repeat a chunk.
+        let failures = Atomic<Int>(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { t in
+            for round in 0..<100 {
+                let count = 1000 + 37 * t + round
+                let hits = Hits(count)
+                forEachChunk(count: count, chunkSize: 1 + (t + round) % 50, threadCount: 2 + t % 3) {
+                    hits.hit($0)
+                }
+                if !hits.wrong.isEmpty { failures.wrappingAdd(1, ordering: .relaxed) }
+            }
+        }
+        let failuresValue = failures.load(ordering: .relaxed)
+        #expect(failuresValue == 0)
+    }
+
     @Test func concurrentCallersOnOnePool() {
         // Direct pool calls from 8 threads: a busy pool refuses (returns
         // false) and runs nothing; an accepted run covers everything.
@@ -134,6 +165,41 @@ private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool
         #expect(failuresValue == 0)
         let acceptedValue = accepted.load(ordering: .relaxed)
         #expect(acceptedValue > 0)
+    }
+
+    @Test func nestedCallsRunInline() {
+        let outer = 40, inner = 300
+        let hits = Hits(outer * inner)
+        forEachChunk(count: outer, chunkSize: 3, threadCount: 4) { outerRange in
+            for o in outerRange {
+                forEachChunk(count: inner, chunkSize: 7, threadCount: 4) { innerRange in
+                    hits.hit(o * inner + innerRange.lowerBound..<o * inner + innerRange.upperBound)
+                }
+            }
+        }
+        #expect(hits.wrong.isEmpty)
+        #expect(!WorkerPool.isInsideJob)
+    }
+
+    @Test func bodiesRunInsideAJobAndNestedCallsStayInline() {
+        let pool = WorkerPool(threadCount: 3, spinMicroseconds: 20)
+        defer { pool.stop() }
+        let outside = Atomic<Int>(0)
+        let hits = Hits(64 * 100)
+        #expect(pool.run(count: 64, chunkSize: 1, chunkCount: 64, threadCount: 3) { outerRange in
+            if !WorkerPool.isInsideJob { outside.wrappingAdd(1, ordering: .relaxed) }
+            let o = outerRange.lowerBound
+            // Inline: the same thread runs every inner chunk.
+            let thread = pthread_self()
+            forEachChunk(count: 100, chunkSize: 9, threadCount: 3) { innerRange in
+                if pthread_equal(pthread_self(), thread) == 0 { outside.wrappingAdd(1, ordering: .relaxed) }
+                hits.hit(o * 100 + innerRange.lowerBound..<o * 100 + innerRange.upperBound)
+            }
+        })
+        let outsideValue = outside.load(ordering: .relaxed)
+        #expect(outsideValue == 0)
+        #expect(hits.wrong.isEmpty)
+        #expect(!WorkerPool.isInsideJob)
     }
 
     @Test func idleHelpersPark() {
