@@ -14,6 +14,13 @@ let defaultChunkSize = 65_536
 /// Workers pull the next chunk from a shared counter instead of taking a
 /// fixed share, so a thread slowed by another process (or more threads than
 /// cores) does not leave the others idle at the end.
+///
+/// The calling thread takes chunks too; the others come from
+/// ``WorkerPool/shared`` (at most one per active processor, whatever
+/// `threadCount` says), whose threads stay awake briefly between calls. A
+/// call made while another thread's call holds the pool uses
+/// `DispatchQueue.concurrentPerform` instead; a call from inside `body` runs
+/// on the calling thread alone.
 func forEachChunk(count: Int, chunkSize: Int = defaultChunkSize, threadCount: Int,
                   body: @Sendable (Range<Int>) -> Void) {
     guard count > 0 else { return }
@@ -26,6 +33,16 @@ func forEachChunk(count: Int, chunkSize: Int = defaultChunkSize, threadCount: In
         for i in 0..<chunkCount { body(chunk(i)) }
         return
     }
+    // Nested inside another chunk: every thread is busy already.
+    if WorkerPool.isInsideJob {
+        for i in 0..<chunkCount { body(chunk(i)) }
+        return
+    }
+    if WorkerPool.shared.run(count: count, chunkSize: chunkSize, chunkCount: chunkCount,
+                             threadCount: workers, body) {
+        return
+    }
+    // The pool is busy with another thread's call (or has no helpers).
     let next = Atomic<Int>(0)
     DispatchQueue.concurrentPerform(iterations: workers) { _ in
         while true {

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lk_spin.h"
+
 /// Instruction sets a kernel can run on.
 typedef enum {
     LK_ISA_SCALAR = 0,   ///< Portable C, any CPU.
