@@ -70,11 +70,14 @@ public final class GPUCommandBuffer: @unchecked Sendable {
             throw LayerKitError.invalidWeights(
                 "\(kernel.name): \(set.count) weights for \(input.featureChannels) channels")
         }
-        // One padded run of slices*4 floats per set; a dummy float when there are none.
+        // One padded run of slices*4 floats per set; a dummy float when there
+        // are none. Pooled like staging buffers: a dispatch allocates nothing.
         let padded = input.slices * 4
-        let weightBuffer = try Buffer(device: context.device, length: max(weights.count * padded, 1) * 4)
-        if let base = weightBuffer.contents?.bindMemory(to: Float.self, capacity: max(weights.count * padded, 1)) {
-            base.initialize(repeating: 0, count: max(weights.count * padded, 1))
+        let floats = max(weights.count * padded, 1)
+        let weightBuffer = try context.stagingPool.take(length: floats * 4)
+        holdUntilCompleted(weightBuffer)
+        if let base = weightBuffer.contents?.bindMemory(to: Float.self, capacity: floats) {
+            base.initialize(repeating: 0, count: floats)
             for (k, set) in weights.enumerated() {
                 for (c, value) in set.enumerated() { base[k * padded + c] = value }
             }
