@@ -25,8 +25,7 @@ public final class CommandBuffer: @unchecked Sendable {
     public let device: Device
     private let pool: VkCommandPool
     private let handle: VkCommandBuffer
-    private var descriptorPools: [VkDescriptorPool] = []
-    private var setsLeftInPool = 0
+    private lazy var descriptors = DescriptorAllocator(device: device)
     private var retained: [AnyObject] = []
     private var fence: VkFence?
     private var queryPool: VkQueryPool?
@@ -34,8 +33,6 @@ public final class CommandBuffer: @unchecked Sendable {
     private var state = State.recording
     private enum State { case recording, committed, completed }
 
-    /// The most dispatches' descriptor sets one pool holds before another is made.
-    private static let setsPerPool: UInt32 = 32
     /// The most timestamps one command buffer can record.
     public static let maxTimestamps = 256
     /// How long `waitUntilCompleted` waits by default before giving up.
@@ -82,9 +79,8 @@ public final class CommandBuffer: @unchecked Sendable {
         }
         if let fence { vkDestroyFence(device.handle, fence, nil) }
         if let queryPool { vkDestroyQueryPool(device.handle, queryPool, nil) }
-        descriptorPools.forEach { vkDestroyDescriptorPool(device.handle, $0, nil) }
         vkDestroyCommandPool(device.handle, pool, nil)
-        device.objectCounter.add(-(1 + descriptorPools.count + (fence == nil ? 0 : 1) + (queryPool == nil ? 0 : 1)))
+        device.objectCounter.add(-(1 + (fence == nil ? 0 : 1) + (queryPool == nil ? 0 : 1)))
     }
 
     /// Records `pipeline` over `threads` invocations (rounded up to whole
@@ -113,8 +109,7 @@ public final class CommandBuffer: @unchecked Sendable {
         for case .image(let image) in bindings where image.claimInitialTransition() {
             transitionToGeneral(image)
         }
-        let set = try allocateSet(pipeline)
-        writeDescriptors(set, pipeline: pipeline, bindings: bindings)
+        let set = try descriptors.set(for: pipeline, bindings: bindings)
         vkCmdBindPipeline(handle, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle)
         var setHandle: VkDescriptorSet? = set
         vkCmdBindDescriptorSets(handle, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout, 0, 1, &setHandle, 0, nil)
@@ -345,78 +340,5 @@ public final class CommandBuffer: @unchecked Sendable {
         barrier.image = image.handle
         barrier.subresourceRange = Image.wholeRange(layers: image.layers)
         vkCmdPipelineBarrier(handle, sourceStage, destinationStage, 0, 0, nil, 0, nil, 1, &barrier)
-    }
-
-    private func allocateSet(_ pipeline: ComputePipeline) throws -> VkDescriptorSet {
-        if setsLeftInPool == 0 {
-            let perPool = CommandBuffer.setsPerPool
-            var sizes = [
-                VkDescriptorPoolSize(type: VK_DESCRIPTOR_TYPE_STORAGE_IMAGE, descriptorCount: perPool * 4),
-                VkDescriptorPoolSize(type: VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, descriptorCount: perPool * 4),
-            ]
-            var info = VkDescriptorPoolCreateInfo()
-            info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO
-            info.maxSets = perPool
-            info.poolSizeCount = UInt32(sizes.count)
-            var pool: VkDescriptorPool?
-            try sizes.withUnsafeMutableBufferPointer { pointer in
-                info.pPoolSizes = UnsafePointer(pointer.baseAddress)
-                try check(vkCreateDescriptorPool(device.handle, &info, nil, &pool), "vkCreateDescriptorPool")
-            }
-            guard let pool else { throw VulkanError.call("vkCreateDescriptorPool", -1) }
-            descriptorPools.append(pool)
-            device.objectCounter.add(1)
-            setsLeftInPool = Int(perPool)
-        }
-        guard pipeline.bindings.count <= 4 else {
-            throw VulkanError.limitExceeded("\(pipeline.name): more than 4 bindings per dispatch")
-        }
-        var layout: VkDescriptorSetLayout? = pipeline.setLayout
-        var info = VkDescriptorSetAllocateInfo()
-        info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO
-        info.descriptorPool = descriptorPools.last
-        info.descriptorSetCount = 1
-        var set: VkDescriptorSet?
-        try withUnsafePointer(to: &layout) { pointer in
-            info.pSetLayouts = pointer
-            try check(vkAllocateDescriptorSets(device.handle, &info, &set), "vkAllocateDescriptorSets")
-        }
-        guard let set else { throw VulkanError.call("vkAllocateDescriptorSets", -1) }
-        setsLeftInPool -= 1
-        return set
-    }
-
-    private func writeDescriptors(_ set: VkDescriptorSet, pipeline: ComputePipeline, bindings: [Binding]) {
-        var imageInfos = [VkDescriptorImageInfo](repeating: VkDescriptorImageInfo(), count: bindings.count)
-        var bufferInfos = [VkDescriptorBufferInfo](repeating: VkDescriptorBufferInfo(), count: bindings.count)
-        for (i, binding) in bindings.enumerated() {
-            switch binding {
-            case .image(let image):
-                imageInfos[i] = VkDescriptorImageInfo(sampler: nil, imageView: image.view,
-                                                      imageLayout: VK_IMAGE_LAYOUT_GENERAL)
-            case .buffer(let buffer):
-                bufferInfos[i] = VkDescriptorBufferInfo(buffer: buffer.handle, offset: 0,
-                                                        range: VkDeviceSize(VK_WHOLE_SIZE))
-            }
-        }
-        imageInfos.withUnsafeBufferPointer { images in
-            bufferInfos.withUnsafeBufferPointer { buffers in
-                var writes = bindings.enumerated().map { i, binding -> VkWriteDescriptorSet in
-                    var write = VkWriteDescriptorSet()
-                    write.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET
-                    write.dstSet = set
-                    write.dstBinding = UInt32(i)
-                    write.descriptorCount = 1
-                    write.descriptorType = pipeline.bindings[i].descriptorType
-                    if case .image = binding {
-                        write.pImageInfo = images.baseAddress! + i
-                    } else {
-                        write.pBufferInfo = buffers.baseAddress! + i
-                    }
-                    return write
-                }
-                vkUpdateDescriptorSets(device.handle, UInt32(writes.count), &writes, 0, nil)
-            }
-        }
     }
 }
