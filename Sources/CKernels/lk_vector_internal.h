@@ -43,10 +43,10 @@ void lk_sleef_binary(lk_sleef_map2_fn *map2, size_t width, const void *fn, const
 // types on purpose: only their addresses are taken, for the shim to call.
 #define LK_SLEEF_FUNCTIONS(X) \
     X(Sleef_logf8_u10avx2) X(Sleef_log1pf8_u10avx2) X(Sleef_expm1f8_u10avx2) \
-    X(Sleef_tanhf8_u10avx2) X(Sleef_erff8_u10avx2) X(Sleef_sinf8_u10avx2) \
+    X(Sleef_sinf8_u10avx2) \
     X(Sleef_cosf8_u10avx2) X(Sleef_powf8_u10avx2) \
     X(Sleef_logf16_u10avx512f) X(Sleef_log1pf16_u10avx512f) X(Sleef_expm1f16_u10avx512f) \
-    X(Sleef_tanhf16_u10avx512f) X(Sleef_erff16_u10avx512f) X(Sleef_sinf16_u10avx512f) \
+    X(Sleef_sinf16_u10avx512f) \
     X(Sleef_cosf16_u10avx512f) X(Sleef_powf16_u10avx512f)
 #define LK_DECLARE_SLEEF(name) void name(void);
 LK_SLEEF_FUNCTIONS(LK_DECLARE_SLEEF)
