@@ -144,7 +144,10 @@ struct CPUProgram: Sendable {
 
     private func runChunk(_ range: Range<Int>, input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>,
                           plane: Int, channels: Int, isa: lk_isa) {
-        let registers = UnsafeMutablePointer<Float>.allocate(capacity: max(1, registerCount) * Self.blockSize)
+        // Cache-line aligned (blockSize floats are whole lines): see Tensor.init.
+        let registers = UnsafeMutableRawPointer.allocate(byteCount: max(1, registerCount) * Self.blockSize * 4,
+                                                         alignment: 64)
+            .bindMemory(to: Float.self, capacity: max(1, registerCount) * Self.blockSize)
         let slots = UnsafeMutablePointer<Float>.allocate(capacity: max(1, slotValues.count))
         defer {
             registers.deallocate()
