@@ -23,6 +23,8 @@ typedef __m256i lk_lanes; // maskload/maskstore take their mask as integers
 #define LK_UNARY_NAME lk_unary_avx2
 #define LK_BINARY_NAME lk_binary_avx2
 #define LK_SELECT_NAME lk_select_avx2
+#define LK_AFFINE_CLAMP_NAME lk_affine_clamp_avx2
+#define LK_SELECT_CMP_NAME lk_select_cmp_avx2
 
 LK_TARGET LK_INLINE lk_v lk_abs(lk_v x) {
     return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));

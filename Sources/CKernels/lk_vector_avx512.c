@@ -25,6 +25,8 @@ typedef __mmask16 lk_lanes; // and so do masked loads and stores take
 #define LK_UNARY_NAME lk_unary_avx512
 #define LK_BINARY_NAME lk_binary_avx512
 #define LK_SELECT_NAME lk_select_avx512
+#define LK_AFFINE_CLAMP_NAME lk_affine_clamp_avx512
+#define LK_SELECT_CMP_NAME lk_select_cmp_avx512
 
 LK_TARGET LK_INLINE lk_v lk_abs(lk_v x) {
     return _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));

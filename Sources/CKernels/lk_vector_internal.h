@@ -57,6 +57,12 @@ void lk_binary_avx2(lk_binary_op op, const float *a, int a_stride, const float *
                     float *y, size_t n);
 void lk_select_avx2(const float *cond, const float *a, int a_stride, const float *b, int b_stride,
                     float *y, size_t n);
+void lk_affine_clamp_avx2(const float *x, float a, float b, float lo, float hi, float *y, size_t n);
+void lk_select_cmp_avx2(lk_binary_op cmp, const float *a, int a_stride, const float *b, int b_stride,
+                        const float *t, int t_stride, const float *f, int f_stride, float *y, size_t n);
+void lk_affine_clamp_avx512(const float *x, float a, float b, float lo, float hi, float *y, size_t n);
+void lk_select_cmp_avx512(lk_binary_op cmp, const float *a, int a_stride, const float *b, int b_stride,
+                          const float *t, int t_stride, const float *f, int f_stride, float *y, size_t n);
 void lk_unary_avx512(lk_unary_op op, const float *x, float *y, size_t n);
 void lk_binary_avx512(lk_binary_op op, const float *a, int a_stride, const float *b, int b_stride,
                       float *y, size_t n);
