@@ -91,6 +91,31 @@ static void lk_select_scalar(const float *cond, const float *a, int a_stride, co
     }
 }
 
+static void lk_affine_clamp_scalar(const float *x, float a, float b, float lo, float hi, float *y, size_t n) {
+    for (size_t i = 0; i < n; i++) y[i] = lk_min_nan(lk_max_nan(fmaf(a, x[i], b), lo), hi);
+}
+
+static inline int lk_compare(lk_binary_op cmp, float u, float v) {
+    switch (cmp) {
+    case LK_GT: return u > v;
+    case LK_GE: return u >= v;
+    case LK_LT: return u < v;
+    case LK_LE: return u <= v;
+    case LK_EQ: return u == v;
+    default: return u != v; // LK_NE; the dispatcher let only comparisons through
+    }
+}
+
+static void lk_select_cmp_scalar(lk_binary_op cmp, const float *a, int a_stride, const float *b, int b_stride,
+                                 const float *t, int t_stride, const float *f, int f_stride, float *y, size_t n) {
+    if (n == 0) return;
+    const float a0 = a[0], b0 = b[0], t0 = t[0], f0 = f[0];
+    for (size_t i = 0; i < n; i++) {
+        int c = lk_compare(cmp, a_stride ? a[i] : a0, b_stride ? b[i] : b0);
+        y[i] = c ? (t_stride ? t[i] : t0) : (f_stride ? f[i] : f0);
+    }
+}
+
 #ifdef LK_HAVE_X86_VECTOR
 #include <string.h>
 
@@ -157,6 +182,24 @@ int lk_select_f32_isa(lk_isa isa, const float *cond, const float *a, int a_strid
     LK_DISPATCH(isa, lk_select, cond, a, a_stride != 0, b, b_stride != 0, y, n);
 }
 
+int lk_affine_clamp_f32_isa(lk_isa isa, const float *x, float a, float b, float lo, float hi, float *y,
+                            size_t n) {
+    if (isa > lk_kernels_isa()) return -1;
+    if (isnan(lo) || isnan(hi)) { // min/max with a NaN bound: NaN everywhere
+        for (size_t i = 0; i < n; i++) y[i] = lo + hi;
+        return 0;
+    }
+    LK_DISPATCH(isa, lk_affine_clamp, x, a, b, lo, hi, y, n);
+}
+
+int lk_select_cmp_f32_isa(lk_isa isa, lk_binary_op cmp, const float *a, int a_stride, const float *b,
+                          int b_stride, const float *t, int t_stride, const float *f, int f_stride,
+                          float *y, size_t n) {
+    if (isa > lk_kernels_isa() || cmp < LK_GT || cmp > LK_NE) return -1;
+    LK_DISPATCH(isa, lk_select_cmp, cmp, a, a_stride != 0, b, b_stride != 0, t, t_stride != 0, f,
+                f_stride != 0, y, n);
+}
+
 // The best ISA is always available, so these fail only for an unknown op.
 void lk_unary_f32(lk_unary_op op, const float *x, float *y, size_t n) {
     (void)lk_unary_f32_isa(lk_kernels_isa(), op, x, y, n);
@@ -170,4 +213,13 @@ void lk_binary_f32(lk_binary_op op, const float *a, int a_stride, const float *b
 void lk_select_f32(const float *cond, const float *a, int a_stride, const float *b, int b_stride,
                    float *y, size_t n) {
     (void)lk_select_f32_isa(lk_kernels_isa(), cond, a, a_stride, b, b_stride, y, n);
+}
+
+void lk_affine_clamp_f32(const float *x, float a, float b, float lo, float hi, float *y, size_t n) {
+    (void)lk_affine_clamp_f32_isa(lk_kernels_isa(), x, a, b, lo, hi, y, n);
+}
+
+void lk_select_cmp_f32(lk_binary_op cmp, const float *a, int a_stride, const float *b, int b_stride,
+                       const float *t, int t_stride, const float *f, int f_stride, float *y, size_t n) {
+    (void)lk_select_cmp_f32_isa(lk_kernels_isa(), cmp, a, a_stride, b, b_stride, t, t_stride, f, f_stride, y, n);
 }

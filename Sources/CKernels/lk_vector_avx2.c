@@ -1,5 +1,5 @@
 // AVX2+FMA path of lk_vector.h: 8 floats a step; its own exp (also inside
-// sigmoid and softplus), SLEEF 3.5 for the other transcendental functions
+// sigmoid and softplus), tanh and erf, SLEEF 3.5 for the other transcendental functions
 // (its *_u10avx2 versions: at most 1.0 ulp), native instructions for the
 // exact ones. The algorithms are lk_vector_simd.h's, shared with
 // lk_vector_avx512.c; this file maps that file's names to AVX2
@@ -23,11 +23,17 @@ typedef __m256i lk_lanes; // maskload/maskstore take their mask as integers
 #define LK_UNARY_NAME lk_unary_avx2
 #define LK_BINARY_NAME lk_binary_avx2
 #define LK_SELECT_NAME lk_select_avx2
+#define LK_AFFINE_CLAMP_NAME lk_affine_clamp_avx2
+#define LK_SELECT_CMP_NAME lk_select_cmp_avx2
 
 LK_TARGET LK_INLINE lk_v lk_abs(lk_v x) {
     return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
 }
 LK_TARGET LK_INLINE lk_v lk_neg(lk_v x) { return _mm256_xor_ps(x, _mm256_set1_ps(-0.0f)); }
+LK_TARGET LK_INLINE lk_v lk_copysign(lk_v m, lk_v s) {
+    const lk_v sign = _mm256_set1_ps(-0.0f);
+    return _mm256_or_ps(_mm256_andnot_ps(sign, m), _mm256_and_ps(sign, s));
+}
 LK_TARGET LK_INLINE lk_v lk_floor(lk_v x) { return _mm256_floor_ps(x); }
 LK_TARGET LK_INLINE lk_v lk_ceil(lk_v x) { return _mm256_ceil_ps(x); }
 LK_TARGET LK_INLINE lk_v lk_round(lk_v x) {

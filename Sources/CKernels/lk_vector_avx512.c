@@ -1,5 +1,5 @@
 // AVX-512F path of lk_vector.h: 16 floats a step; its own exp (also inside
-// sigmoid and softplus), SLEEF 3.5 for the other transcendental functions
+// sigmoid and softplus), tanh and erf, SLEEF 3.5 for the other transcendental functions
 // (its *_u10avx512f versions: at most 1.0 ulp), native instructions for the
 // exact ones. The algorithms are lk_vector_simd.h's, shared with
 // lk_vector_avx2.c; this file maps that file's names to AVX-512
@@ -25,12 +25,19 @@ typedef __mmask16 lk_lanes; // and so do masked loads and stores take
 #define LK_UNARY_NAME lk_unary_avx512
 #define LK_BINARY_NAME lk_binary_avx512
 #define LK_SELECT_NAME lk_select_avx512
+#define LK_AFFINE_CLAMP_NAME lk_affine_clamp_avx512
+#define LK_SELECT_CMP_NAME lk_select_cmp_avx512
 
 LK_TARGET LK_INLINE lk_v lk_abs(lk_v x) {
     return _mm512_castsi512_ps(_mm512_and_epi32(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
 }
 LK_TARGET LK_INLINE lk_v lk_neg(lk_v x) {
     return _mm512_castsi512_ps(_mm512_xor_epi32(_mm512_castps_si512(x), _mm512_set1_epi32((int)0x80000000u)));
+}
+LK_TARGET LK_INLINE lk_v lk_copysign(lk_v m, lk_v s) {
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    return _mm512_castsi512_ps(_mm512_or_epi32(_mm512_andnot_epi32(sign, _mm512_castps_si512(m)),
+                                               _mm512_and_epi32(sign, _mm512_castps_si512(s))));
 }
 LK_TARGET LK_INLINE lk_v lk_floor(lk_v x) {
     return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);

@@ -43,10 +43,10 @@ void lk_sleef_binary(lk_sleef_map2_fn *map2, size_t width, const void *fn, const
 // types on purpose: only their addresses are taken, for the shim to call.
 #define LK_SLEEF_FUNCTIONS(X) \
     X(Sleef_logf8_u10avx2) X(Sleef_log1pf8_u10avx2) X(Sleef_expm1f8_u10avx2) \
-    X(Sleef_tanhf8_u10avx2) X(Sleef_erff8_u10avx2) X(Sleef_sinf8_u10avx2) \
+    X(Sleef_sinf8_u10avx2) \
     X(Sleef_cosf8_u10avx2) X(Sleef_powf8_u10avx2) \
     X(Sleef_logf16_u10avx512f) X(Sleef_log1pf16_u10avx512f) X(Sleef_expm1f16_u10avx512f) \
-    X(Sleef_tanhf16_u10avx512f) X(Sleef_erff16_u10avx512f) X(Sleef_sinf16_u10avx512f) \
+    X(Sleef_sinf16_u10avx512f) \
     X(Sleef_cosf16_u10avx512f) X(Sleef_powf16_u10avx512f)
 #define LK_DECLARE_SLEEF(name) void name(void);
 LK_SLEEF_FUNCTIONS(LK_DECLARE_SLEEF)
@@ -57,6 +57,12 @@ void lk_binary_avx2(lk_binary_op op, const float *a, int a_stride, const float *
                     float *y, size_t n);
 void lk_select_avx2(const float *cond, const float *a, int a_stride, const float *b, int b_stride,
                     float *y, size_t n);
+void lk_affine_clamp_avx2(const float *x, float a, float b, float lo, float hi, float *y, size_t n);
+void lk_select_cmp_avx2(lk_binary_op cmp, const float *a, int a_stride, const float *b, int b_stride,
+                        const float *t, int t_stride, const float *f, int f_stride, float *y, size_t n);
+void lk_affine_clamp_avx512(const float *x, float a, float b, float lo, float hi, float *y, size_t n);
+void lk_select_cmp_avx512(lk_binary_op cmp, const float *a, int a_stride, const float *b, int b_stride,
+                          const float *t, int t_stride, const float *f, int f_stride, float *y, size_t n);
 void lk_unary_avx512(lk_unary_op op, const float *x, float *y, size_t n);
 void lk_binary_avx512(lk_binary_op op, const float *a, int a_stride, const float *b, int b_stride,
                       float *y, size_t n);

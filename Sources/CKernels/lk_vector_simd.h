@@ -15,10 +15,12 @@
 //   LK_PS(op)        the _ps intrinsic named op (add, mul, loadu, set1, ...)
 //   LK_SLEEF(f)      SLEEF 3.5's u10 function f of this width
 //   LK_SLEEF_MAP, LK_SLEEF_MAP2   the shim's mappers of this width
-//   LK_UNARY_NAME, LK_BINARY_NAME, LK_SELECT_NAME   the functions to define
+//   LK_UNARY_NAME, LK_BINARY_NAME, LK_SELECT_NAME, LK_AFFINE_CLAMP_NAME,
+//   LK_SELECT_CMP_NAME   the functions to define
 // and these always_inline functions (macros where an argument must be a
 // constant):
 //   lk_abs, lk_neg, lk_floor, lk_ceil, lk_round (to nearest)
+//   lk_copysign(m, s)       |m| with the sign of s
 //   lk_cmp(a, b, pred)      lk_m of the _CMP_ predicate
 //   lk_blend(m, a, b)       b in m's lanes, a elsewhere
 //   lk_bool(m)              1.0f in m's lanes, 0.0f elsewhere
@@ -98,6 +100,66 @@ LK_TARGET LK_INLINE lk_v lk_sigmoid(lk_v x) {
 
 LK_TARGET LK_INLINE lk_v lk_recip(lk_v x) { return lk_div(lk_set1(1.0f), x); }
 
+// tanh(x) = sign(x) * tanh(|x|). For |x| < LK_TANH_POLY_MAX, an odd
+// polynomial x + x^3 P(x^2), P of degree 5 fitted minimax (reweighted least
+// squares on the relative error, Lawson) and rounded to float. Above,
+// 1 - 2e/(1 + e) with e = exp(-2|x|) in (0, 0.19]: the quotient's error
+// reaches the result scaled by at most (1 - tanh)/tanh = 0.45 there, which
+// is why the polynomial reaches that far instead of a corrected division
+// (twice the cost: measured). exp(-2|x|) underflows to 0 for large |x|,
+// giving exactly 1; NaN fails the |x| < bound test and exp(NaN) is NaN.
+// Measured exhaustively over the positive normal floats below 10 (both
+// paths; odd symmetry covers the negatives): 1.1e-7 max relative error.
+#define LK_TANH_POLY_MAX 0.85f
+LK_TARGET LK_INLINE lk_v lk_tanh(lk_v x) {
+    const lk_v one = lk_set1(1.0f);
+    lk_v a = lk_abs(x);
+    lk_v s = lk_mul(x, x);
+    lk_v p = lk_set1(1.44026778e-3f);
+    p = lk_fmadd(p, s, lk_set1(-7.14300387e-3f));
+    p = lk_fmadd(p, s, lk_set1(2.11212225e-2f));
+    p = lk_fmadd(p, s, lk_set1(-5.37965074e-2f));
+    p = lk_fmadd(p, s, lk_set1(1.33314803e-1f));
+    p = lk_fmadd(p, s, lk_set1(-3.33332658e-1f));
+    lk_v small = lk_fmadd(lk_mul(x, s), p, x);
+    lk_v e = lk_exp(lk_mul(a, lk_set1(-2.0f)));
+    lk_v big = lk_copysign(lk_sub(one, lk_div(lk_add(e, e), lk_add(one, e))), x);
+    return lk_blend(lk_cmp(a, lk_set1(LK_TANH_POLY_MAX), _CMP_LT_OQ), big, small);
+}
+
+// erf(x) = sign(x) * erf(|x|). For |x| <= LK_ERF_POLY_MAX, x + x P(x^2);
+// above, 1 - exp(Q(|x|)) with Q approximating log(erfc(|x|)) on
+// [LK_ERF_POLY_MAX, 4] (|x| is clamped to 4, where erf rounds to 1; min_ps
+// keeps a NaN |x|, its second operand). P (degree 5) and Q (degree 6) are
+// minimax fits by reweighted least squares on the relative error of erf
+// (Lawson), coefficients rounded to float. Modeled in float arithmetic
+// (numpy, FMA emulated, exp perturbed by its full 8.4e-8 error): 9.1e-8
+// max relative error; measured exhaustively over the positive normal floats
+// below 4.5: 8.4e-8.
+#define LK_ERF_POLY_MAX 0.921875f
+LK_TARGET LK_INLINE lk_v lk_erf(lk_v x) {
+    lk_v a = lk_abs(x);
+    lk_v s = lk_mul(x, x);
+    lk_v p = lk_set1(-5.99107530e-4f);
+    p = lk_fmadd(p, s, lk_set1(4.99322405e-3f));
+    p = lk_fmadd(p, s, lk_set1(-2.67666467e-2f));
+    p = lk_fmadd(p, s, lk_set1(1.12818167e-1f));
+    p = lk_fmadd(p, s, lk_set1(-3.76124948e-1f));
+    p = lk_fmadd(p, s, lk_set1(1.28379151e-1f));
+    lk_v small = lk_fmadd(x, p, x);
+    lk_v t = lk_min(lk_set1(4.0f), a);
+    lk_v q = lk_set1(1.95716289e-4f);
+    q = lk_fmadd(q, t, lk_set1(-3.04104993e-3f));
+    q = lk_fmadd(q, t, lk_set1(2.22182795e-2f));
+    q = lk_fmadd(q, t, lk_set1(-1.03913672e-1f));
+    q = lk_fmadd(q, t, lk_set1(-6.37202680e-1f));
+    q = lk_fmadd(q, t, lk_set1(-1.12766349e+0f));
+    q = lk_fmadd(q, t, lk_set1(-1.98611306e-4f));
+    lk_v big = lk_copysign(lk_sub(lk_set1(1.0f), lk_exp(q)), x);
+    return lk_blend(lk_cmp(a, lk_set1(LK_ERF_POLY_MAX), _CMP_LE_OQ), big, small);
+}
+
+
 // Composite ops run in chunks of LK_CHUNK floats through stack buffers
 // (in L1): a vector pass, SLEEF's pass through the shim, a vector pass.
 #define LK_CHUNK 512
@@ -161,7 +223,7 @@ LK_TARGET static void lk_softplus_chunked(const float *x, float *y, size_t n) {
 // One loop per op, so the op is chosen once per call. The last
 // 1..LK_W-1 elements go through masked loads and stores: no byte past n is
 // touched (masked-off lanes load as 0 and are computed but never stored).
-#define LK_UNARY_LOOP(F) \
+#define LK_MAP_LOOP(F) \
     do { \
         size_t i = 0; \
         for (; i + LK_W <= n; i += LK_W) lk_storeu(y + i, F(lk_loadu(x + i))); \
@@ -169,8 +231,8 @@ LK_TARGET static void lk_softplus_chunked(const float *x, float *y, size_t n) {
             lk_lanes m = lk_lanes_upto(n - i); \
             lk_store_lanes(y + i, m, F(lk_load_lanes(x + i, m))); \
         } \
-        return; \
     } while (0)
+#define LK_UNARY_LOOP(F) do { LK_MAP_LOOP(F); return; } while (0)
 
 LK_TARGET void LK_UNARY_NAME(lk_unary_op op, const float *x, float *y, size_t n) {
     switch (op) {
@@ -182,10 +244,10 @@ LK_TARGET void LK_UNARY_NAME(lk_unary_op op, const float *x, float *y, size_t n)
     case LK_ABS: LK_UNARY_LOOP(lk_abs);
     case LK_NEG: LK_UNARY_LOOP(lk_neg);
     case LK_RECIPROCAL: LK_UNARY_LOOP(lk_recip);
-    case LK_TANH: LK_SLEEF_UNARY(tanh); return;
+    case LK_TANH: LK_UNARY_LOOP(lk_tanh);
     case LK_SIGMOID: LK_UNARY_LOOP(lk_sigmoid);
     case LK_SOFTPLUS: lk_softplus_chunked(x, y, n); return;
-    case LK_ERF: LK_SLEEF_UNARY(erf); return;
+    case LK_ERF: LK_UNARY_LOOP(lk_erf);
     case LK_SIN: LK_SLEEF_UNARY(sin); return;
     case LK_COS: LK_SLEEF_UNARY(cos); return;
     case LK_FLOOR: LK_UNARY_LOOP(lk_floor);
@@ -239,6 +301,35 @@ LK_TARGET LK_INLINE lk_v lk_ne(lk_v a, lk_v b) { return lk_bool(lk_cmp(a, b, _CM
         return; \
     } while (0)
 
+// pow(x, e) for the scalar exponents that need no pow: 0 and 1 exactly as
+// C99 has them (pow(NaN, 0) = 1, pow(x, 1) = x); 2, -1 and 0.5 correctly
+// rounded (x*x, 1/x, sqrt, with pow's sqrt cases pow(-0, 0.5) = +0 and
+// pow(-inf, 0.5) = +inf); 3 and -2 rounded twice (x*x*x and (1/x)^2: within
+// 1.2e-7 relative, an intermediate never under- or overflows where the
+// result does not). Special values come out as C99's pow gives them.
+// Returns 0 for other exponents.
+LK_TARGET LK_INLINE lk_v lk_pow_one(lk_v x) { (void)x; return lk_set1(1.0f); }
+LK_TARGET LK_INLINE lk_v lk_pow_id(lk_v x) { return x; }
+LK_TARGET LK_INLINE lk_v lk_pow2(lk_v x) { return lk_mul(x, x); }
+LK_TARGET LK_INLINE lk_v lk_pow3(lk_v x) { return lk_mul(lk_mul(x, x), x); }
+LK_TARGET LK_INLINE lk_v lk_pow_m2(lk_v x) { lk_v r = lk_recip(x); return lk_mul(r, r); }
+LK_TARGET LK_INLINE lk_v lk_pow_half(lk_v x) {
+    lk_v r = lk_add(lk_sqrt(x), lk_zero()); // -0 + +0 = +0
+    return lk_blend(lk_cmp(x, lk_set1(-__builtin_inff()), _CMP_EQ_OQ), r, lk_set1(__builtin_inff()));
+}
+LK_TARGET static int lk_pow_small(const float *x, float e, float *y, size_t n) {
+#define LK_POW_CASE(E, F) if (e == E) { LK_MAP_LOOP(F); return 1; }
+    LK_POW_CASE(0.0f, lk_pow_one)
+    LK_POW_CASE(1.0f, lk_pow_id)
+    LK_POW_CASE(2.0f, lk_pow2)
+    LK_POW_CASE(3.0f, lk_pow3)
+    LK_POW_CASE(-1.0f, lk_recip)
+    LK_POW_CASE(-2.0f, lk_pow_m2)
+    LK_POW_CASE(0.5f, lk_pow_half)
+#undef LK_POW_CASE
+    return 0;
+}
+
 LK_TARGET void LK_BINARY_NAME(lk_binary_op op, const float *a, int a_stride, const float *b,
                               int b_stride, float *y, size_t n) {
     if (n == 0) return;
@@ -248,6 +339,7 @@ LK_TARGET void LK_BINARY_NAME(lk_binary_op op, const float *a, int a_stride, con
     case LK_MUL: LK_BINARY(lk_mul);
     case LK_DIV: LK_BINARY(lk_div);
     case LK_POW:
+        if (a_stride && !b_stride && lk_pow_small(a, b[0], y, n)) return;
         lk_sleef_binary(LK_SLEEF_MAP2, LK_W, (const void *)LK_SLEEF(pow), a, a_stride, b, b_stride, y, n);
         return;
     case LK_MIN: LK_BINARY(lk_min_nan);
@@ -282,5 +374,54 @@ LK_TARGET void LK_SELECT_NAME(const float *cond, const float *a, int a_stride, c
         lk_v va = a_stride ? lk_load_lanes(a + i, m) : a0;
         lk_v vb = b_stride ? lk_load_lanes(b + i, m) : b0;
         lk_store_lanes(y + i, m, lk_pick(lk_load_lanes(cond + i, m), va, vb));
+    }
+}
+
+LK_TARGET void LK_AFFINE_CLAMP_NAME(const float *x, float a, float b, float lo, float hi, float *y,
+                                    size_t n) {
+    const lk_v av = lk_set1(a), bv = lk_set1(b), lov = lk_set1(lo), hiv = lk_set1(hi);
+    // max_ps/min_ps return their second operand for NaN: the value (the
+    // dispatcher handled NaN bounds).
+#define LK_AFFINE_CLAMP(v) lk_min(hiv, lk_max(lov, lk_fmadd(av, v, bv)))
+    size_t i = 0;
+    for (; i + LK_W <= n; i += LK_W) lk_storeu(y + i, LK_AFFINE_CLAMP(lk_loadu(x + i)));
+    if (i < n) {
+        lk_lanes m = lk_lanes_upto(n - i);
+        lk_store_lanes(y + i, m, LK_AFFINE_CLAMP(lk_load_lanes(x + i, m)));
+    }
+#undef LK_AFFINE_CLAMP
+}
+
+// One loop per predicate (an immediate); operands of stride 0 are broadcast once.
+#define LK_SELECT_CMP_LOOP(PRED) \
+    do { \
+        size_t i = 0; \
+        for (; i + LK_W <= n; i += LK_W) { \
+            lk_v va = a_stride ? lk_loadu(a + i) : a0, vb = b_stride ? lk_loadu(b + i) : b0; \
+            lk_v vt = t_stride ? lk_loadu(t + i) : t0, vf = f_stride ? lk_loadu(f + i) : f0; \
+            lk_storeu(y + i, lk_blend(lk_cmp(va, vb, PRED), vf, vt)); \
+        } \
+        if (i < n) { \
+            lk_lanes m = lk_lanes_upto(n - i); \
+            lk_v va = a_stride ? lk_load_lanes(a + i, m) : a0, vb = b_stride ? lk_load_lanes(b + i, m) : b0; \
+            lk_v vt = t_stride ? lk_load_lanes(t + i, m) : t0, vf = f_stride ? lk_load_lanes(f + i, m) : f0; \
+            lk_store_lanes(y + i, m, lk_blend(lk_cmp(va, vb, PRED), vf, vt)); \
+        } \
+        return; \
+    } while (0)
+
+LK_TARGET void LK_SELECT_CMP_NAME(lk_binary_op cmp, const float *a, int a_stride, const float *b,
+                                  int b_stride, const float *t, int t_stride, const float *f,
+                                  int f_stride, float *y, size_t n) {
+    if (n == 0) return;
+    const lk_v a0 = lk_set1(a[0]), b0 = lk_set1(b[0]), t0 = lk_set1(t[0]), f0 = lk_set1(f[0]);
+    switch (cmp) {
+    case LK_GT: LK_SELECT_CMP_LOOP(_CMP_GT_OQ);
+    case LK_GE: LK_SELECT_CMP_LOOP(_CMP_GE_OQ);
+    case LK_LT: LK_SELECT_CMP_LOOP(_CMP_LT_OQ);
+    case LK_LE: LK_SELECT_CMP_LOOP(_CMP_LE_OQ);
+    case LK_EQ: LK_SELECT_CMP_LOOP(_CMP_EQ_OQ);
+    case LK_NE: LK_SELECT_CMP_LOOP(_CMP_NEQ_UQ);
+    default: return;
     }
 }

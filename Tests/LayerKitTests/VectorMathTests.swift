@@ -277,6 +277,41 @@ private let powPairs: [(Float, Float)] = {
     return pairs
 }()
 
+private func runAffineClamp(_ isa: UInt32, _ x: [Float], _ a: Float, _ b: Float, _ lo: Float, _ hi: Float) -> [Float]? {
+    var y = [Float](repeating: 0, count: x.count)
+    let status = x.withUnsafeBufferPointer { xp in
+        y.withUnsafeMutableBufferPointer { yp in
+            lk_affine_clamp_f32_isa(lk_isa(rawValue: isa), xp.baseAddress, a, b, lo, hi, yp.baseAddress, x.count)
+        }
+    }
+    return status == 0 ? y : nil
+}
+
+/// The affine clamp's reference: a * x + b rounded once, then max and min with NaN propagating.
+private func affineClampReference(_ x: Float, _ a: Float, _ b: Float, _ lo: Float, _ hi: Float) -> Float {
+    let v = b.addingProduct(a, x) // fused: one rounding
+    if v.isNaN || lo.isNaN || hi.isNaN { return .nan }
+    return Swift.min(Swift.max(v, lo), hi)
+}
+
+private func runSelectCompare(_ isa: UInt32, _ op: lk_binary_op, _ a: Operand, _ b: Operand, _ t: Operand,
+                              _ f: Operand, count: Int) -> [Float]? {
+    var y = [Float](repeating: 0, count: count)
+    let status = a.withPointer { ap, aStride in
+        b.withPointer { bp, bStride in
+            t.withPointer { tp, tStride in
+                f.withPointer { fp, fStride in
+                    y.withUnsafeMutableBufferPointer { yp in
+                        lk_select_cmp_f32_isa(lk_isa(rawValue: isa), op, ap, aStride, bp, bStride, tp, tStride,
+                                              fp, fStride, yp.baseAddress, count)
+                    }
+                }
+            }
+        }
+    }
+    return status == 0 ? y : nil
+}
+
 /// Fills a page-aligned mapping so that `count` floats end exactly at an
 /// unreadable guard page: any read or write past the end faults.
 private final class GuardedFloats {
@@ -445,6 +480,125 @@ private final class GuardedFloats {
                     #expect(y[n...].allSatisfy { $0.bitPattern == sentinel.bitPattern }, "select n=\(n)")
                 }
             }
+        }
+    }
+
+    /// Affine clamp: parameter sets that cover the identity (1, -0), a plain
+    /// affine map, a plain clamp, lower > upper, infinite and NaN bounds;
+    /// inputs with NaN, infinities, signed zeros and subnormals.
+    @Test(arguments: isaValues)
+    func affineClampMatchesReference(isa: UInt32) throws {
+        let x = binaryLeft + [.nan, -.nan, .infinity, -.infinity, 0, -0.0, 1e-40, 3e38]
+        let params: [(Float, Float, Float, Float)] = [
+            (1, -0.0, -.infinity, .infinity), (0.2, 0.5, 0, 1), (-3, 1e-3, -.infinity, .infinity),
+            (1, -0.0, -1, 6), (2, 1, 1, -1), (1e30, 0, -.infinity, 1e38), (0.5, -0.25, -0.0, 0),
+            (1, 0, .nan, 1), (1, 0, 0, .nan), (0, 2, -1, 1),
+        ]
+        for (a, b, lo, hi) in params {
+            let y = try #require(runAffineClamp(isa, x, a, b, lo, hi))
+            let misses = x.indices.filter { i in
+                let expected = affineClampReference(x[i], a, b, lo, hi)
+                // A zero compared with a zero of the other sign may keep either sign.
+                return !(expected == 0 ? y[i] == 0 : identical(y[i], expected))
+            }
+            let shown = misses.prefix(5).map { "x=\(x[$0]) -> \(y[$0])" }
+            #expect(misses.isEmpty, "\(isaName(isa)) (\(a), \(b), \(lo), \(hi)): \(shown)")
+        }
+        // The identity parameters give every float back bit for bit, -0 and NaN payloads included.
+        let y = try #require(runAffineClamp(isa, x, 1, -0.0, -.infinity, .infinity))
+        #expect(x.indices.allSatisfy { x[$0].isNaN ? y[$0].isNaN : y[$0].bitPattern == x[$0].bitPattern })
+    }
+
+    /// Select with an inline comparison: every comparison, every stride
+    /// combination of the four operands, NaN on either side of the comparison.
+    @Test(arguments: isaValues)
+    func selectCompareMatchesComparisonThenSelect(isa: UInt32) throws {
+        let t = seededUniform(count: binaryCount, in: -10...10, seed: 31).enumerated().map { i, v in i % 13 == 0 ? -0.0 : v }
+        let f = seededUniform(count: binaryCount, in: -10...10, seed: 32).enumerated().map { i, v in i % 17 == 0 ? .nan : v }
+        let comparisons: [(lk_binary_op, (Float, Float) -> Bool)] = [
+            (LK_GT, { $0 > $1 }), (LK_GE, { $0 >= $1 }), (LK_LT, { $0 < $1 }), (LK_LE, { $0 <= $1 }),
+            (LK_EQ, { $0 == $1 }), (LK_NE, { $0 != $1 }),
+        ]
+        for (op, compare) in comparisons {
+            for (label, a, b) in strideCombinations(binaryLeft, binaryRight, scalarA: .nan, scalarB: 0.5)
+                + strideCombinations(binaryLeft, binaryRight, scalarA: 2.5, scalarB: -0.0) {
+                for (tv, fv) in [(Operand.array(t), Operand.array(f)), (.scalar(0), .array(f)), (.array(t), .scalar(-0.0)),
+                                 (.scalar(1), .scalar(.nan))] {
+                    let y = try #require(runSelectCompare(isa, op, a, b, tv, fv, count: binaryCount))
+                    let misses = y.indices.filter { i in
+                        !identical(y[i], compare(a.value(i), b.value(i)) ? tv.value(i) : fv.value(i))
+                    }
+                    #expect(misses.isEmpty, "\(isaName(isa)) op \(op.rawValue) \(label): indices \(misses.prefix(5))")
+                }
+            }
+        }
+        var y: [Float] = [42]
+        let one: [Float] = [1]
+        let refused = y.withUnsafeMutableBufferPointer { yp in
+            lk_select_cmp_f32_isa(lk_isa(rawValue: isa), LK_ADD, one, 1, one, 1, one, 1, one, 1, yp.baseAddress, 1)
+        }
+        #expect(refused == -1 && y == [42])
+    }
+
+    /// Lengths 0 through 40 with inputs ending at a guard page and sentinels
+    /// after the output, for both new primitives.
+    @Test(arguments: isaValues)
+    func fusedPrimitivesTouchOnlyTheirElements(isa: UInt32) {
+        let sentinel = Float(bitPattern: 0x7FC0_DEAD)
+        for n in 0...40 {
+            let values = seededUniform(count: n, in: -5...5, seed: UInt64(300 + n))
+            let x = GuardedFloats(values), other = GuardedFloats(values.reversed())
+            var y = [Float](repeating: sentinel, count: n + 24)
+            y.withUnsafeMutableBufferPointer { yp in
+                _ = lk_affine_clamp_f32_isa(lk_isa(rawValue: isa), x.pointer, 0.3, 0.4, 0, 1, yp.baseAddress, n)
+            }
+            for i in 0..<n { #expect(identical(y[i], affineClampReference(values[i], 0.3, 0.4, 0, 1)), "n=\(n) i=\(i)") }
+            #expect(y[n...].allSatisfy { $0.bitPattern == sentinel.bitPattern }, "affine clamp n=\(n)")
+            let scalar: Float = 0.75
+            for strides in [(1, 1, 1, 1), (1, 0, 0, 1), (0, 1, 1, 0), (0, 0, 0, 0)] as [(Int32, Int32, Int32, Int32)] {
+                withUnsafePointer(to: scalar) { sp in
+                    let a = strides.0 == 1 ? UnsafePointer(x.pointer) : sp
+                    let b = strides.1 == 1 ? UnsafePointer(other.pointer) : sp
+                    let t = strides.2 == 1 ? UnsafePointer(x.pointer) : sp
+                    let f = strides.3 == 1 ? UnsafePointer(other.pointer) : sp
+                    y.withUnsafeMutableBufferPointer { yp in
+                        _ = lk_select_cmp_f32_isa(lk_isa(rawValue: isa), LK_GE, a, strides.0, b, strides.1, t, strides.2,
+                                                  f, strides.3, yp.baseAddress, n)
+                    }
+                    for i in 0..<n {
+                        let pick = a[strides.0 == 1 ? i : 0] >= b[strides.1 == 1 ? i : 0]
+                        let expected = pick ? t[strides.2 == 1 ? i : 0] : f[strides.3 == 1 ? i : 0]
+                        #expect(identical(y[i], expected), "select cmp n=\(n) i=\(i)")
+                    }
+                    #expect(y[n...].allSatisfy { $0.bitPattern == sentinel.bitPattern }, "select cmp n=\(n)")
+                }
+            }
+        }
+    }
+
+    /// Pow with the scalar exponents that run without pow: exact where the
+    /// result is one rounding (0, 1, 2, -1, 0.5), within the bound otherwise;
+    /// C99's special cases through the same paths.
+    @Test(arguments: isaValues)
+    func powSmallExponentsMatchDoubleMath(isa: UInt32) throws {
+        let bases = powPairs.map(\.0) + binaryLeft + [0, -0.0, .infinity, -.infinity, .nan, 1e-20, -1e-20, 1e19, 8e37,
+                                                     Float(bitPattern: 0x0001_16C2), .greatestFiniteMagnitude]
+        for exponent: Float in [0, -0.0, 1, 2, -1, 0.5, 3, -2] {
+            let exact = [0, 1, 2, -1, 0.5].contains(exponent)
+            let y = try #require(runBinary(isa, LK_POW.rawValue, .array(bases), .scalar(exponent), count: bases.count))
+            let misses = bases.indices.filter { i in
+                let u = Double(bases[i])
+                // The exact cases' correctly rounded references, without relying on libm's pow rounding.
+                let reference = switch exponent {
+                case 2: u * u
+                case -1: 1 / u
+                case 0.5: u == -.infinity ? .infinity : sqrt(u) + 0
+                default: pow(u, Double(exponent))
+                }
+                return exact ? !identical(y[i], Float(reference)) : errorRatio(y[i], reference) > 1
+            }
+            let shown = misses.prefix(5).map { "pow(\(bases[$0]), \(exponent)) = \(y[$0])" }
+            #expect(misses.isEmpty, "\(isaName(isa)) exponent \(exponent): \(shown)")
         }
     }
 

@@ -53,6 +53,9 @@ typedef enum {
     LK_DIV,     ///< a / b.
     LK_POW,     ///< powf(a, b) as C99 defines it: (-2)^3 = -8, negative a with a
                 ///< non-integer b = NaN, pow(a, +-0) = 1 and pow(1, b) = 1 even for NaN.
+                ///< A scalar exponent b of 0, 1, 2, -1 or 0.5 gives the correctly
+                ///< rounded result (1, a, a*a, 1/a, sqrt with pow's -0 and -inf cases);
+                ///< 3 and -2 two roundings (a*a*a, (1/a)*(1/a)): within 1.2e-7.
     LK_MIN,     ///< The smaller of a and b; NaN if either is NaN.
     LK_MAX,     ///< The larger of a and b; NaN if either is NaN.
     LK_GT,      ///< a > b as 1.0f or 0.0f (0 if either is NaN).
@@ -98,5 +101,33 @@ void lk_select_f32(const float *cond, const float *a, int a_stride, const float 
 /// when this CPU lacks `isa`.
 int lk_select_f32_isa(lk_isa isa, const float *cond, const float *a, int a_stride,
                       const float *b, int b_stride, float *y, size_t n);
+
+/// y[i] = min(max(a * x[i] + b, lo), hi) for i in [0, n), a * x + b rounded
+/// once (fused multiply-add): an affine map and a clamp in one pass. a = 1,
+/// b = -0 leave x unchanged (x * 1 + -0 is x for every float, -0 and NaN
+/// included), lo = -inf and hi = +inf clamp nothing. NaN in x gives NaN; a
+/// NaN lo or hi makes every element NaN (as min and max would). When lo > hi
+/// every non-NaN element is hi. A zero compared with a zero of the other
+/// sign may come out with either sign. `y` may be `x`.
+void lk_affine_clamp_f32(const float *x, float a, float b, float lo, float hi, float *y, size_t n);
+
+/// lk_affine_clamp_f32 forced onto `isa`. Returns 0, or -1 without touching
+/// `y` when this CPU lacks `isa`.
+int lk_affine_clamp_f32_isa(lk_isa isa, const float *x, float a, float b, float lo, float hi, float *y,
+                            size_t n);
+
+/// y[i] = cmp(a[i], b[i]) ? t[i] : f[i] for i in [0, n), cmp one of the
+/// comparisons LK_GT ... LK_NE (with their NaN rules: false on NaN, except
+/// LK_NE), every operand by stride as in lk_binary_f32: a select whose
+/// condition is computed inline. The picked value is copied bit for bit.
+/// `y` may be any of the inputs. Another `cmp` leaves `y` untouched.
+void lk_select_cmp_f32(lk_binary_op cmp, const float *a, int a_stride, const float *b, int b_stride,
+                       const float *t, int t_stride, const float *f, int f_stride, float *y, size_t n);
+
+/// lk_select_cmp_f32 forced onto `isa`. Returns 0, or -1 without touching
+/// `y` when this CPU lacks `isa` or `cmp` is not a comparison.
+int lk_select_cmp_f32_isa(lk_isa isa, lk_binary_op cmp, const float *a, int a_stride, const float *b,
+                          int b_stride, const float *t, int t_stride, const float *f, int f_stride,
+                          float *y, size_t n);
 
 #endif

@@ -19,6 +19,22 @@ struct CPUProgram: Sendable {
         case select(Operand, Operand, Operand)
         /// Swish, `x * sigmoid(beta * x)`, of `source` by the fused C kernel; beta is a slot.
         case swish(beta: Int, source: Operand)
+        /// An affine map and/or a clamp of `source` in one pass (lk_affine_clamp_f32).
+        case affineClamp(AffineClamp, source: Operand)
+        /// `where(compare(a, b), t, f)` with the comparison computed inline (lk_select_cmp_f32).
+        case selectCompare(BinaryFunction, Operand, Operand, Operand, Operand)
+    }
+
+    /// `scale * E + offset` clamped to [lower, upper], parts given as slots
+    /// (nil: absent). `upperFirst`: the formula is max(min(v, upper), lower),
+    /// which gives `lower` where lower > upper; the primitive clamps to lower
+    /// first, so the upper bound is then raised to the lower one.
+    struct AffineClamp: Sendable, Equatable {
+        var scale: Int?
+        var offset: Int?
+        var lower: Int?
+        var upper: Int?
+        var upperFirst = false
     }
 
     /// Elements per block: 4 KiB a register, so several stay in L1.
@@ -73,6 +89,21 @@ struct CPUProgram: Sendable {
         case .binary(.mul, .input, .unary(.sigmoid, .binary(.mul, let beta, .input))) where beta.isLeafValue:
             let slot = try slot(for: beta, context.stage)
             return emit(.swish(beta: slot, source: x), consuming: [], pinned: x, free: &free)
+        case _ where Self.affineClamp(e) != nil:
+            let (core, parts) = Self.affineClamp(e)!
+            var fused = AffineClamp(upperFirst: parts.upperFirst)
+            fused.scale = try parts.scale.map { try slot(for: $0, context.stage) }
+            fused.offset = try parts.offset.map { try slot(for: $0, context.stage) }
+            fused.lower = try parts.lower.map { try slot(for: $0, context.stage) }
+            fused.upper = try parts.upper.map { try slot(for: $0, context.stage) }
+            let a = try compile(core, &context, free: &free)
+            return emit(.affineClamp(fused, source: a), consuming: [a], pinned: x, free: &free)
+        case .select(.binary(let f, let a, let b), let t, let u) where f.isComparison:
+            let a = try compile(a, &context, free: &free)
+            let b = try compile(b, &context, free: &free)
+            let t = try compile(t, &context, free: &free)
+            let u = try compile(u, &context, free: &free)
+            return emit(.selectCompare(f, a, b, t, u), consuming: [a, b, t, u], pinned: x, free: &free)
         case .unary(let f, let a):
             let a = try compile(a, &context, free: &free)
             return emit(.unary(f, a), consuming: [a], pinned: x, free: &free)
@@ -86,6 +117,42 @@ struct CPUProgram: Sendable {
             let b = try compile(b, &context, free: &free)
             return emit(.select(c, a, b), consuming: [c, a, b], pinned: x, free: &free)
         }
+    }
+
+    /// The parts of `e` that one affine-clamp pass computes: a clamp with
+    /// both bounds (`min(max(E, lo), hi)` or `max(min(E, hi), lo)`, each
+    /// operand order), an affine map (`s * E + t`, each operand order), or a
+    /// one-sided clamp of an affine map; bounds, scale and offset must be
+    /// leaves (constants or values). Nil when there is nothing to fuse (a
+    /// lone min, max, mul or add is one pass already), and for `E` a leaf.
+    static func affineClamp(_ e: Expr) -> (core: Expr, parts: (scale: Expr?, offset: Expr?, lower: Expr?,
+                                                               upper: Expr?, upperFirst: Bool))? {
+        /// (other, leaf) when one operand is a leaf (the right one preferred).
+        func split(_ p: Expr, _ q: Expr) -> (Expr, Expr)? {
+            q.isLeafValue ? (p, q) : p.isLeafValue ? (q, p) : nil
+        }
+        var core = e
+        var lower: Expr?, upper: Expr?, upperFirst = false
+        if case .binary(let outer, let p, let q) = e, outer == .min || outer == .max, let (inner, bound) = split(p, q) {
+            core = inner
+            if outer == .min { upper = bound } else { lower = bound }
+            if case .binary(let f, let r, let s) = inner, f == (outer == .min ? .max : .min),
+               let (innermost, innerBound) = split(r, s) {
+                core = innermost
+                if outer == .min { lower = innerBound } else { upper = innerBound; upperFirst = true }
+            }
+        }
+        var scale: Expr?, offset: Expr?
+        if case .binary(.add, let p, let q) = core {
+            for (m, t) in [(p, q), (q, p)] where t.isLeafValue && scale == nil {
+                if case .binary(.mul, let u, let v) = m, let (inner, s) = split(u, v) {
+                    (core, scale, offset) = (inner, s, t)
+                }
+            }
+        }
+        let bounds = (lower != nil ? 1 : 0) + (upper != nil ? 1 : 0)
+        guard !core.isLeafValue, scale != nil ? bounds <= 2 : bounds == 2 else { return nil }
+        return (core, (scale, offset, lower, upper, upperFirst))
     }
 
     /// The slot of a leaf: a constant, a scalar value, or a per-channel value.
@@ -144,7 +211,10 @@ struct CPUProgram: Sendable {
 
     private func runChunk(_ range: Range<Int>, input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>,
                           plane: Int, channels: Int, isa: lk_isa) {
-        let registers = UnsafeMutablePointer<Float>.allocate(capacity: max(1, registerCount) * Self.blockSize)
+        // Cache-line aligned (blockSize floats are whole lines): see Tensor.init.
+        let registers = UnsafeMutableRawPointer.allocate(byteCount: max(1, registerCount) * Self.blockSize * 4,
+                                                         alignment: 64)
+            .bindMemory(to: Float.self, capacity: max(1, registerCount) * Self.blockSize)
         let slots = UnsafeMutablePointer<Float>.allocate(capacity: max(1, slotValues.count))
         defer {
             registers.deallocate()
@@ -208,6 +278,16 @@ struct CPUProgram: Sendable {
                 }
             case .swish(let beta, let x):
                 _ = lk_swish_f32_isa(isa, source(x).0, destination, n, slots[beta])
+            case .affineClamp(let f, let a):
+                let lower = f.lower.map { slots[$0] } ?? -.infinity
+                var upper = f.upper.map { slots[$0] } ?? .infinity
+                if f.upperFirst, lower > upper { upper = lower }
+                // The source is never a slot: affineClamp(_:) refuses a leaf.
+                _ = lk_affine_clamp_f32_isa(isa, source(a).0, f.scale.map { slots[$0] } ?? 1, f.offset.map { slots[$0] } ?? -0.0,
+                                            lower, upper, destination, n)
+            case .selectCompare(let f, let a, let b, let t, let u):
+                let ((pa, sa), (pb, sb), (pt, st), (pu, su)) = (source(a), source(b), source(t), source(u))
+                _ = lk_select_cmp_f32_isa(isa, f.primitive, pa, sa, pb, sb, pt, st, pu, su, destination, n)
             }
         }
     }
@@ -263,6 +343,16 @@ extension BinaryFunction {
 struct UnsafeSendable<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
+}
+
+extension BinaryFunction {
+    /// Whether the function is a comparison (1 or 0).
+    var isComparison: Bool {
+        switch self {
+        case .greater, .greaterEqual, .less, .lessEqual, .equal, .notEqual: true
+        default: false
+        }
+    }
 }
 
 extension Expr {
