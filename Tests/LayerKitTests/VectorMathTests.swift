@@ -488,7 +488,7 @@ private final class GuardedFloats {
     /// inputs with NaN, infinities, signed zeros and subnormals.
     @Test(arguments: isaValues)
     func affineClampMatchesReference(isa: UInt32) throws {
-        let x = binaryLeft + [.nan, -.nan, .infinity, -.infinity, 0, -0.0, 1e-40, 3e38]
+        let x = binaryLeft + [.nan, -.nan, .infinity, -.infinity, 0, -0.0, Float(bitPattern: 0x0001_16C2), 3e38]
         let params: [(Float, Float, Float, Float)] = [
             (1, -0.0, -.infinity, .infinity), (0.2, 0.5, 0, 1), (-3, 1e-3, -.infinity, .infinity),
             (1, -0.0, -1, 6), (2, 1, 1, -1), (1e30, 0, -.infinity, 1e38), (0.5, -0.25, -0.0, 0),
