@@ -10,7 +10,7 @@ load on a shared machine, and prints one table. The ratio is
 LayerKit's median over ORT's: above 1.25 misses the target and is flagged.
 
     python3 Benchmarks/compare_ops_onnxruntime.py [--repeat N] [--warmup N]
-        [--shape NxCxHxW] [--op NAME] [--skip-check Pow] [--scratch-path DIR]
+        [--shape NxCxHxW] [--op NAME] [--scratch-path DIR]
         [--skip-build]
 
 The models are the reference-vector generator's (Scripts/
@@ -41,8 +41,7 @@ TARGET = 1.25
 def run_opbench(args, op):
     """OpBench's JSON rows for `op` (a name or all) and its GPU note (stderr)."""
     cmd = [os.path.join(args.scratch_path, "release", "OpBench"), "--json", "--op", op,
-           "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--shape", args.shape,
-           "--skip-check", args.skip_check]
+           "--repeat", str(args.repeat), "--warmup", str(args.warmup), "--shape", args.shape]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode not in (0, 1):  # 1: rows printed, but a CPU-GPU check failed
         sys.exit(f"OpBench failed ({done.returncode}): {done.stderr}")
@@ -75,9 +74,6 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--shape", default="1x64x256x256")
     parser.add_argument("--op", default="all", help="one catalog op, or all (default)")
-    parser.add_argument("--skip-check", default="Pow",
-                        help="OpBench --skip-check: ops whose CPU result is not checked "
-                             "(default Pow, whose CPU primitive awaits a fix)")
     parser.add_argument("--scratch-path", default=os.path.join(ROOT, ".build"))
     parser.add_argument("--skip-build", action="store_true", help="use the OpBench already built")
     args = parser.parse_args()

@@ -12,18 +12,14 @@ struct Options {
     var gpu = true
     /// Print the catalog's op names, one a line, and time nothing.
     var list = false
-    /// Ops whose CPU result is not checked against the GPU's.
-    var skipCheck: Set<String> = []
 
     static let usage = """
-        usage: OpBench [--op NAME|all] [--repeat N] [--warmup N] [--shape NxCxHxW] [--no-gpu]
-                       [--skip-check NAME,...] [--json] [--list]
+        usage: OpBench [--op NAME|all] [--repeat N] [--warmup N] [--shape NxCxHxW] [--no-gpu] [--json] [--list]
           --op NAME       one catalog op (case-insensitive), or all (default)
           --repeat N      timed runs per variant (default 30)
           --warmup N      untimed runs first (default 5)
           --shape S       tensor shape (default 1x64x256x256)
           --no-gpu        CPU rows only
-          --skip-check L  comma-separated ops whose CPU result is not checked against the GPU's
           --json          one JSON object per row instead of the table
           --list          print the catalog's op names, one a line, and exit
         """
@@ -39,7 +35,6 @@ struct Options {
             case "--shape": shape = try Arguments.shape(rest.popFirst())
             case "--no-gpu": gpu = false
             case "--list": list = true
-            case "--skip-check": skipCheck = Set((rest.popFirst() ?? "").lowercased().split(separator: ",").map(String.init))
             case "--json": json = true
             case "-h", "--help": throw LayerKitError.invalidParameter(Options.usage)
             default: throw LayerKitError.invalidParameter("unknown option \(flag)\n\(Options.usage)")

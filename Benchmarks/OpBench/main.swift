@@ -3,7 +3,7 @@
 // evaluator on 1 and 2 threads and the GPU kernel alone (timestamps).
 // Benchmarks/compare_ops_onnxruntime.py runs it with --json next to
 // onnxruntime. The CPU result of each op is checked against the GPU's
-// (fp16 storage, so to 1e-2) unless --skip-check names it.
+// (fp16 storage, so to 1e-2).
 import BenchmarkSupport
 import Foundation
 import LayerKit
@@ -25,8 +25,7 @@ do {
         let layer = try makeLayer(definition, channels: try input.nchw().c)
         let op = try opRows(layer, input: input, context: gpu.context, options: options)
         rows += op.rows
-        if let worst = op.disagreement, !(worst <= tolerance),
-           !options.skipCheck.contains(definition.name.lowercased()) {
+        if let worst = op.disagreement, !(worst <= tolerance) {
             failures.append("\(definition.name): CPU and GPU differ by up to \(worst) (relative, floor 1)")
         }
     }
