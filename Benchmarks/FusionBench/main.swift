@@ -1,8 +1,10 @@
-// FusionBench: a chain of three element-wise ops (Linear scale=2 bias=-0.5,
-// Swish beta=0.5, Tanh) on 1x64x256x256 Float32, run unfused (three layers,
-// three passes over memory / three dispatches with intermediate images) and
-// fused (one FusedLayer: one pass / one dispatch), next to Swish alone, on
-// the CPU (1 and 2 threads) and the GPU (kernels by timestamps), in one run.
+// FusionBench: chains of three element-wise ops on 1x64x256x256 Float32,
+// run unfused (three layers: three passes over memory, or three dispatches
+// through intermediate images) and fused (one FusedLayer: one pass, one
+// dispatch), next to the chain's middle op alone, on the CPU (1 and 2
+// threads) and the GPU (kernels by timestamps), in one run. Two chains: one
+// whose ops are memory-bound (Linear, Relu, Clip), where fusion saves most,
+// and one with transcendental math (Linear, Swish, Tanh).
 //
 //   swift run -c release FusionBench [--repeat N] [--warmup N] [--shape NxCxHxW]
 import BenchmarkSupport
@@ -17,18 +19,21 @@ func op(_ name: String, _ parameters: [String: String] = [:]) throws -> Elementw
 }
 
 /// Times the CPU variants: one op, the chain op by op, the chain fused.
-func cpuRows(chain: [ElementwiseLayer], fused: FusedLayer, input: Tensor, runs: Int, warmup: Int) throws -> [BenchRow] {
+func cpuRows(label: String, chain: [ElementwiseLayer], fused: FusedLayer, input: Tensor, runs: Int,
+             warmup: Int) throws -> [BenchRow] {
     let (a, b) = (try Tensor(shape: input.shape), try Tensor(shape: input.shape))
     var rows: [BenchRow] = []
     for threads in [1, 2] {
         let variants: [(String, () throws -> Void)] = [
-            ("cpu: Swish alone", { try chain[1].evaluate(inputs: [input], outputs: [a], threadCount: threads) }),
-            ("cpu: 3 ops unfused", {
+            ("cpu \(label): \(chain[1].layerName) alone", {
+                try chain[1].evaluate(inputs: [input], outputs: [a], threadCount: threads)
+            }),
+            ("cpu \(label): 3 ops unfused", {
                 try chain[0].evaluate(inputs: [input], outputs: [a], threadCount: threads)
                 try chain[1].evaluate(inputs: [a], outputs: [b], threadCount: threads)
                 try chain[2].evaluate(inputs: [b], outputs: [a], threadCount: threads)
             }),
-            ("cpu: 3 ops fused", { try fused.evaluate(inputs: [input], outputs: [a], threadCount: threads) }),
+            ("cpu \(label): 3 ops fused", { try fused.evaluate(inputs: [input], outputs: [a], threadCount: threads) }),
         ]
         for (name, body) in variants {
             if let stats = TimingStats(samples: try measure(warmup: warmup, runs: runs, body)) {
@@ -42,19 +47,19 @@ func cpuRows(chain: [ElementwiseLayer], fused: FusedLayer, input: Tensor, runs: 
 
 /// Times the GPU kernels (timestamps): one op, three dispatches through
 /// intermediate images, one fused dispatch.
-func gpuRows(chain: [ElementwiseLayer], fused: FusedLayer, input: Tensor, context: GPUContext,
+func gpuRows(label: String, chain: [ElementwiseLayer], fused: FusedLayer, input: Tensor, context: GPUContext,
              runs: Int, warmup: Int) throws -> [BenchRow] {
     let images = try (0..<3).map { _ in try context.makeSliceImage(like: input) }
     let source = try context.upload(input)
     var rows: [BenchRow] = []
     let variants: [(String, (GPUCommandBuffer) throws -> Void)] = [
-        ("gpu: Swish alone", { try chain[1].encode(commandBuffer: $0, inputs: [source], outputs: [images[0]]) }),
-        ("gpu: 3 ops unfused", { commands in
+        ("gpu \(label): \(chain[1].layerName) alone", { try chain[1].encode(commandBuffer: $0, inputs: [source], outputs: [images[0]]) }),
+        ("gpu \(label): 3 ops unfused", { commands in
             try chain[0].encode(commandBuffer: commands, inputs: [source], outputs: [images[0]])
             try chain[1].encode(commandBuffer: commands, inputs: [images[0]], outputs: [images[1]])
             try chain[2].encode(commandBuffer: commands, inputs: [images[1]], outputs: [images[2]])
         }),
-        ("gpu: 3 ops fused", { try fused.encode(commandBuffer: $0, inputs: [source], outputs: [images[0]]) }),
+        ("gpu \(label): 3 ops fused", { try fused.encode(commandBuffer: $0, inputs: [source], outputs: [images[0]]) }),
     ]
     for (name, encode) in variants {
         var samples: [Double] = []
@@ -86,16 +91,23 @@ do {
         default: throw LayerKitError.invalidParameter("usage: FusionBench [--repeat N] [--warmup N] [--shape NxCxHxW]")
         }
     }
-    let chain = [try op("Linear", ["scale": "2", "bias": "-0.5"]), try op("Swish", ["beta": "0.5"]), try op("Tanh")]
-    let fused = try FusedLayer(chain)
+    let chains: [(String, [ElementwiseLayer])] = [
+        ("A", [try op("Linear", ["scale": "2", "bias": "-0.5"]), try op("Relu"), try op("Clip", ["min": "0", "max": "6"])]),
+        ("B", [try op("Linear", ["scale": "2", "bias": "-0.5"]), try op("Swish", ["beta": "0.5"]), try op("Tanh")]),
+    ]
     let input = try Tensor.uniform(shape: shape, in: -4...4, seed: 1)
     let gpu = benchmarkGPUContext()
-    var rows = try cpuRows(chain: chain, fused: fused, input: input, runs: runs, warmup: warmup)
-    if let context = gpu.context {
-        rows += try gpuRows(chain: chain, fused: fused, input: input, context: context, runs: runs, warmup: warmup)
+    var rows: [BenchRow] = []
+    for (label, chain) in chains {
+        let fused = try FusedLayer(chain)
+        rows += try cpuRows(label: label, chain: chain, fused: fused, input: input, runs: runs, warmup: warmup)
+        if let context = gpu.context {
+            rows += try gpuRows(label: label, chain: chain, fused: fused, input: input, context: context,
+                                runs: runs, warmup: warmup)
+        }
     }
-    print("Linear(scale 2, bias -0.5) -> Swish(beta 0.5) -> Tanh on \(Tensor.describe(shape)) Float32; "
-          + "medians of \(runs) runs; CPU kernels \(CPUEvaluator.instructionSet)")
+    print("A: Linear(scale 2, bias -0.5) -> Relu -> Clip(0, 6); B: Linear(scale 2, bias -0.5) -> Swish(beta 0.5) -> Tanh")
+    print("on \(Tensor.describe(shape)) Float32; medians of \(runs) runs; CPU kernels \(CPUEvaluator.instructionSet)")
     print(gpu.note + "; GPU rows: kernels by timestamps, threads 0")
     printTable(rows, baselines: [])
 } catch {
