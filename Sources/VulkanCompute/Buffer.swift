@@ -30,31 +30,25 @@ public final class Buffer: @unchecked Sendable {
         info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT.rawValue
             | VK_BUFFER_USAGE_TRANSFER_SRC_BIT.rawValue | VK_BUFFER_USAGE_TRANSFER_DST_BIT.rawValue
         info.sharingMode = VK_SHARING_MODE_EXCLUSIVE
+        var rollback = Rollback()
+        defer { rollback.run() }
         var buffer: VkBuffer?
         try check(vkCreateBuffer(device.handle, &info, nil, &buffer), "vkCreateBuffer(\(length) bytes)")
         guard let buffer else { throw VulkanError.call("vkCreateBuffer", VK_ERROR_OUT_OF_HOST_MEMORY.rawValue) }
+        rollback.add { vkDestroyBuffer(device.handle, buffer, nil) }
         var requirements = VkMemoryRequirements()
         vkGetBufferMemoryRequirements(device.handle, buffer, &requirements)
-        let hostFlags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue
-        let memory: VkDeviceMemory
-        do {
-            memory = storage == .shared
-                ? try device.allocateMemory(requirements, required: hostFlags)
-                : try device.allocateMemory(requirements, required: VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue)
-            try check(vkBindBufferMemory(device.handle, buffer, memory, 0), "vkBindBufferMemory")
-        } catch {
-            vkDestroyBuffer(device.handle, buffer, nil)
-            throw error
-        }
+        let required = storage == .shared
+            ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue
+            : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue
+        let memory = try device.allocateMemory(requirements, required: required)
+        rollback.add { vkFreeMemory(device.handle, memory, nil) }
+        try check(vkBindBufferMemory(device.handle, buffer, memory, 0), "vkBindBufferMemory")
         var mapped: UnsafeMutableRawPointer?
         if storage == .shared {
-            let result = vkMapMemory(device.handle, memory, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &mapped)
-            guard result == VK_SUCCESS else {
-                vkDestroyBuffer(device.handle, buffer, nil)
-                vkFreeMemory(device.handle, memory, nil)
-                throw VulkanError.call("vkMapMemory", result.rawValue)
-            }
+            try check(vkMapMemory(device.handle, memory, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &mapped), "vkMapMemory")
         }
+        rollback.keep()
         self.handle = buffer
         self.memory = memory
         self.contents = mapped

@@ -31,6 +31,8 @@ public final class ComputePipeline: @unchecked Sendable {
         self.pushConstantSize = pushConstantSize
         self.workgroupSize = workgroupSize
         let vkDevice = device.handle
+        var rollback = Rollback()
+        defer { rollback.run() }
 
         var layoutBindings = bindings.enumerated().map { index, kind in
             VkDescriptorSetLayoutBinding(binding: UInt32(index), descriptorType: kind.descriptorType,
@@ -48,6 +50,7 @@ public final class ComputePipeline: @unchecked Sendable {
                       "vkCreateDescriptorSetLayout(\(name))")
         }
         guard let setLayout else { throw VulkanError.call("vkCreateDescriptorSetLayout", -1) }
+        rollback.add { vkDestroyDescriptorSetLayout(vkDevice, setLayout, nil) }
 
         var range = VkPushConstantRange(stageFlags: VK_SHADER_STAGE_COMPUTE_BIT.rawValue, offset: 0,
                                         size: UInt32(pushConstantSize))
@@ -64,10 +67,9 @@ public final class ComputePipeline: @unchecked Sendable {
                 return vkCreatePipelineLayout(vkDevice, &layoutInfo, nil, &layout)
             }
         }
-        guard layoutResult == VK_SUCCESS, let layout else {
-            vkDestroyDescriptorSetLayout(vkDevice, setLayout, nil)
-            throw VulkanError.call("vkCreatePipelineLayout(\(name))", layoutResult.rawValue)
-        }
+        try check(layoutResult, "vkCreatePipelineLayout(\(name))")
+        guard let layout else { throw VulkanError.call("vkCreatePipelineLayout(\(name))", -1) }
+        rollback.add { vkDestroyPipelineLayout(vkDevice, layout, nil) }
 
         var moduleInfo = VkShaderModuleCreateInfo()
         moduleInfo.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO
@@ -77,11 +79,8 @@ public final class ComputePipeline: @unchecked Sendable {
             moduleInfo.pCode = words.baseAddress
             return vkCreateShaderModule(vkDevice, &moduleInfo, nil, &module)
         }
-        guard moduleResult == VK_SUCCESS, let module else {
-            vkDestroyPipelineLayout(vkDevice, layout, nil)
-            vkDestroyDescriptorSetLayout(vkDevice, setLayout, nil)
-            throw VulkanError.call("vkCreateShaderModule(\(name))", moduleResult.rawValue)
-        }
+        try check(moduleResult, "vkCreateShaderModule(\(name))")
+        guard let module else { throw VulkanError.call("vkCreateShaderModule(\(name))", -1) }
         defer { vkDestroyShaderModule(vkDevice, module, nil) }
 
         var pipelineInfo = VkComputePipelineCreateInfo()
@@ -95,11 +94,9 @@ public final class ComputePipeline: @unchecked Sendable {
             pipelineInfo.stage.pName = entry
             return vkCreateComputePipelines(vkDevice, device.pipelineCache, 1, &pipelineInfo, nil, &pipeline)
         }
-        guard pipelineResult == VK_SUCCESS, let pipeline else {
-            vkDestroyPipelineLayout(vkDevice, layout, nil)
-            vkDestroyDescriptorSetLayout(vkDevice, setLayout, nil)
-            throw VulkanError.call("vkCreateComputePipelines(\(name))", pipelineResult.rawValue)
-        }
+        try check(pipelineResult, "vkCreateComputePipelines(\(name))")
+        guard let pipeline else { throw VulkanError.call("vkCreateComputePipelines(\(name))", -1) }
+        rollback.keep()
         self.handle = pipeline
         self.layout = layout
         self.setLayout = setLayout

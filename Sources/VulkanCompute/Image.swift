@@ -52,20 +52,18 @@ public final class Image: @unchecked Sendable {
             | VK_IMAGE_USAGE_TRANSFER_SRC_BIT.rawValue | VK_IMAGE_USAGE_TRANSFER_DST_BIT.rawValue
         info.sharingMode = VK_SHARING_MODE_EXCLUSIVE
         info.initialLayout = VK_IMAGE_LAYOUT_UNDEFINED
+        var rollback = Rollback()
+        defer { rollback.run() }
         var image: VkImage?
         try check(vkCreateImage(device.handle, &info, nil, &image), "vkCreateImage(\(width)x\(height)x\(layers))")
         guard let image else { throw VulkanError.call("vkCreateImage", VK_ERROR_OUT_OF_HOST_MEMORY.rawValue) }
+        rollback.add { vkDestroyImage(device.handle, image, nil) }
         var requirements = VkMemoryRequirements()
         vkGetImageMemoryRequirements(device.handle, image, &requirements)
-        let memory: VkDeviceMemory
-        do {
-            memory = try device.allocateMemory(requirements, required: 0,
+        let memory = try device.allocateMemory(requirements, required: 0,
                                                preferred: VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue)
-            try check(vkBindImageMemory(device.handle, image, memory, 0), "vkBindImageMemory")
-        } catch {
-            vkDestroyImage(device.handle, image, nil)
-            throw error
-        }
+        rollback.add { vkFreeMemory(device.handle, memory, nil) }
+        try check(vkBindImageMemory(device.handle, image, memory, 0), "vkBindImageMemory")
         var viewInfo = VkImageViewCreateInfo()
         viewInfo.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO
         viewInfo.image = image
@@ -73,12 +71,9 @@ public final class Image: @unchecked Sendable {
         viewInfo.format = VK_FORMAT_R16G16B16A16_SFLOAT
         viewInfo.subresourceRange = Image.wholeRange(layers: layers)
         var view: VkImageView?
-        let viewResult = vkCreateImageView(device.handle, &viewInfo, nil, &view)
-        guard viewResult == VK_SUCCESS, let view else {
-            vkDestroyImage(device.handle, image, nil)
-            vkFreeMemory(device.handle, memory, nil)
-            throw VulkanError.call("vkCreateImageView", viewResult.rawValue)
-        }
+        try check(vkCreateImageView(device.handle, &viewInfo, nil, &view), "vkCreateImageView")
+        guard let view else { throw VulkanError.call("vkCreateImageView", VK_ERROR_OUT_OF_HOST_MEMORY.rawValue) }
+        rollback.keep()
         handle = image
         self.memory = memory
         self.view = view

@@ -63,3 +63,22 @@ struct DeviceTests {
         }
     }
 }
+
+@Suite(.enabled(if: TestDevice.isEnabled))
+struct AllocationFailureTests {
+    /// An absurd request fails with a thrown error (not a crash), and the
+    /// device keeps working afterwards.
+    @Test func absurdAllocationsThrowAndTheDeviceKeepsWorking() throws {
+        // A device of its own, so other tests' objects do not move the count.
+        let device = try Device(validation: false)
+        let before = device.liveObjectCount
+        #expect(throws: VulkanError.self) { try Buffer(device: device, length: 1 << 50) }
+        let side = Int(device.info.maxImageDimension2D)
+        #expect(throws: VulkanError.self) {
+            try Image(device: device, width: side, height: side, layers: Int(device.info.maxImageArrayLayers))
+        }
+        #expect(device.liveObjectCount == before)
+        let small = try Buffer(device: device, length: 64)
+        #expect(small.contents != nil)
+    }
+}
