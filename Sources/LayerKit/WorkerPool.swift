@@ -18,7 +18,10 @@ import Synchronization
 /// polls for the next job for `spinNanoseconds` (with a CPU pause hint), and
 /// only then blocks on a condition variable, so back-to-back calls (the
 /// layers of a network) find their helpers awake, and an idle process uses
-/// no CPU.
+/// no CPU. Measured on 2 vCPUs: 2-thread Swish medians 8–13% faster at low
+/// load; when other processes hold the cores (load 3–5), 8–10% slower than
+/// parking at once, since a polling helper shares its core instead of being
+/// woken ahead of the competing process. An adaptive poll time is the next step.
 ///
 /// - One job at a time: ``run(count:chunkSize:chunkCount:threadCount:_:)``
 ///   returns false, without running anything, while another thread's job is
