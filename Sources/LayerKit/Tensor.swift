@@ -42,7 +42,10 @@ public final class Tensor: @unchecked Sendable {
             throw LayerKitError.shapeMismatch(
                 "\(values.count) values do not fill shape \(Tensor.describe(shape)) (\(count) elements)")
         }
-        values.withUnsafeBufferPointer { dataPointer.update(from: $0.baseAddress!, count: count) }
+        values.withUnsafeBufferPointer { source in
+            // An empty array may have no storage at all.
+            if let base = source.baseAddress { dataPointer.update(from: base, count: count) }
+        }
     }
 
     deinit { dataPointer.deallocate() }

@@ -87,9 +87,9 @@ final class DescriptorAllocator {
                     write.descriptorCount = 1
                     write.descriptorType = pipeline.bindings[i].descriptorType
                     if case .image = binding {
-                        write.pImageInfo = images.baseAddress! + i
+                        write.pImageInfo = images.baseAddress.map { $0 + i }
                     } else {
-                        write.pBufferInfo = buffers.baseAddress! + i
+                        write.pBufferInfo = buffers.baseAddress.map { $0 + i }
                     }
                     return write
                 }
