@@ -58,6 +58,15 @@ public final class GPUContext: @unchecked Sendable {
         return try makeSliceImage(batch: s.n, featureChannels: s.c, height: s.h, width: s.w)
     }
 
+    /// Whether `tensor` fits one slice image on this device: width and
+    /// height within `maxImageDimension2D`, batch × slices within
+    /// `maxImageArrayLayers`.
+    public func fitsOneImage(_ tensor: Tensor) throws -> Bool {
+        let s = try tensor.nchw()
+        return ImagePieces.fits(n: s.n, c: s.c, h: s.h, w: s.w, maxDimension: Int(deviceInfo.maxImageDimension2D),
+                                maxLayers: Int(deviceInfo.maxImageArrayLayers))
+    }
+
     /// A new command buffer to encode uploads, kernels and downloads into.
     public func makeCommandBuffer() throws -> GPUCommandBuffer {
         try GPUCommandBuffer(context: self)
