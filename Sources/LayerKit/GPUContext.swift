@@ -33,9 +33,16 @@ public final class GPUContext: @unchecked Sendable {
     }
 
     /// Wraps an open device.
-    public init(device: Device) throws {
+    public convenience init(device: Device) throws {
+        try self.init(device: device, stagingGuardBytes: 0)
+    }
+
+    /// Wraps an open device; staging buffers carry `stagingGuardBytes` of
+    /// canary past their used length (`StagingPool.overruns` counts damage).
+    init(device: Device, stagingGuardBytes: Int) throws {
         self.device = device
-        stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes)
+        stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes,
+                                  guardBytes: stagingGuardBytes)
     }
 
     /// What the device is.
