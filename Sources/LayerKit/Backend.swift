@@ -90,6 +90,9 @@ public final class Backend: @unchecked Sendable {
     }
 
     /// Runs `layer` on `inputs`, allocating outputs from `outputShapes`.
+    /// On the GPU, inputs past the device's image limits run in pieces when
+    /// the layer is a `PerElementLayer`; for any other layer that throws,
+    /// naming the limit.
     public func run(_ layer: CustomLayer, inputs: [Tensor]) throws -> LayerRun {
         let shapes = try layer.outputShapes(forInputShapes: inputs.map(\.shape))
         let outputs = try shapes.map { try Tensor(shape: $0) }
