@@ -90,6 +90,9 @@ public final class Backend: @unchecked Sendable {
     }
 
     /// Runs `layer` on `inputs`, allocating outputs from `outputShapes`.
+    /// On the GPU, inputs past the device's image limits run in pieces when
+    /// the layer is a `PerElementLayer`; for any other layer that throws,
+    /// naming the limit.
     public func run(_ layer: CustomLayer, inputs: [Tensor]) throws -> LayerRun {
         let shapes = try layer.outputShapes(forInputShapes: inputs.map(\.shape))
         let outputs = try shapes.map { try Tensor(shape: $0) }
@@ -98,6 +101,10 @@ public final class Backend: @unchecked Sendable {
             if case .cpu(let reason?) = placement { announce(reason) }
             try layer.evaluate(inputs: inputs, outputs: outputs)
             return LayerRun(outputs: outputs, placement: placement, gpuTimestamps: [])
+        }
+        if let perElement = layer as? PerElementLayer, shapes == inputs.map(\.shape),
+           try inputs.contains(where: { try !gpu.fitsOneImage($0) }) {
+            return try runInPieces(perElement, inputs: inputs, outputs: outputs, on: gpu)
         }
         let commands = try gpu.makeCommandBuffer()
         try commands.timestamp("start")
@@ -114,6 +121,48 @@ public final class Backend: @unchecked Sendable {
         try commands.timestamp("download")
         try commands.commit()
         try commands.waitUntilCompleted()
+        return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: try commands.timestamps())
+    }
+
+    /// Runs a per-element layer on tensors too large for one slice image:
+    /// each input is cut into pieces that fit (`ImagePieces`), every piece
+    /// is uploaded, encoded with its channels' values and downloaded in one
+    /// submission, and the pieces are pasted into the outputs.
+    private func runInPieces(_ layer: PerElementLayer, inputs: [Tensor], outputs: [Tensor],
+                             on gpu: GPUContext) throws -> LayerRun {
+        struct Work {
+            let output: Tensor, piece: ImagePieces.Piece, featureChannels: Int
+            let inputImage: SliceImage, outputImage: SliceImage
+            /// The piece's input, then (once downloaded) its result.
+            let part: Tensor
+        }
+        let commands = try gpu.makeCommandBuffer()
+        try commands.timestamp("start")
+        var work: [Work] = []
+        for (input, output) in zip(inputs, outputs) {
+            let s = try input.nchw()
+            let plan = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
+                                   maxDimension: Int(gpu.deviceInfo.maxImageDimension2D),
+                                   maxLayers: Int(gpu.deviceInfo.maxImageArrayLayers))
+            for piece in plan.pieces {
+                let part = try input.copy(piece)
+                let image = try gpu.makeSliceImage(like: part)
+                try commands.upload(part, to: image)  // reads `part` now
+                work.append(Work(output: output, piece: piece, featureChannels: s.c, inputImage: image,
+                                 outputImage: try gpu.makeSliceImage(like: part), part: part))
+            }
+        }
+        try commands.timestamp("upload")
+        for item in work {
+            try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
+                             channels: item.piece.channels, of: item.featureChannels)
+        }
+        try commands.timestamp("kernel")
+        for item in work { try commands.download(item.outputImage, into: item.part) }
+        try commands.timestamp("download")
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        for item in work { try item.output.paste(item.part, at: item.piece) }
         return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: try commands.timestamps())
     }
 

@@ -135,5 +135,8 @@ public final class GPUCommandBuffer: @unchecked Sendable {
             throw LayerKitError.shapeMismatch(
                 "\(what): tensor \(Tensor.describe(tensor.shape)) does not match slice image \(Tensor.describe(image.shape))")
         }
+        guard image.fillsTexture else {
+            throw LayerKitError.shapeMismatch("\(what): the slice image is a view of a larger texture")
+        }
     }
 }

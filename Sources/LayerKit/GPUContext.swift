@@ -33,9 +33,16 @@ public final class GPUContext: @unchecked Sendable {
     }
 
     /// Wraps an open device.
-    public init(device: Device) throws {
+    public convenience init(device: Device) throws {
+        try self.init(device: device, stagingGuardBytes: 0)
+    }
+
+    /// Wraps an open device; staging buffers carry `stagingGuardBytes` of
+    /// canary past their used length (`StagingPool.overruns` counts damage).
+    init(device: Device, stagingGuardBytes: Int) throws {
         self.device = device
-        stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes)
+        stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes,
+                                  guardBytes: stagingGuardBytes)
     }
 
     /// What the device is.
@@ -56,6 +63,15 @@ public final class GPUContext: @unchecked Sendable {
     public func makeSliceImage(like tensor: Tensor) throws -> SliceImage {
         let s = try tensor.nchw()
         return try makeSliceImage(batch: s.n, featureChannels: s.c, height: s.h, width: s.w)
+    }
+
+    /// Whether `tensor` fits one slice image on this device: width and
+    /// height within `maxImageDimension2D`, batch × slices within
+    /// `maxImageArrayLayers`.
+    public func fitsOneImage(_ tensor: Tensor) throws -> Bool {
+        let s = try tensor.nchw()
+        return ImagePieces.fits(n: s.n, c: s.c, h: s.h, w: s.w, maxDimension: Int(deviceInfo.maxImageDimension2D),
+                                maxLayers: Int(deviceInfo.maxImageArrayLayers))
     }
 
     /// A new command buffer to encode uploads, kernels and downloads into.

@@ -21,6 +21,8 @@ public final class SliceImage: @unchecked Sendable {
 
     /// `(featureChannels + 3) / 4`: array layers per batch item.
     public var slices: Int { (featureChannels + 3) / 4 }
+    /// `batch × slices`: the array layers the tensor occupies.
+    public var layers: Int { batch * slices }
     /// `[batch, featureChannels, height, width]`.
     public var shape: [Int] { [batch, featureChannels, height, width] }
     /// The number of tensor elements it holds (padding lanes excluded).
@@ -42,21 +44,46 @@ public final class SliceImage: @unchecked Sendable {
         texture = try Image(device: device, width: width, height: height, layers: layers)
     }
 
+    /// Views the top-left `width × height × batch·slices` corner of a larger
+    /// `texture` as a slice image: a test hook that lets sentinel tests check
+    /// that kernels never write past the logical extent. Dispatches stay
+    /// inside the logical extent; uploads and downloads copy whole textures,
+    /// so they refuse such an image.
+    init(texture: Image, batch: Int, featureChannels: Int, height: Int, width: Int) throws {
+        guard batch > 0, featureChannels > 0, height > 0, width > 0, width <= texture.width,
+              height <= texture.height, batch * ((featureChannels + 3) / 4) <= texture.layers else {
+            throw LayerKitError.shapeMismatch(
+                "slice image \(Tensor.describe([batch, featureChannels, height, width])) does not fit a "
+                + "\(texture.width)x\(texture.height)x\(texture.layers) texture")
+        }
+        self.featureChannels = featureChannels
+        self.width = width
+        self.height = height
+        self.batch = batch
+        self.texture = texture
+    }
+
+    /// Whether the texture is exactly the logical extent (always, except for
+    /// the test hook above).
+    var fillsTexture: Bool {
+        texture.width == width && texture.height == height && texture.layers == layers
+    }
+
     /// The push constants every slice-image shader starts with
     /// (`LK_SHAPE_FIELDS` in `Shaders/common.glsl`).
     var shapeConstants: PushConstants {
         var constants = PushConstants()
-        for value in [width, height, featureChannels, slices, texture.layers] {
+        for value in [width, height, featureChannels, slices, layers] {
             constants.append(UInt32(value))
         }
         return constants
     }
 
-    /// Texels in the image: width × height × array layers.
-    var texelCount: Int { width * height * texture.layers }
+    /// Texels of the logical extent: width × height × batch·slices.
+    var texelCount: Int { width * height * layers }
     /// Bytes of the image's texels tightly packed (8 a texel).
     var texelBytes: Int { texelCount * Image.bytesPerTexel }
 
-    /// One invocation per texel.
-    var threads: (x: Int, y: Int, z: Int) { (width, height, texture.layers) }
+    /// One invocation per texel of the logical extent.
+    var threads: (x: Int, y: Int, z: Int) { (width, height, layers) }
 }

@@ -13,24 +13,34 @@ final class StagingPool: @unchecked Sendable {
     let device: Device
     /// The most bytes idle buffers may hold together.
     let maxIdleBytes: Int
+    /// Bytes of canary (`guardByte`) each buffer carries past the length it
+    /// is taken for; 0 outside tests. Returned buffers whose canary changed
+    /// count as `overruns`: an upload or download that wrote past its length.
+    let guardBytes: Int
+    static let guardByte: UInt8 = 0xA5
+    private var overrunCount = 0
     private let lock = NSLock()
     /// Idle buffers, least recently returned first.
     private var idle: [Buffer] = []
     private var idleBytes = 0
     private var created = 0
 
-    init(device: Device, maxIdleBytes: Int) {
+    init(device: Device, maxIdleBytes: Int, guardBytes: Int = 0) {
         self.device = device
         self.maxIdleBytes = maxIdleBytes
+        self.guardBytes = guardBytes
     }
 
     /// How many buffers the pool has allocated in its lifetime.
     var allocationCount: Int { lock.lock(); defer { lock.unlock() }; return created }
 
-    /// An idle buffer of exactly `length` bytes, or a new one.
+    /// How many returned buffers had their guard bytes overwritten.
+    var overruns: Int { lock.lock(); defer { lock.unlock() }; return overrunCount }
+
+    /// An idle buffer of exactly `length` bytes (plus `guardBytes`), or a new one.
     func take(length: Int) throws -> Buffer {
         lock.lock()
-        if let i = idle.lastIndex(where: { $0.length == length }) {
+        if let i = idle.lastIndex(where: { $0.length == length + guardBytes }) {
             let buffer = idle.remove(at: i)
             idleBytes -= buffer.length
             lock.unlock()
@@ -38,12 +48,20 @@ final class StagingPool: @unchecked Sendable {
         }
         created += 1
         lock.unlock()
-        return try Buffer(device: device, length: length)
+        let buffer = try Buffer(device: device, length: length + guardBytes)
+        buffer.contents?.advanced(by: length).initializeMemory(as: UInt8.self, repeating: StagingPool.guardByte,
+                                                               count: guardBytes)
+        return buffer
     }
 
     /// Makes `buffer` available again; the GPU must be done with it.
     func giveBack(_ buffer: Buffer) {
-        guard buffer.length <= maxIdleBytes else { return }
+        let overrun = guardBytes > 0 && buffer.contents.map { contents in
+            let tail = UnsafeRawBufferPointer(start: contents + (buffer.length - guardBytes), count: guardBytes)
+            return tail.contains { $0 != StagingPool.guardByte }
+        } == true
+        if overrun { lock.lock(); overrunCount += 1; lock.unlock() }
+        guard buffer.length <= maxIdleBytes, !overrun else { return }
         var evicted: [Buffer] = []
         lock.lock()
         idle.append(buffer)

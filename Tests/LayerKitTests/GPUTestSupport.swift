@@ -16,10 +16,11 @@ enum TestGPU {
         return ProcessInfo.processInfo.environment["LAYERKIT_ALLOW_NO_GPU"] != "1"
     }()
 
-    /// The raw fp16 lanes of `image`: `[layer][y][x][lane]` flattened.
+    /// The raw fp16 lanes of `image`'s whole texture (larger than the image
+    /// for a view): `[layer][y][x][lane]` flattened.
     static func rawLanes(of image: SliceImage) throws -> [Float16] {
         let context = try get()
-        let texels = image.width * image.height * image.texture.layers
+        let texels = image.texture.width * image.texture.height * image.texture.layers
         let buffer = try Buffer(device: context.device, length: texels * Image.bytesPerTexel)
         let commands = try CommandBuffer(device: context.device)
         try commands.copy(from: image.texture, to: buffer)

@@ -7,7 +7,7 @@ import Foundation
 /// per-channel values arrive through `setWeightData`, one Float32
 /// little-endian blob per name in `definition.weightNames` (an empty blob
 /// leaves that name's scalar in place).
-open class ElementwiseLayer: CustomLayer, @unchecked Sendable {
+open class ElementwiseLayer: PerElementLayer, @unchecked Sendable {
     open class var name: String { "Elementwise" }
 
     /// The op's declaration.
@@ -92,6 +92,14 @@ open class ElementwiseLayer: CustomLayer, @unchecked Sendable {
 
     open func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         try chain.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
+    }
+
+    /// Encodes channels `channels` of `featureChannels` (a piece of a tensor
+    /// too large for one image), with those channels' per-channel values.
+    open func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage],
+                     channels: Range<Int>, of featureChannels: Int) throws {
+        try chain.channels(channels, of: featureChannels)
+            .encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }
 
     /// This op as a chain of one stage, values bound.

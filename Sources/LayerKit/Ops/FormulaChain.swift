@@ -55,6 +55,20 @@ struct FormulaChain: Sendable {
         }
     }
 
+    /// The chain for channels `range` of `featureChannels`: per-channel
+    /// values cut to that range (after checking they are `featureChannels`
+    /// long), so a piece of a large tensor gets its own channels' values.
+    func channels(_ range: Range<Int>, of featureChannels: Int) throws -> FormulaChain {
+        try checkChannels(featureChannels)
+        guard range.lowerBound >= 0, range.upperBound <= featureChannels else {
+            throw LayerKitError.shapeMismatch("\(name): channels \(range) of \(featureChannels)")
+        }
+        return FormulaChain(stages: stages.map { stage in
+            Stage(name: stage.name, formula: stage.formula, scalars: stage.scalars,
+                  channelValues: stage.channelValues.mapValues { Array($0[range]) })
+        })
+    }
+
     /// The GLSL kernel: one function per stage, applied in order; scalars
     /// become `param(i)` and per-channel values `weight(k)`.
     func gpuKernel() throws -> (PerElementKernel, [Float], [[Float]]) {

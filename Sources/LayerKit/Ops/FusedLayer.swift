@@ -4,7 +4,7 @@ import Foundation
 /// dispatch (one read and one write of the image) and one CPU pass over
 /// memory, block by block, instead of one per layer. The result equals the
 /// layers run one by one within the parity tolerance.
-public final class FusedLayer: CustomLayer, @unchecked Sendable {
+public final class FusedLayer: PerElementLayer, @unchecked Sendable {
     public static let name = "Fused"
 
     /// The layers, in the order they apply.
@@ -49,6 +49,14 @@ public final class FusedLayer: CustomLayer, @unchecked Sendable {
 
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         try chain.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
+    }
+
+    /// Encodes channels `channels` of `featureChannels` (a piece of a tensor
+    /// too large for one image), with those channels' per-channel values.
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage],
+                       channels: Range<Int>, of featureChannels: Int) throws {
+        try chain.channels(channels, of: featureChannels)
+            .encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }
 
     var chain: FormulaChain { FormulaChain(stages: layers.flatMap(\.chain.stages)) }

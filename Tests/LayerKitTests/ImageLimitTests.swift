@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+@testable import LayerKit
+
+/// Tensors past the device's image limits: per-element layers run in pieces
+/// that fit (and agree with the CPU), other layers get an error naming the limit.
+struct ImageLimitTests {
+    // MARK: Cutting (no GPU)
+
+    /// Every element lands in exactly one piece, and every piece fits.
+    @Test(arguments: [
+        [1, 37, 1, 1], [3, 29, 2, 1], [2, 5, 9, 11], [1, 1, 1, 17], [4, 3, 7, 4], [1, 41, 5, 3],
+    ])
+    func piecesTileTheTensorAndFit(shape: [Int]) throws {
+        let (n, c, h, w) = (shape[0], shape[1], shape[2], shape[3])
+        let plan = ImagePieces(n: n, c: c, h: h, w: w, maxDimension: 4, maxLayers: 3)
+        var hits = [Int](repeating: 0, count: n * c * h * w)
+        for piece in plan.pieces {
+            #expect(ImagePieces.fits(n: piece.batches.count, c: piece.channels.count, h: piece.rows.count,
+                                     w: piece.columns.count, maxDimension: 4, maxLayers: 3), "\(piece)")
+            #expect(piece.channels.lowerBound % 4 == 0, "a piece must start on a slice: \(piece)")
+            for b in piece.batches { for ch in piece.channels { for y in piece.rows { for x in piece.columns {
+                hits[((b * c + ch) * h + y) * w + x] += 1
+            } } } }
+        }
+        #expect(hits.allSatisfy { $0 == 1 })
+    }
+
+    @Test func copyAndPasteRoundTripAPiece() throws {
+        let whole = try Tensor(shape: [2, 6, 3, 5], values: (0..<180).map(Float.init))
+        let piece = ImagePieces.Piece(batches: 1..<2, channels: 4..<6, rows: 1..<3, columns: 2..<5)
+        let part = try whole.copy(piece)
+        #expect(part.shape == [1, 2, 2, 3])
+        // (n 1, c 4, y 1, x 2) is element ((1*6+4)*3+1)*5+2 = 157.
+        #expect(part[0] == 157)
+        let target = try Tensor(shape: whole.shape)
+        try target.paste(part, at: piece)
+        for i in 0..<whole.count {
+            let (x, y, ch, b) = (i % 5, i / 5 % 3, i / 15 % 6, i / 90)
+            let inside = piece.batches.contains(b) && piece.channels.contains(ch)
+                && piece.rows.contains(y) && piece.columns.contains(x)
+            #expect(target[i] == (inside ? whole[i] : 0))
+        }
+    }
+
+    // MARK: On the device
+
+    /// Shapes just past the device's limits, read from `device.info`: too
+    /// many slices for one item, too many batch × slices, too wide, too tall.
+    static func shapesPastTheLimits(_ context: GPUContext) -> [[Int]] {
+        let layers = Int(context.deviceInfo.maxImageArrayLayers)
+        let side = Int(context.deviceInfo.maxImageDimension2D)
+        let slicesPerItem = layers / 3 + 3  // 3 items overflow, one fits
+        return [
+            [1, 4 * layers + 8, 1, 1],
+            [3, 4 * slicesPerItem - 1, 1, 2],
+            [1, 1, 1, side + 1],
+            [1, 2, side + 1, 1],
+        ]
+    }
+
+    static func blob(_ values: [Float]) -> Data { values.withUnsafeBufferPointer { Data(buffer: $0) } }
+
+    /// PRelu (per-channel slope), Swish (per-channel beta) and the two fused.
+    static func perChannelLayers(channels: Int) throws -> [PerElementLayer] {
+        let slope = try Tensor.uniform(shape: [channels], in: -2...2, seed: 11).values
+        let beta = try Tensor.uniform(shape: [channels], in: 0.25...2, seed: 12).values
+        let prelu = try ElementwiseLayer(parameters: ["op": "PRelu"])
+        try prelu.setWeightData([blob(slope)])
+        let swish = try Swish()
+        try swish.setWeightData([blob(beta)])
+        return [prelu, swish, try FusedLayer([prelu, swish])]
+    }
+
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func perElementLayersPastTheLimitsMatchTheCPU() throws {
+        let context = try TestGPU.get()
+        for shape in Self.shapesPastTheLimits(context) {
+            let input = try Tensor.uniform(shape: shape, in: -6...6, seed: 5).roundedToHalf()
+            #expect(try !context.fitsOneImage(input))
+            for layer in try Self.perChannelLayers(channels: shape[1]) {
+                let gpuRun = try Backend(computeUnits: .cpuAndGPU, context: context).run(layer, inputs: [input])
+                #expect(gpuRun.placement == .gpu)
+                #expect(gpuRun.gpuTimestamps.map(\.label) == ["start", "upload", "kernel", "download"]
+                        || !context.deviceInfo.supportsTimestamps)
+                let cpu = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [input]).outputs[0]
+                let report = try ParityReport(gpu: gpuRun.outputs[0], cpu: cpu)
+                #expect(report.passed, "\(layer.layerName) \(Tensor.describe(shape)): \(report)")
+            }
+        }
+    }
+
+    /// A layer with its own kernel that does not declare itself per-element.
+    final class OpaqueDouble: CustomLayer {
+        static let name = "OpaqueDouble"
+        init(parameters: [String: Any]) throws {}
+        func setWeightData(_ weights: [Data]) throws {}
+        func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
+        func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+            for (input, output) in zip(inputs, outputs) {
+                for i in 0..<input.count { output[i] = 2 * input[i] }
+            }
+        }
+        var hasGPUImplementation: Bool { true }
+        func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+            try commandBuffer.dispatch(PerElementKernel(name: "OpaqueDouble", body: "2.0 * x"),
+                                       input: inputs[0], output: outputs[0])
+        }
+    }
+
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func otherLayersPastTheLimitsGetAnErrorNamingItAndTheDeviceStaysUsable() throws {
+        let context = try TestGPU.get()
+        let backend = Backend(computeUnits: .cpuAndGPU, context: context)
+        let layer = try OpaqueDouble(parameters: [:])
+        let limitNames = ["maxImageArrayLayers", "maxImageArrayLayers", "maxImageDimension2D", "maxImageDimension2D"]
+        for (shape, limit) in zip(Self.shapesPastTheLimits(context), limitNames) {
+            let input = try Tensor(shape: shape)
+            let error = #expect(throws: (any Error).self) { try backend.run(layer, inputs: [input]) }
+            #expect("\(error.map { "\($0)" } ?? "")".contains(limit), "\(Tensor.describe(shape)): \(String(describing: error))")
+        }
+        let small = try Tensor(shape: [1, 1, 1, 3], values: [1, -2, 3])
+        #expect(try backend.run(layer, inputs: [small]).outputs[0].values == [2, -4, 6])
+    }
+}
