@@ -16,6 +16,7 @@ demo: deps
 
 test: deps
 	LAYERKIT_VALIDATION=1 swift test
+	LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	$(MAKE) shader-checks
 
 shader-checks: deps

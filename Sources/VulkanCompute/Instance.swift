@@ -5,8 +5,8 @@ import Foundation
 /// physical devices.
 ///
 /// Validation is on when asked for or when `LAYERKIT_VALIDATION=1`. With it,
-/// every validation error is collected and thrown by the next
-/// `CommandBuffer.waitUntilCompleted()`, so a test cannot pass with errors.
+/// every validation message (error or warning) is collected and thrown by
+/// the next `CommandBuffer.waitUntilCompleted()`, so nothing passes with one.
 public final class Instance: @unchecked Sendable {
     let handle: VkInstance
     let validationLog = ValidationLog()

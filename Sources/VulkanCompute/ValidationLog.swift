@@ -2,8 +2,8 @@ import CVulkan
 import Foundation
 
 /// Collects messages from the Khronos validation layer's debug messenger.
-/// Errors are kept until a submission checks them and throws; warnings are
-/// printed on stderr and counted.
+/// Every message, warning or error, is kept until the next submission checks
+/// them and throws: with validation on, the target is zero messages.
 final class ValidationLog: @unchecked Sendable {
     private let lock = NSLock()
     private var pendingErrors: [String] = []
@@ -14,15 +14,14 @@ final class ValidationLog: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         if severity.rawValue >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT.rawValue {
             errorCount += 1
-            pendingErrors.append(message)
+            pendingErrors.append("error: " + message)
         } else {
-            // Warnings do not fail the work, so they are shown as they come.
             warningCount += 1
-            FileHandle.standardError.write(Data("layerkit: Vulkan validation warning: \(message)\n".utf8))
+            pendingErrors.append("warning: " + message)
         }
     }
 
-    /// Returns and clears the errors recorded since the last call.
+    /// Returns and clears the messages recorded since the last call.
     func takeErrors() -> [String] {
         lock.lock(); defer { lock.unlock() }
         defer { pendingErrors.removeAll() }

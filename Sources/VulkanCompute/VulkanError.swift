@@ -11,7 +11,7 @@ public enum VulkanError: Error, CustomStringConvertible, Equatable {
     case missingFeature(String)
     /// GLSL failed to compile; the message names the shader and line.
     case shaderCompilation(String)
-    /// The validation layer reported errors while the work ran.
+    /// The validation layer reported errors or warnings while the work ran.
     case validation([String])
     /// A fence did not signal within its timeout.
     case timeout(String)
@@ -26,7 +26,7 @@ public enum VulkanError: Error, CustomStringConvertible, Equatable {
              .timeout(let m), .limitExceeded(let m):
             return m
         case .validation(let messages):
-            return "Vulkan validation reported \(messages.count) error(s): "
+            return "Vulkan validation reported \(messages.count) message(s): "
                 + messages.joined(separator: " | ")
         }
     }
