@@ -9,7 +9,10 @@ import VulkanCompute
 /// thread-safety checks report unsynchronized use of the queue.
 struct ConcurrencyTests {
     static let threadCount = 8
-    static let runsPerThread = 1_000
+    /// 1,000; `LAYERKIT_CONCURRENCY_RUNS` lowers it for slow instrumented
+    /// builds (`make test-tsan` uses 100).
+    static let runsPerThread = ProcessInfo.processInfo.environment["LAYERKIT_CONCURRENCY_RUNS"]
+        .flatMap(Int.init) ?? 1_000
 
     /// Small shapes, channels not divisible by 4, batch > 1, a 1x1 image; the
     /// last one is over `defaultChunkSize` floats, so its CPU runs split into
