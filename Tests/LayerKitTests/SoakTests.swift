@@ -26,10 +26,10 @@ struct SoakTests {
     /// end of the soak. Alone in its process (`make soak`): 8 MiB, under one
     /// KiB per dispatch over 10,000. Inside the whole suite other tests
     /// allocate in the same process meanwhile (8 threads of ConcurrencyTests
-    /// alone moved it 58 MiB once), so there the bound is a guard against gross
-    /// leaks only (256 MiB); the exact checks are the object and staging counts.
+    /// alone moved it 58 MiB once, the whole suite 193 MiB), so there the bound
+    /// is a guard against gross leaks only (512 MiB); the exact checks are the object and staging counts.
     static var residentGrowthBound: Int {
-        ProcessInfo.processInfo.environment["LAYERKIT_SOAK_ALONE"] == "1" ? 8 << 20 : 256 << 20
+        ProcessInfo.processInfo.environment["LAYERKIT_SOAK_ALONE"] == "1" ? 8 << 20 : 512 << 20
     }
 
     /// Whether this process runs under AddressSanitizer or ThreadSanitizer,
