@@ -87,6 +87,17 @@ final class WorkerPool: @unchecked Sendable {
         }
     }
 
+    /// Runs once every helper has exited (each holds a reference until
+    /// then), so nothing can be waiting on the mutex or the conditions.
+    deinit {
+        pthread_cond_destroy(jobFinished)
+        jobFinished.deallocate()
+        pthread_cond_destroy(wakeHelpers)
+        wakeHelpers.deallocate()
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
     /// Helpers currently blocked waiting for work.
     var parkedHelperCount: Int { parked.load(ordering: .relaxed) }
 

@@ -7,16 +7,22 @@ import Foundation
 final class ValidationLog: @unchecked Sendable {
     private let lock = NSLock()
     private var pendingErrors: [String] = []
-    private(set) var errorCount = 0
-    private(set) var warningCount = 0
+    private var errors = 0
+    private var warnings = 0
+
+    /// Errors seen so far; read under the lock, as the messenger writes it
+    /// from whichever thread made the Vulkan call.
+    var errorCount: Int { lock.lock(); defer { lock.unlock() }; return errors }
+    /// Warnings seen so far.
+    var warningCount: Int { lock.lock(); defer { lock.unlock() }; return warnings }
 
     func record(severity: VkDebugUtilsMessageSeverityFlagBitsEXT, message: String) {
         lock.lock(); defer { lock.unlock() }
         if severity.rawValue >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT.rawValue {
-            errorCount += 1
+            errors += 1
             pendingErrors.append("error: " + message)
         } else {
-            warningCount += 1
+            warnings += 1
             pendingErrors.append("warning: " + message)
         }
     }

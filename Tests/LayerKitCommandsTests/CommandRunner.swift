@@ -36,13 +36,23 @@ final class CommandRunner: @unchecked Sendable {
         process.executableURL = directory.appendingPathComponent("layerkit")
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), error = Pipe()
+        // stderr goes to a file, not a second pipe: reading one pipe to its
+        // end while the child fills the other (64 KiB, e.g. a sanitizer
+        // report) would deadlock both processes.
+        let errorPath = try scratchDirectory() + "/stderr"
+        guard FileManager.default.createFile(atPath: errorPath, contents: nil),
+              let errorFile = FileHandle(forWritingAtPath: errorPath) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        defer { try? FileManager.default.removeItem(atPath: errorPath) }
+        let out = Pipe()
         process.standardOutput = out
-        process.standardError = error
+        process.standardError = errorFile
         try process.run()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        let errorData = error.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        try errorFile.close()
+        let errorData = FileManager.default.contents(atPath: errorPath) ?? Data()
         return (process.terminationStatus, String(decoding: outData, as: UTF8.self),
                 String(decoding: errorData, as: UTF8.self))
     }
