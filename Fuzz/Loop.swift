@@ -41,7 +41,7 @@ func fuzz(_ target: Target, settings: Settings) -> (executions: Int, findings: I
         return (0, 1)
     }
     // Inputs the parser accepted join the pool, a cheap stand-in for coverage
-    // feedback; bounded in number and size.
+    // feedback; bounded in number and size (small inputs run fastest).
     var pool = corpus
     var mutator = Mutator(random: SeededGenerator(seed: settings.seed ^ UInt64(target.name.utf8.count) << 32),
                           dictionary: target.dictionary.map { Array($0.utf8) }, hotOffsets: target.hotOffsets)
@@ -52,7 +52,7 @@ func fuzz(_ target: Target, settings: Settings) -> (executions: Int, findings: I
             : mutator.mutate(pool[mutator.below(pool.count)], other: pool[mutator.below(pool.count)])
         if executions >= corpus.count, let fixup = target.fixup, mutator.below(10) != 0 { fixup(&input) }
         switch execute(target, input) {
-        case .accepted where executions >= corpus.count && input.count <= 1 << 16:
+        case .accepted where executions >= corpus.count && input.count <= 4096:
             if pool.count < 512 { pool.append(input) } else { pool[corpus.count + mutator.below(512 - corpus.count)] = input }
         case .unexpected(let detail):
             findings += 1

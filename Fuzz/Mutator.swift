@@ -13,7 +13,7 @@ struct Mutator {
     /// Byte offsets of header fields worth overwriting with interesting integers.
     let hotOffsets: [Int]
     /// Inputs never grow past this many bytes.
-    static let maxSize = 1 << 20
+    static let maxSize = 1 << 16
 
     static let interesting: [UInt64] = [0, 1, 2, 0x7F, 0x80, 0xFF, 0x100, 0x7FFF, 0x8000, 0xFFFF, 0x1_0000,
                                         0x7FFF_FFFF, 0x8000_0000, 0xFFFF_FFFF, 1 << 40, 1 << 62, .max]
@@ -57,7 +57,7 @@ struct Mutator {
         case 7 where !b.isEmpty:  // repeat a block many times (nesting and length bombs)
             let start = position % b.count
             let block = b[start..<min(b.count, start + 1 + below(8))]
-            let times = [2, 16, 256, 4096, 100_000][below(5)]
+            let times = [2, 16, 256, 4096, 1 << 16][below(5)]
             b.insert(contentsOf: Array(repeating: Array(block), count: min(times, Self.maxSize / block.count)).joined(),
                      at: start)
         case 8:  // insert a dictionary word

@@ -95,15 +95,17 @@ struct Target: Sendable {
     ) { bytes in
         let text = String(decoding: bytes, as: UTF8.self)
         // Each parser on its own, so one's refusal cannot hide another's finding.
+        var accepted = false
         for parse in cliParsers {
             do {
                 if let problem = try parse(text) { return .unexpected(problem) }
+                accepted = true
             } catch is UsageError, is LayerKitError {
             } catch {
                 return .unexpected("error of type \(type(of: error)): \(error)")
             }
         }
-        return .accepted
+        return accepted ? .accepted : .rejected
     }
 }
 
