@@ -90,7 +90,7 @@ func startWatchdog(limit: Double, findings: String) {
 func residentMiB() -> Int {
     guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-    return pages * Int(sysconf(Int32(_SC_PAGESIZE))) >> 20
+    return (pages * Int(sysconf(Int32(_SC_PAGESIZE)))) >> 20  // >> binds tighter than * in Swift
 }
 
 /// Prints a finding with its input (escaped text or hex, the first 512
@@ -104,6 +104,7 @@ func report(_ kind: String, detail: String, target: String, input: [UInt8], find
     print("fuzz: \(kind) in \(target): \(detail)")
     print("  input (\(input.count) bytes\(input.count > 512 ? ", first 512" : "")): \(show(input.prefix(512)))")
     print("  saved to \(path); replay: swift run -c release Fuzz \(target) --replay \(path)")
+    fflush(nil)  // all streams: the watchdog _exits right after
 }
 
 /// Bytes as a Swift string literal when they are mostly printable, else as hex.
