@@ -106,6 +106,19 @@ func fixPNGChecksums(_ b: inout [UInt8]) {
     }
 }
 
+/// Rewrites the header length of a `.npy` input to end at its first newline
+/// (or at the end), so inserts and deletes inside the header dict reach the
+/// dict parser instead of dying at the length check.
+func fixNPYHeaderLength(_ b: inout [UInt8]) {
+    guard b.count >= 12, b[6] >= 1, b[6] <= 3 else { return }
+    let start = b[6] == 1 ? 10 : 12
+    guard b.count >= start else { return }
+    let end = b[start...].firstIndex(of: 0x0A).map { $0 + 1 } ?? b.count
+    let length = end - start
+    if b[6] == 1, length > 0xFFFF { return }
+    for i in 0..<(start - 8) { b[8 + i] = UInt8(truncatingIfNeeded: length >> (8 * i)) }
+}
+
 private let crcTable: [UInt32] = (0..<256).map { n in
     (0..<8).reduce(UInt32(n)) { c, _ in c & 1 == 1 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
 }

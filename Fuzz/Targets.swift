@@ -18,7 +18,7 @@ struct Target: Sendable {
     let name: String
     let dictionary: [String]
     let hotOffsets: [Int]
-    /// Applied to most mutated inputs before they run (PNG: fix the chunk CRCs).
+    /// Applied to most mutated inputs before they run (fix PNG chunk CRCs, the .npy header length).
     var fixup: (@Sendable (inout [UInt8]) -> Void)? = nil
     let run: @Sendable ([UInt8]) -> Outcome
 
@@ -30,7 +30,8 @@ struct Target: Sendable {
         dictionary: ["'shape'", "'descr'", "'fortran_order'", "(", ")", ",", "[", "]", "{", "}", ":", "True", "False",
                      "None", "'<f4'", "'<f2'", "'<f8'", "'>f4'", "1099511627776", "9223372036854775807",
                      "-1", "0", "L", "\\", "\"", "'"],
-        hotOffsets: [6, 7, 8, 9, 10, 11]
+        hotOffsets: [6, 7, 8, 9, 10, 11],
+        fixup: fixNPYHeaderLength
     ) { bytes in
         expecting(LayerKitError.self) {
             let tensor = try Tensor(npyData: Data(bytes))
