@@ -28,7 +28,7 @@ shader-checks: deps
 	cmake --build build/shaders
 	ctest --test-dir build/shaders --output-on-failure
 
-# Fails on a crash, an input over 1 s, an error of an unpromised type or a
+# Fails on a crash, an input over 1 s of CPU, an error of an unpromised type or a
 # resident set over 1 GiB; the input is printed and saved under Fuzz/findings/.
 fuzz: deps
 	swift run -c release Fuzz all --seconds $(SECONDS) --seed $(FUZZ_SEED)

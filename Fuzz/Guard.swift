@@ -13,13 +13,19 @@ enum Current {
     nonisolated(unsafe) static var target = ""
     /// When the input started, in DispatchTime nanoseconds; 0 between inputs.
     nonisolated(unsafe) static var started: UInt64 = 0
+    /// The fuzzing thread's CPU time when the input started, in nanoseconds.
+    nonisolated(unsafe) static var startedCPU: UInt64 = 0
+    /// The fuzzing thread's CPU-time clock, readable from the watchdog.
+    nonisolated(unsafe) static var fuzzingThreadClock = CLOCK_THREAD_CPUTIME_ID
     static let lock = NSLock()
 
     static func begin(_ input: [UInt8]) {
+        let cpu = nanoseconds(CLOCK_THREAD_CPUTIME_ID)
         lock.lock()
         input.withUnsafeBufferPointer { Current.bytes.update(from: $0.baseAddress!, count: $0.count) }
         count = input.count
         started = DispatchTime.now().uptimeNanoseconds
+        startedCPU = cpu
         lock.unlock()
     }
 
@@ -67,19 +73,33 @@ func installCrashHandlers() {
     }
 }
 
-/// A thread that fails the run when one input takes longer than `limit` seconds.
+private func nanoseconds(_ clock: clockid_t) -> UInt64 {
+    var time = timespec()
+    clock_gettime(clock, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// A thread that fails the run when one input takes more than `limit`
+/// seconds of the fuzzing thread's CPU time, or 10 x `limit` of wall time
+/// (a blocked or multi-threaded hang). CPU time, because on a loaded CI
+/// machine wall time alone flags inputs that merely waited for a core.
+/// Call from the fuzzing thread.
 func startWatchdog(limit: Double, findings: String) {
+    pthread_getcpuclockid(pthread_self(), &Current.fuzzingThreadClock)
     Thread.detachNewThread {
         while true {
             usleep(100_000)
+            let cpuNow = nanoseconds(Current.fuzzingThreadClock)
             Current.lock.lock()
-            let started = Current.started
+            let (started, startedCPU) = (Current.started, Current.startedCPU)
             let input = started == 0 ? [] : Array(UnsafeBufferPointer(start: Current.bytes, count: Current.count))
             Current.lock.unlock()
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            if started != 0, elapsed > limit {
-                report("HANG", detail: "one input ran over \(limit) s", target: Current.target, input: input,
-                       findings: findings)
+            guard started != 0 else { continue }
+            let wall = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            let cpu = Double(cpuNow &- startedCPU) / 1e9
+            if cpu > limit || wall > 10 * limit {
+                report("HANG", detail: "one input ran \(String(format: "%.2f", cpu)) s of CPU, \(String(format: "%.2f", wall)) s of wall time (limits \(limit) s, \(10 * limit) s)",
+                       target: Current.target, input: input, findings: findings)
                 _exit(1)
             }
         }

@@ -8,7 +8,8 @@
 // Each parser starts from its seed corpus (Fuzz/corpus/<parser>/) and runs
 // mutated inputs (see Mutator) until its time is up. It fails, printing the
 // input and saving it under Fuzz/findings/, on a crash (the process dies of
-// the signal after saving), an input running over --timeout seconds, an
+// the signal after saving), an input running over --timeout seconds of CPU
+// time (or 10 x that of wall time), an
 // error of a type the API does not promise, a result breaking an invariant,
 // or a resident set over --max-rss-mib. The input sequence depends only on
 // --seed; with --runs it is exactly reproducible.
@@ -34,7 +35,8 @@ installCrashHandlers()
 startWatchdog(limit: option("--timeout").flatMap(Double.init) ?? 1, findings: settings.findings)
 
 if let replayIndex = arguments.firstIndex(of: "--replay") {
-    exit(replay(targets[0], files: Array(arguments[(replayIndex + 1)...]), settings: settings) ? 0 : 1)
+    let files = arguments[(replayIndex + 1)...].prefix { !$0.hasPrefix("--") }
+    exit(replay(targets[0], files: Array(files), settings: settings) ? 0 : 1)
 }
 var failed = false
 for target in targets {
