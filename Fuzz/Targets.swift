@@ -53,6 +53,7 @@ struct Target: Sendable {
         guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
             return .unexpected("cannot write the scratch file \(path)")
         }
+        defer { unlink(path) }
         return expecting(LayerKitError.self) {
             let tensor = try Tensor(pngFile: path)
             let shape = tensor.shape
@@ -140,5 +141,7 @@ private let specialValues = try! Tensor(shape: [1, 2, 2, 3], values: [
     -.greatestFiniteMagnitude, 88.8, -104,
 ])
 
-private let scratchPNGPath = FileManager.default.temporaryDirectory
-    .appendingPathComponent("layerkit-fuzz-\(getpid()).png").path
+/// The file PNG inputs are written to: in memory (/dev/shm) where there is one,
+/// since a busy disk otherwise sets the pace.
+private let scratchPNGPath = (FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm"
+    : FileManager.default.temporaryDirectory.path) + "/layerkit-fuzz-\(getpid()).png"
