@@ -89,14 +89,16 @@ func startWatchdog(limit: Double, findings: String) {
     Thread.detachNewThread {
         while true {
             usleep(100_000)
-            let cpuNow = nanoseconds(Current.fuzzingThreadClock)
             Current.lock.lock()
+            // Read under the lock: an input that begins after this reading
+            // would otherwise seem to have started in the future.
+            let cpuNow = nanoseconds(Current.fuzzingThreadClock)
             let (started, startedCPU) = (Current.started, Current.startedCPU)
             let input = started == 0 ? [] : Array(UnsafeBufferPointer(start: Current.bytes, count: Current.count))
             Current.lock.unlock()
             guard started != 0 else { continue }
             let wall = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-            let cpu = Double(cpuNow &- startedCPU) / 1e9
+            let cpu = Double(cpuNow > startedCPU ? cpuNow - startedCPU : 0) / 1e9
             if cpu > limit || wall > 10 * limit {
                 report("HANG", detail: "one input ran \(String(format: "%.2f", cpu)) s of CPU, \(String(format: "%.2f", wall)) s of wall time (limits \(limit) s, \(10 * limit) s)",
                        target: Current.target, input: input, findings: findings)
