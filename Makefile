@@ -1,13 +1,18 @@
 # The two commands of the README's quick start, plus the pieces they use.
 #   make demo   the main job: Swish on a built-in image, GPU and CPU side by side
-#   make test   the test suite under Khronos validation, the shader checks, then the suite under ASan
+#   make test   the suite under Khronos validation, parity --all, the shader checks,
+#               the fuzzer, then the suite under ASan (what CI runs)
 #   make test-asan / test-tsan   the suite under AddressSanitizer+LeakSanitizer / ThreadSanitizer
 #   make soak   10,000 mixed-size dispatches alone in a process: flat objects and RSS
+#   make fuzz   every user-fed parser under the seeded fuzzer (SECONDS each, default 30)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks bench
+.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz bench
+
+SECONDS ?= 30
+FUZZ_SEED ?= 1
 
 deps:
 	@Scripts/install-deps
@@ -20,6 +25,7 @@ test: deps
 	LAYERKIT_VALIDATION=1 swift test
 	LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	$(MAKE) shader-checks
+	$(MAKE) fuzz
 	$(MAKE) test-asan
 
 # Sanitizer builds keep their own scratch paths (a sanitized and a plain build
@@ -48,6 +54,11 @@ shader-checks: deps
 	cmake -S . -B build/shaders -G Ninja >/dev/null
 	cmake --build build/shaders
 	ctest --test-dir build/shaders --output-on-failure
+
+# Fails on a crash, an input over 1 s of CPU, an error of an unpromised type or a
+# resident set over 1 GiB; the input is printed and saved under Fuzz/findings/.
+fuzz: deps
+	swift run -c release Fuzz all --seconds $(SECONDS) --seed $(FUZZ_SEED)
 
 bench: deps
 	swift run -c release SwishBench

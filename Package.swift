@@ -45,6 +45,10 @@ let package = Package(
         .executableTarget(name: "FusionBench", dependencies: ["LayerKit", "BenchmarkSupport"],
                           path: "Benchmarks/FusionBench"),
 
+        // Seeded mutation fuzzer over every user-fed parser (`make fuzz`).
+        .executableTarget(name: "Fuzz", dependencies: ["LayerKit", "LayerKitCommands"], path: "Fuzz",
+                          exclude: ["corpus", "findings"]),
+
         .testTarget(name: "VulkanComputeTests", dependencies: ["VulkanCompute"]),
         .testTarget(name: "LayerKitTests", dependencies: ["LayerKit", "CKernels"],
                     exclude: ["Fixtures"]),

@@ -145,6 +145,11 @@ private struct LiteralParser {
     private let scalars: [Unicode.Scalar]
     private let source: String
     private var index = 0
+    /// Open tuples and lists around the current value. numpy nests at most
+    /// three deep (structured dtypes); the limit keeps the recursion, and so
+    /// the stack, bounded whatever the header says.
+    private var depth = 0
+    private static let maxDepth = 32
 
     init(_ text: String, source: String) {
         scalars = Array(text.unicodeScalars)
@@ -172,6 +177,9 @@ private struct LiteralParser {
         case "'", "\"":
             return .string(try string())
         case "(", "[":
+            guard depth < Self.maxDepth else { throw error("header nests deeper than \(Self.maxDepth) levels") }
+            depth += 1
+            defer { depth -= 1 }
             index += 1
             var elements: [Literal] = []
             try items(closing: next == "(" ? ")" : "]") { elements.append(try $0.value()) }

@@ -1,7 +1,7 @@
 /// A usage error: the command line itself is wrong (exit status 2).
-struct UsageError: Error, CustomStringConvertible {
-    let description: String
-    init(_ message: String) { description = message }
+package struct UsageError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ message: String) { description = message }
 }
 
 /// The options of one subcommand, parsed from `--name value` pairs and

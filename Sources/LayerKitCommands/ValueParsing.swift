@@ -2,9 +2,9 @@ import LayerKit
 
 /// Parsers for the value syntaxes the commands share; each error says
 /// what was expected.
-enum ValueParsing {
+package enum ValueParsing {
     /// `1x6x256x256` → `[1, 6, 256, 256]`: 1 to 4 positive extents.
-    static func shape(_ text: String) throws -> [Int] {
+    package static func shape(_ text: String) throws -> [Int] {
         let parts = text.split(separator: "x", omittingEmptySubsequences: false)
         let extents = parts.compactMap { Int($0) }
         guard extents.count == parts.count, (1...4).contains(extents.count), extents.allSatisfy({ $0 > 0 }) else {
@@ -15,7 +15,7 @@ enum ValueParsing {
     }
 
     /// `-10,10` → `-10...10` (finite, low < high).
-    static func range(_ text: String) throws -> ClosedRange<Float> {
+    package static func range(_ text: String) throws -> ClosedRange<Float> {
         let parts = text.split(separator: ",").map { Float($0.trimmingCharacters(in: .whitespaces)) }
         guard parts.count == 2, let low = parts[0], let high = parts[1],
               low.isFinite, high.isFinite, low < high else {
@@ -26,7 +26,7 @@ enum ValueParsing {
 
     /// `beta=0.5` → `("beta", "0.5")`, `approximate=tanh` → `("approximate", "tanh")`:
     /// the layer reads numbers from the text and rejects what it cannot use.
-    static func parameter(_ text: String) throws -> (String, String) {
+    package static func parameter(_ text: String) throws -> (String, String) {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
             throw UsageError("--param \(text): expected NAME=VALUE, e.g. beta=0.5")
@@ -35,7 +35,7 @@ enum ValueParsing {
     }
 
     /// `beta=w.npy` → `("beta", "w.npy")`.
-    static func weights(_ text: String) throws -> (String, String) {
+    package static func weights(_ text: String) throws -> (String, String) {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
             throw UsageError("--weights \(text): expected NAME=FILE.npy, e.g. beta=w.npy")
@@ -44,13 +44,13 @@ enum ValueParsing {
     }
 
     /// A non-negative integer seed.
-    static func seed(_ text: String) throws -> UInt64 {
+    package static func seed(_ text: String) throws -> UInt64 {
         guard let seed = UInt64(text) else { throw UsageError("--seed \(text): expected a non-negative integer") }
         return seed
     }
 
     /// `cpu`, `gpu` or `auto` → compute units.
-    static func backend(_ text: String) throws -> ComputeUnits {
+    package static func backend(_ text: String) throws -> ComputeUnits {
         switch text.lowercased() {
         case "cpu": return .cpuOnly
         case "gpu": return .cpuAndGPU

@@ -18,6 +18,24 @@ struct FormulaParserTests {
         #expect(try parse("--x") == .unary(.neg, .unary(.neg, x)))
     }
 
+    /// Fuzz finding (Fuzz formula, seed 1): `x + (` repeated 100000 times
+    /// overflowed the stack of the recursive-descent parser. Deep nesting and
+    /// long formulas are now clear errors with a column.
+    @Test func deepOrLongFormulasAreErrorsNotCrashes() throws {
+        let nested = String(repeating: "x + (", count: 100)
+        let nestingError = #expect(throws: FormulaParser.Error.self) { try parse(nested) }
+        #expect(nestingError?.message == "formula nests deeper than 64 levels")
+        #expect(nestingError?.column == 5 * 64 + 1)
+        for long in [String(repeating: "x + (", count: 100_000), String(repeating: "x + ", count: 100_000) + "x", String(repeating: "-", count: 100_000) + "x"] {
+            let lengthError = #expect(throws: FormulaParser.Error.self) { try parse(long) }
+            #expect(lengthError?.message == "formula is too long: over 1024 tokens")
+        }
+        // At the limits a formula still parses.
+        #expect(try parse(String(repeating: "(", count: 63) + "x" + String(repeating: ")", count: 63)) == x)
+        _ = try parse(String(repeating: "x + ", count: 511) + "x")  // 1023 tokens
+        _ = try parse(String(repeating: "-", count: 1023) + "x")  // 1024 tokens
+    }
+
     @Test func literalsNamesAndFunctions() throws {
         #expect(try parse("1e-3 * x") == .binary(.mul, .constant(1e-3), x))
         #expect(try parse(".5 + 2.") == .binary(.add, 0.5, 2))

@@ -170,6 +170,10 @@ private let fourBytes: [UInt8] = [0, 0, 0x80, 0x3F]
         BadNPY("text after dict", header() + " x", payload: fourBytes),
         BadNPY("unknown name", header(fortran: "Maybe"), payload: fourBytes),
         BadNPY("non-string key", "{1: 2}", payload: fourBytes),
+        // Nesting bombs: each overflowed the stack of the recursive literal parser
+        // (Fuzz npy --seed 7 found the first: 65476 nested tuples in a version 1 header).
+        BadNPY("60000 nested tuples", header(shape: String(repeating: "(", count: 60_000)), payload: fourBytes),
+        BadNPY("10^6 nested lists, version 2", header(shape: String(repeating: "[", count: 1_000_000)), version: 2),
     ]
 
     @Test(arguments: cases)

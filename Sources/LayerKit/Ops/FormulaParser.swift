@@ -4,7 +4,15 @@
 /// unary `-`, `^` (power, right-associative, so `-x^2` is `-(x^2)`), then
 /// atoms: numbers (`1e-3`), `x`, names (parameters or weights), calls of the
 /// known functions, and parentheses. Every error names the 1-based column.
+///
+/// Formulas are limited to `maxTokens` tokens and `maxNesting` levels of
+/// parentheses and calls, which bounds the parser's recursion and the depth
+/// of the `Expr` every later stage walks recursively (a long input is a
+/// clear error, never a stack overflow).
 public struct FormulaParser {
+    public static let maxTokens = 1024
+    public static let maxNesting = 64
+
     /// A formula error, with the column it points at.
     public struct Error: Swift.Error, CustomStringConvertible, Equatable {
         public let column: Int
@@ -34,6 +42,7 @@ public struct FormulaParser {
 
     private var tokens: [Token] = []
     private var position = 0
+    private var nesting = 0
     /// Where each value name is first used (1-based column), for errors.
     public private(set) var firstUse: [String: Int] = [:]
 
@@ -66,6 +75,11 @@ public struct FormulaParser {
     }
 
     private mutating func comparison() throws -> Expr {
+        guard nesting < FormulaParser.maxNesting else {
+            throw Error(column: current.column, message: "formula nests deeper than \(FormulaParser.maxNesting) levels")
+        }
+        nesting += 1
+        defer { nesting -= 1 }
         let left = try sum()
         let operators: [(String, BinaryFunction)] = [(">=", .greaterEqual), ("<=", .lessEqual), (">", .greater),
                                                      ("<", .less), ("==", .equal), ("!=", .notEqual)]
@@ -194,6 +208,9 @@ public struct FormulaParser {
             }
         }
         tokens.append(Token(kind: .end, column: characters.count + 1))
+        guard tokens.count <= maxTokens + 1 else {  // + 1: the end token
+            throw Error(column: tokens[maxTokens].column, message: "formula is too long: over \(maxTokens) tokens")
+        }
         return tokens
     }
 }

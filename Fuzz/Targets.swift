@@ -1,0 +1,147 @@
+import Foundation
+import LayerKit
+import LayerKitCommands
+
+/// What one input did to a parser.
+enum Outcome {
+    /// Parsed, and the result passed the target's checks.
+    case accepted
+    /// Refused with an error of the type the API promises.
+    case rejected
+    /// A finding: an error of another type, or a result that breaks an invariant.
+    case unexpected(String)
+}
+
+/// A parser under test: its name (the corpus folder), the words and header
+/// offsets its mutations favour, and how to run one input.
+struct Target: Sendable {
+    let name: String
+    let dictionary: [String]
+    let hotOffsets: [Int]
+    /// Applied to most mutated inputs before they run (fix PNG chunk CRCs, the .npy header length).
+    var fixup: (@Sendable (inout [UInt8]) -> Void)? = nil
+    let run: @Sendable ([UInt8]) -> Outcome
+
+    static let all = [npy, png, formula, cli]
+
+    /// `Tensor(npyData:)`: `LayerKitError` only; what it accepts re-encodes to the same shape.
+    static let npy = Target(
+        name: "npy",
+        dictionary: ["'shape'", "'descr'", "'fortran_order'", "(", ")", ",", "[", "]", "{", "}", ":", "True", "False",
+                     "None", "'<f4'", "'<f2'", "'<f8'", "'>f4'", "1099511627776", "9223372036854775807",
+                     "-1", "0", "L", "\\", "\"", "'"],
+        hotOffsets: [6, 7, 8, 9, 10, 11],
+        fixup: fixNPYHeaderLength
+    ) { bytes in
+        expecting(LayerKitError.self) {
+            let tensor = try Tensor(npyData: Data(bytes))
+            guard tensor.count <= 1 << 16 else { return .accepted }
+            let again = try Tensor(npyData: tensor.npyData())
+            return again.shape == tensor.shape ? .accepted : .unexpected("re-encoded shape \(again.shape) != \(tensor.shape)")
+        }
+    }
+
+    /// `Tensor(pngFile:)` through libpng; the bytes go to a scratch file.
+    /// `LayerKitError` only; what it accepts is 1xCxHxW with C of 1, 3 or 4.
+    static let png = Target(
+        name: "png",
+        dictionary: ["IHDR", "IDAT", "IEND", "PLTE", "tRNS", "gAMA", "iCCP", "sBIT", "\u{0}\u{0}\u{0}\u{0}"],
+        hotOffsets: [8, 11, 16, 19, 20, 23, 24, 25, 26, 27, 28, 33],
+        fixup: fixPNGChecksums
+    ) { bytes in
+        let path = scratchPNGPath
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+            return .unexpected("cannot write the scratch file \(path)")
+        }
+        defer { unlink(path) }
+        return expecting(LayerKitError.self) {
+            let tensor = try Tensor(pngFile: path)
+            let shape = tensor.shape
+            guard shape.count == 4, shape[0] == 1, [1, 3, 4].contains(shape[1]) else {
+                return .unexpected("decoded shape \(shape)")
+            }
+            return .accepted
+        }
+    }
+
+    /// `FormulaParser.parse`, then `FormulaLayer` with every value given as
+    /// 0.5, run on the CPU over special values. `FormulaParser.Error` or
+    /// `LayerKitError` only; a parsed formula's text must parse back to it.
+    static let formula = Target(
+        name: "formula",
+        dictionary: ["+", "-", "*", "/", "^", "(", ")", ",", ">", ">=", "<", "<=", "==", "!=", "x", "beta",
+                     "1e308", "1e-45", "3.4028235e38", "nan", "inf", "-0", "0", ".", "1e", "e5"]
+            + (UnaryFunction.allCases.map(\.rawValue) + ["pow", "min", "max", "clamp", "where"]).map { $0 + "(" },
+        hotOffsets: []
+    ) { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        return expecting(FormulaParser.Error.self, LayerKitError.self) {
+            let (expr, _) = try FormulaParser.parse(text)
+            let reparsed = try FormulaParser.parse(expr.description).expr
+            guard reparsed == expr else { return .unexpected("'\(expr)' parses back as '\(reparsed)'") }
+            let parameters = Dictionary(uniqueKeysWithValues: expr.valueNames.map { ($0, Float(0.5)) })
+            let layer = try FormulaLayer(formula: text, parameters: parameters)
+            _ = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [specialValues])
+            return .accepted
+        }
+    }
+
+    /// The CLI value parsers (`--shape`, `--range`, `--param`, `--weights`,
+    /// `--seed`, `--backend`) on the same text: `UsageError` (or
+    /// `LayerKitError` from the shape's size check) only.
+    static let cli = Target(
+        name: "cli",
+        dictionary: ["x", ",", "=", "-", "+", " ", "0", "1", "9223372036854775807", "18446744073709551616",
+                     "1e39", "nan", "inf", "-0", "0x10", "cpu", "gpu", "auto"],
+        hotOffsets: []
+    ) { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        // Each parser on its own, so one's refusal cannot hide another's finding.
+        var accepted = false
+        for parse in cliParsers {
+            do {
+                if let problem = try parse(text) { return .unexpected(problem) }
+                accepted = true
+            } catch is UsageError, is LayerKitError {
+            } catch {
+                return .unexpected("error of type \(type(of: error)): \(error)")
+            }
+        }
+        return accepted ? .accepted : .rejected
+    }
+}
+
+/// The CLI value parsers, each returning what is wrong with what it accepted.
+private let cliParsers: [@Sendable (String) throws -> String?] = [
+    { let shape = try ValueParsing.shape($0)
+      return (1...4).contains(shape.count) && shape.allSatisfy { $0 > 0 } ? nil : "--shape accepted \(shape)" },
+    { let range = try ValueParsing.range($0)
+      return range.lowerBound.isFinite && range.upperBound.isFinite ? nil : "--range accepted \(range)" },
+    { let (name, value) = try ValueParsing.parameter($0)
+      return name.isEmpty || value.isEmpty ? "--param accepted '\(name)'='\(value)'" : nil },
+    { let (name, file) = try ValueParsing.weights($0)
+      return name.isEmpty || file.isEmpty ? "--weights accepted '\(name)'='\(file)'" : nil },
+    { _ = try ValueParsing.seed($0); return nil },
+    { _ = try ValueParsing.backend($0); return nil },
+]
+
+/// Runs `body`; errors of the `allowed` types are `.rejected`, others a finding.
+private func expecting(_ allowed: any Error.Type..., body: () throws -> Outcome) -> Outcome {
+    do {
+        return try body()
+    } catch {
+        if allowed.contains(where: { type(of: error) == $0 }) { return .rejected }
+        return .unexpected("error of type \(type(of: error)): \(error)")
+    }
+}
+
+/// One tensor holding the values formulas most often mishandle.
+private let specialValues = try! Tensor(shape: [1, 2, 2, 3], values: [
+    0, -0, 1, -1, .nan, .infinity, -.infinity, .leastNonzeroMagnitude, .greatestFiniteMagnitude,
+    -.greatestFiniteMagnitude, 88.8, -104,
+])
+
+/// The file PNG inputs are written to: in memory (/dev/shm) where there is one,
+/// since a busy disk otherwise sets the pace.
+private let scratchPNGPath = (FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm"
+    : FileManager.default.temporaryDirectory.path) + "/layerkit-fuzz-\(getpid()).png"
