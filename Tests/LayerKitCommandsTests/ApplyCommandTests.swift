@@ -65,6 +65,17 @@ struct ApplyCommandTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/x.npy")) == before)
     }
 
+    @Test func refusesToOverwriteItsWeights() throws {
+        try writeNPY([1, 2, 3], shape: [1, 3, 1, 1], to: "\(directory)/x.npy")
+        try writeNPY([0.5, 1, 2], shape: [3], to: "\(directory)/beta.npy")
+        let before = try Data(contentsOf: URL(fileURLWithPath: "\(directory)/beta.npy"))
+        let runner = CommandRunner()
+        #expect(runner.run(["apply", "--op", "swish", "--weights", "beta=\(directory)/beta.npy", "--input",
+                            "\(directory)/x.npy", "--output", "\(directory)/beta.npy"]) == 1)
+        #expect(runner.error.contains("refusing to overwrite"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/beta.npy")) == before)
+    }
+
     /// Each bad command line: its exit status and a word its one-line error must contain.
     static let badInvocations: [([String], Int32, String)] = [
         (["apply", "--op", "Swoosh", "--input", "X", "--output", "Y.npy"], 1, "unknown op 'Swoosh'"),
