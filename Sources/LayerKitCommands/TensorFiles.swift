@@ -35,7 +35,7 @@ enum TensorFiles {
         }
         let target = canonical(output)
         for input in inputs where canonical(input) == target {
-            throw LayerKitError.file("output \(output) is the input file; refusing to overwrite it")
+            throw LayerKitError.file("output \(output) is also an input (\(input)); refusing to overwrite it")
         }
     }
 
