@@ -87,4 +87,26 @@ struct DispatchTests {
             try commands.dispatch(pipeline, bindings: [.buffer(buffer)], threads: (1, 1, 1))
         }
     }
+
+    @Test func deviceLocalBuffersRoundTripThroughCopies() throws {
+        let device = try TestDevice.get()
+        let count = 257
+        let upload = try Buffer(device: device, length: count * 4)
+        let resident = try Buffer(device: device, length: count * 4, storage: .private)
+        let readback = try Buffer(device: device, length: count * 4)
+        #expect(resident.contents == nil)
+        let source = upload.contents!.bindMemory(to: Float.self, capacity: count)
+        for i in 0..<count { source[i] = Float(i) * 0.5 - 7 }
+        let commands = try CommandBuffer(device: device)
+        try commands.copy(from: upload, to: resident, length: count * 4)
+        try commands.barrier()
+        try commands.copy(from: resident, to: readback, length: count * 4)
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        let result = readback.contents!.bindMemory(to: Float.self, capacity: count)
+        for i in 0..<count { #expect(result[i] == Float(i) * 0.5 - 7) }
+        #expect(throws: VulkanError.self) {
+            try CommandBuffer(device: device).copy(from: upload, to: resident, length: count * 4 + 1)
+        }
+    }
 }
