@@ -106,22 +106,40 @@ public final class Backend: @unchecked Sendable {
            try inputs.contains(where: { try !gpu.fitsOneImage($0) }) {
             return try runInPieces(perElement, inputs: inputs, outputs: outputs, on: gpu)
         }
+        var inputImages: [SliceImage] = []
+        var outputImages: [SliceImage] = []
+        let stamps = try runStamped(on: gpu, upload: { commands in
+            inputImages = try inputs.map { input in
+                let image = try gpu.makeSliceImage(like: input)
+                try commands.upload(input, to: image)
+                return image
+            }
+        }, encode: { commands in
+            outputImages = try outputs.map { try gpu.makeSliceImage(like: $0) }
+            try layer.encode(commandBuffer: commands, inputs: inputImages, outputs: outputImages)
+        }, download: { commands in
+            for (image, tensor) in zip(outputImages, outputs) { try commands.download(image, into: tensor) }
+        })
+        return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: stamps)
+    }
+
+    /// Records the uploads, the kernels and the downloads in one command
+    /// buffer between the `start`, `upload`, `kernel` and `download` marks,
+    /// submits it and waits; returns the marks.
+    private func runStamped(on gpu: GPUContext, upload: (GPUCommandBuffer) throws -> Void,
+                            encode: (GPUCommandBuffer) throws -> Void,
+                            download: (GPUCommandBuffer) throws -> Void) throws -> [CommandBuffer.Timestamp] {
         let commands = try gpu.makeCommandBuffer()
         try commands.timestamp("start")
-        let inputImages = try inputs.map { input in
-            let image = try gpu.makeSliceImage(like: input)
-            try commands.upload(input, to: image)
-            return image
-        }
+        try upload(commands)
         try commands.timestamp("upload")
-        let outputImages = try outputs.map { try gpu.makeSliceImage(like: $0) }
-        try layer.encode(commandBuffer: commands, inputs: inputImages, outputs: outputImages)
+        try encode(commands)
         try commands.timestamp("kernel")
-        for (image, tensor) in zip(outputImages, outputs) { try commands.download(image, into: tensor) }
+        try download(commands)
         try commands.timestamp("download")
         try commands.commit()
         try commands.waitUntilCompleted()
-        return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: try commands.timestamps())
+        return try commands.timestamps()
     }
 
     /// Runs a per-element layer on tensors too large for one slice image:
@@ -136,34 +154,31 @@ public final class Backend: @unchecked Sendable {
             /// The piece's input, then (once downloaded) its result.
             let part: Tensor
         }
-        let commands = try gpu.makeCommandBuffer()
-        try commands.timestamp("start")
         var work: [Work] = []
-        for (input, output) in zip(inputs, outputs) {
-            let s = try input.nchw()
-            let plan = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
-                                   maxDimension: Int(gpu.deviceInfo.maxImageDimension2D),
-                                   maxLayers: Int(gpu.deviceInfo.maxImageArrayLayers))
-            for piece in plan.pieces {
-                let part = try input.copy(piece)
-                let image = try gpu.makeSliceImage(like: part)
-                try commands.upload(part, to: image)  // reads `part` now
-                work.append(Work(output: output, piece: piece, featureChannels: s.c, inputImage: image,
-                                 outputImage: try gpu.makeSliceImage(like: part), part: part))
+        let stamps = try runStamped(on: gpu, upload: { commands in
+            for (input, output) in zip(inputs, outputs) {
+                let s = try input.nchw()
+                let plan = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
+                                       maxDimension: Int(gpu.deviceInfo.maxImageDimension2D),
+                                       maxLayers: Int(gpu.deviceInfo.maxImageArrayLayers))
+                for piece in plan.pieces {
+                    let part = try input.copy(piece)
+                    let image = try gpu.makeSliceImage(like: part)
+                    try commands.upload(part, to: image)  // reads `part` now
+                    work.append(Work(output: output, piece: piece, featureChannels: s.c, inputImage: image,
+                                     outputImage: try gpu.makeSliceImage(like: part), part: part))
+                }
             }
-        }
-        try commands.timestamp("upload")
-        for item in work {
-            try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
-                             channels: item.piece.channels, of: item.featureChannels)
-        }
-        try commands.timestamp("kernel")
-        for item in work { try commands.download(item.outputImage, into: item.part) }
-        try commands.timestamp("download")
-        try commands.commit()
-        try commands.waitUntilCompleted()
+        }, encode: { commands in
+            for item in work {
+                try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
+                                 channels: item.piece.channels, of: item.featureChannels)
+            }
+        }, download: { commands in
+            for item in work { try commands.download(item.outputImage, into: item.part) }
+        })
         for item in work { try item.output.paste(item.part, at: item.piece) }
-        return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: try commands.timestamps())
+        return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: stamps)
     }
 
     private func announce(_ message: String) {
