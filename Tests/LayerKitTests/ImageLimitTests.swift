@@ -97,9 +97,7 @@ struct ImageLimitTests {
         func setWeightData(_ weights: [Data]) throws {}
         func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
         func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
-            for (input, output) in zip(inputs, outputs) {
-                for i in 0..<input.count { output[i] = 2 * input[i] }
-            }
+            doubleEachElement(inputs: inputs, outputs: outputs)
         }
         var hasGPUImplementation: Bool { true }
         func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
