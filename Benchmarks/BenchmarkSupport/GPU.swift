@@ -16,7 +16,7 @@ public func benchmarkGPUContext() -> (context: GPUContext?, note: String) {
 
 /// Milliseconds of `layer`'s kernel alone on `input` into `output`, by GPU
 /// timestamps around its `encode`, one sample per run after `warmup` runs.
-public func gpuKernelSamples(_ layer: CustomLayer, context: GPUContext, input: SliceImage,
+public func gpuKernelSamples(_ layer: Layer, context: GPUContext, input: SliceImage,
                              output: SliceImage, warmup: Int, runs: Int) throws -> [Double] {
     var samples: [Double] = []
     for run in 0..<(warmup + runs) {

@@ -73,7 +73,7 @@ public final class Backend: @unchecked Sendable {
 
     /// Where `layer` will run, with the reason when it is the CPU although a
     /// GPU was allowed.
-    public func placement(for layer: CustomLayer) -> Placement {
+    public func placement(for layer: Layer) -> Placement {
         guard computeUnits != .cpuOnly else { return .cpu(reason: nil) }
         let name = layer.layerName
         guard let gpu else {
@@ -93,7 +93,7 @@ public final class Backend: @unchecked Sendable {
     /// On the GPU, inputs past the device's image limits run in pieces when
     /// the layer is a `PerElementLayer`; for any other layer that throws,
     /// naming the limit.
-    public func run(_ layer: CustomLayer, inputs: [Tensor]) throws -> LayerRun {
+    public func run(_ layer: Layer, inputs: [Tensor]) throws -> LayerRun {
         let shapes = try layer.outputShapes(forInputShapes: inputs.map(\.shape))
         let outputs = try shapes.map { try Tensor(shape: $0) }
         let placement = placement(for: layer)

@@ -1,29 +1,14 @@
 import Foundation
 
-/// A neural-network layer LayerKit can run: Core ML's `MLCustomLayer`,
-/// with `Tensor` for `MLMultiArray` and `SliceImage` for `MTLTexture`.
+/// What LayerKit needs to run a layer: shapes, a CPU implementation, and
+/// optionally a GPU one. A model's standard ops (Conv, Gemm, pools...) are
+/// `Layer`s made from their ONNX nodes; user layers are `CustomLayer`s.
 ///
-/// `evaluate` (CPU) is required; `encode` (GPU) is optional. The backend
-/// runs `encode` when the layer has one and the GPU is in use, else
-/// `evaluate`, and says so when it falls back.
-public protocol CustomLayer: AnyObject {
-    /// The name the layer is registered under (`--op` on the command line).
-    static var name: String { get }
-
-    /// The names of the weight blobs `setWeightData` takes, in order
-    /// (`--weights NAME=file.npy`). Defaults to none.
-    static var weightNames: [String] { get }
-
-    /// The name this layer goes by in notices and reports; defaults to
-    /// `Self.name` (a layer type serving several ops names the op).
+/// The backend runs `encode` when the layer has one and the GPU is in use,
+/// else `evaluate`, and says so when it falls back.
+public protocol Layer: AnyObject {
+    /// The name this layer goes by in notices and reports (its op).
     var layerName: String { get }
-
-    /// Makes the layer from its parameters (numbers as `Double`, `Float`,
-    /// `Int` or `NSNumber`); unknown or ill-typed parameters throw.
-    init(parameters: [String: Any]) throws
-
-    /// Receives the layer's weights, each blob Float32 little-endian.
-    func setWeightData(_ weights: [Data]) throws
 
     /// The output shapes for the given input shapes; throws if they do not fit.
     func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]]
@@ -35,20 +20,48 @@ public protocol CustomLayer: AnyObject {
     /// Whether `encode` is implemented. Defaults to false.
     var hasGPUImplementation: Bool { get }
 
-    /// Encodes the layer's GPU work. Images are allocated by the caller.
+    /// Encodes the layer's GPU work. Images are allocated by the caller, in
+    /// the shapes `SliceImage.imageShape(forTensorShape:)` gives for the
+    /// tensor shapes (a rank-2 [N, K] tensor is an N×K×1×1 image).
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws
+}
+
+extension Layer {
+    public var hasGPUImplementation: Bool { false }
+
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        throw LayerKitError.unsupported("\(layerName) has no GPU implementation")
+    }
+}
+
+/// A user-defined layer: Core ML's `MLCustomLayer`, with `Tensor` for
+/// `MLMultiArray` and `SliceImage` for `MTLTexture`. It is found by name
+/// (`--op`, or a model node's op type), made from a parameter dictionary and
+/// given its weights as blobs, the way Core ML makes the class named in a
+/// model's `className`.
+///
+/// `evaluate` (CPU) is required; `encode` (GPU) is optional.
+public protocol CustomLayer: Layer {
+    /// The name the layer is registered under (`--op` on the command line).
+    static var name: String { get }
+
+    /// The names of the weight blobs `setWeightData` takes, in order
+    /// (`--weights NAME=file.npy`). Defaults to none.
+    static var weightNames: [String] { get }
+
+    /// Makes the layer from its parameters (numbers as `Double`, `Float`,
+    /// `Int` or `NSNumber`); unknown or ill-typed parameters throw.
+    init(parameters: [String: Any]) throws
+
+    /// Receives the layer's weights, each blob Float32 little-endian.
+    func setWeightData(_ weights: [Data]) throws
 }
 
 extension CustomLayer {
     public static var weightNames: [String] { [] }
 
+    /// Defaults to `Self.name` (a layer type serving several ops names the op).
     public var layerName: String { Self.name }
-
-    public var hasGPUImplementation: Bool { false }
-
-    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
-        throw LayerKitError.unsupported("\(Self.name) has no GPU implementation")
-    }
 }
 
 extension Dictionary where Key == String, Value == Any {

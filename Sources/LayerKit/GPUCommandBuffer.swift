@@ -70,14 +70,9 @@ public final class GPUCommandBuffer: @unchecked Sendable {
             throw LayerKitError.invalidWeights(
                 "\(kernel.name): \(set.count) weights for \(input.featureChannels) channels")
         }
-        // One padded run of slices*4 floats per set; a dummy float when there
-        // are none. Pooled like staging buffers: a dispatch allocates nothing.
+        // One padded run of slices*4 floats per set.
         let padded = input.slices * 4
-        let floats = max(weights.count * padded, 1)
-        let weightBuffer = try context.stagingPool.take(length: floats * 4)
-        holdUntilCompleted(weightBuffer)
-        if let base = weightBuffer.contents?.bindMemory(to: Float.self, capacity: floats) {
-            base.initialize(repeating: 0, count: floats)
+        let weightBuffer = try temporaryBuffer(floats: weights.count * padded) { base in
             for (k, set) in weights.enumerated() {
                 for (c, value) in set.enumerated() { base[k * padded + c] = value }
             }
@@ -86,8 +81,34 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         for i in 0..<PerElementKernel.maxParameters {
             constants.append(i < parameters.count ? parameters[i] : 0)
         }
-        try encode(context.pipeline(for: kernel),
-                   [.image(input.texture), .image(output.texture), .buffer(weightBuffer)], constants, input)
+        try dispatch(context.pipeline(for: kernel), images: [input, output], buffers: [weightBuffer],
+                     constants: constants, threads: input.threads)
+    }
+
+    /// Encodes `pipeline` (see `GPUContext.pipeline(shader:...)`) over
+    /// `threads` invocations, with `images` bound first and `buffers` after,
+    /// ordered after everything encoded before it.
+    public func dispatch(_ pipeline: ComputePipeline, images: [SliceImage], buffers: [Buffer] = [],
+                         constants: PushConstants, threads: (x: Int, y: Int, z: Int)) throws {
+        let bindings = images.map { CommandBuffer.Binding.image($0.texture) } + buffers.map { .buffer($0) }
+        try record {
+            try commands.dispatch(pipeline, bindings: bindings, pushConstants: constants, threads: threads)
+        }
+    }
+
+    /// A pooled host-visible buffer of `floats` Float32 values (at least
+    /// one), zero-filled, then written by `fill`, kept until the work
+    /// completes: per-dispatch data costs no allocation.
+    public func temporaryBuffer(floats: Int, fill: (UnsafeMutablePointer<Float>) -> Void = { _ in }) throws -> Buffer {
+        let count = max(floats, 1)
+        let buffer = try context.stagingPool.take(length: count * 4)
+        holdUntilCompleted(buffer)
+        guard let base = buffer.contents?.bindMemory(to: Float.self, capacity: count) else {
+            throw LayerKitError.unsupported("staging buffer memory is not mapped")
+        }
+        base.initialize(repeating: 0, count: count)
+        fill(base)
+        return buffer
     }
 
     /// Marks a GPU timestamp after all work encoded so far.
@@ -110,13 +131,6 @@ public final class GPUCommandBuffer: @unchecked Sendable {
 
     /// GPU timestamps recorded with `timestamp(_:)`, in ns from the first.
     public func timestamps() throws -> [CommandBuffer.Timestamp] { try commands.timestamps() }
-
-    private func encode(_ pipeline: ComputePipeline, _ bindings: [CommandBuffer.Binding],
-                        _ constants: PushConstants, _ image: SliceImage) throws {
-        try record {
-            try commands.dispatch(pipeline, bindings: bindings, pushConstants: constants, threads: image.threads)
-        }
-    }
 
     /// Records `work` after a barrier on everything recorded before it.
     private func record(_ work: () throws -> Void) throws {

@@ -59,6 +59,14 @@ public final class GPUContext: @unchecked Sendable {
                        height: height, width: width)
     }
 
+    /// An uninitialized slice image for a 4-element NCHW `shape`.
+    public func makeSliceImage(shape: [Int]) throws -> SliceImage {
+        guard shape.count == 4 else {
+            throw LayerKitError.shapeMismatch("a slice image needs an NCHW shape, got \(Tensor.describe(shape))")
+        }
+        return try makeSliceImage(batch: shape[0], featureChannels: shape[1], height: shape[2], width: shape[3])
+    }
+
     /// A slice image shaped like `tensor` (rank 1 to 4, read as NCHW).
     public func makeSliceImage(like tensor: Tensor) throws -> SliceImage {
         let s = try tensor.nchw()
@@ -110,6 +118,21 @@ public final class GPUContext: @unchecked Sendable {
             bindings: [.storageImage, .storageImage, .storageBuffer],
             pushConstantSize: GPUContext.shapeConstantSize + 4 * PerElementKernel.maxParameters,
             workgroupSize: GPUContext.workgroupSize)
+    }
+
+    /// The pipeline of one of LayerKit's shaders (`Shaders/<file>`), with
+    /// `images` rgba16f storage images bound first (slots 0..<images), then
+    /// `buffers` storage buffers, and `pushConstantSize` bytes of push
+    /// constants. Compiled and created once per device and set of defines.
+    public func pipeline(shader file: String, defines: KeyValuePairs<String, String> = [:], images: Int,
+                         buffers: Int = 0, pushConstantSize: Int) throws -> ComputePipeline {
+        let bindings = Array(repeating: ComputePipeline.BindingKind.storageImage, count: images)
+            + Array(repeating: .storageBuffer, count: buffers)
+        let variant = defines.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        return try device.pipeline(
+            name: variant.isEmpty ? file : "\(file) [\(variant)]", source: try GPUContext.shader(file),
+            includes: GPUContext.includes, defines: defines, bindings: bindings,
+            pushConstantSize: pushConstantSize, workgroupSize: GPUContext.workgroupSize)
     }
 
     private static func shader(_ name: String) throws -> String {

@@ -79,7 +79,7 @@ extension ParityReport {
     /// Runs `layer` on `input` on the GPU of `context` and on the CPU, and
     /// compares them. Round `input` to fp16 first (`roundedToHalf()`) so
     /// both sides read the same values.
-    public static func compare(_ layer: CustomLayer, input: Tensor, context: GPUContext,
+    public static func compare(_ layer: Layer, input: Tensor, context: GPUContext,
                                tolerance: Double = 1e-3) throws -> (report: ParityReport, gpu: Tensor, cpu: Tensor) {
         guard layer.hasGPUImplementation else {
             throw LayerKitError.unsupported("\(layer.layerName) has no GPU implementation to compare")

@@ -64,6 +64,17 @@ public final class Tensor: @unchecked Sendable {
     /// A copy of the elements as an array.
     public var values: [Float] { Array(elements) }
 
+    /// A copy of the elements under another shape of the same element count.
+    public func reshaped(to newShape: [Int]) throws -> Tensor {
+        let result = try Tensor(shape: newShape)
+        guard result.count == count else {
+            throw LayerKitError.shapeMismatch(
+                "cannot reshape \(Tensor.describe(shape)) (\(count) elements) to \(Tensor.describe(newShape))")
+        }
+        result.dataPointer.update(from: dataPointer, count: count)
+        return result
+    }
+
     /// The shape read as N, C, H, W: rank-4 as is; lower ranks are padded on
     /// the left with 1s (a rank-3 CxHxW tensor is one image). Higher ranks throw.
     public func nchw() throws -> (n: Int, c: Int, h: Int, w: Int) {
