@@ -15,11 +15,15 @@ public enum LayerKitError: Error, CustomStringConvertible, Equatable {
     case gpuUnavailable(String)
     /// An op name that no layer registers.
     case unknownOp(String)
+    /// A model file that is malformed, truncated, or uses what LayerKit
+    /// cannot run (the message names the node and op).
+    case invalidModel(String)
 
     public var description: String {
         switch self {
         case .shapeMismatch(let m), .invalidParameter(let m), .invalidWeights(let m),
-             .file(let m), .unsupported(let m), .gpuUnavailable(let m), .unknownOp(let m):
+             .file(let m), .unsupported(let m), .gpuUnavailable(let m), .unknownOp(let m),
+             .invalidModel(let m):
             return m
         }
     }
