@@ -78,8 +78,14 @@ public final class GPUContext: @unchecked Sendable {
     /// `maxImageArrayLayers`.
     public func fitsOneImage(_ tensor: Tensor) throws -> Bool {
         let s = try tensor.nchw()
-        return ImagePieces.fits(n: s.n, c: s.c, h: s.h, w: s.w, maxDimension: Int(deviceInfo.maxImageDimension2D),
-                                maxLayers: Int(deviceInfo.maxImageArrayLayers))
+        return fitsOneImage(shape: [s.n, s.c, s.h, s.w])
+    }
+
+    /// Whether an NCHW image `shape` fits one slice image on this device.
+    public func fitsOneImage(shape: [Int]) -> Bool {
+        shape.count == 4 && ImagePieces.fits(n: shape[0], c: shape[1], h: shape[2], w: shape[3],
+                                             maxDimension: Int(deviceInfo.maxImageDimension2D),
+                                             maxLayers: Int(deviceInfo.maxImageArrayLayers))
     }
 
     /// A new command buffer to encode uploads, kernels and downloads into.

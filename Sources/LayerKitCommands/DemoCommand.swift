@@ -1,83 +1,98 @@
 import Foundation
 import LayerKit
 
-/// `layerkit demo`: the main job with a built-in input. Swish over six
-/// feature maps of a built-in image, on the GPU and the CPU, side by side.
+/// `layerkit demo`: the main job with a built-in input. The Core ML
+/// custom-layer article's model (Conv → Swish as a custom layer → global
+/// average pooling → Dense → softmax), built into the binary, on a built-in
+/// image, on the GPU and the CPU side by side.
 enum DemoCommand {
-    static let channelNames = ["red", "green", "blue", "luminance", "d/dx", "d/dy"]
-
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, valued: ["--output"])
-        let outputPath = arguments.value("--output") ?? defaultOutput()
-        try TensorFiles.checkOutput(outputPath, notAmong: [])
-
-        let input = try DemoImage.features(of: DemoImage.landscape()).roundedToHalf()
-        let layer = try Swish(beta: 1)
-        console.print("LayerKit demo: Swish (beta 1) on a built-in \(DemoImage.size)x\(DemoImage.size) image's "
-                      + "6 feature maps, shape \(Tensor.describe(input.shape))")
-
-        let cpu = try timed { try Backend(computeUnits: .cpuOnly).run(layer, inputs: [input]) }
-        let gpuBackend = Backend(computeUnits: .cpuAndGPU, notice: { console.note($0) })
-        var gpu: (run: LayerRun, milliseconds: Double)?
-        if let context = gpuBackend.gpu {
-            console.print("GPU: \(context.deviceInfo.name) (\(context.deviceInfo.kind.rawValue))"
-                          + (context.deviceInfo.kind == .cpu ? " — timings are emulated, not GPU speed" : ""))
-            _ = try gpuBackend.run(layer, inputs: [input])  // warm-up: pipeline creation
-            gpu = try timed { try gpuBackend.run(layer, inputs: [input]) }
-        } else {
-            console.note("no GPU: \(gpuBackend.gpuUnavailableReason ?? "none"); showing the CPU only")
-        }
-
-        let cpuOut = cpu.run.outputs[0]
-        let plane = input.count / 6
-        console.print("")
-        console.print("channel   mean(CPU)    " + (gpu == nil ? "" : "mean(GPU)    max|GPU-CPU|"))
-        for c in 0..<6 {
-            let range = c * plane..<(c + 1) * plane
-            let cpuMean = range.reduce(0.0) { $0 + Double(cpuOut[$1]) } / Double(plane)
-            var line = pad(channelNames[c], 10) + pad(String(format: "%+.5f", cpuMean), 13)
-            if let gpuOut = gpu?.run.outputs[0] {
-                let gpuMean = range.reduce(0.0) { $0 + Double(gpuOut[$1]) } / Double(plane)
-                let maxDiff = range.map { abs(Double(gpuOut[$0]) - Double(cpuOut[$0])) }.max() ?? 0
-                line += pad(String(format: "%+.5f", gpuMean), 13) + String(format: "%.2e", maxDiff)
+        let outputPath = arguments.value("--output")
+        if let outputPath {
+            guard outputPath.lowercased().hasSuffix(".npy") else {
+                throw LayerKitError.unsupported("\(outputPath): the demo writes its 10 predictions as .npy")
             }
-            console.print(line)
+            try TensorFiles.checkOutput(outputPath, notAmong: [])
         }
+        guard let data = BuiltInModels.data(named: BuiltInModels.articleName) else {
+            throw LayerKitError.unsupported("this binary was built without Models/\(BuiltInModels.articleName)")
+        }
+        let cpuModel = try Model(data: data, computeUnits: .cpuOnly)
+        guard let input = cpuModel.inputs.first, let side = Int(input.dimensions.last ?? "") else {
+            throw LayerKitError.invalidModel("the built-in model has no fixed-size image input")
+        }
+        let image = try DemoImage.landscape(size: side)
+        console.print("LayerKit demo: the Core ML custom-layer article's model on a built-in \(side)x\(side) image")
+        console.print("model: " + cpuModel.nodes.map { $0.domain.isEmpty ? $0.opType : "\($0.opType) (custom, \($0.domain))" }
+            .joined(separator: " -> "))
+
+        let gpuModel = try Model(data: data, computeUnits: .cpuAndGPU, notice: { console.note($0) })
+        let cpu = try cpuModel.predictWithProfile(inputs: [input.name: image])
+        let gpu = gpuModel.backend.gpu == nil ? nil : try gpuModel.predictWithProfile(inputs: [input.name: image])
+        if let info = gpuModel.backend.gpu?.deviceInfo {
+            console.print("GPU: \(info.name) (\(info.kind.rawValue))"
+                          + (info.kind == .cpu ? " — timings are emulated, not GPU speed" : ""))
+        } else {
+            console.note("no GPU: \(gpuModel.backend.gpuUnavailableReason ?? "none"); showing the CPU only")
+        }
+
+        let outputName = cpuModel.outputs[0].name
+        let cpuOut = try value(cpu.outputs, outputName)
+        let gpuOut = try gpu.map { try value($0.outputs, outputName) }
+        console.print("")
+        let rows = (0..<cpuOut.count).map { k -> [String] in
+            var row = ["\(k)", String(format: "%.6f", cpuOut[k])]
+            if let gpuOut {
+                row += [String(format: "%.6f", gpuOut[k]), String(format: "%.2e", abs(gpuOut[k] - cpuOut[k]))]
+            }
+            return row
+        }
+        let header = ["class", "CPU"] + (gpuOut == nil ? [] : ["GPU", "|GPU-CPU|"])
+        TextTable.lines(header: header, rows: rows).forEach { console.print($0) }
         console.print("")
         var passed = true
-        if let gpu {
-            let report = try ParityReport(gpu: gpu.run.outputs[0], cpu: cpuOut)
+        if let gpuOut {
+            let report = try ParityReport(gpu: gpuOut, cpu: cpuOut)
             passed = report.passed
-            console.print("parity: \(report.passed ? "PASS" : "FAIL") (max rel error "
-                          + "\(ParityCommand.scientific(report.maxRelError)), tolerance 1e-3, "
-                          + "max \(report.maxULPs) fp16 ulps)")
-            let stamps = Dictionary(gpu.run.gpuTimestamps.map { ($0.label, $0.nanoseconds) }) { a, _ in a }
-            let kernel = (stamps["kernel"] ?? 0) - (stamps["upload"] ?? 0)
-            console.print(String(format: "timing: CPU evaluator %.3f ms; GPU end to end %.3f ms (kernel %.3f ms by GPU timestamps)",
-                                 cpu.milliseconds, gpu.milliseconds, kernel / 1e6))
-        } else {
-            console.print(String(format: "timing: CPU evaluator %.3f ms", cpu.milliseconds))
+            console.print("parity: \(passed ? "PASS" : "FAIL") (max |GPU-CPU| \(ParityCommand.scientific(report.maxAbsError)), "
+                          + "max rel \(ParityCommand.scientific(report.maxRelError)); tolerance 1e-3 * max(1, |cpu|))")
         }
-        try TensorFiles.write(gpu?.run.outputs[0] ?? cpuOut, to: outputPath)
-        console.print("activation map (6 tiles, \(gpu == nil ? "CPU" : "GPU") output): \(outputPath)")
+        console.print("top class: CPU \(argmax(cpuOut))" + (gpuOut.map { ", GPU \(argmax($0))" } ?? ""))
+        console.print("")
+        timings(cpu: cpu.profile, gpu: gpu?.profile, console: console)
+        if let outputPath {
+            try TensorFiles.write(gpuOut ?? cpuOut, to: outputPath)
+            console.print("wrote the \(gpuOut == nil ? "CPU" : "GPU") predictions to \(outputPath)")
+        }
         return passed ? 0 : 1
     }
 
-    private static func timed(_ body: () throws -> LayerRun) throws -> (run: LayerRun, milliseconds: Double) {
-        let start = ContinuousClock.now
-        let run = try body()
-        let elapsed = ContinuousClock.now - start
-        return (run, Timing.milliseconds(elapsed))
+    private static func value(_ outputs: [String: Tensor], _ name: String) throws -> Tensor {
+        guard let tensor = outputs[name] else { throw LayerKitError.invalidModel("no output '\(name)'") }
+        return tensor
     }
 
-    private static func pad(_ text: String, _ width: Int) -> String {
-        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    private static func argmax(_ tensor: Tensor) -> Int {
+        tensor.values.indices.max { tensor[$0] < tensor[$1] } ?? 0
     }
 
-    /// `$TMPDIR/layerkit-demo/swish-activations.png`: never in the user's files.
-    private static func defaultOutput() -> String {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("layerkit-demo")
-        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        return directory.appendingPathComponent("swish-activations.png").path
+    /// Per-layer times of both runs side by side, then the totals.
+    private static func timings(cpu: ModelProfile, gpu: ModelProfile?, console: Console) {
+        let gpuLayers = Dictionary((gpu?.layerSpans ?? []).map { ($0.name, $0) }) { a, _ in a }
+        let rows = cpu.layerSpans.map { span -> [String] in
+            var row = [span.name, span.op, String(format: "%.3f", span.durationNanoseconds / 1e6)]
+            if gpu != nil {
+                let g = gpuLayers[span.name]
+                row.append(g.map { String(format: "%.3f", $0.durationNanoseconds / 1e6) } ?? "-")
+                row.append(g.map { $0.kind == .gpuLayer ? "GPU" : "CPU" } ?? "-")
+            }
+            return row
+        }
+        console.print("per-layer time, ms (GPU layers by GPU timestamps):")
+        TextTable.lines(header: ["layer", "op", "CPU"] + (gpu == nil ? [] : ["GPU run", "ran on"]), rows: rows)
+            .forEach { console.print($0) }
+        console.print(String(format: "end to end: CPU %.3f ms", cpu.wallNanoseconds / 1e6)
+                      + (gpu.map { String(format: ", GPU %.3f ms (uploads, kernels, downloads, waits)", $0.wallNanoseconds / 1e6) } ?? ""))
     }
 }

@@ -14,7 +14,13 @@ public enum LayerKitCommands {
                                        compare GPU and CPU on a seeded input (exit 1 on FAIL)
           parity  --all [--shape NxCxHxW] [--seed N]
                                        every op, defaults and an example set: one table
-          demo    [--output FILE.png]  run Swish on a built-in image on GPU and CPU
+          inspect MODEL.onnx [--backend cpu|gpu|auto]
+                                       inputs, outputs, opsets, and every node with where it runs
+          run     MODEL.onnx --input FILE|NAME=FILE ... [--output FILE|NAME=FILE ...]
+                  [--backend cpu|gpu|auto] [--resize WxH] [--normalize 0,1|-1,1|mean=..,std=..]
+                  [--profile]          run a model on .npy/.png inputs; top-5 of 2-D outputs
+          demo    [--output FILE.png]  the Core ML article's model (Conv, Swish, pooling, Dense,
+                                       softmax) on a built-in image, on GPU and CPU
           help                         show this text
 
         LAYERS: one or more of --op NAME or --expr "FORMULA", each followed by its own
@@ -42,6 +48,8 @@ public enum LayerKitCommands {
             case "apply": return try ApplyCommand.run(rest, console: console)
             case "parity": return try ParityCommand.run(rest, console: console)
             case "demo": return try DemoCommand.run(rest, console: console)
+            case "inspect": return try InspectCommand.run(rest, console: console)
+            case "run": return try RunCommand.run(rest, console: console)
             case "help", "--help", "-h":
                 console.print(usage)
                 return 0

@@ -14,6 +14,16 @@ package enum ValueParsing {
         return extents
     }
 
+    /// `224x224` → `(width: 224, height: 224)`: a resize target.
+    package static func size(_ text: String) throws -> (width: Int, height: Int) {
+        let parts = text.split(separator: "x", omittingEmptySubsequences: false).map { Int($0) }
+        guard parts.count == 2, let width = parts[0], let height = parts[1], (1...16384).contains(width),
+              (1...16384).contains(height) else {
+            throw UsageError("--resize \(text): expected WIDTHxHEIGHT, each 1 to 16384, e.g. 224x224")
+        }
+        return (width, height)
+    }
+
     /// `-10,10` → `-10...10` (finite, low < high).
     package static func range(_ text: String) throws -> ClosedRange<Float> {
         let parts = text.split(separator: ",").map { Float($0.trimmingCharacters(in: .whitespaces)) }

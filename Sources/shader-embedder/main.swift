@@ -1,5 +1,6 @@
 // Writes a Swift file holding each GLSL shader given on the command line as a
-// raw string literal. Usage: shader-embedder OUTPUT.swift SHADER.comp...
+// raw string literal, and each .onnx model as base64 text.
+// Usage: shader-embedder OUTPUT.swift SHADER.comp... MODEL.onnx...
 import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()
@@ -19,7 +20,8 @@ enum EmbeddedShaders {
     static let sources: [String: String] = [
 
 """
-for path in arguments.dropFirst() {
+let paths = arguments.dropFirst()
+for path in paths where !path.hasSuffix(".onnx") {
     let url = URL(fileURLWithPath: path)
     guard let text = try? String(contentsOf: url, encoding: .utf8) else {
         FileHandle.standardError.write(Data("shader-embedder: cannot read \(path)\n".utf8))
@@ -30,6 +32,20 @@ for path in arguments.dropFirst() {
     while text.contains("\"" + hashes) { hashes += "#" }
     let name = url.lastPathComponent
     swift += "        \"\(name)\": \(hashes)\"\"\"\n\(text)\n\"\"\"\(hashes),\n"
+}
+swift += """
+    ]
+
+    /// The models of the package's `Models/` folder (e.g. "article.onnx"), base64-encoded.
+    static let models: [String: String] = [
+
+"""
+for path in paths where path.hasSuffix(".onnx") {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        FileHandle.standardError.write(Data("shader-embedder: cannot read \(path)\n".utf8))
+        exit(1)
+    }
+    swift += "        \"\(URL(fileURLWithPath: path).lastPathComponent)\": \"\(data.base64EncodedString())\",\n"
 }
 swift += "    ]\n}\n"
 do {

@@ -1,0 +1,180 @@
+import Foundation
+
+/// A neural-network model loaded from an ONNX file: Core ML's `MLModel`.
+///
+/// Standard ONNX operators become LayerKit's layers; nodes of any other
+/// domain are custom layers found by op type in a `LayerRegistry`, made
+/// from the node's attributes with its constant inputs as weights. Each
+/// layer runs on the GPU when `computeUnits` allows and it has an `encode`,
+/// else on the CPU; on the GPU the graph stays in slice images, reused by
+/// liveness. Loading makes the layers and runs the model once on zeros, so
+/// pipelines, images and constant uploads exist before the first `predict`.
+///
+/// `predict` may be called from several threads; runs are serialized.
+public final class Model: @unchecked Sendable {
+    /// A graph input or output.
+    public struct ValueDescription: Sendable, Equatable {
+        public let name: String
+        /// Each dimension as the model gives it: a number, or a symbol ("N")
+        /// to be fixed by the input given to `predict`.
+        public let dimensions: [String]
+        /// The element type ("float32", ...).
+        public let dataType: String
+    }
+
+    /// A node of the graph, as the model runs it.
+    public struct NodeDescription: Sendable {
+        public let name: String
+        public let opType: String
+        /// "" for standard ONNX ops.
+        public let domain: String
+        /// Where it runs, and why when the GPU was allowed but not used;
+        /// `nil` for nodes that do no work (Identity).
+        public let placement: Placement?
+        /// Its output shapes, for the shapes of the last run (or of the
+        /// load-time run, which puts 1 for symbolic dimensions).
+        public let outputShapes: [[Int]]
+    }
+
+    public let inputs: [ValueDescription]
+    public let outputs: [ValueDescription]
+    /// The imported opsets: domain ("" is ONNX's default) and version.
+    public let opsets: [(domain: String, version: Int)]
+    /// The ONNX IR version and the producer named in the file.
+    public let irVersion: Int
+    public let producer: String
+    public let backend: Backend
+
+    private let importer: ONNXImporter
+    private let lock = NSLock()
+    private var plans: [[[Int]]: ModelPlan] = [:]
+    private var lastPlan: ModelPlan
+    private let notice: @Sendable (String) -> Void
+    private var announced: Set<String> = []
+
+    /// Loads the ONNX model at `url`. `computeUnits` picks the backend
+    /// unless `backend` shares one.
+    public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .all, backend: Backend? = nil,
+                            registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        let data: Data
+        do { data = try Data(contentsOf: url) } catch {
+            throw LayerKitError.file("cannot read \(url.path): \(error.localizedDescription)")
+        }
+        do {
+            try self.init(data: data, computeUnits: computeUnits, backend: backend, registry: registry, notice: notice)
+        } catch let error as LayerKitError {
+            if case .invalidModel(let message) = error { throw LayerKitError.invalidModel("\(url.lastPathComponent): \(message)") }
+            throw error
+        }
+    }
+
+    /// Loads an ONNX model from its bytes.
+    public init(data: Data, computeUnits: ComputeUnits = .all, backend: Backend? = nil,
+                registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        let model = try ONNXModel(data: data)
+        importer = ONNXImporter(model: model, registry: registry)
+        guard importer.opset <= ONNXImporter.newestOpset else {
+            throw LayerKitError.invalidModel("default-domain opset \(importer.opset) is newer than LayerKit supports "
+                                             + "(up to \(ONNXImporter.newestOpset))")
+        }
+        self.backend = backend ?? Backend(computeUnits: computeUnits, notice: notice)
+        self.notice = notice
+        irVersion = model.irVersion
+        producer = model.producerName
+        opsets = model.opsetImports.map { ($0.domain, $0.version) }
+        inputs = importer.runtimeInputs.map(Model.describe)
+        outputs = model.graph.outputs.map(Model.describe)
+        // Symbolic dimensions are 1 for the load-time run.
+        let shapes = importer.runtimeInputs.map { $0.dims.map { if case .value(let v) = $0 { v } else { 1 } } }
+        lastPlan = try ModelPlan(graph: importer.graph(inputShapes: Dictionary(
+            uniqueKeysWithValues: zip(inputs.map(\.name), shapes))), backend: self.backend)
+        plans[shapes] = lastPlan
+        announcePlacements(of: lastPlan)
+        _ = try run(lastPlan, inputs: shapes.map { try Tensor(shape: $0) }, profiling: false)
+    }
+
+    /// The nodes with where they run.
+    public var nodes: [NodeDescription] {
+        lock.lock(); defer { lock.unlock() }
+        let graph = lastPlan.graph
+        return graph.steps.enumerated().map { i, step in
+            NodeDescription(name: step.name, opType: step.opType, domain: step.domain,
+                            placement: step.layer == nil ? nil : lastPlan.placements[i],
+                            outputShapes: step.outputs.map { graph.values[$0].shape })
+        }
+    }
+
+    /// Runs the model on `inputs` (by input name; every input, Float32, of
+    /// the model's shape, symbolic dimensions free) and returns its outputs by name.
+    public func predict(inputs: [String: Tensor]) throws -> [String: Tensor] {
+        try predict(inputs: inputs, profiling: false).outputs
+    }
+
+    /// `predict`, also returning where the time went (GPU timestamps on).
+    public func predictWithProfile(inputs: [String: Tensor]) throws -> (outputs: [String: Tensor], profile: ModelProfile) {
+        try predict(inputs: inputs, profiling: true)
+    }
+
+    private func predict(inputs given: [String: Tensor], profiling: Bool) throws -> (outputs: [String: Tensor], profile: ModelProfile) {
+        for name in given.keys.sorted() where !inputs.contains(where: { $0.name == name }) {
+            throw LayerKitError.invalidParameter(
+                "the model has no input '\(name)' (inputs: \(inputs.map(\.name).joined(separator: ", ")))")
+        }
+        let tensors = try inputs.map { input in
+            guard let tensor = given[input.name] else {
+                throw LayerKitError.invalidParameter("input '\(input.name)' is missing")
+            }
+            try Model.check(tensor.shape, fits: input)
+            return tensor
+        }
+        lock.lock(); defer { lock.unlock() }
+        let shapes = tensors.map(\.shape)
+        let plan: ModelPlan
+        if let known = plans[shapes] {
+            plan = known
+        } else {
+            plan = try ModelPlan(graph: importer.graph(inputShapes: Dictionary(
+                uniqueKeysWithValues: zip(inputs.map(\.name), shapes))), backend: backend)
+            // Plans hold images: keep those of a few recent shapes only.
+            if plans.count >= 4 { plans.removeAll() }
+            plans[shapes] = plan
+            announcePlacements(of: plan)
+        }
+        lastPlan = plan
+        let (values, profile) = try run(plan, inputs: tensors, profiling: profiling)
+        return (Dictionary(uniqueKeysWithValues: zip(outputs.map(\.name), values)), profile)
+    }
+
+    private func run(_ plan: ModelPlan, inputs: [Tensor], profiling: Bool) throws -> ([Tensor], ModelProfile) {
+        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: inputs, profiling: profiling)
+        let outputs = try run.run()
+        return (outputs, run.profile)
+    }
+
+    /// Says once why each layer that could have used the GPU runs on the CPU.
+    private func announcePlacements(of plan: ModelPlan) {
+        for case .cpu(let reason?) in plan.placements where announced.insert(reason).inserted { notice(reason) }
+    }
+
+    private static func describe(_ value: ONNXValueInfo) -> ValueDescription {
+        ValueDescription(name: value.name, dimensions: value.dims.map {
+            switch $0 {
+            case .value(let v): String(v)
+            case .symbol(let s): s
+            case .unknown: "?"
+            }
+        }, dataType: ONNXTensor.DataType.describe(value.elementType))
+    }
+
+    /// Throws unless `shape` has the input's rank and its fixed dimensions.
+    private static func check(_ shape: [Int], fits input: ValueDescription) throws {
+        let fits = shape.count == input.dimensions.count
+            && zip(shape, input.dimensions).allSatisfy { extent, dimension in
+                extent > 0 && (Int(dimension).map { $0 == extent } ?? true)
+            }
+        guard fits else {
+            throw LayerKitError.shapeMismatch("input '\(input.name)' has shape \(Tensor.describe(shape)); the model "
+                                              + "expects \(input.dimensions.joined(separator: "x"))")
+        }
+    }
+}

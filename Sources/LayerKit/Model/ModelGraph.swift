@@ -1,0 +1,51 @@
+/// A model as LayerKit runs it, made concrete for one set of input shapes:
+/// the values that flow between steps (every shape known) and the steps,
+/// each a `Layer`, in an order where every value is made before it is used.
+struct ModelGraph {
+    /// A tensor of the graph: a graph input, a constant, or a step's output.
+    struct Value {
+        let name: String
+        let shape: [Int]
+        /// The data of a constant (an initializer a layer takes as an input).
+        let constant: Tensor?
+    }
+
+    /// One node of the model.
+    struct Step {
+        /// The node's name (or `<op>_<index>` when the model gives none).
+        let name: String
+        /// The node's op type, and its domain ("" for standard ONNX ops).
+        let opType: String
+        let domain: String
+        /// The layer; nil for a node that does no work (Identity, Dropout at
+        /// inference): its output is its input's value.
+        let layer: Layer?
+        /// Value indices of the layer's inputs and outputs.
+        let inputs: [Int]
+        let outputs: [Int]
+    }
+
+    var values: [Value] = []
+    var steps: [Step] = []
+    /// Value indices of the graph's inputs and outputs, in the model's order.
+    var inputs: [Int] = []
+    var outputs: [Int] = []
+
+    /// Adds a value; returns its index.
+    mutating func addValue(_ name: String, shape: [Int], constant: Tensor? = nil) -> Int {
+        values.append(Value(name: name, shape: shape, constant: constant))
+        return values.count - 1
+    }
+
+    /// For each value, the index of the last step that reads it
+    /// (`steps.count` for graph outputs, which are read after the last step;
+    /// -1 for values nothing reads).
+    func lastUses() -> [Int] {
+        var last = Array(repeating: -1, count: values.count)
+        for (index, step) in steps.enumerated() where step.layer != nil {
+            for input in step.inputs { last[input] = index }
+        }
+        for output in outputs { last[output] = steps.count }
+        return last
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+
+/// Turns a decoded ONNX model into a `ModelGraph` for concrete input
+/// shapes: each node becomes a layer (standard ops through
+/// `ONNXOperators`, others through the `LayerRegistry`, as Core ML finds a
+/// custom layer's class), and every value gets its shape.
+struct ONNXImporter {
+    let model: ONNXModel
+    let registry: LayerRegistry
+
+    /// ONNX's default domain, under both of its names.
+    static let defaultDomains: Set<String> = ["", "ai.onnx"]
+    /// The newest default-domain opset LayerKit has checked its operators against.
+    static let newestOpset = 24
+
+    /// The default-domain opset the model imports.
+    var opset: Int {
+        model.opsetImports.first { ONNXImporter.defaultDomains.contains($0.domain) }?.version ?? 0
+    }
+
+    /// The graph's inputs that are fed at run time (older exporters also
+    /// list initializers among the inputs).
+    var runtimeInputs: [ONNXValueInfo] {
+        model.graph.inputs.filter { model.graph.initializers[$0.name] == nil }
+    }
+
+    /// The graph for inputs of `inputShapes` (by input name).
+    func graph(inputShapes: [String: [Int]]) throws -> ModelGraph {
+        var graph = ModelGraph()
+        var valueIndex: [String: Int] = [:]
+        var constantIndex: [String: Int] = [:]
+        for input in runtimeInputs {
+            guard input.elementType == ONNXTensor.DataType.float.rawValue else {
+                throw LayerKitError.invalidModel(
+                    "input '\(input.name)' is \(ONNXTensor.DataType.describe(input.elementType)); LayerKit runs float32 inputs")
+            }
+            guard let shape = inputShapes[input.name] else {
+                throw LayerKitError.invalidModel("no shape for input '\(input.name)'")
+            }
+            valueIndex[input.name] = graph.addValue(input.name, shape: shape)
+            graph.inputs.append(valueIndex[input.name]!)
+        }
+        for (position, node) in model.graph.nodes.enumerated() {
+            let name = node.name.isEmpty ? "\(node.opType)_\(position)" : node.name
+            let named = ONNXNode(name: name, opType: node.opType, domain: node.domain, inputs: node.inputs,
+                                 outputs: node.outputs, attributes: node.attributes)
+            let shapes: [[Int]?] = try node.inputs.map { input in
+                if input.isEmpty { return nil }
+                if let index = valueIndex[input] { return graph.values[index].shape }
+                if let initializer = model.graph.initializers[input] { return initializer.dims }
+                throw LayerKitError.invalidModel(
+                    "node '\(name)' (\(node.opType)) reads '\(input)', which no input, initializer or earlier node makes")
+            }
+            let context = ONNXNodeContext(node: named, opset: opset, inputShapes: shapes,
+                                          initializers: node.inputs.map { valueIndex[$0] == nil ? model.graph.initializers[$0] : nil })
+            let converted = try convert(context)
+            var inputs: [Int] = []
+            for i in converted.inputs where context.has(i) {
+                let input = node.inputs[i]
+                if let index = valueIndex[input] {
+                    inputs.append(index)
+                } else if let index = constantIndex[input] {
+                    inputs.append(index)
+                } else {
+                    let constant = try context.constant(i, "input '\(input)'")
+                    constantIndex[input] = graph.addValue(input, shape: constant.shape, constant: constant)
+                    inputs.append(constantIndex[input]!)
+                }
+            }
+            let outputNames = node.outputs.filter { !$0.isEmpty }
+            guard let layer = converted.layer else {
+                // No work: the output is the input's value.
+                guard let source = inputs.first, outputNames.count == 1 else {
+                    throw context.error("expects one input and one output")
+                }
+                valueIndex[outputNames[0]] = source
+                graph.steps.append(.init(name: name, opType: node.opType, domain: node.domain, layer: nil,
+                                         inputs: [source], outputs: [source]))
+                continue
+            }
+            let outputShapes: [[Int]]
+            do {
+                outputShapes = try layer.outputShapes(forInputShapes: inputs.map { graph.values[$0].shape })
+            } catch let failure as LayerKitError {
+                throw context.error("\(failure)")
+            }
+            guard outputShapes.count == outputNames.count, outputNames.count == node.outputs.count else {
+                throw context.error("has \(node.outputs.count) outputs; LayerKit's layer makes \(outputShapes.count)")
+            }
+            let outputs = zip(outputNames, outputShapes).map { graph.addValue($0, shape: $1) }
+            for (output, index) in zip(outputNames, outputs) { valueIndex[output] = index }
+            graph.steps.append(.init(name: name, opType: node.opType, domain: node.domain, layer: layer,
+                                     inputs: inputs, outputs: outputs))
+        }
+        for output in model.graph.outputs {
+            guard let index = valueIndex[output.name] else {
+                throw LayerKitError.invalidModel("graph output '\(output.name)' is made by no node")
+            }
+            guard graph.values[index].constant == nil else {
+                throw LayerKitError.invalidModel("graph output '\(output.name)' is a constant")
+            }
+            graph.outputs.append(index)
+        }
+        return graph
+    }
+
+    /// A node as a layer: a standard op, or a custom layer from the registry.
+    private func convert(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        let opType = node.node.opType
+        if ONNXImporter.defaultDomains.contains(node.node.domain) {
+            guard let converter = ONNXOperators.converter(for: opType) else {
+                throw node.error("op '\(opType)' is not supported by LayerKit (supported: "
+                                 + "\(ONNXOperators.supportedOps.joined(separator: ", ")))")
+            }
+            return try converter(node)
+        }
+        return try customLayer(node)
+    }
+
+    /// A node of another domain: the registry's layer of that op type, made
+    /// from the node's attributes, with its constant inputs as weights.
+    private func customLayer(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        let opType = node.node.opType
+        let entry: LayerRegistry.Entry
+        do {
+            entry = try registry.entry(named: opType)
+        } catch {
+            throw node.error("a custom layer implementation for op type '\(opType)' (domain '\(node.node.domain)') "
+                             + "was not found; register a CustomLayer class named '\(opType)' with "
+                             + "LayerRegistry.shared.register(_:)")
+        }
+        let layer: CustomLayer
+        var inputs: [Int] = []
+        var weights: [Data] = []
+        do {
+            layer = try entry.make(try node.parameters())
+            for i in node.node.inputs.indices where node.has(i) {
+                if i > 0, node.initializers[i] != nil {
+                    weights.append(try node.constant(i, "weight '\(node.node.inputs[i])'").littleEndianData)
+                } else {
+                    inputs.append(i)
+                }
+            }
+            if !weights.isEmpty { try layer.setWeightData(weights) }
+        } catch let failure as LayerKitError {
+            if case .invalidModel = failure { throw failure }
+            throw node.error("\(failure)")
+        }
+        return ConvertedNode(layer: layer, inputs: inputs)
+    }
+}

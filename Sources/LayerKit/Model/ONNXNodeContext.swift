@@ -1,0 +1,138 @@
+import Foundation
+
+/// One ONNX node during import, with what the importer knows about its
+/// inputs (shapes, constant data), and typed access to its attributes.
+/// Every error it throws names the node and its op.
+struct ONNXNodeContext {
+    let node: ONNXNode
+    /// The default-domain opset the model imports.
+    let opset: Int
+    /// Per node input: its shape, nil for an omitted optional input.
+    let inputShapes: [[Int]?]
+    /// Per node input: the initializer behind it, if it is one.
+    let initializers: [ONNXTensor?]
+
+    /// `node 'conv1' (Conv)`, how errors name the node.
+    var label: String { "node '\(node.name)' (\(node.opType))" }
+
+    /// An `invalidModel` error about this node.
+    func error(_ message: String) -> LayerKitError { .invalidModel("\(label): \(message)") }
+
+    /// Whether input `i` is given (present and not the empty name).
+    func has(_ i: Int) -> Bool { i < inputShapes.count && inputShapes[i] != nil }
+
+    /// The shape of input `i`, which must be given.
+    func shape(_ i: Int) throws -> [Int] {
+        guard i < inputShapes.count, let shape = inputShapes[i] else {
+            throw error("input \(i) is missing")
+        }
+        return shape
+    }
+
+    /// Input `i` as Float32 data, which must be an initializer (weights,
+    /// a reshape target...): LayerKit does not compute these at run time.
+    func constant(_ i: Int, _ what: String) throws -> Tensor {
+        guard let tensor = try optionalConstant(i, what) else { throw error("\(what) (input \(i)) is missing") }
+        return tensor
+    }
+
+    /// Input `i` as Float32 data when given; throws when it is computed.
+    func optionalConstant(_ i: Int, _ what: String) throws -> Tensor? {
+        guard has(i) else { return nil }
+        guard let initializer = initializers[i] else {
+            throw error("\(what) (input \(i), '\(node.inputs[i])') is computed by the graph; LayerKit needs it "
+                        + "as an initializer (constant) here")
+        }
+        do {
+            return try Tensor(shape: initializer.dims, values: initializer.floats())
+        } catch let failure as LayerKitError {
+            throw error("\(what): \(failure)")
+        }
+    }
+
+    /// Input `i` as integers (an int64 initializer such as Reshape's shape).
+    func constantInts(_ i: Int, _ what: String) throws -> [Int] {
+        guard has(i), let initializer = initializers[i] else {
+            throw error("\(what) (input \(i)) must be an initializer: a shape computed at run time cannot be resolved")
+        }
+        do { return try initializer.int64s() } catch let failure as LayerKitError { throw error("\(what): \(failure)") }
+    }
+
+    /// Attribute `name` as an integer, `defaultValue` when absent.
+    func int(_ name: String, default defaultValue: Int) throws -> Int {
+        switch node.attributes[name] {
+        case nil: return defaultValue
+        case .int(let value)?: return value
+        default: throw error("attribute '\(name)' must be an integer")
+        }
+    }
+
+    /// Attribute `name` as a float, `defaultValue` when absent.
+    func float(_ name: String, default defaultValue: Float) throws -> Float {
+        switch node.attributes[name] {
+        case nil: return defaultValue
+        case .float(let value)?: return value
+        case .int(let value)?: return Float(value)
+        default: throw error("attribute '\(name)' must be a float")
+        }
+    }
+
+    /// Attribute `name` as a list of integers, nil when absent.
+    func ints(_ name: String) throws -> [Int]? {
+        switch node.attributes[name] {
+        case nil: return nil
+        case .ints(let values)?: return values
+        default: throw error("attribute '\(name)' must be a list of integers")
+        }
+    }
+
+    /// Attribute `name` as a string, `defaultValue` when absent.
+    func string(_ name: String, default defaultValue: String) throws -> String {
+        switch node.attributes[name] {
+        case nil: return defaultValue
+        case .string(let value)?: return value
+        default: throw error("attribute '\(name)' must be a string")
+        }
+    }
+
+    /// Throws unless every attribute is one of `known`.
+    func requireAttributes(_ known: [String]) throws {
+        for name in node.attributes.keys.sorted() where !known.contains(name) {
+            throw error("attribute '\(name)' is not supported")
+        }
+    }
+
+    /// An axis attribute made non-negative for a tensor of `rank`.
+    func axis(_ value: Int, rank: Int) throws -> Int {
+        let axis = value < 0 ? value + rank : value
+        guard (0..<rank).contains(axis) else { throw error("axis \(value) is out of range for rank \(rank)") }
+        return axis
+    }
+
+    /// Attributes as a Core ML-style parameter dictionary: numbers as
+    /// `Double`/`Int`, strings, lists as arrays.
+    func parameters() throws -> [String: Any] {
+        var result: [String: Any] = [:]
+        for (name, attribute) in node.attributes {
+            switch attribute {
+            case .float(let v): result[name] = Double(v)
+            case .int(let v): result[name] = v
+            case .string(let v): result[name] = v
+            case .floats(let v): result[name] = v.map(Double.init)
+            case .ints(let v): result[name] = v
+            case .strings(let v): result[name] = v
+            case .tensor: throw error("attribute '\(name)' is a tensor, which a custom layer's parameters cannot hold")
+            }
+        }
+        return result
+    }
+}
+
+extension Tensor {
+    /// The elements as Float32 little-endian bytes: a weight blob for `setWeightData`.
+    var littleEndianData: Data {
+        var data = Data(capacity: count * 4)
+        for value in elements { withUnsafeBytes(of: value.bitPattern.littleEndian) { data.append(contentsOf: $0) } }
+        return data
+    }
+}

@@ -1,0 +1,251 @@
+import Foundation
+
+/// What one ONNX node becomes: a layer (nil for nodes that do no work) and
+/// which of the node's inputs the layer takes, in order. Inputs not listed
+/// (weights, shapes, bounds) were folded into the layer at import.
+struct ConvertedNode {
+    let layer: Layer?
+    let inputs: [Int]
+}
+
+/// The standard ONNX operators LayerKit runs, each a conversion from a node
+/// to a layer. Attribute names and defaults follow the ONNX operator spec.
+enum ONNXOperators {
+    typealias Converter = @Sendable (ONNXNodeContext) throws -> ConvertedNode
+
+    /// The converters, by op type.
+    static let converters: [String: Converter] = [
+        "Conv": convolution,
+        "Gemm": gemm,
+        "MatMul": matMul,
+        "Add": { try binary($0, .add) },
+        "Sub": { try binary($0, .sub) },
+        "Mul": { try binary($0, .mul) },
+        "Div": { try binary($0, .div) },
+        "BatchNormalization": batchNormalization,
+        "GlobalAveragePool": { try globalPool($0, .globalAverage) },
+        "GlobalMaxPool": { try globalPool($0, .globalMax) },
+        "AveragePool": { try pool($0, average: true) },
+        "MaxPool": { try pool($0, average: false) },
+        "Flatten": flatten,
+        "Reshape": reshape,
+        "Softmax": softmax,
+        "Concat": concat,
+        "Identity": { _ in ConvertedNode(layer: nil, inputs: [0]) },
+        // Inference: Dropout passes its input through.
+        "Dropout": { _ in ConvertedNode(layer: nil, inputs: [0]) },
+    ]
+
+    /// The catalog's element-wise ops that are standard ONNX ops (Swish and
+    /// Linear are LayerKit's own, found as custom layers).
+    static let catalogOps: Set<String> = Set(OpDefinition.catalog.map(\.name)).subtracting(["Swish", "Linear"])
+
+    /// Every op type `converter(for:)` knows, for error messages and `inspect`.
+    static var supportedOps: [String] { (Array(converters.keys) + catalogOps).sorted() }
+
+    static func converter(for opType: String) -> Converter? {
+        if let converter = converters[opType] { return converter }
+        return catalogOps.contains(opType) ? elementwise : nil
+    }
+
+    // MARK: - Convolution and dense layers
+
+    static func convolution(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])
+        guard try node.shape(0).count == 4 else { throw node.error("only 2-D convolution (NCHW input) is supported") }
+        let weights = try node.constant(1, "the weights")
+        guard weights.shape.count == 4 else { throw node.error("weights must be rank 4, got \(Tensor.describe(weights.shape))") }
+        if let kernel = try node.ints("kernel_shape"), kernel != Array(weights.shape[2...]) {
+            throw node.error("kernel_shape \(kernel) does not match the weights \(Tensor.describe(weights.shape))")
+        }
+        let layer = try Convolution(weights: weights, bias: node.optionalConstant(2, "the bias"),
+                                    strides: node.ints("strides") ?? [1, 1],
+                                    dilations: node.ints("dilations") ?? [1, 1],
+                                    padding: padding(node), group: node.int("group", default: 1))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    static func gemm(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["alpha", "beta", "transA", "transB"])
+        let layer = try Gemm(b: node.constant(1, "B"), c: node.optionalConstant(2, "C"),
+                             alpha: node.float("alpha", default: 1), beta: node.float("beta", default: 1),
+                             transA: node.int("transA", default: 0) != 0, transB: node.int("transB", default: 0) != 0)
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    static func matMul(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        guard try node.shape(0).count == 2, try node.shape(1).count == 2 else {
+            throw node.error("only 2-D MatMul is supported")
+        }
+        return ConvertedNode(layer: try Gemm(b: node.constant(1, "B"), name: "MatMul"), inputs: [0])
+    }
+
+    // MARK: - Element-wise
+
+    /// Add/Sub/Mul/Div with ONNX broadcasting: the lower-rank side is
+    /// padded with leading 1s, which for a constant is done here.
+    static func binary(_ node: ONNXNodeContext, _ operation: BinaryLayer.Operation) throws -> ConvertedNode {
+        try node.requireAttributes([])
+        let (a, b) = (try node.shape(0), try node.shape(1))
+        guard a.count != b.count else { return ConvertedNode(layer: BinaryLayer(operation), inputs: [0, 1]) }
+        let low = a.count < b.count ? 0 : 1
+        guard node.initializers[low] != nil else {
+            throw node.error("inputs of ranks \(a.count) and \(b.count): broadcasting a computed tensor of lower rank "
+                             + "is not supported")
+        }
+        return ConvertedNode(layer: BinaryLayer(operation), inputs: [0, 1])
+    }
+
+    static func batchNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["epsilon", "momentum", "training_mode", "spatial"])
+        guard try node.int("training_mode", default: 0) == 0 else { throw node.error("training_mode is not supported") }
+        guard node.node.outputs.filter({ !$0.isEmpty }).count == 1 else {
+            throw node.error("the running mean/variance outputs (training) are not supported")
+        }
+        let layer = try BatchNormalization(scale: node.constant(1, "scale"), bias: node.constant(2, "B"),
+                                           mean: node.constant(3, "input_mean"), variance: node.constant(4, "input_var"),
+                                           epsilon: node.float("epsilon", default: 1e-5))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// A catalog op: its attributes are its parameters; extra inputs that
+    /// ONNX gives as tensors (PRelu's slope, Clip's bounds, Pow's exponent)
+    /// become weights or parameters.
+    static func elementwise(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        guard let definition = OpDefinition.catalog.first(where: { $0.name == node.node.opType }) else {
+            throw node.error("not in the catalog")
+        }
+        var parameters = try node.parameters()
+        var weights: [Data] = []
+        switch definition.name {
+        case "PRelu":
+            let slope = try node.constant(1, "slope")
+            weights = [try perChannel(slope, of: node.shape(0), node: node).littleEndianData]
+        case "Clip" where node.opset >= 11:
+            for (i, name) in [(1, "min"), (2, "max")] {
+                if let bound = try node.optionalConstant(i, name) { parameters[name] = Double(try scalar(bound, name, node)) }
+            }
+        case "Pow":
+            parameters["exponent"] = Double(try scalar(node.constant(1, "Y"), "Y", node))
+        default:
+            guard node.node.inputs.count == 1 else { throw node.error("takes one input") }
+        }
+        let layer = try ElementwiseLayer(definition: definition, parameters: parameters)
+        if !weights.isEmpty { try layer.setWeightData(weights) }
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// A constant broadcast over the channel axis as one value per channel:
+    /// a scalar, [C], [C,1,1] or [1,C,1,1].
+    static func perChannel(_ tensor: Tensor, of shape: [Int], node: ONNXNodeContext) throws -> Tensor {
+        let channels = shape.count > 1 ? shape[1] : 1
+        if tensor.count == 1 { return try Tensor(shape: [channels], values: Array(repeating: tensor[0], count: channels)) }
+        let nonUnit = tensor.shape.enumerated().filter { $0.element != 1 }
+        guard nonUnit.count == 1, nonUnit[0].element == channels,
+              tensor.shape.count - nonUnit[0].offset == shape.count - 1 else {
+            throw node.error("a constant of shape \(Tensor.describe(tensor.shape)) is not per-channel for input "
+                             + "\(Tensor.describe(shape))")
+        }
+        return try tensor.reshaped(to: [channels])
+    }
+
+    static func scalar(_ tensor: Tensor, _ what: String, _ node: ONNXNodeContext) throws -> Float {
+        guard tensor.count == 1 else { throw node.error("\(what) must be a scalar, got \(Tensor.describe(tensor.shape))") }
+        return tensor[0]
+    }
+
+    // MARK: - Pooling
+
+    static func globalPool(_ node: ONNXNodeContext, _ kind: Pooling.Kind) throws -> ConvertedNode {
+        try node.requireAttributes([])
+        guard try node.shape(0).count == 4 else { throw node.error("only NCHW input is supported") }
+        return ConvertedNode(layer: try Pooling(kind: kind), inputs: [0])
+    }
+
+    static func pool(_ node: ONNXNodeContext, average: Bool) throws -> ConvertedNode {
+        try node.requireAttributes(["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads",
+                                    "strides", "storage_order"])
+        guard try node.shape(0).count == 4 else { throw node.error("only 2-D pooling (NCHW input) is supported") }
+        guard node.node.outputs.filter({ !$0.isEmpty }).count == 1 else {
+            throw node.error("the Indices output is not supported")
+        }
+        guard let kernel = try node.ints("kernel_shape") else { throw node.error("kernel_shape is required") }
+        let kind: Pooling.Kind = average
+            ? .average(countIncludePad: try node.int("count_include_pad", default: 0) != 0) : .max
+        let layer = try Pooling(kind: kind, kernel: kernel, strides: node.ints("strides") ?? [1, 1],
+                                dilations: node.ints("dilations") ?? [1, 1], padding: padding(node),
+                                ceilMode: node.int("ceil_mode", default: 0) != 0)
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// `auto_pad` and `pads` as one padding.
+    static func padding(_ node: ONNXNodeContext) throws -> Padding {
+        switch try node.string("auto_pad", default: "NOTSET") {
+        case "NOTSET": return .explicit(try node.ints("pads") ?? [0, 0, 0, 0])
+        case "SAME_UPPER": return .sameUpper
+        case "SAME_LOWER": return .sameLower
+        case "VALID": return .valid
+        case let other: throw node.error("auto_pad '\(other)' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+        }
+    }
+
+    // MARK: - Shapes
+
+    static func flatten(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["axis"])
+        let shape = try node.shape(0)
+        let axis = try node.int("axis", default: 1)
+        let split = axis < 0 ? axis + shape.count : axis
+        guard (0...shape.count).contains(split) else { throw node.error("axis \(axis) is out of range") }
+        let output = [shape[..<split].reduce(1, *), shape[split...].reduce(1, *)]
+        return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Flatten"), inputs: [0])
+    }
+
+    static func reshape(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["allowzero"])
+        let input = try node.shape(0)
+        let allowZero = try node.int("allowzero", default: 0) != 0
+        var output = try node.constantInts(1, "the target shape")
+        for (i, extent) in output.enumerated() where extent == 0 && !allowZero {
+            guard i < input.count else { throw node.error("shape entry \(i) is 0 but the input has rank \(input.count)") }
+            output[i] = input[i]
+        }
+        let total = input.reduce(1, *)
+        let unknown = output.indices.filter { output[$0] == -1 }
+        guard unknown.count <= 1, output.allSatisfy({ $0 >= -1 }) else {
+            throw node.error("target shape \(output) is not valid")
+        }
+        if let i = unknown.first {
+            let known = output.filter { $0 != -1 }.reduce(1, *)
+            guard known > 0, total % known == 0 else {
+                throw node.error("cannot reshape \(Tensor.describe(input)) to \(output)")
+            }
+            output[i] = total / known
+        }
+        guard output.reduce(1, *) == total else {
+            throw node.error("cannot reshape \(Tensor.describe(input)) (\(total) elements) to \(output)")
+        }
+        return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Reshape"), inputs: [0])
+    }
+
+    static func softmax(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["axis"])
+        let rank = try node.shape(0).count
+        // Before opset 13 Softmax flattened the dims from `axis` on (default
+        // 1); that equals one axis only when it is the last.
+        let axis = try node.axis(node.int("axis", default: node.opset >= 13 ? -1 : 1), rank: rank)
+        guard node.opset >= 13 || axis == rank - 1 else {
+            throw node.error("opset \(node.opset) Softmax over axes \(axis)..<\(rank) is not supported (only the last axis)")
+        }
+        return ConvertedNode(layer: try Softmax(axis: axis), inputs: [0])
+    }
+
+    static func concat(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["axis"])
+        guard let axisValue = node.node.attributes["axis"], case .int(let value) = axisValue else {
+            throw node.error("axis is required")
+        }
+        let axis = try node.axis(value, rank: node.shape(0).count)
+        return ConvertedNode(layer: try ConcatLayer(axis: axis), inputs: Array(node.node.inputs.indices))
+    }
+}

@@ -1,0 +1,32 @@
+import Foundation
+import LayerKit
+
+/// `layerkit inspect model.onnx`: the model's inputs and outputs, opsets,
+/// and every node with the backend it runs on, like TensorFlow Lite's
+/// input and output details.
+enum InspectCommand {
+    static func run(_ words: [String], console: Console) throws -> Int32 {
+        let arguments = try Arguments(words, valued: ["--backend"])
+        let path = try ModelFiles.modelPath(arguments)
+        let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
+        let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        console.print("model: \(path) (ONNX IR \(model.irVersion)"
+                      + (model.producer.isEmpty ? ")" : ", produced by \(model.producer))"))
+        console.print("opsets: " + model.opsets.map { "\($0.domain.isEmpty ? "ai.onnx" : $0.domain) \($0.version)" }
+            .joined(separator: ", "))
+        console.print(ModelFiles.deviceLine(model.backend))
+        for (title, values) in [("inputs", model.inputs), ("outputs", model.outputs)] {
+            console.print("\(title):")
+            let rows = values.map { [$0.name, $0.dataType, $0.dimensions.joined(separator: "x")] }
+            TextTable.lines(header: ["name", "dtype", "shape"], rows: rows).forEach { console.print("  " + $0) }
+        }
+        let nodes = model.nodes
+        console.print("nodes (\(nodes.count)):")
+        let rows = nodes.enumerated().map { i, node in
+            ["\(i)", node.name, node.domain.isEmpty ? node.opType : "\(node.domain).\(node.opType)",
+             node.outputShapes.map(Tensor.describe).joined(separator: ", "), ModelFiles.describe(node.placement)]
+        }
+        TextTable.lines(header: ["#", "name", "op", "output", "runs on"], rows: rows).forEach { console.print("  " + $0) }
+        return 0
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import LayerKit
+
+/// What the model commands share: finding and loading the model, reading
+/// its inputs from files, and describing the device and placements.
+enum ModelFiles {
+    /// The one positional argument: the `.onnx` path.
+    static func modelPath(_ arguments: Arguments) throws -> String {
+        guard arguments.positional.count == 1, let path = arguments.positional.first else {
+            throw UsageError("expected one model file (.onnx), got \(arguments.positional.count) paths")
+        }
+        return path
+    }
+
+    /// Loads the model, announcing CPU fallbacks on standard error; with
+    /// `--backend gpu` a missing GPU is an error.
+    static func load(_ path: String, computeUnits: ComputeUnits, console: Console) throws -> Model {
+        let model = try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits,
+                              notice: { console.note($0) })
+        if computeUnits == .cpuAndGPU, model.backend.gpu == nil {
+            throw LayerKitError.gpuUnavailable(
+                "--backend gpu: \(model.backend.gpuUnavailableReason ?? "no GPU") (use --backend auto or cpu)")
+        }
+        return model
+    }
+
+    /// `device: llvmpipe (cpu; GPU timings are emulated)` or why there is none.
+    static func deviceLine(_ backend: Backend) -> String {
+        guard let gpu = backend.gpu else {
+            return backend.computeUnits == .cpuOnly ? "device: CPU only (--backend cpu)"
+                : "device: none (\(backend.gpuUnavailableReason ?? "no GPU")); every layer runs on the CPU"
+        }
+        let info = gpu.deviceInfo
+        return "device: \(info.name) (\(info.kind.rawValue)" + (info.kind == .cpu ? "; GPU timings are emulated)" : ")")
+    }
+
+    /// `GPU`, `CPU`, or `CPU (why)`, `-` for nodes without work.
+    static func describe(_ placement: Placement?) -> String {
+        switch placement {
+        case nil: return "-"
+        case .gpu?: return "GPU"
+        case .cpu(nil)?: return "CPU"
+        case .cpu(let reason?)?:
+            // The reason repeats the node's name; keep what follows the colon.
+            let why = reason.split(separator: ":", maxSplits: 1).last.map(String.init) ?? reason
+            return "CPU (" + why.trimmingCharacters(in: .whitespaces) + ")"
+        }
+    }
+
+    /// The model's inputs from `--input FILE` (a one-input model) or
+    /// repeated `--input NAME=FILE`; PNG images are resized and normalized
+    /// as asked, `.npy` files taken as they are.
+    static func inputs(_ specs: [String], of model: Model, resize: (width: Int, height: Int)?,
+                       normalization: PixelNormalization) throws -> [String: Tensor] {
+        let names = model.inputs.map(\.name)
+        var files: [String: String] = [:]
+        for spec in specs {
+            let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2, names.contains(parts[0]) {
+                files[parts[0]] = parts[1]
+            } else if names.count == 1 {
+                files[names[0]] = spec
+            } else {
+                throw UsageError("--input \(spec): the model has inputs \(names.joined(separator: ", ")); "
+                                 + "give each as --input NAME=FILE")
+            }
+        }
+        var tensors: [String: Tensor] = [:]
+        for name in names {
+            guard let path = files[name] else { throw UsageError("missing --input for model input '\(name)'") }
+            var tensor = try TensorFiles.read(path)
+            if path.lowercased().hasSuffix(".png") {
+                if let resize { tensor = try tensor.resized(width: resize.width, height: resize.height) }
+                tensor = try tensor.normalized(normalization)
+            }
+            tensors[name] = tensor
+        }
+        return tensors
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import LayerKit
+
+/// `layerkit run model.onnx --input ...`: runs an ONNX model on `.npy` or
+/// PNG inputs, writes its outputs, and prints their shapes and the top-5
+/// classes of a 2-D output; `--profile` adds the per-layer times.
+enum RunCommand {
+    static func run(_ words: [String], console: Console) throws -> Int32 {
+        let arguments = try Arguments(words, valued: ["--input", "--output", "--backend", "--normalize", "--resize"],
+                                      flags: ["--profile"])
+        let path = try ModelFiles.modelPath(arguments)
+        let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
+        let normalization = try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
+        let resize = try arguments.value("--resize").map(ValueParsing.size)
+        let inputSpecs = arguments.values("--input")
+        guard !inputSpecs.isEmpty else { throw UsageError("missing --input") }
+        let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        let outputFiles = try outputPaths(arguments.values("--output"), of: model)
+        let inputFiles = inputSpecs.map { $0.split(separator: "=", maxSplits: 1).last.map(String.init) ?? $0 }
+        for file in outputFiles.values { try TensorFiles.checkOutput(file, notAmong: inputFiles + [path]) }
+        let inputs = try ModelFiles.inputs(inputSpecs, of: model, resize: resize, normalization: normalization)
+
+        console.print(ModelFiles.deviceLine(model.backend))
+        let start = ContinuousClock.now
+        let (outputs, profile) = arguments.has("--profile")
+            ? try model.predictWithProfile(inputs: inputs) : (try model.predict(inputs: inputs), nil)
+        let elapsed = Timing.milliseconds(ContinuousClock.now - start)
+        console.print("ran \(path) in " + String(format: "%.3f", elapsed) + " ms")
+        for description in model.outputs {
+            guard let output = outputs[description.name] else { continue }
+            console.print("output '\(description.name)': \(Tensor.describe(output.shape))")
+            if output.shape.count == 2 { printTop5(output, console: console) }
+            if let file = outputFiles[description.name] {
+                try TensorFiles.write(output, to: file)
+                console.print("  wrote \(file)")
+            }
+        }
+        if let profile { ModelProfileTable.print(profile, nodes: model.nodes, console: console) }
+        return 0
+    }
+
+    /// `--output FILE` for a one-output model, else `--output NAME=FILE` each.
+    private static func outputPaths(_ specs: [String], of model: Model) throws -> [String: String] {
+        let names = model.outputs.map(\.name)
+        var paths: [String: String] = [:]
+        for spec in specs {
+            let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2, names.contains(parts[0]) {
+                paths[parts[0]] = parts[1]
+            } else if names.count == 1 {
+                paths[names[0]] = spec
+            } else {
+                throw UsageError("--output \(spec): the model has outputs \(names.joined(separator: ", ")); "
+                                 + "give each as --output NAME=FILE")
+            }
+        }
+        return paths
+    }
+
+    /// The five largest values of each row (batch item) of an N×K output.
+    private static func printTop5(_ output: Tensor, console: Console) {
+        let (rows, columns) = (output.shape[0], output.shape[1])
+        for row in 0..<min(rows, 8) {
+            let values = (0..<columns).map { (index: $0, value: output[row * columns + $0]) }
+            let top = values.sorted { $0.value > $1.value || ($0.value == $1.value && $0.index < $1.index) }.prefix(5)
+            console.print("  top-5" + (rows > 1 ? " [\(row)]" : "") + ": "
+                          + top.map { "\($0.index) (\(String(format: "%.4f", $0.value)))" }.joined(separator: ", "))
+        }
+    }
+}
