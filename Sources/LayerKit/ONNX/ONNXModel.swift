@@ -30,7 +30,6 @@ public struct ONNXModel: Sendable {
     public var defaultOpset: Int? {
         opsetImports.first { ONNXNode.isDefaultDomain($0.domain) }?.version
     }
-
 }
 
 extension ONNXModel {
