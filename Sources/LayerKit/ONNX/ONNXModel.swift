@@ -1,0 +1,150 @@
+import Foundation
+
+/// An ONNX model file, decoded: the model's header and its main graph.
+///
+/// Decoding checks the structure (protobuf framing, field types, IR version
+/// 3 to 10, a default-domain opset of at most 24, a graph) but converts
+/// nothing: nodes keep their ONNX op types and attributes, initializers
+/// their raw data until `ONNXTensor.floats()` or `int64s()` is called.
+/// Every error is a `LayerKitError.invalidModel` with one line naming the
+/// source, the byte offset and what was being read.
+public struct ONNXModel: Sendable {
+    /// The IR version of the file format (3 to 10).
+    public var irVersion: Int
+    /// The operator sets the model imports: domain ("" is the default ONNX
+    /// domain) and version.
+    public var opsetImports: [(domain: String, version: Int)]
+    /// The tool that wrote the model ("pytorch", "onnx.helper"); may be empty.
+    public var producerName: String
+    /// The producing tool's version; may be empty.
+    public var producerVersion: String
+    /// The main graph.
+    public var graph: ONNXGraph
+
+    /// The IR versions LayerKit reads.
+    public static let supportedIRVersions = 3...10
+    /// The newest default-domain opset LayerKit reads.
+    public static let maxOpset = 24
+
+    /// The version of the default ONNX domain ("" or "ai.onnx") the model imports.
+    public var defaultOpset: Int? {
+        opsetImports.first { ONNXNode.isDefaultDomain($0.domain) }?.version
+    }
+}
+
+extension ONNXModel {
+    /// Decodes an ONNX model from the bytes of a `.onnx` file; `source` names
+    /// it in error messages.
+    public init(data: Data, source: String = "ONNX model") throws {
+        var reader = ProtobufReader(bytes: [UInt8](data), message: "ModelProto", source: source)
+        self = try ONNXModel(decoding: &reader)
+    }
+
+    /// Reads and decodes the `.onnx` file at `url`. Throws
+    /// `LayerKitError.file` when it cannot be read.
+    public init(contentsOf url: URL) throws {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch {
+            throw LayerKitError.file("cannot read '\(url.path)': \(error.localizedDescription)")
+        }
+        try self.init(data: data, source: url.lastPathComponent)
+    }
+}
+
+/// A computation graph: nodes in topological order, the constant tensors
+/// they use, and the graph's inputs and outputs.
+public struct ONNXGraph: Sendable {
+    /// The graph's name; may be empty.
+    public var name: String
+    /// The nodes, in the order of the file (ONNX requires a topological order).
+    public var nodes: [ONNXNode]
+    /// The constant tensors (weights), by name.
+    public var initializers: [String: ONNXTensor]
+    /// The initializers' names in the order of the file.
+    public var initializerNames: [String]
+    /// The graph inputs. Before IR version 4 this list may also name initializers.
+    public var inputs: [ONNXValueInfo]
+    /// The graph outputs.
+    public var outputs: [ONNXValueInfo]
+    /// Types and shapes of intermediate values, where the file gives them.
+    public var valueInfo: [ONNXValueInfo]
+
+    /// The inputs that must be fed: those that are not initializers.
+    public var feedInputs: [ONNXValueInfo] {
+        inputs.filter { initializers[$0.name] == nil }
+    }
+}
+
+/// One operator application.
+public struct ONNXNode: Sendable {
+    /// The node's name; may be empty (names are optional in ONNX).
+    public var name: String
+    /// The operator ("Conv", "Swish").
+    public var opType: String
+    /// The operator's domain: "" (or "ai.onnx") for standard ONNX ops, or a
+    /// custom domain such as "layerkit".
+    public var domain: String
+    /// The names of the values the node reads; an empty string marks an
+    /// omitted optional input.
+    public var inputs: [String]
+    /// The names of the values the node writes; an empty string marks an
+    /// omitted optional output.
+    public var outputs: [String]
+    /// The node's attributes, by name.
+    public var attributes: [String: ONNXAttribute]
+
+    /// Whether the node belongs to the default ONNX domain.
+    public var isStandard: Bool { Self.isDefaultDomain(domain) }
+
+    /// How error messages name the node: "node 'conv1' (Conv)", or the
+    /// first output when the node has no name.
+    public var label: String {
+        let name = name.isEmpty ? (outputs.first.map { "producing '\($0)'" } ?? "#?") : "'\(name)'"
+        return "node \(name) (\(domain.isEmpty ? "" : domain + ".")\(opType))"
+    }
+
+    /// Whether `domain` names the default ONNX operator set.
+    static func isDefaultDomain(_ domain: String) -> Bool { domain.isEmpty || domain == "ai.onnx" }
+}
+
+/// A node attribute's value. Graph-valued attributes (the bodies of If,
+/// Loop, Scan) and sparse tensors are refused at decoding.
+public enum ONNXAttribute: Sendable, Equatable {
+    case float(Float)
+    case int(Int)
+    case string(String)
+    case tensor(ONNXTensor)
+    case floats([Float])
+    case ints([Int])
+    case strings([String])
+}
+
+/// A graph input's, output's or intermediate value's type and shape.
+public struct ONNXValueInfo: Sendable, Equatable {
+    /// The value's name.
+    public var name: String
+    /// The tensor's element type, or nil when the file does not give a type.
+    public var elementType: ONNXDataType?
+    /// The tensor's dimensions, or nil when the file gives no shape (rank unknown).
+    public var dims: [ONNXDimension]?
+}
+
+/// One dimension of a value's shape.
+public enum ONNXDimension: Sendable, Equatable, CustomStringConvertible {
+    /// A fixed size.
+    case value(Int)
+    /// A named size fixed only at run time ("batch", "N").
+    case symbol(String)
+    /// A size the file does not give.
+    case unknown
+
+    public var description: String {
+        switch self {
+        case .value(let v): return String(v)
+        case .symbol(let s): return s
+        case .unknown: return "?"
+        }
+    }
+}

@@ -1,0 +1,109 @@
+/// An ONNX element type (`TensorProto.DataType`), by its code.
+public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The ONNX code (1 = FLOAT, 7 = INT64, 10 = FLOAT16, ...).
+    public let rawValue: Int
+
+    /// The type with ONNX code `rawValue`; every code is representable.
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    public static let float = ONNXDataType(rawValue: 1)
+    public static let int32 = ONNXDataType(rawValue: 6)
+    public static let int64 = ONNXDataType(rawValue: 7)
+    public static let float16 = ONNXDataType(rawValue: 10)
+    public static let double = ONNXDataType(rawValue: 11)
+
+    private static let names = [
+        "UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64", "STRING", "BOOL",
+        "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",
+        "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0",
+        "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2",
+    ]
+
+    /// The ONNX name ("FLOAT16"), or "data type N" for codes ONNX does not define.
+    public var description: String {
+        Self.names.indices.contains(rawValue) ? Self.names[rawValue] : "data type \(rawValue)"
+    }
+}
+
+/// A constant tensor of an ONNX file (an initializer or a tensor attribute).
+///
+/// The values stay as stored (`raw_data` or a typed field) until read with
+/// `floats()` or `int64s()`, which check the count against `dims`.
+public struct ONNXTensor: Sendable, Equatable {
+    /// The tensor's name (initializers are referenced by it; may be empty for attributes).
+    public var name: String
+    /// The dimensions; empty for a scalar.
+    public var dims: [Int]
+    /// The element type.
+    public var dataType: ONNXDataType
+
+    /// The little-endian bytes of `raw_data`, when the file uses it.
+    var rawData: [UInt8]?
+    var floatData: [Float] = []
+    var int32Data: [Int32] = []
+    var int64Data: [Int64] = []
+    var doubleData: [Double] = []
+
+    /// The number of elements `dims` describe (1 for a scalar).
+    public func elementCount() throws -> Int {
+        try dims.reduce(1) { count, dim in
+            let (product, overflow) = count.multipliedReportingOverflow(by: dim)
+            guard !overflow else { throw failure("dims \(dims) overflow the element count") }
+            return product
+        }
+    }
+
+    /// The values as Floats, from FLOAT, FLOAT16 (converted exactly) or
+    /// DOUBLE (rounded to nearest) data, in row-major order.
+    public func floats() throws -> [Float] {
+        switch dataType {
+        case .float:
+            return try values(typed: floatData) { Float(bitPattern: $0) }
+        case .float16:
+            // Typed FLOAT16 data is stored in int32_data, one value per element, in the low 16 bits.
+            let halves = try values(typed: int32Data.map { UInt16(truncatingIfNeeded: $0) }) { $0 as UInt16 }
+            return halves.map { Float(halfBits: $0) }
+        case .double:
+            return try values(typed: doubleData) { Double(bitPattern: $0) }.map { Float($0) }
+        default:
+            throw failure("has type \(dataType); a FLOAT, FLOAT16 or DOUBLE tensor was expected")
+        }
+    }
+
+    /// The values as Ints, from INT64 or INT32 data, in row-major order.
+    public func int64s() throws -> [Int] {
+        switch dataType {
+        case .int64:
+            return try values(typed: int64Data) { Int64(bitPattern: $0) }.map { Int($0) }
+        case .int32:
+            return try values(typed: int32Data) { Int32(bitPattern: $0) }.map { Int($0) }
+        default:
+            throw failure("has type \(dataType); an INT64 or INT32 tensor was expected")
+        }
+    }
+
+    /// The elements from `raw_data` (little-endian words of type `Word`,
+    /// converted by `fromRaw`) or else from the typed field, checked
+    /// against the count `dims` give.
+    private func values<T, Word: FixedWidthInteger>(typed: [T], fromRaw: (Word) -> T) throws -> [T] {
+        let count = try elementCount()
+        guard let raw = rawData else {
+            guard typed.count == count else {
+                throw failure("holds \(typed.count) values where dims \(dims) need \(count)")
+            }
+            return typed
+        }
+        let rawSize = MemoryLayout<Word>.size
+        let (bytes, overflow) = count.multipliedReportingOverflow(by: rawSize)
+        guard !overflow, raw.count == bytes else {
+            throw failure("raw_data holds \(raw.count) bytes where dims \(dims) of \(dataType) need \(count) x \(rawSize)")
+        }
+        return raw.withUnsafeBytes { buffer in
+            (0..<count).map { fromRaw(Word(littleEndian: buffer.loadUnaligned(fromByteOffset: $0 * rawSize, as: Word.self))) }
+        }
+    }
+
+    private func failure(_ text: String) -> LayerKitError {
+        .invalidModel("tensor '\(name)' \(text)")
+    }
+}
