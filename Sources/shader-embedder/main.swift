@@ -40,14 +40,15 @@ swift += """
     static let models: [String: String] = [
 
 """
-for path in paths where path.hasSuffix(".onnx") {
+let models = paths.filter { $0.hasSuffix(".onnx") }
+for path in models {
     guard let data = FileManager.default.contents(atPath: path) else {
         FileHandle.standardError.write(Data("shader-embedder: cannot read \(path)\n".utf8))
         exit(1)
     }
     swift += "        \"\(URL(fileURLWithPath: path).lastPathComponent)\": \"\(data.base64EncodedString())\",\n"
 }
-swift += "    ]\n}\n"
+swift += models.isEmpty ? "        :\n    ]\n}\n" : "    ]\n}\n"
 do {
     try swift.write(toFile: outputPath, atomically: true, encoding: .utf8)
 } catch {

@@ -46,6 +46,8 @@ public final class Model: @unchecked Sendable {
     public let backend: Backend
 
     private let importer: ONNXImporter
+    /// How errors name the model (its file name).
+    private let name: String
     private let lock = NSLock()
     private var plans: [[[Int]]: ModelPlan] = [:]
     private var lastPlan: ModelPlan
@@ -60,37 +62,40 @@ public final class Model: @unchecked Sendable {
         do { data = try Data(contentsOf: url) } catch {
             throw LayerKitError.file("cannot read \(url.path): \(error.localizedDescription)")
         }
-        do {
-            try self.init(data: data, computeUnits: computeUnits, backend: backend, registry: registry, notice: notice)
-        } catch let error as LayerKitError {
-            if case .invalidModel(let message) = error { throw LayerKitError.invalidModel("\(url.lastPathComponent): \(message)") }
-            throw error
-        }
+        try self.init(data: data, name: url.lastPathComponent, computeUnits: computeUnits, backend: backend,
+                      registry: registry, notice: notice)
     }
 
-    /// Loads an ONNX model from its bytes.
-    public init(data: Data, computeUnits: ComputeUnits = .all, backend: Backend? = nil,
+    /// Loads an ONNX model from its bytes; `name` names it in errors.
+    public init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .all, backend: Backend? = nil,
                 registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
-        let model = try ONNXModel(data: data)
+        let model = try ONNXModel(data: data, source: name)
         importer = ONNXImporter(model: model, registry: registry)
-        guard importer.opset <= ONNXImporter.newestOpset else {
-            throw LayerKitError.invalidModel("default-domain opset \(importer.opset) is newer than LayerKit supports "
-                                             + "(up to \(ONNXImporter.newestOpset))")
-        }
         self.backend = backend ?? Backend(computeUnits: computeUnits, notice: notice)
         self.notice = notice
         irVersion = model.irVersion
         producer = model.producerName
         opsets = model.opsetImports.map { ($0.domain, $0.version) }
-        inputs = importer.runtimeInputs.map(Model.describe)
-        outputs = model.graph.outputs.map(Model.describe)
+        do {
+            inputs = try model.graph.feedInputs.map(Model.describe)
+            outputs = try model.graph.outputs.map(Model.describe)
+        } catch LayerKitError.invalidModel(let message) {
+            throw LayerKitError.invalidModel("\(name): \(message)")
+        }
         // Symbolic dimensions are 1 for the load-time run.
-        let shapes = importer.runtimeInputs.map { $0.dims.map { if case .value(let v) = $0 { v } else { 1 } } }
-        lastPlan = try ModelPlan(graph: importer.graph(inputShapes: Dictionary(
-            uniqueKeysWithValues: zip(inputs.map(\.name), shapes))), backend: self.backend)
+        let shapes = inputs.map { $0.dimensions.map { Int($0) ?? 1 } }
+        self.name = name
+        lastPlan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, backend: self.backend,
+                                  name: name)
         plans[shapes] = lastPlan
         announcePlacements(of: lastPlan)
         _ = try run(lastPlan, inputs: shapes.map { try Tensor(shape: $0) }, profiling: false)
+    }
+
+    /// The plan of the last run (tests look at its images).
+    var currentPlan: ModelPlan? {
+        lock.lock(); defer { lock.unlock() }
+        return lastPlan
     }
 
     /// The nodes with where they run.
@@ -133,8 +138,7 @@ public final class Model: @unchecked Sendable {
         if let known = plans[shapes] {
             plan = known
         } else {
-            plan = try ModelPlan(graph: importer.graph(inputShapes: Dictionary(
-                uniqueKeysWithValues: zip(inputs.map(\.name), shapes))), backend: backend)
+            plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, backend: backend, name: name)
             // Plans hold images: keep those of a few recent shapes only.
             if plans.count >= 4 { plans.removeAll() }
             plans[shapes] = plan
@@ -143,6 +147,17 @@ public final class Model: @unchecked Sendable {
         lastPlan = plan
         let (values, profile) = try run(plan, inputs: tensors, profiling: profiling)
         return (Dictionary(uniqueKeysWithValues: zip(outputs.map(\.name), values)), profile)
+    }
+
+    /// The plan for inputs of `shapes`; model errors name the model.
+    private static func plan(_ importer: ONNXImporter, inputNames: [String], shapes: [[Int]], backend: Backend,
+                             name: String) throws -> ModelPlan {
+        do {
+            return try ModelPlan(graph: importer.graph(inputShapes: Dictionary(uniqueKeysWithValues: zip(inputNames, shapes))),
+                                 backend: backend)
+        } catch LayerKitError.invalidModel(let message) {
+            throw LayerKitError.invalidModel("\(name): \(message)")
+        }
     }
 
     private func run(_ plan: ModelPlan, inputs: [Tensor], profiling: Bool) throws -> ([Tensor], ModelProfile) {
@@ -156,14 +171,12 @@ public final class Model: @unchecked Sendable {
         for case .cpu(let reason?) in plan.placements where announced.insert(reason).inserted { notice(reason) }
     }
 
-    private static func describe(_ value: ONNXValueInfo) -> ValueDescription {
-        ValueDescription(name: value.name, dimensions: value.dims.map {
-            switch $0 {
-            case .value(let v): String(v)
-            case .symbol(let s): s
-            case .unknown: "?"
-            }
-        }, dataType: ONNXTensor.DataType.describe(value.elementType))
+    private static func describe(_ value: ONNXValueInfo) throws -> ValueDescription {
+        guard let dims = value.dims else {
+            throw LayerKitError.invalidModel("'\(value.name)' has no shape: its rank cannot be resolved")
+        }
+        return ValueDescription(name: value.name, dimensions: dims.map(\.description),
+                                dataType: value.elementType?.description ?? "untyped")
     }
 
     /// Throws unless `shape` has the input's rank and its fixed dimensions.

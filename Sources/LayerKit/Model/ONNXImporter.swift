@@ -8,31 +8,18 @@ struct ONNXImporter {
     let model: ONNXModel
     let registry: LayerRegistry
 
-    /// ONNX's default domain, under both of its names.
-    static let defaultDomains: Set<String> = ["", "ai.onnx"]
-    /// The newest default-domain opset LayerKit has checked its operators against.
-    static let newestOpset = 24
-
     /// The default-domain opset the model imports.
-    var opset: Int {
-        model.opsetImports.first { ONNXImporter.defaultDomains.contains($0.domain) }?.version ?? 0
-    }
-
-    /// The graph's inputs that are fed at run time (older exporters also
-    /// list initializers among the inputs).
-    var runtimeInputs: [ONNXValueInfo] {
-        model.graph.inputs.filter { model.graph.initializers[$0.name] == nil }
-    }
+    var opset: Int { model.defaultOpset ?? 0 }
 
     /// The graph for inputs of `inputShapes` (by input name).
     func graph(inputShapes: [String: [Int]]) throws -> ModelGraph {
         var graph = ModelGraph()
         var valueIndex: [String: Int] = [:]
         var constantIndex: [String: Int] = [:]
-        for input in runtimeInputs {
-            guard input.elementType == ONNXTensor.DataType.float.rawValue else {
-                throw LayerKitError.invalidModel(
-                    "input '\(input.name)' is \(ONNXTensor.DataType.describe(input.elementType)); LayerKit runs float32 inputs")
+        for input in model.graph.feedInputs {
+            guard input.elementType == .float else {
+                throw LayerKitError.invalidModel("input '\(input.name)' is \(input.elementType?.description ?? "untyped"); "
+                                                 + "LayerKit runs float32 inputs")
             }
             guard let shape = inputShapes[input.name] else {
                 throw LayerKitError.invalidModel("no shape for input '\(input.name)'")
@@ -107,7 +94,7 @@ struct ONNXImporter {
     /// A node as a layer: a standard op, or a custom layer from the registry.
     private func convert(_ node: ONNXNodeContext) throws -> ConvertedNode {
         let opType = node.node.opType
-        if ONNXImporter.defaultDomains.contains(node.node.domain) {
+        if node.node.isStandard {
             guard let converter = ONNXOperators.converter(for: opType) else {
                 throw node.error("op '\(opType)' is not supported by LayerKit (supported: "
                                  + "\(ONNXOperators.supportedOps.joined(separator: ", ")))")
