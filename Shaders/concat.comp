@@ -1,5 +1,6 @@
 #version 450
-// Concatenation along the channel axis: one group of up to four inputs.
+// Concatenation along the channel axis: one group of up to three inputs
+// (with the output, the four bindings a dispatch may have).
 //
 // One invocation per output texel in slices [firstSlice, firstSlice +
 // sliceCount) of each batch item. Lane c takes channel c - offsets[k] of
@@ -15,12 +16,11 @@ layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
 layout(rgba16f, binding = 0) readonly uniform image2DArray input0;
 layout(rgba16f, binding = 1) readonly uniform image2DArray input1;
 layout(rgba16f, binding = 2) readonly uniform image2DArray input2;
-layout(rgba16f, binding = 3) readonly uniform image2DArray input3;
-layout(rgba16f, binding = 4) uniform image2DArray destination;
+layout(rgba16f, binding = 3) uniform image2DArray destination;
 layout(push_constant) uniform Shape {
     LK_SHAPE_FIELDS;  // of the output
     uint firstSlice; uint sliceCount; uint flags;
-    uvec4 offsets; uvec4 counts;
+    uvec4 offsets; uvec4 counts;  // lanes 0-2 used
 } shape;
 
 // Channel c of item n of input k, at (x, y).
@@ -29,8 +29,7 @@ float lk_input_lane(uint k, uint c, ivec2 xy, uint n) {
     vec4 v;
     if (k == 0u) v = imageLoad(input0, p);
     else if (k == 1u) v = imageLoad(input1, p);
-    else if (k == 2u) v = imageLoad(input2, p);
-    else v = imageLoad(input3, p);
+    else v = imageLoad(input2, p);
     return v[c % 4u];
 }
 
@@ -47,7 +46,7 @@ void main() {
             if ((shape.flags & 2u) != 0u) result[lane] = 0.0;
             continue;
         }
-        for (uint k = 0u; k < 4u; k++) {
+        for (uint k = 0u; k < 3u; k++) {
             if (c >= shape.offsets[k] && c - shape.offsets[k] < shape.counts[k]) {
                 result[lane] = lk_input_lane(k, c - shape.offsets[k], ivec2(id.xy), n);
             }

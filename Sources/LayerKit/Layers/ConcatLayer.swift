@@ -7,9 +7,9 @@ public final class ConcatLayer: Layer, @unchecked Sendable {
     /// The axis the inputs are joined along (non-negative).
     public let axis: Int
 
-    /// The most inputs one GPU dispatch gathers from; more take one
-    /// dispatch per group of this many.
-    static let inputsPerDispatch = 4
+    /// The most inputs one GPU dispatch gathers from (with the output, the
+    /// four bindings a dispatch may have); more take one dispatch per group.
+    static let inputsPerDispatch = 3
 
     /// A concatenation along `axis` (a converter resolves negative ONNX
     /// axes first); throws for a negative axis.
@@ -75,7 +75,7 @@ public final class ConcatLayer: Layer, @unchecked Sendable {
     public var hasGPUImplementation: Bool { axis == 1 }
 
     /// `Shaders/concat.comp`: each output texel gathers its four lanes from
-    /// the inputs that own them. Inputs go in groups of up to four, one
+    /// the inputs that own them. Inputs go in groups of up to three, one
     /// dispatch each over the output slices the group touches; a texel
     /// shared by two groups is loaded back and only the group's own lanes
     /// change, so every lane is written by exactly one dispatch, in order.
@@ -113,9 +113,10 @@ public final class ConcatLayer: Layer, @unchecked Sendable {
             for value in [firstSlice, sliceCount, (groups.count > 1 ? 1 : 0) | (isLast ? 2 : 0)] {
                 constants.append(UInt32(value))
             }
+            // Two uvec4s in the shader: unused slots have count 0.
             let unused = Self.inputsPerDispatch - group.count
-            for value in offsets + Array(repeating: 0, count: unused) { constants.append(value) }
-            for value in counts + Array(repeating: 0, count: unused) { constants.append(value) }
+            for value in offsets + Array(repeating: 0, count: 4 - group.count) { constants.append(value) }
+            for value in counts + Array(repeating: 0, count: 4 - group.count) { constants.append(value) }
             let images = Array(inputs[group]) + Array(repeating: first, count: unused) + [output]
             try commandBuffer.dispatch(pipeline, images: images, constants: constants,
                                        threads: (output.width, output.height, output.batch * sliceCount))

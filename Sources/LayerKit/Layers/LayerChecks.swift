@@ -15,7 +15,8 @@ enum LayerChecks {
     /// Throws unless `shape`'s rank is in `ranks`.
     static func requireRank(_ shape: [Int], in ranks: ClosedRange<Int>, layer: String) throws {
         guard ranks.contains(shape.count) else {
-            let allowed = ranks.upperBound == .max ? "at least \(ranks.lowerBound)" : "\(ranks.lowerBound) to \(ranks.upperBound)"
+            let allowed = ranks.upperBound == .max ? "at least \(ranks.lowerBound)"
+                : ranks.count == 1 ? "\(ranks.lowerBound)" : "\(ranks.lowerBound) to \(ranks.upperBound)"
             throw LayerKitError.shapeMismatch(
                 "\(layer): input of rank \(shape.count) (\(Tensor.describe(shape))), expected rank \(allowed)")
         }
