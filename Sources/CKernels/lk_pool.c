@@ -7,6 +7,8 @@
 
 #include <math.h>
 
+#include "lk_reduce.h"
+
 // The number of cells start + i * dilation (i < kernel) inside [lo, hi).
 static long lk_cells_inside(long start, long dilation, long kernel, long lo, long hi) {
     long first = start >= lo ? 0 : (lo - start + dilation - 1) / dilation;
@@ -16,7 +18,21 @@ static long lk_cells_inside(long start, long dilation, long kernel, long lo, lon
     return last >= first ? last - first + 1 : 0;
 }
 
-static void lk_pool2d_plane(const lk_pool2d_params *p, const float *restrict x, float *restrict y) {
+// The cells of a window starting at `start` along rows (`axis` 0) or
+// columns (1) that the divisor counts: those inside the input, or inside
+// the padded extent when pad cells count.
+static long lk_window_cells(const lk_pool2d_params *p, long start, int axis) {
+    const int include_pad = p->kind == LK_POOL_AVERAGE_INCLUDE_PAD;
+    long dilation = axis ? p->dilation_w : p->dilation_h, kernel = axis ? p->kernel_w : p->kernel_h;
+    long extent = axis ? p->in_w : p->in_h;
+    long before = include_pad ? (axis ? p->pad_left : p->pad_top) : 0;
+    long after = include_pad ? (axis ? p->pad_right : p->pad_bottom) : 0;
+    return lk_cells_inside(start, dilation, kernel, -before, extent + after);
+}
+
+// `columns[ox]`: the divisor's column factor of output column ox (averages only).
+static void lk_pool2d_plane(const lk_pool2d_params *p, const float *restrict columns, const float *restrict x,
+                            float *restrict y) {
     const int is_max = p->kind == LK_POOL_MAX;
     for (long oy = 0; oy < p->out_h; oy++) {
         float *restrict row = y + oy * p->out_w;
@@ -44,59 +60,26 @@ static void lk_pool2d_plane(const lk_pool2d_params *p, const float *restrict x, 
             }
         }
         if (is_max) continue;
-        const int include_pad = p->kind == LK_POOL_AVERAGE_INCLUDE_PAD;
-        long rows = include_pad
-            ? lk_cells_inside(top, p->dilation_h, p->kernel_h, -p->pad_top, p->in_h + p->pad_bottom)
-            : lk_cells_inside(top, p->dilation_h, p->kernel_h, 0, p->in_h);
+        float rows = (float)lk_window_cells(p, top, 0);
         for (long ox = 0; ox < p->out_w; ox++) {
-            long left = ox * p->stride_w - p->pad_left;
-            long cols = include_pad
-                ? lk_cells_inside(left, p->dilation_w, p->kernel_w, -p->pad_left, p->in_w + p->pad_right)
-                : lk_cells_inside(left, p->dilation_w, p->kernel_w, 0, p->in_w);
-            long count = rows * cols;
-            row[ox] = count > 0 ? row[ox] / (float)count : 0.0f;
+            float count = rows * columns[ox];
+            row[ox] = count > 0 ? row[ox] / count : 0.0f;
         }
     }
 }
 
-void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, size_t planes) {
+void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, size_t planes, float *columns) {
     size_t in_plane = (size_t)(params->in_h * params->in_w);
     size_t out_plane = (size_t)(params->out_h * params->out_w);
-    for (size_t i = 0; i < planes; i++) lk_pool2d_plane(params, x + i * in_plane, y + i * out_plane);
-}
-
-// Eight independent partial results, so the loop vectorizes without
-// reassociating float arithmetic.
-#define LK_LANES 8
-
-static float lk_plane_sum(const float *restrict x, size_t n) {
-    float acc[LK_LANES] = {0};
-    size_t i = 0;
-    for (; i + LK_LANES <= n; i += LK_LANES) {
-        for (int j = 0; j < LK_LANES; j++) acc[j] += x[i + j];
+    for (long ox = 0; ox < params->out_w; ox++) {
+        columns[ox] = (float)lk_window_cells(params, ox * params->stride_w - params->pad_left, 1);
     }
-    float sum = 0.0f;
-    for (; i < n; i++) sum += x[i];
-    for (int j = 0; j < LK_LANES; j++) sum += acc[j];
-    return sum;
-}
-
-static float lk_plane_max(const float *restrict x, size_t n) {
-    float acc[LK_LANES];
-    for (int j = 0; j < LK_LANES; j++) acc[j] = -INFINITY;
-    size_t i = 0;
-    for (; i + LK_LANES <= n; i += LK_LANES) {
-        for (int j = 0; j < LK_LANES; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
-    }
-    float m = -INFINITY;
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    for (int j = 0; j < LK_LANES; j++) m = acc[j] > m ? acc[j] : m;
-    return m;
+    for (size_t i = 0; i < planes; i++) lk_pool2d_plane(params, columns, x + i * in_plane, y + i * out_plane);
 }
 
 void lk_global_pool_f32(int max, const float *x, float *y, size_t plane, size_t planes) {
     for (size_t i = 0; i < planes; i++) {
         const float *p = x + i * plane;
-        y[i] = max ? lk_plane_max(p, plane) : (plane > 0 ? lk_plane_sum(p, plane) / (float)plane : 0.0f);
+        y[i] = max ? lk_reduce_max(p, plane) : (plane > 0 ? lk_reduce_sum(p, plane) / (float)plane : 0.0f);
     }
 }

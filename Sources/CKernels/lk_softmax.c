@@ -7,20 +7,14 @@
 
 #include <math.h>
 
+#include "lk_reduce.h"
 #include "lk_vector.h"
 
-static float lk_row_max(const float *restrict x, size_t n) {
-    float m = -INFINITY;
-    for (size_t i = 0; i < n; i++) m = (x[i] > m || isnan(x[i])) ? x[i] : m;
-    return m;
-}
-
 static void lk_softmax_row(const float *restrict x, float *restrict y, size_t n) {
-    float m = lk_row_max(x, n);
+    float m = lk_reduce_max(x, n);
     for (size_t i = 0; i < n; i++) y[i] = x[i] - m;
     lk_unary_f32(LK_EXP, y, y, n);
-    float sum = 0.0f;
-    for (size_t i = 0; i < n; i++) sum += y[i];
+    float sum = lk_reduce_sum(y, n);
     for (size_t i = 0; i < n; i++) y[i] /= sum;
 }
 
@@ -29,7 +23,7 @@ static void lk_softmax_block(const float *restrict x, float *restrict y, size_t 
     for (size_t j = 0; j < inner; j++) m[j] = -INFINITY;
     for (size_t a = 0; a < axis; a++) {
         const float *row = x + a * inner;
-        for (size_t j = 0; j < inner; j++) m[j] = (row[j] > m[j] || isnan(row[j])) ? row[j] : m[j];
+        for (size_t j = 0; j < inner; j++) m[j] = row[j] > m[j] ? row[j] : m[j];
     }
     for (size_t a = 0; a < axis; a++) {
         for (size_t j = 0; j < inner; j++) y[a * inner + j] = x[a * inner + j] - m[j];

@@ -101,8 +101,10 @@ public final class Pooling: Layer, @unchecked Sendable {
         let outPlane = shape[2] * shape[3]
         forEachChunk(count: planes, chunkSize: chunk, threadCount: LayerChecks.threadCount) { range in
             var p = params
+            let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(p.out_w, 1))
+            defer { scratch.deallocate() }
             lk_pool2d_f32(&p, pointers.value.0 + range.lowerBound * inPlane,
-                          pointers.value.1 + range.lowerBound * outPlane, range.count)
+                          pointers.value.1 + range.lowerBound * outPlane, range.count, scratch)
         }
     }
 
