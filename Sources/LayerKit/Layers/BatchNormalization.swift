@@ -7,7 +7,7 @@ import CKernels
 ///
 /// The input has rank 2 or more (N, C, then any spatial axes); on the GPU,
 /// rank 2 to 4.
-public final class BatchNormalization: Layer, @unchecked Sendable {
+public final class BatchNormalization: Layer, Sendable {
     /// Per-channel multipliers `scale / sqrt(variance + epsilon)`.
     public let multipliers: [Float]
     /// Per-channel offsets `bias - mean * multipliers`.
@@ -61,9 +61,7 @@ public final class BatchNormalization: Layer, @unchecked Sendable {
     /// One fused multiply-add pass per channel plane.
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
-        guard outputs.count == 1, outputs[0].shape == shape else {
-            throw LayerKitError.shapeMismatch("\(layerName): the output must be one tensor of shape \(Tensor.describe(shape))")
-        }
+        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
         let plane = LayerChecks.product(shape[2...])
         let channels = shape[1]
         let (a, b) = (multipliers, offsets)

@@ -9,7 +9,7 @@ import Foundation
 /// one of them is 1, and the output takes the larger. Either input may be a
 /// constant. Arithmetic follows IEEE 754 on both paths: `x / 0` is ±inf,
 /// `0 / 0` NaN.
-public final class BinaryLayer: Layer, @unchecked Sendable {
+public final class BinaryLayer: Layer, Sendable {
     /// The arithmetic op.
     public enum Operation: Sendable, CaseIterable {
         /// `a + b` (ONNX Add).
@@ -50,9 +50,7 @@ public final class BinaryLayer: Layer, @unchecked Sendable {
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         try LayerChecks.requireInputCount(inputs.map(\.shape), 2, layer: layerName)
         let plan = try BroadcastPlan(inputs[0].shape, inputs[1].shape, layer: layerName)
-        guard outputs.count == 1, outputs[0].shape == plan.shape else {
-            throw LayerKitError.shapeMismatch("\(layerName): the output must be one tensor of shape \(Tensor.describe(plan.shape))")
-        }
+        try LayerChecks.requireOutput(outputs, plan.shape, layer: layerName)
         let op = primitive
         let pointers = UnsafeSendable((inputs[0].dataPointer, inputs[1].dataPointer, outputs[0].dataPointer))
         forEachChunk(count: outputs[0].count, threadCount: LayerChecks.threadCount) { range in

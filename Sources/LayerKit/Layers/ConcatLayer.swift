@@ -3,7 +3,7 @@ import Foundation
 /// ONNX Concat: its inputs joined along one axis; every other extent must
 /// match. Any number of inputs and any axis on the CPU; on the GPU along
 /// axis 1, the slice image's channel axis.
-public final class ConcatLayer: Layer, @unchecked Sendable {
+public final class ConcatLayer: Layer, Sendable {
     /// The axis the inputs are joined along (non-negative).
     public let axis: Int
 
@@ -14,10 +14,7 @@ public final class ConcatLayer: Layer, @unchecked Sendable {
     /// A concatenation along `axis` (a converter resolves negative ONNX
     /// axes first); throws for a negative axis.
     public init(axis: Int) throws {
-        guard axis >= 0 else {
-            throw LayerKitError.invalidParameter("Concat: axis \(axis) must be >= 0 (resolve negative axes against the rank)")
-        }
-        self.axis = axis
+        self.axis = try LayerChecks.nonNegativeAxis(axis, layer: "Concat")
     }
 
     public var layerName: String { "Concat" }
@@ -28,9 +25,7 @@ public final class ConcatLayer: Layer, @unchecked Sendable {
         guard var shape = inputShapes.first else {
             throw LayerKitError.shapeMismatch("\(layerName) takes at least one input")
         }
-        guard axis < shape.count else {
-            throw LayerKitError.shapeMismatch("\(layerName): axis \(axis) is past the last axis of \(Tensor.describe(shape))")
-        }
+        try LayerChecks.requireAxis(axis, of: shape, layer: layerName)
         for other in inputShapes.dropFirst() {
             guard other.count == shape.count,
                   other.indices.allSatisfy({ $0 == axis || other[$0] == shape[$0] }) else {
@@ -47,9 +42,7 @@ public final class ConcatLayer: Layer, @unchecked Sendable {
     /// the inner extents) into place, outer index by outer index.
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
-        guard outputs.count == 1, outputs[0].shape == shape else {
-            throw LayerKitError.shapeMismatch("\(layerName): the output must be one tensor of shape \(Tensor.describe(shape))")
-        }
+        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
         let outer = LayerChecks.product(shape[..<axis])
         let inner = LayerChecks.product(shape[(axis + 1)...])
         let outRun = shape[axis] * inner

@@ -10,7 +10,7 @@ import CKernels
 /// cells of a window past that extent). A max window that covers no input
 /// cell gives -inf. Global pools reduce every axis after the channel axis
 /// to 1 (input rank 3 or 4).
-public final class Pooling: Layer, @unchecked Sendable {
+public final class Pooling: Layer, Sendable {
     /// What a pool computes.
     public enum Kind: Sendable, Equatable {
         /// The largest value of each window (MaxPool).
@@ -81,9 +81,7 @@ public final class Pooling: Layer, @unchecked Sendable {
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
-        guard outputs.count == 1, outputs[0].shape == shape else {
-            throw LayerKitError.shapeMismatch("\(layerName): the output must be one tensor of shape \(Tensor.describe(shape))")
-        }
+        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
         let input = inputs[0]
         let planes = shape[0] * shape[1]
         let inPlane = LayerChecks.product(input.shape[2...])

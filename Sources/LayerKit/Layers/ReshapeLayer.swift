@@ -3,7 +3,7 @@ import Foundation
 /// A layer that gives its input a new shape with the same elements in the
 /// same row-major order: ONNX Reshape and Flatten (and any other op that
 /// only reshapes), the output shape already resolved by the converter.
-public final class ReshapeLayer: Layer, @unchecked Sendable {
+public final class ReshapeLayer: Layer, Sendable {
     /// The output shape.
     public let outputShape: [Int]
     /// The op this layer stands for ("Reshape", "Flatten", ...).
@@ -32,9 +32,7 @@ public final class ReshapeLayer: Layer, @unchecked Sendable {
     /// A copy of the elements.
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
-        guard outputs.count == 1, outputs[0].shape == shape else {
-            throw LayerKitError.shapeMismatch("\(layerName): the output must be one tensor of shape \(Tensor.describe(shape))")
-        }
+        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
         outputs[0].dataPointer.update(from: inputs[0].dataPointer, count: inputs[0].count)
     }
 

@@ -5,17 +5,14 @@ import CKernels
 ///
 /// Any rank on the CPU. On the GPU only along axis 1, the slice image's
 /// channel axis (a rank-2 [N, M] tensor is an N×M×1×1 image).
-public final class Softmax: Layer, @unchecked Sendable {
+public final class Softmax: Layer, Sendable {
     /// The axis the softmax runs along (non-negative).
     public let axis: Int
 
     /// A softmax along `axis`, counted from 0 (a converter resolves
     /// negative ONNX axes first); throws for a negative axis.
     public init(axis: Int) throws {
-        guard axis >= 0 else {
-            throw LayerKitError.invalidParameter("Softmax: axis \(axis) must be >= 0 (resolve negative axes against the rank)")
-        }
-        self.axis = axis
+        self.axis = try LayerChecks.nonNegativeAxis(axis, layer: "Softmax")
     }
 
     public var layerName: String { "Softmax" }
@@ -24,17 +21,13 @@ public final class Softmax: Layer, @unchecked Sendable {
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
         try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
         let shape = inputShapes[0]
-        guard axis < shape.count else {
-            throw LayerKitError.shapeMismatch("\(layerName): axis \(axis) is past the last axis of \(Tensor.describe(shape))")
-        }
+        try LayerChecks.requireAxis(axis, of: shape, layer: layerName)
         return [shape]
     }
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
-        guard outputs.count == 1, outputs[0].shape == shape else {
-            throw LayerKitError.shapeMismatch("\(layerName): the output must be one tensor of shape \(Tensor.describe(shape))")
-        }
+        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
         let outer = LayerChecks.product(shape[..<axis])
         let length = shape[axis]
         let inner = LayerChecks.product(shape[(axis + 1)...])
