@@ -9,9 +9,12 @@ struct BatchNormalizationTests {
         let bias = seededUniform(count: channels, in: -1...1, seed: seed + 1)
         let mean = seededUniform(count: channels, in: -1...1, seed: seed + 2)
         let variance = seededUniform(count: channels, in: 0.1...3, seed: seed + 3)
-        let layer = try BatchNormalization(scale: scale, bias: bias, mean: mean, variance: variance, epsilon: 1e-3)
+        let layer = try BatchNormalization(scale: vector(scale), bias: vector(bias), mean: vector(mean),
+                                           variance: vector(variance), epsilon: 1e-3)
         return (layer, [scale, bias, mean, variance].map { $0.map(Double.init) })
     }
+
+    static func vector(_ values: [Float]) throws -> Tensor { try Tensor(shape: [values.count], values: values) }
 
     /// scale * (x - mean) / sqrt(variance + epsilon) + bias along axis 1.
     static func reference(_ x: Tensor, _ p: [[Double]], epsilon: Double = 1e-3) -> [Double] {
@@ -44,16 +47,19 @@ struct BatchNormalizationTests {
     }
 
     @Test func badParametersAndShapesThrow() throws {
+        let (one, two, three) = (try Self.vector([1]), try Self.vector([1, 1]), try Self.vector([1, 1, 1]))
         #expect(throws: LayerKitError.invalidWeights(
-            "BatchNormalization: mean has 2 values, scale has 3; all four need one per channel")) {
-            try BatchNormalization(scale: [1, 1, 1], bias: [0, 0, 0], mean: [0, 0], variance: [1, 1, 1])
+            "BatchNormalization: mean has 2 values (shape 2), scale has 3; all four need one per channel")) {
+            try BatchNormalization(scale: three, bias: three, mean: two, variance: three)
         }
         #expect(throws: LayerKitError.invalidWeights(
             "BatchNormalization: variance + epsilon of channel 1 is -0.5, must be positive")) {
-            try BatchNormalization(scale: [1, 1], bias: [0, 0], mean: [0, 0], variance: [1, -0.5], epsilon: 0)
+            try BatchNormalization(scale: two, bias: two, mean: two, variance: Self.vector([1, -0.5]), epsilon: 0)
         }
-        #expect(throws: LayerKitError.self) { try BatchNormalization(scale: [], bias: [], mean: [], variance: []) }
-        let layer = try BatchNormalization(scale: [1, 2], bias: [0, 0], mean: [0, 0], variance: [1, 1])
+        let empty = try Self.vector([])
+        #expect(throws: LayerKitError.self) { try BatchNormalization(scale: empty, bias: empty, mean: empty, variance: empty) }
+        #expect(throws: LayerKitError.self) { try BatchNormalization(scale: one, bias: one, mean: one, variance: one, epsilon: -1) }
+        let layer = try BatchNormalization(scale: Self.vector([1, 2]), bias: two, mean: two, variance: two)
         #expect(throws: LayerKitError.shapeMismatch("BatchNormalization: input 1x3x2x2 has 3 channels, the parameters 2")) {
             try layer.outputShapes(forInputShapes: [[1, 3, 2, 2]])
         }

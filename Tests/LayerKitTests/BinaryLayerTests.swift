@@ -39,7 +39,7 @@ struct BinaryLayerTests {
 
     @Test(arguments: BinaryLayer.Operation.allCases)
     func cpuMatchesTheReferenceForEveryBroadcast(operation: BinaryLayer.Operation) throws {
-        let layer = BinaryLayer(operation: operation)
+        let layer = BinaryLayer(operation)
         for (k, (shapeA, shapeB)) in (Self.shapePairs + [([2, 1, 3, 1, 4], [1, 2, 1, 5, 1])]).enumerated() {
             let a = try OpLayerTest.tensor(shapeA, seed: UInt64(2 * k))
             let b = try OpLayerTest.tensor(shapeB, seed: UInt64(2 * k + 1), in: 0.5...4)
@@ -53,7 +53,7 @@ struct BinaryLayerTests {
 
     @Test(.enabled(if: TestGPU.isEnabled), arguments: BinaryLayer.Operation.allCases)
     func gpuMatchesTheReferenceForEveryBroadcast(operation: BinaryLayer.Operation) throws {
-        let layer = BinaryLayer(operation: operation)
+        let layer = BinaryLayer(operation)
         for (k, (shapeA, shapeB)) in Self.shapePairs.enumerated() {
             let a = try OpLayerTest.tensor(shapeA, seed: UInt64(2 * k), half: true)
             let b = try OpLayerTest.tensor(shapeB, seed: UInt64(2 * k + 1), in: 0.5...4, half: true)
@@ -68,7 +68,7 @@ struct BinaryLayerTests {
         let a = try Tensor(shape: [1, 6], values: [1, -1, 0, .nan, 2, -3])
         let b = try Tensor(shape: [1, 6], values: [0, 0, 0, 0, -0.0, -0.0])
         let expected: [Double] = [.infinity, -.infinity, .nan, .nan, -.infinity, .infinity]
-        let layer = BinaryLayer(operation: .div)
+        let layer = BinaryLayer(.div)
         OpLayerTest.expectClose(try OpLayerTest.cpu(layer, [a, b])[0], expected, tolerance: 0, "CPU")
         if TestGPU.isEnabled {
             OpLayerTest.expectClose(try OpLayerTest.gpu(layer, [a, b])[0], expected, tolerance: 0, "GPU")
@@ -87,7 +87,7 @@ struct BinaryLayerTests {
     }
 
     @Test func mismatchedShapesThrow() throws {
-        let layer = BinaryLayer(operation: .add)
+        let layer = BinaryLayer(.add)
         #expect(throws: LayerKitError.shapeMismatch("Add: inputs 2x3 and 2x4 do not broadcast (extents must be equal or 1)")) {
             try layer.outputShapes(forInputShapes: [[2, 3], [2, 4]])
         }

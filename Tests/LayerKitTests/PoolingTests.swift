@@ -57,7 +57,7 @@ struct PoolingTests {
         [
             try Pooling(kind: .max, kernel: [3, 3], strides: [2, 2], padding: .explicit([1, 1, 1, 1])),
             try Pooling(kind: .max, kernel: [2, 2], strides: [2, 2], ceilMode: true),
-            try Pooling(kind: .max, kernel: [3, 2], strides: [1, 2], padding: .explicit([1, 0, 2, 1]), dilations: [2, 1],
+            try Pooling(kind: .max, kernel: [3, 2], strides: [1, 2], dilations: [2, 1], padding: .explicit([1, 0, 2, 1]),
                         ceilMode: true),
             try Pooling(kind: .max, kernel: [2, 2], strides: [2, 2], padding: .sameLower),
             try Pooling(kind: .average(countIncludePad: false), kernel: [3, 3], padding: .explicit([1, 1, 1, 1])),
@@ -67,8 +67,8 @@ struct PoolingTests {
             try Pooling(kind: .average(countIncludePad: true), kernel: [2, 3], strides: [2, 1],
                         padding: .explicit([0, 1, 1, 0]), ceilMode: true),
             try Pooling(kind: .average(countIncludePad: true), kernel: [3, 3], strides: [2, 2], padding: .sameUpper),
-            try Pooling(kind: .average(countIncludePad: false), kernel: [2, 2], strides: [1, 1], padding: .valid,
-                        dilations: [1, 2]),
+            try Pooling(kind: .average(countIncludePad: false), kernel: [2, 2], strides: [1, 1], dilations: [1, 2],
+                        padding: .valid),
             try Pooling(kind: .globalAverage),
             try Pooling(kind: .globalMax),
         ]
@@ -134,7 +134,7 @@ struct PoolingTests {
     @Test func averagePoolMatchesOnnxruntime() throws {
         for (width, k, s, d, padding, ceil, includePad, expected) in Self.onnxruntimeRows {
             let pool = try Pooling(kind: .average(countIncludePad: includePad), kernel: [1, k], strides: [1, s],
-                                   padding: padding, dilations: [1, d], ceilMode: ceil)
+                                   dilations: [1, d], padding: padding, ceilMode: ceil)
             let x = try Tensor(shape: [1, 1, 1, width], values: (0..<width).map(Float.init))
             let what = "width \(width) kernel \(k) stride \(s) dilation \(d) \(padding) ceil \(ceil) includePad \(includePad)"
             OpLayerTest.expectClose(try OpLayerTest.cpu(pool, [x])[0], expected, tolerance: 1e-6, "CPU \(what)")

@@ -13,14 +13,16 @@ public final class BatchNormalization: Layer, Sendable {
     /// Per-channel offsets `bias - mean * multipliers`.
     public let offsets: [Float]
 
-    /// Makes the layer from its four per-channel tensors, which must all
-    /// have the same positive length C, and `epsilon` (finite, >= 0); a
+    /// Makes the layer from its four per-channel tensors (ONNX `scale`,
+    /// `B`, `input_mean`, `input_var`), which must all hold the same
+    /// positive number C of values, and `epsilon` (finite, >= 0); a
     /// `variance + epsilon` that is not positive throws.
-    public init(scale: [Float], bias: [Float], mean: [Float], variance: [Float], epsilon: Float = 1e-5) throws {
+    public init(scale: Tensor, bias: Tensor, mean: Tensor, variance: Tensor, epsilon: Float = 1e-5) throws {
         let channels = scale.count
-        for (name, values) in [("bias", bias), ("mean", mean), ("variance", variance)] where values.count != channels {
+        for (name, tensor) in [("bias", bias), ("mean", mean), ("variance", variance)] where tensor.count != channels {
             throw LayerKitError.invalidWeights(
-                "BatchNormalization: \(name) has \(values.count) values, scale has \(channels); all four need one per channel")
+                "BatchNormalization: \(name) has \(tensor.count) values (shape \(Tensor.describe(tensor.shape))), scale has "
+                + "\(channels); all four need one per channel")
         }
         guard channels > 0 else {
             throw LayerKitError.invalidWeights("BatchNormalization: scale, bias, mean and variance are empty")

@@ -26,7 +26,7 @@ public final class BinaryLayer: Layer, Sendable {
     public let operation: Operation
 
     /// A layer computing `a operation b`.
-    public init(operation: Operation) { self.operation = operation }
+    public init(_ operation: Operation) { self.operation = operation }
 
     /// "Add", "Sub", "Mul" or "Div".
     public var layerName: String {

@@ -39,8 +39,8 @@ public final class Pooling: Layer, Sendable {
     /// A windowed pool (`kind` `.max` or `.average`) with a 2-element
     /// `kernel`, or a global pool (`kernel` empty; the window parameters
     /// are then unused). Throws for non-positive or miscounted values.
-    public init(kind: Kind, kernel: [Int] = [], strides: [Int] = [1, 1], padding: Padding = .explicit([0, 0, 0, 0]),
-                dilations: [Int] = [1, 1], ceilMode: Bool = false) throws {
+    public init(kind: Kind, kernel: [Int] = [], strides: [Int] = [1, 1], dilations: [Int] = [1, 1],
+                padding: Padding = .explicit([0, 0, 0, 0]), ceilMode: Bool = false) throws {
         let name = Pooling.name(of: kind)
         if Pooling.isGlobal(kind) {
             guard kernel.isEmpty else {
