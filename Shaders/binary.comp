@@ -1,0 +1,63 @@
+#version 450
+// Element-wise binary arithmetic with ONNX multidirectional broadcasting.
+//
+// One invocation per output texel. Each operand has the output's rank; an
+// extent of 1 (width, height, batch) is read at coordinate 0, and an operand
+// with one channel broadcasts its lane 0 of slice 0 to all four lanes.
+// LayerKit defines LK_OP(a, b) (vec4 in, vec4 out); alone the shader adds.
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+#ifndef LK_OP
+#define LK_OP(a, b) ((a) + (b))
+#endif
+
+layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+layout(rgba16f, binding = 0) readonly uniform image2DArray lhs;
+layout(rgba16f, binding = 1) readonly uniform image2DArray rhs;
+layout(rgba16f, binding = 2) writeonly uniform image2DArray destination;
+layout(push_constant) uniform Shape {
+    LK_SHAPE_FIELDS;  // of the output
+    uint lhsWidth; uint lhsHeight; uint lhsChannels; uint lhsBatch;
+    uint rhsWidth; uint rhsHeight; uint rhsChannels; uint rhsBatch;
+} shape;
+
+// IEEE 754 division, which GLSL leaves undefined for a zero divisor:
+// x / +-0 is +-inf with the product of the signs, 0 / 0 and NaN / 0 are NaN.
+float lk_div(float a, float b) {
+    if (b != 0.0) return a / b;
+    if (a == 0.0 || isnan(a)) return uintBitsToFloat(0x7FC00000u);
+    return uintBitsToFloat(((floatBitsToUint(a) ^ floatBitsToUint(b)) & 0x80000000u) | 0x7F800000u);
+}
+
+vec4 lk_div(vec4 a, vec4 b) {
+    return vec4(lk_div(a.x, b.x), lk_div(a.y, b.y), lk_div(a.z, b.z), lk_div(a.w, b.w));
+}
+
+// The texel of an operand of extents (width, height, channels, batch) that
+// output texel `id` (item n, slice s) reads.
+ivec3 lk_operand_texel(uvec4 extents, uvec3 id, uint n, uint s) {
+    uint x = extents.x == 1u ? 0u : id.x;
+    uint y = extents.y == 1u ? 0u : id.y;
+    uint item = extents.w == 1u ? 0u : n;
+    uint slice = extents.z == 1u ? 0u : s;
+    return ivec3(x, y, item * ((extents.z + 3u) / 4u) + slice);
+}
+
+void main() {
+    uvec3 id = gl_GlobalInvocationID;
+    if (id.x >= shape.width || id.y >= shape.height || id.z >= shape.layers) return;
+    uint n = id.z / shape.slices;
+    uint s = id.z % shape.slices;
+    uvec4 lhsExtents = uvec4(shape.lhsWidth, shape.lhsHeight, shape.lhsChannels, shape.lhsBatch);
+    uvec4 rhsExtents = uvec4(shape.rhsWidth, shape.rhsHeight, shape.rhsChannels, shape.rhsBatch);
+    vec4 a = imageLoad(lhs, lk_operand_texel(lhsExtents, id, n, s));
+    vec4 b = imageLoad(rhs, lk_operand_texel(rhsExtents, id, n, s));
+    if (shape.lhsChannels == 1u) a = a.xxxx;
+    if (shape.rhsChannels == 1u) b = b.xxxx;
+    vec4 y = LK_OP(a, b);
+    // Padding lanes stay zero (0 / 0 there would be NaN).
+    uvec4 channel = uvec4(s * 4u) + uvec4(0u, 1u, 2u, 3u);
+    y = mix(vec4(0.0), y, lessThan(channel, uvec4(shape.channels)));
+    imageStore(destination, ivec3(id), lk_round_half(y));
+}

@@ -1,0 +1,103 @@
+import CKernels
+import Foundation
+
+/// An element-wise arithmetic op on two tensors with ONNX multidirectional
+/// broadcasting: `Add`, `Sub`, `Mul` and `Div`.
+///
+/// Both inputs have the same rank (a model converter left-pads the lower
+/// rank with 1s, as ONNX does); in each dimension their extents are equal or
+/// one of them is 1, and the output takes the larger. Either input may be a
+/// constant. Arithmetic follows IEEE 754 on both paths: `x / 0` is ±inf,
+/// `0 / 0` NaN.
+public final class BinaryLayer: Layer, Sendable {
+    /// The arithmetic op.
+    public enum Operation: Sendable, CaseIterable {
+        /// `a + b` (ONNX Add).
+        case add
+        /// `a - b` (ONNX Sub).
+        case sub
+        /// `a * b` (ONNX Mul).
+        case mul
+        /// `a / b` (ONNX Div).
+        case div
+    }
+
+    /// The op this layer applies.
+    public let operation: Operation
+
+    /// A layer computing `a operation b`.
+    public init(_ operation: Operation) { self.operation = operation }
+
+    /// "Add", "Sub", "Mul" or "Div".
+    public var layerName: String {
+        switch operation {
+        case .add: "Add"
+        case .sub: "Sub"
+        case .mul: "Mul"
+        case .div: "Div"
+        }
+    }
+
+    /// The broadcast shape of the two inputs; throws unless they have the
+    /// same rank and every pair of extents is equal or has a 1.
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        try LayerChecks.requireInputCount(inputShapes, 2, layer: layerName)
+        return [try BroadcastPlan(inputShapes[0], inputShapes[1], layer: layerName).shape]
+    }
+
+    /// Runs the op with SIMD kernels: same shapes, per-channel and scalar
+    /// operands each become long runs of one vector call.
+    public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        try LayerChecks.requireInputCount(inputs.map(\.shape), 2, layer: layerName)
+        let plan = try BroadcastPlan(inputs[0].shape, inputs[1].shape, layer: layerName)
+        try LayerChecks.requireOutput(outputs, plan.shape, layer: layerName)
+        let op = primitive
+        let pointers = UnsafeSendable((inputs[0].dataPointer, inputs[1].dataPointer, outputs[0].dataPointer))
+        forEachChunk(count: outputs[0].count, threadCount: LayerChecks.threadCount) { range in
+            plan.forEachRun(in: range) { output, a, b, n in
+                let p = pointers.value
+                lk_binary_f32(op, p.0 + a, plan.runStrideA, p.1 + b, plan.runStrideB, p.2 + output, n)
+            }
+        }
+    }
+
+    public var hasGPUImplementation: Bool { true }
+
+    /// One invocation per output texel; each operand is read at its
+    /// broadcast coordinates (a one-channel operand's lane 0 feeds all four lanes).
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        guard inputs.count == 2, outputs.count == 1 else {
+            throw LayerKitError.shapeMismatch("\(layerName) takes 2 input images and 1 output image")
+        }
+        let output = outputs[0]
+        var constants = output.shapeConstants
+        for input in inputs {
+            for (extent, full) in zip(input.shape, output.shape) where extent != full && extent != 1 {
+                throw LayerKitError.shapeMismatch(
+                    "\(layerName): input image \(Tensor.describe(input.shape)) does not broadcast to \(Tensor.describe(output.shape))")
+            }
+            for value in [input.width, input.height, input.featureChannels, input.batch] { constants.append(UInt32(value)) }
+        }
+        let pipeline = try commandBuffer.context.pipeline(
+            shader: "binary.comp", defines: ["LK_OP(a, b)": glslExpression], images: 3, pushConstantSize: 13 * 4)
+        try commandBuffer.dispatch(pipeline, images: inputs + [output], constants: constants, threads: output.threads)
+    }
+
+    private var primitive: lk_binary_op {
+        switch operation {
+        case .add: LK_ADD
+        case .sub: LK_SUB
+        case .mul: LK_MUL
+        case .div: LK_DIV
+        }
+    }
+
+    private var glslExpression: String {
+        switch operation {
+        case .add: "((a) + (b))"
+        case .sub: "((a) - (b))"
+        case .mul: "((a) * (b))"
+        case .div: "lk_div(a, b)"
+        }
+    }
+}

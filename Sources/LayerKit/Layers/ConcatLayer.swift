@@ -1,0 +1,118 @@
+import Foundation
+
+/// ONNX Concat: its inputs joined along one axis; every other extent must
+/// match. Any number of inputs and any axis on the CPU; on the GPU along
+/// axis 1, the slice image's channel axis.
+public final class ConcatLayer: Layer, Sendable {
+    /// The axis the inputs are joined along (non-negative).
+    public let axis: Int
+
+    /// The most inputs one GPU dispatch gathers from (with the output, the
+    /// four bindings a dispatch may have); more take one dispatch per group.
+    static let inputsPerDispatch = 3
+
+    /// A concatenation along `axis` (a converter resolves negative ONNX
+    /// axes first); throws for a negative axis.
+    public init(axis: Int) throws {
+        self.axis = try LayerChecks.nonNegativeAxis(axis, layer: "Concat")
+    }
+
+    public var layerName: String { "Concat" }
+
+    /// The first input's shape with the extents along `axis` summed; throws
+    /// for no input, mismatched ranks or extents, or an axis past the rank.
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        guard var shape = inputShapes.first else {
+            throw LayerKitError.shapeMismatch("\(layerName) takes at least one input")
+        }
+        try LayerChecks.requireAxis(axis, of: shape, layer: layerName)
+        for other in inputShapes.dropFirst() {
+            guard other.count == shape.count,
+                  other.indices.allSatisfy({ $0 == axis || other[$0] == shape[$0] }) else {
+                throw LayerKitError.shapeMismatch(
+                    "\(layerName): input \(Tensor.describe(other)) does not match \(Tensor.describe(inputShapes[0])) "
+                    + "except along axis \(axis)")
+            }
+            shape[axis] += other[axis]
+        }
+        return [shape]
+    }
+
+    /// Copies each input's contiguous runs (its extent along `axis` times
+    /// the inner extents) into place, outer index by outer index.
+    public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
+        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
+        let outer = LayerChecks.product(shape[..<axis])
+        let inner = LayerChecks.product(shape[(axis + 1)...])
+        let outRun = shape[axis] * inner
+        guard outer > 0, outRun > 0 else { return }
+        var offset = 0
+        var pieces: [(source: UnsafePointer<Float>, run: Int, offset: Int)] = []
+        for input in inputs {
+            pieces.append((UnsafePointer(input.dataPointer), input.shape[axis] * inner, offset))
+            offset += input.shape[axis] * inner
+        }
+        let shared = UnsafeSendable((pieces, outputs[0].dataPointer))
+        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / outRun), threadCount: LayerChecks.threadCount) { range in
+            let (pieces, output) = shared.value
+            for o in range {
+                for piece in pieces {
+                    (output + o * outRun + piece.offset).update(from: piece.source + o * piece.run, count: piece.run)
+                }
+            }
+        }
+    }
+
+    /// True along axis 1, the image's channel axis.
+    public var hasGPUImplementation: Bool { axis == 1 }
+
+    /// `Shaders/concat.comp`: each output texel gathers its four lanes from
+    /// the inputs that own them. Inputs go in groups of up to three, one
+    /// dispatch each over the output slices the group touches; a texel
+    /// shared by two groups is loaded back and only the group's own lanes
+    /// change, so every lane is written by exactly one dispatch, in order.
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        guard hasGPUImplementation else {
+            throw LayerKitError.unsupported("\(layerName) runs on the GPU only along axis 1 (the channel axis), not \(axis)")
+        }
+        guard let first = inputs.first, outputs.count == 1 else {
+            throw LayerKitError.shapeMismatch("\(layerName) takes at least 1 input image and 1 output image")
+        }
+        let output = outputs[0]
+        let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
+        guard shape == output.shape else {
+            throw LayerKitError.shapeMismatch(
+                "\(layerName): output image \(Tensor.describe(output.shape)) is not the inputs' \(Tensor.describe(shape))")
+        }
+        let pipeline = try commandBuffer.context.pipeline(shader: "concat.comp", images: Self.inputsPerDispatch + 1,
+                                                          pushConstantSize: 16 * 4)
+        let groups = stride(from: 0, to: inputs.count, by: Self.inputsPerDispatch).map {
+            $0..<min($0 + Self.inputsPerDispatch, inputs.count)
+        }
+        var offset = 0
+        for (g, group) in groups.enumerated() {
+            let start = offset
+            var offsets: [UInt32] = [], counts: [UInt32] = []
+            for input in inputs[group] {
+                offsets.append(UInt32(offset))
+                counts.append(UInt32(input.featureChannels))
+                offset += input.featureChannels
+            }
+            let firstSlice = start / 4, sliceCount = (offset - 1) / 4 - start / 4 + 1
+            let isLast = g == groups.count - 1
+            // Bit 0: load the texel first (other groups own some lanes); bit 1: zero the padding lanes.
+            var constants = output.shapeConstants
+            for value in [firstSlice, sliceCount, (groups.count > 1 ? 1 : 0) | (isLast ? 2 : 0)] {
+                constants.append(UInt32(value))
+            }
+            // Two uvec4s in the shader: unused slots have count 0.
+            let unused = Self.inputsPerDispatch - group.count
+            for value in offsets + Array(repeating: 0, count: 4 - group.count) { constants.append(value) }
+            for value in counts + Array(repeating: 0, count: 4 - group.count) { constants.append(value) }
+            let images = Array(inputs[group]) + Array(repeating: first, count: unused) + [output]
+            try commandBuffer.dispatch(pipeline, images: images, constants: constants,
+                                       threads: (output.width, output.height, output.batch * sliceCount))
+        }
+    }
+}

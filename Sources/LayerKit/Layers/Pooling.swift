@@ -1,0 +1,179 @@
+import CKernels
+
+/// ONNX 2D pooling: `MaxPool`, `AveragePool`, `GlobalMaxPool` and
+/// `GlobalAveragePool` over NCHW tensors.
+///
+/// Windowed pools take a rank-4 input. Window geometry (pads, auto_pad,
+/// ceil mode, dilation) follows onnxruntime (see `Padding.window`): an
+/// average excludes pad cells from its divisor unless `countIncludePad`,
+/// which counts the cells inside the padded extent (with `ceilMode`, not the
+/// cells of a window past that extent). A max window that covers no input
+/// cell gives -inf. Global pools reduce every axis after the channel axis
+/// to 1 (input rank 3 or 4).
+public final class Pooling: Layer, Sendable {
+    /// What a pool computes.
+    public enum Kind: Sendable, Equatable {
+        /// The largest value of each window (MaxPool).
+        case max
+        /// The mean of each window (AveragePool).
+        case average(countIncludePad: Bool)
+        /// The mean of each channel plane (GlobalAveragePool).
+        case globalAverage
+        /// The largest value of each channel plane (GlobalMaxPool).
+        case globalMax
+    }
+
+    /// The kind of pool.
+    public let kind: Kind
+    /// Window extent [height, width]; empty for global pools.
+    public let kernel: [Int]
+    /// Window step [y, x].
+    public let strides: [Int]
+    /// The padding.
+    public let padding: Padding
+    /// Spacing between window cells [y, x].
+    public let dilations: [Int]
+    /// Whether output extents round up (ONNX `ceil_mode`).
+    public let ceilMode: Bool
+
+    /// A windowed pool (`kind` `.max` or `.average`) with a 2-element
+    /// `kernel`, or a global pool (`kernel` empty; the window parameters
+    /// are then unused). Throws for non-positive or miscounted values.
+    public init(kind: Kind, kernel: [Int] = [], strides: [Int] = [1, 1], dilations: [Int] = [1, 1],
+                padding: Padding = .explicit([0, 0, 0, 0]), ceilMode: Bool = false) throws {
+        let name = Pooling.name(of: kind)
+        if Pooling.isGlobal(kind) {
+            guard kernel.isEmpty else {
+                throw LayerKitError.invalidParameter("\(name) takes no kernel, got \(kernel)")
+            }
+        } else {
+            for (what, values) in [("kernel", kernel), ("strides", strides), ("dilations", dilations)]
+            where values.count != 2 || values.contains(where: { $0 <= 0 }) {
+                throw LayerKitError.invalidParameter("\(name): \(what) \(values) must be 2 positive values (2D pooling)")
+            }
+            if case .explicit(let pads) = padding, pads.count != 4 || pads.contains(where: { $0 < 0 }) {
+                throw LayerKitError.invalidParameter("\(name): pads \(pads) must be 4 values >= 0 [top, left, bottom, right]")
+            }
+        }
+        self.kind = kind
+        self.kernel = kernel
+        self.strides = strides
+        self.padding = padding
+        self.dilations = dilations
+        self.ceilMode = ceilMode
+    }
+
+    /// "MaxPool", "AveragePool", "GlobalAveragePool" or "GlobalMaxPool".
+    public var layerName: String { Pooling.name(of: kind) }
+
+    /// [N, C, outH, outW] for windowed pools, the input shape with every
+    /// axis after C set to 1 for global ones.
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
+        let shape = inputShapes[0]
+        if Pooling.isGlobal(kind) {
+            try LayerChecks.requireRank(shape, in: 3...4, layer: layerName)
+            return [Array(shape[..<2]) + Array(repeating: 1, count: shape.count - 2)]
+        }
+        let (rows, columns) = try window(shape)
+        return [[shape[0], shape[1], rows.output, columns.output]]
+    }
+
+    public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
+        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
+        let input = inputs[0]
+        let planes = shape[0] * shape[1]
+        let inPlane = LayerChecks.product(input.shape[2...])
+        let pointers = UnsafeSendable((UnsafePointer(input.dataPointer), outputs[0].dataPointer))
+        let chunk = max(1, defaultChunkSize / max(inPlane, 1))
+        if Pooling.isGlobal(kind) {
+            let max: Int32 = kind == .globalMax ? 1 : 0
+            forEachChunk(count: planes, chunkSize: chunk, threadCount: LayerChecks.threadCount) { range in
+                lk_global_pool_f32(max, pointers.value.0 + range.lowerBound * inPlane,
+                                   pointers.value.1 + range.lowerBound, inPlane, range.count)
+            }
+            return
+        }
+        let params = try kernelParameters(input.shape)
+        let outPlane = shape[2] * shape[3]
+        forEachChunk(count: planes, chunkSize: chunk, threadCount: LayerChecks.threadCount) { range in
+            var p = params
+            let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(p.out_w, 1))
+            defer { scratch.deallocate() }
+            lk_pool2d_f32(&p, pointers.value.0 + range.lowerBound * inPlane,
+                          pointers.value.1 + range.lowerBound * outPlane, range.count, scratch)
+        }
+    }
+
+    public var hasGPUImplementation: Bool { true }
+
+    /// `Shaders/pool.comp`, one invocation per output texel; a global pool
+    /// is one window over the whole input plane.
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        guard inputs.count == 1, outputs.count == 1 else {
+            throw LayerKitError.shapeMismatch("\(layerName) takes 1 input image and 1 output image")
+        }
+        let (input, output) = (inputs[0], outputs[0])
+        let p = try kernelParameters(input.shape)
+        guard output.shape == [input.batch, input.featureChannels, p.out_h, p.out_w] else {
+            throw LayerKitError.shapeMismatch(
+                "\(layerName): output image \(Tensor.describe(output.shape)) does not fit input \(Tensor.describe(input.shape))")
+        }
+        var constants = output.shapeConstants
+        for value in [p.in_w, p.in_h, p.kernel_w, p.kernel_h, p.stride_w, p.stride_h, p.dilation_w, p.dilation_h,
+                      p.pad_left, p.pad_top, p.pad_right, p.pad_bottom] {
+            constants.append(Int32(value))
+        }
+        let pipeline = try commandBuffer.context.pipeline(
+            shader: "pool.comp", defines: ["LK_POOL_KIND": "\(p.kind.rawValue)"], images: 2, pushConstantSize: 17 * 4)
+        try commandBuffer.dispatch(pipeline, images: [input, output], constants: constants, threads: output.threads)
+    }
+
+    /// The window geometry of a rank-4 input: rows, then columns.
+    private func window(_ shape: [Int]) throws -> (Padding.Axis, Padding.Axis) {
+        try LayerChecks.requireRank(shape, in: 4...4, layer: layerName)
+        let rows = try padding.window(axis: 0, of: 2, input: shape[2], kernel: kernel[0], stride: strides[0],
+                                      dilation: dilations[0], ceilMode: ceilMode, layer: layerName)
+        let columns = try padding.window(axis: 1, of: 2, input: shape[3], kernel: kernel[1], stride: strides[1],
+                                         dilation: dilations[1], ceilMode: ceilMode, layer: layerName)
+        return (rows, columns)
+    }
+
+    /// The C kernel's description of the pool over an NCHW input shape
+    /// (a global pool as one window over the whole plane).
+    private func kernelParameters(_ shape: [Int]) throws -> lk_pool2d_params {
+        let image = try SliceImage.imageShape(forTensorShape: shape)
+        let (h, w) = (image[2], image[3])
+        switch kind {
+        case .globalAverage, .globalMax:
+            return lk_pool2d_params(in_h: h, in_w: w, out_h: 1, out_w: 1, kernel_h: h, kernel_w: w,
+                                    stride_h: 1, stride_w: 1, dilation_h: 1, dilation_w: 1,
+                                    pad_top: 0, pad_left: 0, pad_bottom: 0, pad_right: 0,
+                                    kind: kind == .globalMax ? LK_POOL_MAX : LK_POOL_AVERAGE)
+        case .max, .average:
+            let (rows, columns) = try window(shape)
+            let poolKind = switch kind {
+            case .average(countIncludePad: true): LK_POOL_AVERAGE_INCLUDE_PAD
+            case .average: LK_POOL_AVERAGE
+            default: LK_POOL_MAX
+            }
+            return lk_pool2d_params(in_h: h, in_w: w, out_h: rows.output, out_w: columns.output,
+                                    kernel_h: kernel[0], kernel_w: kernel[1], stride_h: strides[0], stride_w: strides[1],
+                                    dilation_h: dilations[0], dilation_w: dilations[1],
+                                    pad_top: rows.begin, pad_left: columns.begin, pad_bottom: rows.end,
+                                    pad_right: columns.end, kind: poolKind)
+        }
+    }
+
+    private static func isGlobal(_ kind: Kind) -> Bool { kind == .globalAverage || kind == .globalMax }
+
+    private static func name(of kind: Kind) -> String {
+        switch kind {
+        case .max: "MaxPool"
+        case .average: "AveragePool"
+        case .globalAverage: "GlobalAveragePool"
+        case .globalMax: "GlobalMaxPool"
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+
+/// A layer that gives its input a new shape with the same elements in the
+/// same row-major order: ONNX Reshape and Flatten (and any other op that
+/// only reshapes), the output shape already resolved by the converter.
+public final class ReshapeLayer: Layer, Sendable {
+    /// The output shape.
+    public let outputShape: [Int]
+    /// The op this layer stands for ("Reshape", "Flatten", ...).
+    public let layerName: String
+
+    /// A reshape to `outputShape` (no negative extents), named after its op.
+    public init(outputShape: [Int], name: String = "Reshape") throws {
+        guard outputShape.allSatisfy({ $0 >= 0 }) else {
+            throw LayerKitError.invalidParameter("\(name): output shape \(outputShape) has a negative extent")
+        }
+        self.outputShape = outputShape
+        layerName = name
+    }
+
+    /// `outputShape`; throws unless the input has as many elements.
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
+        let count = try Tensor.elementCount(of: inputShapes[0])
+        guard try Tensor.elementCount(of: outputShape) == count else {
+            throw LayerKitError.shapeMismatch(
+                "\(layerName): cannot reshape \(Tensor.describe(inputShapes[0])) (\(count) elements) to \(Tensor.describe(outputShape))")
+        }
+        return [outputShape]
+    }
+
+    /// A copy of the elements.
+    public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
+        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
+        outputs[0].dataPointer.update(from: inputs[0].dataPointer, count: inputs[0].count)
+    }
+
+    public var hasGPUImplementation: Bool { true }
+
+    /// `Shaders/reshape.comp`: each output lane loads the input lane of the
+    /// same row-major index.
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        guard inputs.count == 1, outputs.count == 1, inputs[0].count == outputs[0].count else {
+            throw LayerKitError.shapeMismatch("\(layerName) takes 1 input image and 1 output image of as many elements")
+        }
+        let (input, output) = (inputs[0], outputs[0])
+        guard output.count <= Int(UInt32.max) else {
+            throw LayerKitError.shapeMismatch("\(layerName): \(output.count) elements exceed the shader's 32-bit indices")
+        }
+        var constants = output.shapeConstants
+        for value in [input.width, input.height, input.featureChannels] { constants.append(UInt32(value)) }
+        let pipeline = try commandBuffer.context.pipeline(shader: "reshape.comp", images: 2, pushConstantSize: 8 * 4)
+        try commandBuffer.dispatch(pipeline, images: [input, output], constants: constants, threads: output.threads)
+    }
+}
