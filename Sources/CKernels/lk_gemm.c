@@ -1,0 +1,159 @@
+// Driver and portable path of lk_gemm.h's matrix product.
+//
+// Blocking (Goto's scheme, simplified for the small matrices of a CNN): K in
+// blocks of LK_KC, A's rows in blocks of LK_MC packed into mr-row panels
+// (alpha applied while packing), B used in place (unit column stride) except
+// its last partial nr-column panel, which is packed zero-padded. Each
+// mr x nr block of C is one microkernel call; blocks at the edges of C go
+// through a zero-padded tile so the kernel never reads or writes past C.
+
+#include "lk_gemm_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LK_KC 256
+#define LK_MC 120 // a multiple of every mr (4, 6, 8)
+
+// The portable kernel: a 4x8 block, plain loops the compiler may vectorize.
+static void lk_gemm_kernel_scalar(size_t k, const float *a, const float *b, size_t ldb, float *c,
+                                  size_t ldc) {
+    float acc[4][8];
+    for (int i = 0; i < 4; i++) memcpy(acc[i], c + i * ldc, sizeof acc[i]);
+    for (size_t p = 0; p < k; p++, a += 4, b += ldb) {
+        for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+        }
+    }
+    for (int i = 0; i < 4; i++) memcpy(c + i * ldc, acc[i], sizeof acc[i]);
+}
+
+static void lk_axpy_scalar(size_t n, float alpha, const float *x, size_t x_stride, float *y) {
+    for (size_t i = 0; i < n; i++) y[i] += alpha * x[i * x_stride];
+}
+
+static const lk_gemm_isa lk_gemm_scalar = {4, 8, lk_gemm_kernel_scalar, lk_axpy_scalar};
+
+const lk_gemm_isa *lk_gemm_for(lk_isa isa) {
+#ifdef LK_HAVE_X86_GEMM
+    switch (isa) {
+    case LK_ISA_AVX512F: return &lk_gemm_avx512;
+    case LK_ISA_AVX2_FMA: return &lk_gemm_avx2;
+    case LK_ISA_SCALAR: break;
+    }
+#else
+    (void)isa;
+#endif
+    return &lk_gemm_scalar;
+}
+
+static size_t lk_min(size_t a, size_t b) { return a < b ? a : b; }
+
+// C's starting values: the old C or 0, plus the biases.
+static void lk_gemm_init_c(size_t m, size_t n, float *c, size_t ldc, const float *row_bias,
+                           const float *col_bias, int accumulate) {
+    for (size_t i = 0; i < m; i++) {
+        float *ci = c + i * ldc;
+        float r = row_bias ? row_bias[i] : 0.0f;
+        if (!accumulate) {
+            for (size_t j = 0; j < n; j++) ci[j] = r;
+        } else if (r != 0.0f) {
+            for (size_t j = 0; j < n; j++) ci[j] += r;
+        }
+        if (col_bias) {
+            for (size_t j = 0; j < n; j++) ci[j] += col_bias[j];
+        }
+    }
+}
+
+// A's rows [i0, i0 + mc) and columns [p0, p0 + kc), times alpha, as mr-row
+// panels of kc steps each; rows past m are zero.
+static void lk_gemm_pack_a(const lk_gemm_isa *isa, size_t m, float alpha, const float *a,
+                           size_t a_row, size_t a_col, size_t i0, size_t mc, size_t p0, size_t kc,
+                           float *dst) {
+    size_t mr = isa->mr;
+    for (size_t ir = 0; ir < mc; ir += mr) {
+        for (size_t i = 0; i < mr; i++) {
+            size_t row = i0 + ir + i;
+            float *d = dst + ir * kc + i;
+            if (row >= m) {
+                for (size_t p = 0; p < kc; p++) d[p * mr] = 0.0f;
+                continue;
+            }
+            const float *s = a + row * a_row + p0 * a_col;
+            for (size_t p = 0; p < kc; p++) d[p * mr] = alpha * s[p * a_col];
+        }
+    }
+}
+
+// One mr x nr block of C, through a zero-padded tile at the edges.
+static void lk_gemm_block(const lk_gemm_isa *isa, size_t kc, const float *a, const float *b,
+                          size_t ldb, float *c, size_t ldc, size_t rows, size_t cols) {
+    if (rows == isa->mr && cols == isa->nr) {
+        isa->kernel(kc, a, b, ldb, c, ldc);
+        return;
+    }
+    float tile[LK_GEMM_MAX_TILE] = {0};
+    for (size_t i = 0; i < rows; i++) memcpy(tile + i * isa->nr, c + i * ldc, cols * sizeof(float));
+    isa->kernel(kc, a, b, ldb, tile, isa->nr);
+    for (size_t i = 0; i < rows; i++) memcpy(c + i * ldc, tile + i * isa->nr, cols * sizeof(float));
+}
+
+int lk_sgemm_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alpha, const float *a,
+                 size_t a_row, size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
+                 const float *row_bias, const float *col_bias, int accumulate) {
+    if (m == 0 || n == 0) return 0;
+    size_t mr = isa->mr, nr = isa->nr;
+    size_t kc_max = lk_min(k, LK_KC);
+    size_t mc_max = lk_min((m + mr - 1) / mr * mr, LK_MC);
+    float *apack = NULL, *bpack = NULL;
+    if (k > 0) {
+        // aligned_alloc wants a multiple of the alignment.
+        apack = aligned_alloc(64, (mc_max * kc_max * sizeof(float) + 63) / 64 * 64);
+        bpack = aligned_alloc(64, (kc_max * nr * sizeof(float) + 63) / 64 * 64);
+        if (!apack || !bpack) {
+            free(apack);
+            free(bpack);
+            return -1;
+        }
+    }
+    lk_gemm_init_c(m, n, c, ldc, row_bias, col_bias, accumulate);
+    size_t n_full = n - n % nr;
+    for (size_t p0 = 0; p0 < k; p0 += LK_KC) {
+        size_t kc = lk_min(LK_KC, k - p0);
+        for (size_t p = 0; n_full < n && p < kc; p++) {
+            const float *s = b + (p0 + p) * ldb;
+            for (size_t j = 0; j < nr; j++) bpack[p * nr + j] = n_full + j < n ? s[n_full + j] : 0.0f;
+        }
+        for (size_t i0 = 0; i0 < m; i0 += LK_MC) {
+            size_t mc = lk_min(LK_MC, m - i0);
+            lk_gemm_pack_a(isa, m, alpha, a, a_row, a_col, i0, mc, p0, kc, apack);
+            for (size_t j0 = 0; j0 < n; j0 += nr) {
+                int full = j0 < n_full;
+                const float *bp = full ? b + p0 * ldb + j0 : bpack;
+                for (size_t ir = 0; ir < mc; ir += mr) {
+                    lk_gemm_block(isa, kc, apack + ir * kc, bp, full ? ldb : nr,
+                                  c + (i0 + ir) * ldc + j0, ldc, lk_min(mr, mc - ir), lk_min(nr, n - j0));
+                }
+            }
+        }
+    }
+    free(apack);
+    free(bpack);
+    return 0;
+}
+
+int lk_sgemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, size_t a_row,
+                 size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
+                 const float *row_bias, const float *col_bias, int accumulate) {
+    return lk_sgemm_run(lk_gemm_for(lk_kernels_isa()), m, n, k, alpha, a, a_row, a_col, b, ldb, c,
+                        ldc, row_bias, col_bias, accumulate);
+}
+
+int lk_sgemm_f32_isa(lk_isa isa, size_t m, size_t n, size_t k, float alpha, const float *a,
+                     size_t a_row, size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
+                     const float *row_bias, const float *col_bias, int accumulate) {
+    if (isa > lk_kernels_isa()) return -1;
+    return lk_sgemm_run(lk_gemm_for(isa), m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc, row_bias,
+                        col_bias, accumulate);
+}

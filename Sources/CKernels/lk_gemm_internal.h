@@ -1,0 +1,40 @@
+#ifndef LK_GEMM_INTERNAL_H
+#define LK_GEMM_INTERNAL_H
+
+// The per-instruction-set halves of lk_gemm.h, used by its driver
+// (lk_gemm.c) only after it checked the CPU.
+
+#include "lk_gemm.h"
+
+/// C[mr x nr] += A * B over k steps: `a` is packed, mr values a step; `b`
+/// is nr values a step, `ldb` floats apart; C rows are `ldc` floats apart.
+typedef void lk_gemm_kernel_fn(size_t k, const float *a, const float *b, size_t ldb, float *c,
+                               size_t ldc);
+
+/// y[i] += alpha * x[i * x_stride] for i in [0, n).
+typedef void lk_axpy_fn(size_t n, float alpha, const float *x, size_t x_stride, float *y);
+
+/// One instruction set's microkernel (its register block) and row update.
+typedef struct {
+    size_t mr, nr;
+    lk_gemm_kernel_fn *kernel;
+    lk_axpy_fn *axpy;
+} lk_gemm_isa;
+
+/// The largest register block of any kernel, for edge tiles.
+#define LK_GEMM_MAX_TILE (8 * 32)
+
+/// The kernels for `isa` (which the caller checked this CPU has).
+const lk_gemm_isa *lk_gemm_for(lk_isa isa);
+
+/// lk_sgemm_f32 on `isa`'s kernels.
+int lk_sgemm_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alpha, const float *a,
+                 size_t a_row, size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
+                 const float *row_bias, const float *col_bias, int accumulate);
+
+#if defined(__x86_64__)
+#define LK_HAVE_X86_GEMM 1
+extern const lk_gemm_isa lk_gemm_avx2, lk_gemm_avx512;
+#endif
+
+#endif

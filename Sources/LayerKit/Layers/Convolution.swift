@@ -1,0 +1,189 @@
+import CKernels
+import Foundation
+import Synchronization
+
+/// ONNX `Conv` in two dimensions: `[N, C, H, W]` to `[N, M, OH, OW]` with
+/// weights `[M, C/group, kH, kW]`, an optional bias `[M]`, strides,
+/// dilations, pads and groups.
+///
+/// CPU: depthwise convolutions (group = C = M) run as a direct loop, all
+/// others as a matrix product per group (after im2col, except for a 1x1
+/// kernel of stride 1 without pads), in `lk_conv2d_f32`; large ones split
+/// their output pixels over threads. GPU: `conv2d.comp`, one invocation per
+/// output texel (four output channels), with the weights kept on the device.
+public final class Convolution: Layer {
+    /// How the input is padded (ONNX `pads` / `auto_pad`).
+    public enum Padding: Equatable, Sendable {
+        /// Zeros added per side, in ONNX order: top, left, bottom, right
+        /// (`[x1_begin, x2_begin, x1_end, x2_end]`).
+        case explicit([Int])
+        /// `SAME_UPPER`: the output is `ceil(in / stride)`; an odd total pad
+        /// puts the extra row or column at the end.
+        case sameUpper
+        /// `SAME_LOWER`: as `sameUpper`, with the extra at the beginning.
+        case sameLower
+        /// `VALID`: no padding.
+        case valid
+    }
+
+    /// "Conv".
+    public var layerName: String { "Conv" }
+    /// The weights, `[M, C/group, kH, kW]` (a copy of the ones given).
+    public let weights: Tensor
+    /// The bias, `[M]`, if any (a copy).
+    public let bias: Tensor?
+    /// Strides along height and width.
+    public let strides: [Int]
+    /// Dilations along height and width.
+    public let dilations: [Int]
+    /// The padding rule.
+    public let padding: Padding
+    /// The number of groups: input and output channels split into this many
+    /// independent convolutions.
+    public let group: Int
+    /// The most threads `evaluate` uses (one per core by default); work too
+    /// small to gain from threads runs on the calling thread alone.
+    public var threadCount = ProcessInfo.processInfo.activeProcessorCount
+
+    /// M.
+    public var outputChannels: Int { weights.shape[0] }
+    /// C: `group` times the weights' second extent.
+    public var inputChannels: Int { group * weights.shape[1] }
+    var kernelHeight: Int { weights.shape[2] }
+    var kernelWidth: Int { weights.shape[3] }
+    /// The weights and bias laid out for `conv2d.comp` (see Convolution+GPU.swift).
+    let deviceWeights: DeviceConstants
+    let deviceBias: DeviceConstants
+
+    /// Multiply-adds per output element below which `evaluate` stays on one
+    /// thread: waking helpers costs microseconds, which small layers lose.
+    static let minimumWorkPerThread = 1 << 21
+
+    /// Makes the layer; throws `LayerKitError.invalidWeights` or
+    /// `.invalidParameter` for weights, bias or attributes that do not fit.
+    public init(weights: Tensor, bias: Tensor? = nil, strides: [Int] = [1, 1], dilations: [Int] = [1, 1],
+                padding: Padding = .explicit([0, 0, 0, 0]), group: Int = 1) throws {
+        guard weights.shape.count == 4, weights.count > 0 else {
+            throw LayerKitError.invalidWeights(
+                "Conv: weights must be [M, C/group, kH, kW] with no empty extent, got \(Tensor.describe(weights.shape))")
+        }
+        guard group >= 1, weights.shape[0] % group == 0 else {
+            throw LayerKitError.invalidParameter(
+                "Conv: group must be >= 1 and divide the \(weights.shape[0]) output channels, got \(group)")
+        }
+        if let bias, bias.shape != [weights.shape[0]] {
+            throw LayerKitError.invalidWeights(
+                "Conv: bias must be [\(weights.shape[0])] (one per output channel), got \(Tensor.describe(bias.shape))")
+        }
+        for (name, values) in [("strides", strides), ("dilations", dilations)] where values.count != 2 || values.contains(where: { $0 < 1 }) {
+            throw LayerKitError.invalidParameter("Conv: \(name) must be two values >= 1, got \(values)")
+        }
+        if case .explicit(let pads) = padding, pads.count != 4 || pads.contains(where: { $0 < 0 }) {
+            throw LayerKitError.invalidParameter(
+                "Conv: pads must be four values >= 0 (top, left, bottom, right), got \(pads)")
+        }
+        self.weights = try Tensor(shape: weights.shape, values: weights.values)
+        self.bias = try bias.map { try Tensor(shape: $0.shape, values: $0.values) }
+        (self.strides, self.dilations, self.padding, self.group) = (strides, dilations, padding, group)
+        (deviceWeights, deviceBias) = Self.arrangedForDevice(weights: weights, bias: bias, group: group)
+    }
+
+    /// The resolved geometry of a run: input extents, output extents, leading pads.
+    struct Geometry {
+        var batch, height, width, outHeight, outWidth, padTop, padLeft: Int
+    }
+
+    /// The geometry for an input shape; throws when it does not fit.
+    func geometry(forInputShape shape: [Int]) throws -> Geometry {
+        guard shape.count == 4 else {
+            throw LayerKitError.shapeMismatch("Conv: input must be [N, C, H, W], got \(Tensor.describe(shape))")
+        }
+        guard shape[1] == inputChannels else {
+            throw LayerKitError.shapeMismatch(
+                "Conv: input \(Tensor.describe(shape)) has \(shape[1]) channels; weights \(Tensor.describe(weights.shape)) "
+                + "with group \(group) need \(inputChannels)")
+        }
+        let rows = try axis(input: shape[2], kernel: kernelHeight, axis: 0)
+        let columns = try axis(input: shape[3], kernel: kernelWidth, axis: 1)
+        return Geometry(batch: shape[0], height: shape[2], width: shape[3], outHeight: rows.output,
+                        outWidth: columns.output, padTop: rows.padBegin, padLeft: columns.padBegin)
+    }
+
+    /// Output extent and leading pad along one spatial axis (0: height, 1: width).
+    private func axis(input: Int, kernel: Int, axis: Int) throws -> (output: Int, padBegin: Int) {
+        let stride = strides[axis], span = (kernel - 1) * dilations[axis] + 1
+        let begin: Int, end: Int
+        switch padding {
+        case .explicit(let pads): (begin, end) = (pads[axis], pads[axis + 2])
+        case .valid: (begin, end) = (0, 0)
+        case .sameUpper, .sameLower:
+            let output = (input + stride - 1) / stride
+            let total = max(0, (output - 1) * stride + span - input)
+            let small = total / 2
+            (begin, end) = padding == .sameUpper ? (small, total - small) : (total - small, small)
+        }
+        let padded = input + begin + end
+        guard input >= 1, padded >= span else {
+            throw LayerKitError.shapeMismatch(
+                "Conv: the \(axis == 0 ? "height" : "width") \(input) padded by \(begin)+\(end) is smaller than "
+                + "the dilated kernel (\(span)): the output would be empty")
+        }
+        return ((padded - span) / stride + 1, begin)
+    }
+
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        guard inputShapes.count == 1 else {
+            throw LayerKitError.shapeMismatch("Conv takes one input (X), got \(inputShapes.count)")
+        }
+        let g = try geometry(forInputShape: inputShapes[0])
+        return [[g.batch, outputChannels, g.outHeight, g.outWidth]]
+    }
+
+    /// The checked geometry of a run with these tensors or images' shapes.
+    func checkedGeometry(inputShapes: [[Int]], outputShapes given: [[Int]]) throws -> Geometry {
+        let expected = try outputShapes(forInputShapes: inputShapes)
+        guard given == expected else {
+            throw LayerKitError.shapeMismatch(
+                "Conv: outputs \(given.map(Tensor.describe)) given, \(expected.map(Tensor.describe)) expected")
+        }
+        return try geometry(forInputShape: inputShapes[0])
+    }
+
+    public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
+        var shape = lk_conv2d_shape(
+            channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
+            out_height: g.outHeight, out_width: g.outWidth, kernel_h: kernelHeight, kernel_w: kernelWidth,
+            stride_h: strides[0], stride_w: strides[1], dilation_h: dilations[0], dilation_w: dilations[1],
+            pad_top: g.padTop, pad_left: g.padLeft, group: group)
+        let (input, output, weights, bias) = (inputs[0], outputs[0], weights, bias)
+        let pixels = g.outHeight * g.outWidth
+        let work = outputs[0].count * weights.count / outputChannels
+        // Whole rows of 64 pixels a chunk, two chunks a thread for balance.
+        let threads = min(threadCount, max(1, work / Self.minimumWorkPerThread))
+        let chunk = threads == 1 ? pixels : max(64, ((pixels + 2 * threads - 1) / (2 * threads) + 63) & ~63)
+        let chunksPerImage = (pixels + chunk - 1) / chunk
+        let failed = Atomic(false)
+        withUnsafePointer(to: &shape) { shapePointer in
+            let shape = SendableShape(pointer: shapePointer)
+            forEachChunk(count: g.batch * chunksPerImage, chunkSize: 1, threadCount: threads) { range in
+                for i in range {
+                    let (n, first) = (i / chunksPerImage, i % chunksPerImage * chunk)
+                    let status = lk_conv2d_f32(
+                        shape.pointer, input.dataPointer + n * input.count / g.batch, weights.dataPointer,
+                        bias?.dataPointer, output.dataPointer + n * output.count / g.batch,
+                        first, min(chunk, pixels - first))
+                    if status != 0 { failed.store(true, ordering: .relaxed) }
+                }
+            }
+        }
+        if failed.load(ordering: .relaxed) {
+            throw LayerKitError.unsupported("Conv: out of memory for the im2col buffer")
+        }
+    }
+}
+
+/// The convolution geometry handed to worker threads, which only read it.
+private struct SendableShape: @unchecked Sendable {
+    let pointer: UnsafePointer<lk_conv2d_shape>
+}

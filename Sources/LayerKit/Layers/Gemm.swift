@@ -1,0 +1,183 @@
+import CKernels
+import Foundation
+import Synchronization
+
+/// ONNX `Gemm`, `Y = alpha * A' * B' + beta * C`, with A the one input
+/// (`[N, K]`, or `[K, N]` with `transA`), B a constant (`[K, M]`, or
+/// `[M, K]` with `transB`) and C an optional constant broadcast to `[N, M]`
+/// (a scalar, `[M]`, `[1, M]`, `[N, 1]` or `[N, M]`). A 2-D `MatMul` with a
+/// constant B is `Gemm(b: B, name: "MatMul")`.
+///
+/// CPU: `lk_sgemm_f32`, output columns split over threads when large. GPU
+/// (when C is absent or one value per output column and A is not
+/// transposed): a 1x1 ``Convolution`` of the `N×K×1×1` input image with
+/// weights `alpha * B'` and bias `beta * C`; otherwise the layer has no GPU
+/// implementation and a model runs it on the CPU.
+public final class Gemm: Layer {
+    /// The op name in reports: "Gemm", or "MatMul" for a MatMul made into one.
+    public let layerName: String
+    /// alpha.
+    public let alpha: Float
+    /// Whether the input is `[K, N]`.
+    public let transA: Bool
+    /// K: the input's inner extent.
+    public let inputFeatures: Int
+    /// M: the output's columns.
+    public let outputFeatures: Int
+    /// The most threads `evaluate` uses (one per core by default); small
+    /// products run on the calling thread alone.
+    public var threadCount = ProcessInfo.processInfo.activeProcessorCount
+
+    /// B' as `[K, M]`, row-major (B copied, transposed if `transB`).
+    let weights: Tensor
+    /// beta * C, as the CPU adds it.
+    let addend: Addend?
+    /// The GPU form, when there is one.
+    let convolution: Convolution?
+
+    /// How beta * C is added: per output column, per output row, or whole.
+    enum Addend {
+        /// `[M]` values (C a scalar, `[M]`, `[1, M]`).
+        case columns(Tensor)
+        /// `[N]` values (C `[N, 1]`, N > 1).
+        case rows(Tensor)
+        /// `[N, M]` values.
+        case full(Tensor)
+
+        var tensor: Tensor {
+            switch self { case .columns(let t), .rows(let t), .full(let t): t }
+        }
+    }
+
+    /// Makes the layer; throws `LayerKitError.invalidWeights` or
+    /// `.invalidParameter` for a B or C that cannot fit, or a non-finite
+    /// alpha or beta.
+    public init(b: Tensor, c: Tensor? = nil, alpha: Float = 1, beta: Float = 1, transA: Bool = false,
+                transB: Bool = false, name: String = "Gemm") throws {
+        guard b.shape.count == 2, b.count > 0 else {
+            throw LayerKitError.invalidWeights("\(name): B must be a non-empty matrix, got \(Tensor.describe(b.shape))")
+        }
+        guard alpha.isFinite, beta.isFinite else {
+            throw LayerKitError.invalidParameter("\(name): alpha and beta must be finite, got \(alpha) and \(beta)")
+        }
+        let (k, m) = transB ? (b.shape[1], b.shape[0]) : (b.shape[0], b.shape[1])
+        let transposed = try Tensor(shape: [k, m])
+        for p in 0..<k {
+            for j in 0..<m { transposed[p * m + j] = transB ? b[j * k + p] : b[p * m + j] }
+        }
+        (layerName, self.alpha, self.transA, inputFeatures, outputFeatures) = (name, alpha, transA, k, m)
+        weights = transposed
+        addend = try c.map { try Self.addend(c: $0, beta: beta, columns: m, name: name) }
+        if transA {
+            convolution = nil
+        } else if case .rows = addend {
+            convolution = nil
+        } else if case .full = addend {
+            convolution = nil
+        } else {
+            let kernel = try Tensor(shape: [m, k, 1, 1])
+            for j in 0..<m {
+                for p in 0..<k { kernel[j * k + p] = alpha * transposed[p * m + j] }
+            }
+            convolution = try Convolution(weights: kernel, bias: addend?.tensor)
+        }
+    }
+
+    /// beta * C in the form the CPU adds it; throws if C cannot broadcast to `[N, columns]`.
+    private static func addend(c: Tensor, beta: Float, columns m: Int, name: String) throws -> Addend {
+        let shape = c.shape
+        let scaled = try Tensor(shape: shape, values: c.values.map { beta * $0 })
+        if c.count == 1 {
+            return .columns(try Tensor(shape: [m], values: Array(repeating: scaled[0], count: m)))
+        }
+        switch shape.count {
+        case 1 where shape[0] == m: return .columns(scaled)
+        case 2 where shape == [1, m]: return .columns(try scaled.reshaped(to: [m]))
+        case 2 where shape[1] == 1: return .rows(try scaled.reshaped(to: [shape[0]]))
+        case 2 where shape[1] == m: return .full(scaled)
+        default:
+            throw LayerKitError.invalidWeights(
+                "\(name): C \(Tensor.describe(shape)) does not broadcast to [N, \(m)] (use a scalar, [\(m)], [1, \(m)], [N, 1] or [N, \(m)])")
+        }
+    }
+
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        guard inputShapes.count == 1 else {
+            throw LayerKitError.shapeMismatch("\(layerName) takes one input (A), got \(inputShapes.count)")
+        }
+        let shape = inputShapes[0]
+        guard shape.count == 2 else {
+            throw LayerKitError.shapeMismatch("\(layerName): A must be a matrix, got \(Tensor.describe(shape))")
+        }
+        let (n, k) = transA ? (shape[1], shape[0]) : (shape[0], shape[1])
+        guard k == inputFeatures else {
+            throw LayerKitError.shapeMismatch(
+                "\(layerName): A \(Tensor.describe(shape))\(transA ? " (transposed)" : "") has inner extent \(k); "
+                + "B' needs \(inputFeatures)")
+        }
+        switch addend {
+        case .rows(let c), .full(let c):
+            guard c.shape[0] == n else {
+                throw LayerKitError.shapeMismatch("\(layerName): C has \(c.shape[0]) rows; A' has \(n)")
+            }
+        case .columns, nil: break
+        }
+        return [[n, outputFeatures]]
+    }
+
+    public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        let expected = try outputShapes(forInputShapes: inputs.map(\.shape))
+        guard outputs.map(\.shape) == expected else {
+            throw LayerKitError.shapeMismatch(
+                "\(layerName): outputs \(outputs.map(\.shape).map(Tensor.describe)) given, \(expected.map(Tensor.describe)) expected")
+        }
+        let (a, y, weights, addend, alpha) = (inputs[0], outputs[0], weights, addend, alpha)
+        let (n, m, k) = (expected[0][0], outputFeatures, inputFeatures)
+        let (aRow, aCol) = transA ? (1, n) : (k, 1)
+        let threads = min(threadCount, max(1, n * m * k / Convolution.minimumWorkPerThread))
+        let chunk = threads == 1 ? m : max(64, ((m + 2 * threads - 1) / (2 * threads) + 63) & ~63)
+        let failed = Atomic(false)
+        forEachChunk(count: m, chunkSize: chunk, threadCount: threads) { columns in
+            let (j0, width) = (columns.lowerBound, columns.count)
+            if case .full(let c) = addend {
+                for i in 0..<n { (y.dataPointer + i * m + j0).update(from: c.dataPointer + i * m + j0, count: width) }
+            }
+            var rowBias: UnsafePointer<Float>?, columnBias: UnsafePointer<Float>?
+            switch addend {
+            case .rows(let c): rowBias = UnsafePointer(c.dataPointer)
+            case .columns(let c): columnBias = UnsafePointer(c.dataPointer + j0)
+            case .full, nil: break
+            }
+            let accumulate: Int32
+            if case .full = addend { accumulate = 1 } else { accumulate = 0 }
+            if lk_sgemm_f32(n, width, k, alpha, a.dataPointer, aRow, aCol, weights.dataPointer + j0, m,
+                            y.dataPointer + j0, m, rowBias, columnBias, accumulate) != 0 {
+                failed.store(true, ordering: .relaxed)
+            }
+        }
+        if failed.load(ordering: .relaxed) {
+            throw LayerKitError.unsupported("\(layerName): out of memory for the packing buffers")
+        }
+    }
+
+    public var hasGPUImplementation: Bool { convolution != nil }
+
+    /// Encodes the product as a 1x1 convolution of the `N×K×1×1` input image
+    /// into the `N×M×1×1` output image.
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        guard let convolution else {
+            throw LayerKitError.unsupported(
+                "\(layerName) runs on the GPU only with A not transposed and C absent or one value per column")
+        }
+        for image in inputs + outputs where image.height != 1 || image.width != 1 {
+            throw LayerKitError.shapeMismatch(
+                "\(layerName): images must be N×K×1×1 and N×M×1×1 (matrices), got \(Tensor.describe(image.shape))")
+        }
+        let expected = try outputShapes(forInputShapes: inputs.map { Array($0.shape.prefix(2)) })
+        guard outputs.map({ Array($0.shape.prefix(2)) }) == expected else {
+            throw LayerKitError.shapeMismatch(
+                "\(layerName): output image \(outputs.map(\.shape).map(Tensor.describe)) given, \(expected.map(Tensor.describe)) expected")
+        }
+        try convolution.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
+    }
+}

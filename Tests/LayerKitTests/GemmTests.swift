@@ -1,0 +1,193 @@
+import CKernels
+import Testing
+@testable import LayerKit
+
+/// One Gemm to check: sizes, flags and the form of C.
+struct GemmCase: CustomTestStringConvertible, Sendable {
+    var n: Int, k: Int, m: Int
+    var transA = false, transB = false
+    var alpha: Float = 1, beta: Float = 1
+    var cShape: [Int]? = nil
+
+    var testDescription: String {
+        "N\(n) K\(k) M\(m) transA \(transA) transB \(transB) alpha \(alpha) beta \(beta) C \(cShape.map(Tensor.describe) ?? "none")"
+    }
+
+    var aShape: [Int] { transA ? [k, n] : [n, k] }
+
+    func layer(seed: UInt64) throws -> (Gemm, b: Tensor, c: Tensor?) {
+        let b = try seededTensor(transB ? [m, k] : [k, m], seed: seed)
+        let c = try cShape.map { try seededTensor($0, seed: seed + 1) }
+        return (try Gemm(b: b, c: c, alpha: alpha, beta: beta, transA: transA, transB: transB), b, c)
+    }
+
+    /// alpha * A' * B' + beta * C in float64, C broadcast by its own strides.
+    func reference(a: Tensor, b: Tensor, c: Tensor?) -> [Double] {
+        let cRows = (cShape?.count ?? 0) == 2 ? cShape![0] : 1
+        let cColumns = cShape?.last ?? 1
+        var out: [Double] = []
+        for i in 0..<n {
+            for j in 0..<m {
+                var sum = 0.0
+                for p in 0..<k {
+                    sum += Double(transA ? a[p * n + i] : a[i * k + p]) * Double(transB ? b[j * k + p] : b[p * m + j])
+                }
+                var value = Double(alpha) * sum
+                if let c {
+                    value += Double(beta) * Double(c[(cRows == 1 ? 0 : i) * cColumns + (cColumns == 1 ? 0 : j)])
+                }
+                out.append(value)
+            }
+        }
+        return out
+    }
+
+    /// Whether the GPU runs it: A not transposed, C absent or one value per column.
+    var runsOnGPU: Bool {
+        !transA && (cShape == nil || cShape == [] || cShape == [1] || cShape == [m] || cShape == [1, m] || cShape == [1, 1])
+    }
+}
+
+struct GemmTests {
+    static let cases: [GemmCase] = {
+        var cases: [GemmCase] = []
+        for transA in [false, true] {
+            for transB in [false, true] {
+                cases.append(GemmCase(n: 3, k: 5, m: 6, transA: transA, transB: transB, alpha: 0.5, beta: 2, cShape: [6]))
+            }
+        }
+        for cShape in [[], [1], [7], [1, 7], [5, 1], [5, 7], [1, 1]] {
+            cases.append(GemmCase(n: 5, k: 9, m: 7, alpha: -1.5, beta: 0.25, cShape: cShape))
+        }
+        cases += [
+            GemmCase(n: 1, k: 1, m: 1),
+            GemmCase(n: 1, k: 300, m: 10, cShape: [10]),
+            GemmCase(n: 2, k: 64, m: 130, transB: true, cShape: [130]),
+            GemmCase(n: 17, k: 33, m: 3, transA: true, cShape: [17, 1]),
+            GemmCase(n: 4, k: 600, m: 700, cShape: [1, 700]),  // threads, K past a block
+        ]
+        return cases
+    }()
+
+    @Test(arguments: cases)
+    func cpuMatchesTheDefinition(_ c: GemmCase) throws {
+        let (layer, b, cTensor) = try c.layer(seed: 31)
+        let a = try seededTensor(c.aShape, seed: 32)
+        #expect(try layer.outputShapes(forInputShapes: [c.aShape]) == [[c.n, c.m]])
+        let y = try Tensor(shape: [c.n, c.m])
+        for threads in [1, 2] {
+            layer.threadCount = threads
+            try layer.evaluate(inputs: [a], outputs: [y])
+            expectClose(y.values, c.reference(a: a, b: b, c: cTensor), relative: sumTolerance(terms: c.k),
+                        "\(c.testDescription) on \(threads) threads")
+        }
+    }
+
+    @Test(.enabled(if: TestGPU.isEnabled), arguments: cases)
+    func gpuMatchesTheDefinitionOrSaysItCannot(_ c: GemmCase) throws {
+        let (layer, b, cTensor) = try c.layer(seed: 41)
+        #expect(layer.hasGPUImplementation == c.runsOnGPU, "\(c.testDescription)")
+        guard c.runsOnGPU else { return }
+        let a = try seededTensor(c.aShape, seed: 42).roundedToHalf()
+        let y = try runOnGPU(layer, input: a.reshaped(to: [c.n, c.k, 1, 1]), outputShape: [c.n, c.m, 1, 1])
+        expectClose(y.values, c.reference(a: a, b: b, c: cTensor), relative: 1e-3, c.testDescription)
+    }
+
+    @Test func matMulKeepsItsName() throws {
+        let layer = try Gemm(b: Tensor(shape: [2, 3]), name: "MatMul")
+        #expect(layer.layerName == "MatMul")
+        #expect(try Gemm(b: Tensor(shape: [2, 3])).layerName == "Gemm")
+    }
+
+    @Test func badShapesThrow() throws {
+        #expect(throws: LayerKitError.self) { try Gemm(b: Tensor(shape: [2, 3, 1])) }
+        #expect(throws: LayerKitError.self) { try Gemm(b: Tensor(shape: [0, 3])) }
+        #expect(throws: LayerKitError.self) { try Gemm(b: Tensor(shape: [2, 3]), c: Tensor(shape: [2])) }
+        #expect(throws: LayerKitError.self) { try Gemm(b: Tensor(shape: [2, 3]), c: Tensor(shape: [2, 2])) }
+        #expect(throws: LayerKitError.self) { try Gemm(b: Tensor(shape: [2, 3]), c: Tensor(shape: [1, 1, 3])) }
+        #expect(throws: LayerKitError.self) { try Gemm(b: Tensor(shape: [2, 3]), alpha: .nan) }
+        let layer = try Gemm(b: Tensor(shape: [2, 3]), c: Tensor(shape: [4, 3]))
+        #expect(try layer.outputShapes(forInputShapes: [[4, 2]]) == [[4, 3]])
+        for shape in [[4, 3], [2, 4], [4], [4, 2, 1], [5, 2]] {
+            #expect(throws: LayerKitError.self, "\(shape)") { try layer.outputShapes(forInputShapes: [shape]) }
+        }
+        #expect(throws: LayerKitError.self) {
+            try layer.evaluate(inputs: [Tensor(shape: [4, 2])], outputs: [Tensor(shape: [4, 2])])
+        }
+        let transposed = try Gemm(b: Tensor(shape: [3, 2]), transA: true, transB: true)
+        #expect(try transposed.outputShapes(forInputShapes: [[2, 5]]) == [[5, 3]])
+        #expect(!transposed.hasGPUImplementation)
+    }
+
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func gpuRefusesImagesOfTheWrongShape() throws {
+        let context = try TestGPU.get()
+        let layer = try Gemm(b: Tensor(shape: [8, 3]))
+        let commands = try context.makeCommandBuffer()
+        for (input, output) in [([2, 8, 1, 1], [2, 3, 2, 1]), ([2, 8, 1, 2], [2, 3, 1, 1]), ([2, 7, 1, 1], [2, 3, 1, 1])] {
+            #expect(throws: LayerKitError.self) {
+                try layer.encode(commandBuffer: commands, inputs: [context.makeSliceImage(shape: input)],
+                                 outputs: [context.makeSliceImage(shape: output)])
+            }
+        }
+    }
+}
+
+/// lk_sgemm_f32 itself, on every instruction set this CPU has.
+struct SGEMMTests {
+    static let sizes: [(m: Int, n: Int, k: Int)] = [
+        (1, 1, 1), (1, 1, 0), (3, 5, 7), (8, 32, 16), (9, 33, 17), (6, 16, 1), (13, 47, 300), (1, 100, 1000),
+        (130, 7, 5), (25, 70, 513),
+    ]
+
+    @Test func everyInstructionSetMatchesDoubles() throws {
+        for (index, s) in Self.sizes.enumerated() {
+            for transA in [false, true] {
+                let seed = UInt64(index * 10 + (transA ? 1 : 0))
+                let a = try seededTensor([s.m * s.k], seed: seed)
+                let b = try seededTensor([s.k * s.n], seed: seed + 100)
+                let rowBias = try seededTensor([s.m], seed: seed + 200)
+                let columnBias = try seededTensor([s.n], seed: seed + 300)
+                // C sits in a wider matrix (ldc = n + 3) whose extra columns must survive.
+                let ldc = s.n + 3
+                let start = try seededTensor([s.m * ldc], seed: seed + 400)
+                let alpha: Float = 0.75
+                for accumulate in [false, true] {
+                    var expected: [Double] = []
+                    for i in 0..<s.m {
+                        for j in 0..<ldc {
+                            guard j < s.n else { expected.append(Double(start[i * ldc + j])); continue }
+                            var sum = 0.0
+                            for p in 0..<s.k {
+                                sum += Double(transA ? a[p * s.m + i] : a[i * s.k + p]) * Double(b[p * s.n + j])
+                            }
+                            expected.append((accumulate ? Double(start[i * ldc + j]) : 0) + Double(rowBias[i])
+                                            + Double(columnBias[j]) + Double(alpha) * sum)
+                        }
+                    }
+                    for isa in [LK_ISA_SCALAR, LK_ISA_AVX2_FMA, LK_ISA_AVX512F] where isa.rawValue <= lk_kernels_isa().rawValue {
+                        let c = try Tensor(shape: start.shape, values: start.values)
+                        let status = lk_sgemm_f32_isa(isa, s.m, s.n, s.k, alpha, a.dataPointer, transA ? 1 : s.k,
+                                                      transA ? s.m : 1, b.dataPointer, s.n, c.dataPointer, ldc,
+                                                      rowBias.dataPointer, columnBias.dataPointer, accumulate ? 1 : 0)
+                        #expect(status == 0)
+                        expectClose(c.values, expected, relative: sumTolerance(terms: s.k),
+                                    "\(s) transA \(transA) accumulate \(accumulate) \(String(cString: lk_isa_name(isa)))")
+                    }
+                }
+            }
+        }
+    }
+
+    @Test func noBiasesAndNoRows() throws {
+        let a = try seededTensor([4 * 3], seed: 1), b = try seededTensor([3 * 5], seed: 2)
+        let c = try Tensor(shape: [4 * 5], values: Array(repeating: 9, count: 20))
+        #expect(lk_sgemm_f32(0, 5, 3, 1, a.dataPointer, 3, 1, b.dataPointer, 5, c.dataPointer, 5, nil, nil, 0) == 0)
+        #expect(c.values.allSatisfy { $0 == 9 })
+        #expect(lk_sgemm_f32(4, 5, 3, 1, a.dataPointer, 3, 1, b.dataPointer, 5, c.dataPointer, 5, nil, nil, 0) == 0)
+        let expected = (0..<20).map { index -> Double in
+            (0..<3).reduce(0.0) { $0 + Double(a[index / 5 * 3 + $1]) * Double(b[$1 * 5 + index % 5]) }
+        }
+        expectClose(c.values, expected, relative: 1e-6, "4x5x3 without biases")
+    }
+}
