@@ -63,14 +63,26 @@ struct ParityAndDemoCommandTests {
         #expect(runner.error.contains(options[0]), "\(runner.error)")
     }
 
-    @Test func demoRunsBothBackendsAndWritesItsPicture() throws {
+    @Test func demoRunsTheArticleModelOnBothBackends() throws {
         let directory = try CommandRunner.scratchDirectory()
         let runner = CommandRunner()
-        #expect(runner.run(["demo", "--output", "\(directory)/map.png"]) == 0, "\(runner.out)\(runner.error)")
+        #expect(runner.run(["demo", "--output", "\(directory)/p.npy"]) == 0, "\(runner.out)\(runner.error)")
         #expect(runner.out.contains("parity: PASS"))
-        #expect(runner.out.contains("mean(GPU)"))
-        let picture = try Tensor(pngFile: "\(directory)/map.png")
-        #expect(picture.shape[2] > DemoImage.size && picture.shape[3] > DemoImage.size)
+        #expect(runner.out.contains("Conv -> Swish (custom, layerkit) -> GlobalAveragePool -> Flatten -> Gemm -> Softmax"))
+        for layer in ["conv", "swish", "pool", "flatten", "fc", "softmax"] {
+            #expect(runner.out.contains("\n\(layer) "), "no timing row for \(layer)")
+        }
+        // Ten softmax probabilities.
+        let predictions = try Tensor(npyFile: "\(directory)/p.npy")
+        #expect(predictions.shape == [1, 10])
+        #expect(abs(predictions.values.reduce(0, +) - 1) < 1e-2)
+        #expect(predictions.values.allSatisfy { $0 > 0 && $0 < 1 })
+    }
+
+    @Test func demoRefusesAnOutputItCannotWrite() throws {
+        let runner = CommandRunner()
+        #expect(runner.run(["demo", "--output", "/tmp/predictions.png"]) == 1)
+        #expect(runner.error.contains(".npy"))
     }
 
     @Test func devicesListsTheChosenDevice() throws {
@@ -117,10 +129,10 @@ struct NoDriverTests {
 
     @Test func demoStillRunsOnTheCPU() throws {
         let directory = try CommandRunner.scratchDirectory()
-        let result = try CommandRunner.runExecutable(["demo", "--output", "\(directory)/d.png"],
+        let result = try CommandRunner.runExecutable(["demo", "--output", "\(directory)/d.npy"],
                                                      environment: Self.noDriver)
         #expect(result.status == 0, "\(result.error)")
         #expect(result.error.contains("no GPU"))
-        #expect(FileManager.default.fileExists(atPath: "\(directory)/d.png"))
+        #expect(FileManager.default.fileExists(atPath: "\(directory)/d.npy"))
     }
 }

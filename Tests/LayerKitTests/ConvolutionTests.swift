@@ -9,7 +9,7 @@ struct ConvCase: CustomTestStringConvertible, Sendable {
     var kernel: [Int]  // kH, kW
     var strides = [1, 1]
     var dilations = [1, 1]
-    var padding: Convolution.Padding = .explicit([0, 0, 0, 0])
+    var padding: Padding = .explicit([0, 0, 0, 0])
     var group = 1
     var bias = true
 

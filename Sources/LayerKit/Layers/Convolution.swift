@@ -12,20 +12,6 @@ import Synchronization
 /// their output pixels over threads. GPU: `conv2d.comp`, one invocation per
 /// output texel (four output channels), with the weights kept on the device.
 public final class Convolution: Layer {
-    /// How the input is padded (ONNX `pads` / `auto_pad`).
-    public enum Padding: Equatable, Sendable {
-        /// Zeros added per side, in ONNX order: top, left, bottom, right
-        /// (`[x1_begin, x2_begin, x1_end, x2_end]`).
-        case explicit([Int])
-        /// `SAME_UPPER`: the output is `ceil(in / stride)`; an odd total pad
-        /// puts the extra row or column at the end.
-        case sameUpper
-        /// `SAME_LOWER`: as `sameUpper`, with the extra at the beginning.
-        case sameLower
-        /// `VALID`: no padding.
-        case valid
-    }
-
     /// "Conv".
     public var layerName: String { "Conv" }
     /// The weights, `[M, C/group, kH, kW]` (a copy of the ones given).
@@ -36,7 +22,7 @@ public final class Convolution: Layer {
     public let strides: [Int]
     /// Dilations along height and width.
     public let dilations: [Int]
-    /// The padding rule.
+    /// The padding rule (ONNX `pads` / `auto_pad`).
     public let padding: Padding
     /// The number of groups: input and output channels split into this many
     /// independent convolutions.

@@ -46,12 +46,15 @@ struct ONNXImporter {
                 let input = node.inputs[i]
                 if let index = valueIndex[input] {
                     inputs.append(index)
+                } else if let reshaped = converted.reshapedConstants[i] {
+                    inputs.append(graph.addValue(input, shape: reshaped.shape, constant: reshaped))
                 } else if let index = constantIndex[input] {
                     inputs.append(index)
                 } else {
                     let constant = try context.constant(i, "input '\(input)'")
-                    constantIndex[input] = graph.addValue(input, shape: constant.shape, constant: constant)
-                    inputs.append(constantIndex[input]!)
+                    let index = graph.addValue(input, shape: constant.shape, constant: constant)
+                    constantIndex[input] = index
+                    inputs.append(index)
                 }
             }
             let outputNames = node.outputs.filter { !$0.isEmpty }

@@ -6,6 +6,9 @@ import Foundation
 struct ConvertedNode {
     let layer: Layer?
     let inputs: [Int]
+    /// Constant inputs the layer takes in another form than the file's
+    /// (by node input index), such as a broadcast operand padded to rank.
+    var reshapedConstants: [Int: Tensor] = [:]
 }
 
 /// The standard ONNX operators LayerKit runs, each a conversion from a node
@@ -87,13 +90,18 @@ enum ONNXOperators {
     static func binary(_ node: ONNXNodeContext, _ operation: BinaryLayer.Operation) throws -> ConvertedNode {
         try node.requireAttributes([])
         let (a, b) = (try node.shape(0), try node.shape(1))
-        guard a.count != b.count else { return ConvertedNode(layer: BinaryLayer(operation), inputs: [0, 1]) }
+        var converted = ConvertedNode(layer: BinaryLayer(operation), inputs: [0, 1])
+        guard a.count != b.count else { return converted }
         let low = a.count < b.count ? 0 : 1
         guard node.initializers[low] != nil else {
             throw node.error("inputs of ranks \(a.count) and \(b.count): broadcasting a computed tensor of lower rank "
                              + "is not supported")
         }
-        return ConvertedNode(layer: BinaryLayer(operation), inputs: [0, 1])
+        let constant = try node.constant(low, "input \(low)")
+        let rank = max(a.count, b.count)
+        converted.reshapedConstants[low] = try constant.reshaped(
+            to: Array(repeating: 1, count: rank - constant.shape.count) + constant.shape)
+        return converted
     }
 
     static func batchNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
