@@ -55,7 +55,7 @@ extension ONNXModel {
 
 /// A computation graph: nodes in topological order, the constant tensors
 /// they use, and the graph's inputs and outputs.
-public struct ONNXGraph: Sendable {
+public struct ONNXGraph: Sendable, Equatable {
     /// The graph's name; may be empty.
     public var name: String
     /// The nodes, in the order of the file (ONNX requires a topological order).
@@ -78,7 +78,7 @@ public struct ONNXGraph: Sendable {
 }
 
 /// One operator application.
-public struct ONNXNode: Sendable {
+public struct ONNXNode: Sendable, Equatable {
     /// The node's name; may be empty (names are optional in ONNX).
     public var name: String
     /// The operator ("Conv", "Swish").
@@ -119,6 +119,19 @@ public enum ONNXAttribute: Sendable, Equatable {
     case floats([Float])
     case ints([Int])
     case strings([String])
+
+    /// The kind of value, as error messages name it ("ints").
+    public var kind: String {
+        switch self {
+        case .float: return "float"
+        case .int: return "int"
+        case .string: return "string"
+        case .tensor: return "tensor"
+        case .floats: return "floats"
+        case .ints: return "ints"
+        case .strings: return "strings"
+        }
+    }
 }
 
 /// A graph input's, output's or intermediate value's type and shape.

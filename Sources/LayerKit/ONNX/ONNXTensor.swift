@@ -48,7 +48,7 @@ public struct ONNXTensor: Sendable, Equatable {
     public func elementCount() throws -> Int {
         try dims.reduce(1) { count, dim in
             let (product, overflow) = count.multipliedReportingOverflow(by: dim)
-            guard !overflow else { throw failure("dims \(dims) overflow the element count") }
+            guard dim >= 0, !overflow else { throw failure("dims \(dims) do not give an element count") }
             return product
         }
     }
