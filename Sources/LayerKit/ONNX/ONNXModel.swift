@@ -112,12 +112,19 @@ public struct ONNXNode: Sendable, Equatable {
 /// A node attribute's value. Graph-valued attributes (the bodies of If,
 /// Loop, Scan) and sparse tensors are refused at decoding.
 public enum ONNXAttribute: Sendable, Equatable {
+    /// A float (`f`).
     case float(Float)
+    /// An int64 (`i`).
     case int(Int)
+    /// A UTF-8 string (`s`; bytes that are not UTF-8 become U+FFFD).
     case string(String)
+    /// A constant tensor (`t`).
     case tensor(ONNXTensor)
+    /// A list of floats (`floats`).
     case floats([Float])
+    /// A list of int64s (`ints`).
     case ints([Int])
+    /// A list of strings (`strings`).
     case strings([String])
 
     /// The kind of value, as error messages name it ("ints").
@@ -153,6 +160,7 @@ public enum ONNXDimension: Sendable, Equatable, CustomStringConvertible {
     /// A size the file does not give.
     case unknown
 
+    /// The size, the symbol, or "?".
     public var description: String {
         switch self {
         case .value(let v): return String(v)
