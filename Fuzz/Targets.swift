@@ -22,7 +22,7 @@ struct Target: Sendable {
     var fixup: (@Sendable (inout [UInt8]) -> Void)? = nil
     let run: @Sendable ([UInt8]) -> Outcome
 
-    static let all = [npy, png, formula, cli]
+    static let all = [npy, png, formula, cli, onnx]
 
     /// `Tensor(npyData:)`: `LayerKitError` only; what it accepts re-encodes to the same shape.
     static let npy = Target(
@@ -83,6 +83,35 @@ struct Target: Sendable {
             let layer = try FormulaLayer(formula: text, parameters: parameters)
             _ = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [specialValues])
             return .accepted
+        }
+    }
+
+    /// `ONNXModel(data:)`, then every initializer's values read as a model
+    /// loader would. `LayerKitError.invalidModel` only; what it accepts has
+    /// a supported IR version and opset, and ops named on every node.
+    static let onnx = Target(
+        name: "onnx",
+        // Tags of the fields the decoder reads (graph, node, initializer, raw_data, dims, ...), names, varint ends.
+        dictionary: ["\u{8}", "\u{3A}", "\u{42}", "\u{A}", "\u{12}", "\u{1A}", "\u{22}", "\u{2A}", "\u{4A}", "\u{10}",
+                     "\u{25}", "\u{2D}", "\u{38}", "\u{52}", "\u{5A}", "\u{62}", "\u{6A}", "\u{70}\u{1}", "\u{A0}\u{1}",
+                     "\u{7F}", "\u{1}", "Conv", "Swish", "layerkit", "ai.onnx", "beta"],
+        hotOffsets: [1]
+    ) { bytes in
+        do {
+            let model = try ONNXModel(data: Data(bytes))
+            for tensor in model.graph.initializers.values {
+                if [.int64, .int32].contains(tensor.dataType) { _ = try tensor.int64s() } else { _ = try tensor.floats() }
+            }
+            guard ONNXModel.supportedIRVersions.contains(model.irVersion),
+                  let opset = model.defaultOpset, opset <= ONNXModel.maxOpset,
+                  model.graph.nodes.allSatisfy({ !$0.opType.isEmpty }) else {
+                return .unexpected("accepted IR \(model.irVersion), opset \(model.defaultOpset ?? -1)")
+            }
+            return .accepted
+        } catch LayerKitError.invalidModel {
+            return .rejected
+        } catch {
+            return .unexpected("error other than invalidModel: \(error)")
         }
     }
 

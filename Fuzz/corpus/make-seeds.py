@@ -65,3 +65,46 @@ for i, f in enumerate(formulas): write('formula/f%02d.txt' % i, f)
 values = ['1x6x256x256', '8', '1x2x3x4x5', '0x3', '-10,10', ' 0.5 , 1e3 ', 'beta=0.5', 'approximate=tanh',
           'beta=w.npy', '=x', '42', '18446744073709551615', 'gpu', '9223372036854775807x2']
 for i, v in enumerate(values): write('cli/v%02d.txt' % i, v)
+
+# ONNX: small fixture models (Scripts/generate_model_fixtures.py), plus hand-built
+# ones for what the fixtures lack: FLOAT16 and DOUBLE initializers, typed and
+# packed fields, attributes of every kind, symbolic dims.
+import os, shutil
+os.makedirs('onnx', exist_ok=True)
+fixtures = '../../Tests/LayerKitTests/Fixtures/models/'
+for name in ['article_beta1', 'article_perchannel', 'typed_fields', 'custom_missing', 'dynamic_reshape']:
+    shutil.copyfile(fixtures + name + '.onnx', 'onnx/' + name + '.onnx')
+
+def varint(v):
+    v &= (1 << 64) - 1
+    out = b''
+    while v >= 0x80:
+        out += bytes([v & 0x7F | 0x80]); v >>= 7
+    return out + bytes([v])
+
+def pb_int(field, v): return varint(field << 3) + varint(v)
+def pb_bytes(field, b): return varint(field << 3 | 2) + varint(len(b)) + b
+def pb_str(field, s): return pb_bytes(field, s.encode())
+def pb_float(field, f): return varint(field << 3 | 5) + struct.pack('<f', f)
+
+def tensor(name, dims, dtype, fields):
+    return b''.join(pb_int(1, d) for d in dims) + pb_int(2, dtype) + pb_str(8, name) + fields
+
+value = pb_str(1, 'x') + pb_bytes(2, pb_bytes(1, pb_int(1, 1) + pb_bytes(2, pb_bytes(1, pb_str(2, 'N'))
+                                                                              + pb_bytes(1, pb_int(1, 4)))))
+attributes = [pb_str(1, 'alpha') + pb_float(2, 0.5) + pb_int(20, 1), pb_str(1, 'axis') + pb_int(3, -1) + pb_int(20, 2),
+              pb_str(1, 'mode') + pb_str(4, 'SAME_UPPER') + pb_int(20, 3),
+              pb_str(1, 'pads') + pb_bytes(8, b''.join(varint(v) for v in [1, 1, 0, 0])) + pb_int(20, 7),
+              pb_str(1, 'scales') + pb_bytes(7, struct.pack('<2f', 1.5, -2)) + pb_int(20, 6),
+              pb_str(1, 'names') + pb_str(9, 'a') + pb_str(9, 'b') + pb_int(20, 8),
+              pb_str(1, 'value') + pb_bytes(5, tensor('v', [1], 7, pb_int(7, 3))) + pb_int(20, 4)]
+node = pb_str(1, 'x') + pb_str(1, '') + pb_str(1, 'h') + pb_str(2, 'y') + pb_str(3, 'op') + pb_str(4, 'Thing') \
+    + pb_str(7, 'layerkit') + b''.join(pb_bytes(5, a) for a in attributes)
+initializers = [tensor('h', [2, 2], 10, pb_bytes(9, struct.pack('<4e', 1, -0.0, 65504, 6e-8))),
+                tensor('h32', [2], 10, pb_bytes(5, varint(0x3C00) + varint(0x7C00))),
+                tensor('d', [3], 11, pb_bytes(10, struct.pack('<3d', 0.1, -1e300, 2))),
+                tensor('i', [2], 6, pb_int(5, 7) + pb_int(5, -7)), tensor('s', [], 1, pb_float(4, 2.5))]
+graph = pb_bytes(1, node) + pb_str(2, 'g') + b''.join(pb_bytes(5, t) for t in initializers) \
+    + pb_bytes(11, value) + pb_bytes(12, pb_str(1, 'y'))
+write('onnx/handmade.onnx', pb_int(1, 10) + pb_bytes(7, graph) + pb_bytes(8, pb_str(1, '') + pb_int(2, 24))
+      + pb_bytes(8, pb_str(1, 'layerkit') + pb_int(2, 1)))

@@ -55,7 +55,7 @@ extension ONNXModel {
 
 /// A computation graph: nodes in topological order, the constant tensors
 /// they use, and the graph's inputs and outputs.
-public struct ONNXGraph: Sendable {
+public struct ONNXGraph: Sendable, Equatable {
     /// The graph's name; may be empty.
     public var name: String
     /// The nodes, in the order of the file (ONNX requires a topological order).
@@ -78,7 +78,7 @@ public struct ONNXGraph: Sendable {
 }
 
 /// One operator application.
-public struct ONNXNode: Sendable {
+public struct ONNXNode: Sendable, Equatable {
     /// The node's name; may be empty (names are optional in ONNX).
     public var name: String
     /// The operator ("Conv", "Swish").
@@ -112,13 +112,33 @@ public struct ONNXNode: Sendable {
 /// A node attribute's value. Graph-valued attributes (the bodies of If,
 /// Loop, Scan) and sparse tensors are refused at decoding.
 public enum ONNXAttribute: Sendable, Equatable {
+    /// A float (`f`).
     case float(Float)
+    /// An int64 (`i`).
     case int(Int)
+    /// A UTF-8 string (`s`; bytes that are not UTF-8 become U+FFFD).
     case string(String)
+    /// A constant tensor (`t`).
     case tensor(ONNXTensor)
+    /// A list of floats (`floats`).
     case floats([Float])
+    /// A list of int64s (`ints`).
     case ints([Int])
+    /// A list of strings (`strings`).
     case strings([String])
+
+    /// The kind of value, as error messages name it ("ints").
+    public var kind: String {
+        switch self {
+        case .float: return "float"
+        case .int: return "int"
+        case .string: return "string"
+        case .tensor: return "tensor"
+        case .floats: return "floats"
+        case .ints: return "ints"
+        case .strings: return "strings"
+        }
+    }
 }
 
 /// A graph input's, output's or intermediate value's type and shape.
@@ -140,6 +160,7 @@ public enum ONNXDimension: Sendable, Equatable, CustomStringConvertible {
     /// A size the file does not give.
     case unknown
 
+    /// The size, the symbol, or "?".
     public var description: String {
         switch self {
         case .value(let v): return String(v)

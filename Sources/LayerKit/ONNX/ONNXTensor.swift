@@ -6,10 +6,15 @@ public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringCo
     /// The type with ONNX code `rawValue`; every code is representable.
     public init(rawValue: Int) { self.rawValue = rawValue }
 
+    /// 32-bit IEEE float.
     public static let float = ONNXDataType(rawValue: 1)
+    /// 32-bit signed integer.
     public static let int32 = ONNXDataType(rawValue: 6)
+    /// 64-bit signed integer.
     public static let int64 = ONNXDataType(rawValue: 7)
+    /// 16-bit IEEE half float.
     public static let float16 = ONNXDataType(rawValue: 10)
+    /// 64-bit IEEE double.
     public static let double = ONNXDataType(rawValue: 11)
 
     private static let names = [
@@ -48,7 +53,7 @@ public struct ONNXTensor: Sendable, Equatable {
     public func elementCount() throws -> Int {
         try dims.reduce(1) { count, dim in
             let (product, overflow) = count.multipliedReportingOverflow(by: dim)
-            guard !overflow else { throw failure("dims \(dims) overflow the element count") }
+            guard dim >= 0, !overflow else { throw failure("dims \(dims) do not give an element count") }
             return product
         }
     }

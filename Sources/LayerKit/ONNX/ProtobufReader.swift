@@ -179,17 +179,22 @@ struct ProtobufReader {
     private mutating func readVarint(_ name: String) throws -> UInt64 {
         let start = offset
         var value: UInt64 = 0
-        for index in 0..<10 {
-            guard offset < end else { throw error("truncated", at: offset, reading: name) }
-            let byte = bytes[offset]
-            offset += 1
-            if index == 9 && byte > 1 {
-                throw error("varint overflows 64 bits", at: start, reading: name)
-            }
+        for index in 0..<9 {
+            let byte = try readByte(name)
             value |= UInt64(byte & 0x7F) << (7 * UInt64(index))
             if byte < 0x80 { return value }
         }
-        throw error("varint longer than 10 bytes", at: start, reading: name)
+        // The tenth byte holds bit 63 only, and must end the varint.
+        let last = try readByte(name)
+        guard last < 0x80 else { throw error("varint longer than 10 bytes", at: start, reading: name) }
+        guard last <= 1 else { throw error("varint overflows 64 bits", at: start, reading: name) }
+        return value | UInt64(last) << 63
+    }
+
+    private mutating func readByte(_ name: String) throws -> UInt8 {
+        guard offset < end else { throw error("truncated", at: offset, reading: name) }
+        defer { offset += 1 }
+        return bytes[offset]
     }
 
     /// `count` (4 or 8) little-endian bytes.
