@@ -25,10 +25,10 @@ import Testing
     }
 
     static func run(_ name: String, _ units: ComputeUnits, context: GPUContext? = nil,
-                    registry: LayerRegistry = .shared) throws -> Tensor {
+                    input: Tensor? = nil) throws -> Tensor {
         let backend = Backend(computeUnits: units, context: context)
-        let model = try Model(contentsOf: ModelFixtures.url(name), backend: backend, registry: registry)
-        let outputs = try model.predict(inputs: [model.inputs[0].name: input(name)])
+        let model = try Model(contentsOf: ModelFixtures.url(name), backend: backend)
+        let outputs = try model.predict(inputs: [model.inputs[0].name: input ?? ModelTests.input(name)])
         return try #require(outputs[model.outputs[0].name])
     }
 
@@ -38,11 +38,20 @@ import Testing
         #expect(error <= 1e-4, "\(name): max relative error \(error)")
     }
 
+    /// The GPU stores every tensor, the model's input included, in fp16, so
+    /// it is held to the parity rule against the CPU run on the same
+    /// fp16-rounded input; against onnxruntime's fp32 run the input's
+    /// rounding alone moves outputs by up to 1.2e-3 (typed_fields, measured
+    /// with the CPU on the rounded input), so the bound there is 2e-3.
     @Test(.enabled(if: TestGPU.isEnabled), arguments: runnable)
     func gpuMatchesOnnxRuntime(_ name: String) throws {
-        let output = try ModelTests.run(name, .cpuAndGPU, context: TestGPU.get())
-        let error = try ModelTests.worstError(output, ModelTests.expected(name), floor: 1)
-        #expect(error <= 1e-3, "\(name): max |gpu - ref| / max(1, |ref|) = \(error)")
+        let input = try ModelTests.input(name).roundedToHalf()
+        let gpu = try ModelTests.run(name, .cpuAndGPU, context: TestGPU.get(), input: input)
+        let cpu = try ModelTests.run(name, .cpuOnly, input: input)
+        let parity = try ModelTests.worstError(gpu, cpu, floor: 1)
+        #expect(parity <= 1e-3, "\(name): max |gpu - cpu| / max(1, |cpu|) = \(parity)")
+        let error = try ModelTests.worstError(gpu, ModelTests.expected(name), floor: 1)
+        #expect(error <= 2e-3, "\(name): max |gpu - ref| / max(1, |ref|) = \(error)")
     }
 
     @Test(.enabled(if: TestGPU.isEnabled))
