@@ -1,0 +1,85 @@
+// ModelBench: whole ONNX models, end to end (input tensor in, outputs out),
+// on the CPU backend and the GPU backend, with a per-layer breakdown from
+// profiled runs. Benchmarks/compare_models_onnxruntime.py runs it beside
+// onnxruntime on the same models and prints the ratios.
+//
+//   swift run -c release ModelBench MODEL.onnx... [--repeat N] [--warmup N] [--json]
+import BenchmarkSupport
+import Foundation
+import LayerKit
+
+/// One model on one backend: end-to-end timings and each layer's median.
+struct ModelRow: Codable {
+    struct LayerTime: Codable {
+        let name: String, op: String, ranOn: String, medianMs: Double
+    }
+    let model: String, backend: String, device: String
+    let stats: TimingStats
+    let layers: [LayerTime]
+}
+
+func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int, warmup: Int) throws -> ModelRow? {
+    let backend = Backend(computeUnits: units, context: context)
+    if units != .cpuOnly, backend.gpu == nil { return nil }
+    let model = try Model(contentsOf: URL(fileURLWithPath: path), backend: backend)
+    // Seeded uniform [0, 1) inputs of the model's shapes (symbolic sizes 1).
+    var generator = SeededGenerator(seed: 1)
+    var inputs: [String: Tensor] = [:]
+    for input in model.inputs {
+        let shape = input.dimensions.map { Int($0) ?? 1 }
+        inputs[input.name] = try Tensor(shape: shape,
+                                        values: (0..<shape.reduce(1, *)).map { _ in Float.random(in: 0..<1, using: &generator) })
+    }
+    let samples = try measure(warmup: warmup, runs: runs) { _ = try model.predict(inputs: inputs) }
+    // Per layer: medians over profiled runs (GPU timestamps on).
+    var perLayer: [String: [Double]] = [:]
+    var order: [(String, String, String)] = []
+    for run in 0..<max(5, runs / 4) {
+        let profile = try model.predictWithProfile(inputs: inputs).profile
+        for span in profile.layerSpans {
+            if run == 0 { order.append((span.name, span.op, span.kind == .gpuLayer ? "GPU" : "CPU")) }
+            perLayer[span.name, default: []].append(span.durationNanoseconds / 1e6)
+        }
+    }
+    let layers = order.map { name, op, ranOn in
+        ModelRow.LayerTime(name: name, op: op, ranOn: ranOn, medianMs: TimingStats(samples: perLayer[name] ?? [])?.medianMs ?? 0)
+    }
+    guard let stats = TimingStats(samples: samples) else { return nil }
+    let device = backend.gpu.map { "\($0.deviceInfo.name) (\($0.deviceInfo.kind.rawValue))" } ?? "CPU"
+    return ModelRow(model: URL(fileURLWithPath: path).lastPathComponent, backend: units == .cpuOnly ? "cpu" : "gpu",
+                    device: device, stats: stats, layers: layers)
+}
+
+do {
+    var paths: [String] = []
+    var runs = 50, warmup = 5, json = false
+    var words = CommandLine.arguments.dropFirst().makeIterator()
+    while let word = words.next() {
+        switch word {
+        case "--repeat": runs = try Arguments.positive(word, words.next())
+        case "--warmup": warmup = try Arguments.positive(word, words.next(), allowZero: true)
+        case "--json": json = true
+        default: paths.append(word)
+        }
+    }
+    guard !paths.isEmpty else { throw LayerKitError.invalidParameter("usage: ModelBench MODEL.onnx... [--repeat N] [--warmup N] [--json]") }
+    let (context, note) = benchmarkGPUContext()
+    if !json { print(note) }
+    for path in paths {
+        for units in [ComputeUnits.cpuOnly, .cpuAndGPU] {
+            guard let row = try bench(path, units: units, context: context, runs: runs, warmup: warmup) else { continue }
+            if json {
+                print(String(decoding: try JSONEncoder().encode(row), as: UTF8.self))
+            } else {
+                print(String(format: "%@ on %@: median %.3f ms (min %.3f, p90 %.3f)", row.model, row.backend,
+                             row.stats.medianMs, row.stats.minMs, row.stats.p90Ms))
+                for layer in row.layers {
+                    print(String(format: "  %-22@ %-20@ %@ %.3f ms", layer.name, layer.op, layer.ranOn, layer.medianMs))
+                }
+            }
+        }
+    }
+} catch {
+    FileHandle.standardError.write(Data("ModelBench: \(error)\n".utf8))
+    exit(1)
+}
