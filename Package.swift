@@ -44,6 +44,8 @@ let package = Package(
                           path: "Benchmarks/OpBench"),
         .executableTarget(name: "FusionBench", dependencies: ["LayerKit", "BenchmarkSupport"],
                           path: "Benchmarks/FusionBench"),
+        .executableTarget(name: "ConvBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+                          path: "Benchmarks/ConvBench"),
 
         // Seeded mutation fuzzer over every user-fed parser (`make fuzz`).
         .executableTarget(name: "Fuzz", dependencies: ["LayerKit", "LayerKitCommands"], path: "Fuzz",

@@ -21,11 +21,16 @@
 // ones inside [0, width) are ox0 + [*lo, *hi), possibly empty.
 static void lk_valid_span(size_t ox0, size_t seg, size_t sw, ptrdiff_t off, size_t width, size_t *lo,
                           size_t *hi) {
-    ptrdiff_t s = (ptrdiff_t)sw, o = (ptrdiff_t)ox0;
-    ptrdiff_t first = off >= 0 ? 0 : (-off + s - 1) / s;
-    ptrdiff_t last = (ptrdiff_t)width - 1 - off;
-    ptrdiff_t end = last < 0 ? 0 : last / s + 1;
-    ptrdiff_t l = first - o, h = end - o;
+    ptrdiff_t s = (ptrdiff_t)sw, o = (ptrdiff_t)ox0, l, h;
+    if (sw == 1) { // no division: this runs once per row segment and tap
+        l = -off - o;
+        h = (ptrdiff_t)width - off - o;
+    } else {
+        ptrdiff_t first = off >= 0 ? 0 : (-off + s - 1) / s;
+        ptrdiff_t last = (ptrdiff_t)width - 1 - off;
+        l = first - o;
+        h = (last < 0 ? 0 : last / s + 1) - o;
+    }
     l = l < 0 ? 0 : (l > (ptrdiff_t)seg ? (ptrdiff_t)seg : l);
     h = h < l ? l : (h > (ptrdiff_t)seg ? (ptrdiff_t)seg : h);
     *lo = (size_t)l;
