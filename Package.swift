@@ -46,6 +46,8 @@ let package = Package(
                           path: "Benchmarks/FusionBench"),
         .executableTarget(name: "ModelBench", dependencies: ["LayerKit", "BenchmarkSupport"],
                           path: "Benchmarks/ModelBench"),
+        .executableTarget(name: "ConvBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+                          path: "Benchmarks/ConvBench"),
 
         // Seeded mutation fuzzer over every user-fed parser (`make fuzz`).
         .executableTarget(name: "Fuzz", dependencies: ["LayerKit", "LayerKitCommands"], path: "Fuzz",

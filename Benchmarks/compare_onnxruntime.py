@@ -68,11 +68,12 @@ def swish_model(shape, beta):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def time_session(model, x, threads, warmup, runs):
-    """Runs `model` (input "x", output "y") on `x` with onnxruntime at
-    `threads` intra-op threads and full graph optimization, writing into a
-    preallocated output (IOBinding) as the evaluator does. Returns the
-    timing stats, the op types left after optimization, and the output."""
+def time_session(model, x, threads, warmup, runs, y_shape=None):
+    """Runs `model` (input "x", output "y", shaped like x unless y_shape
+    says) on `x` with onnxruntime at `threads` intra-op threads and full
+    graph optimization, writing into a preallocated output (IOBinding) as
+    the evaluator does. Returns the timing stats, the op types left after
+    optimization, and the output."""
     import numpy as np
     import onnx
     import onnxruntime as ort
@@ -89,10 +90,10 @@ def time_session(model, x, threads, warmup, runs):
                                        providers=["CPUExecutionProvider"])
         fused_ops = [n.op_type for n in onnx.load(opts.optimized_model_filepath).graph.node]
 
-    y = np.empty_like(x)
+    y = np.empty_like(x) if y_shape is None else np.empty(y_shape, dtype=np.float32)
     binding = session.io_binding()
     binding.bind_cpu_input("x", x)
-    binding.bind_output("y", "cpu", 0, np.float32, list(x.shape), y.ctypes.data)
+    binding.bind_output("y", "cpu", 0, np.float32, list(y.shape), y.ctypes.data)
     for _ in range(warmup):
         session.run_with_iobinding(binding)
     samples = []

@@ -5,8 +5,10 @@
 // per output pixel, Y_g[Mg x P] = W_g[Mg x K] * X_g[K x P]. A 1x1 kernel of
 // stride 1 without pads reads X_g straight from the input (it is the input,
 // C/group x H*W); otherwise X_g's columns [first, first + count) are
-// gathered first (im2col). Depthwise convolutions (one input channel per
-// output channel) have K = kH*kW, too few for a matrix product to pay: they
+// gathered first (im2col). (Gathering panel by panel while packing B, with
+// no K x count buffer, measured no faster: the per-segment work of the
+// gather costs, not the buffer's memory traffic.) Depthwise convolutions
+// (one input channel per output channel) have K = kH*kW, too few for a matrix product to pay: they
 // run as kH*kW row updates (axpy, vectorized when stride_w is 1) per output
 // row.
 
@@ -19,11 +21,16 @@
 // ones inside [0, width) are ox0 + [*lo, *hi), possibly empty.
 static void lk_valid_span(size_t ox0, size_t seg, size_t sw, ptrdiff_t off, size_t width, size_t *lo,
                           size_t *hi) {
-    ptrdiff_t s = (ptrdiff_t)sw, o = (ptrdiff_t)ox0;
-    ptrdiff_t first = off >= 0 ? 0 : (-off + s - 1) / s;
-    ptrdiff_t last = (ptrdiff_t)width - 1 - off;
-    ptrdiff_t end = last < 0 ? 0 : last / s + 1;
-    ptrdiff_t l = first - o, h = end - o;
+    ptrdiff_t s = (ptrdiff_t)sw, o = (ptrdiff_t)ox0, l, h;
+    if (sw == 1) { // no division: this runs once per row segment and tap
+        l = -off - o;
+        h = (ptrdiff_t)width - off - o;
+    } else {
+        ptrdiff_t first = off >= 0 ? 0 : (-off + s - 1) / s;
+        ptrdiff_t last = (ptrdiff_t)width - 1 - off;
+        l = first - o;
+        h = (last < 0 ? 0 : last / s + 1) - o;
+    }
     l = l < 0 ? 0 : (l > (ptrdiff_t)seg ? (ptrdiff_t)seg : l);
     h = h < l ? l : (h > (ptrdiff_t)seg ? (ptrdiff_t)seg : h);
     *lo = (size_t)l;

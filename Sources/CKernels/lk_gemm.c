@@ -2,10 +2,12 @@
 //
 // Blocking (Goto's scheme, simplified for the small matrices of a CNN): K in
 // blocks of LK_KC, A's rows in blocks of LK_MC packed into mr-row panels
-// (alpha applied while packing), B used in place (unit column stride) except
-// its last partial nr-column panel, which is packed zero-padded. Each
-// mr x nr block of C is one microkernel call; blocks at the edges of C go
-// through a zero-padded tile so the kernel never reads or writes past C.
+// (alpha applied while packing). B is packed one kc x nr panel at a time when
+// several row blocks reuse it (a contiguous panel in L1, whatever ldb is),
+// else read in place. Each mr x nr block of C is one microkernel call; the last
+// columns go through masked loads and stores, the last rows through a
+// zero-padded tile, so nothing past C is read or written. One or two rows
+// (a batch-1 Gemm) skip all that: B is streamed once per row.
 
 #include "lk_gemm_internal.h"
 
@@ -14,25 +16,42 @@
 
 #define LK_KC 256
 #define LK_MC 120 // a multiple of every mr (4, 6, 8)
+// Products with at most this many rows stream B once per row instead.
+#define LK_GEMV_ROWS 2
 
-// The portable kernel: a 4x8 block, plain loops the compiler may vectorize.
+// The portable kernels: a 4x8 block, plain loops the compiler may vectorize.
 static void lk_gemm_kernel_scalar(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                                  size_t ldc) {
+                                  size_t ldc, size_t cols) {
     float acc[4][8];
-    for (int i = 0; i < 4; i++) memcpy(acc[i], c + i * ldc, sizeof acc[i]);
+    for (int i = 0; i < 4; i++) memcpy(acc[i], c + i * ldc, cols * sizeof(float));
     for (size_t p = 0; p < k; p++, a += 4, b += ldb) {
         for (int i = 0; i < 4; i++) {
-            for (int j = 0; j < 8; j++) acc[i][j] += a[i] * b[j];
+            for (size_t j = 0; j < cols; j++) acc[i][j] += a[i] * b[j];
         }
     }
-    for (int i = 0; i < 4; i++) memcpy(c + i * ldc, acc[i], sizeof acc[i]);
+    for (int i = 0; i < 4; i++) memcpy(c + i * ldc, acc[i], cols * sizeof(float));
+}
+
+static void lk_gemm_pack_b_scalar(size_t k, size_t cols, const float *b, size_t ldb, float *dst) {
+    for (size_t p = 0; p < k; p++, b += ldb, dst += 8) {
+        for (size_t j = 0; j < 8; j++) dst[j] = j < cols ? b[j] : 0.0f;
+    }
+}
+
+static void lk_gemv_scalar(size_t k, size_t n, float alpha, const float *a, size_t a_col, const float *b,
+                           size_t ldb, float *c) {
+    for (size_t p = 0; p < k; p++) {
+        float ap = alpha * a[p * a_col];
+        for (size_t j = 0; j < n; j++) c[j] += ap * b[p * ldb + j];
+    }
 }
 
 static void lk_axpy_scalar(size_t n, float alpha, const float *x, size_t x_stride, float *y) {
     for (size_t i = 0; i < n; i++) y[i] += alpha * x[i * x_stride];
 }
 
-static const lk_gemm_isa lk_gemm_scalar = {4, 8, lk_gemm_kernel_scalar, lk_axpy_scalar};
+static const lk_gemm_isa lk_gemm_scalar = {4, 8, lk_gemm_kernel_scalar, lk_gemm_pack_b_scalar, lk_gemv_scalar,
+                                           lk_axpy_scalar};
 
 const lk_gemm_isa *lk_gemm_for(lk_isa isa) {
 #ifdef LK_HAVE_X86_GEMM
@@ -86,16 +105,16 @@ static void lk_gemm_pack_a(const lk_gemm_isa *isa, size_t m, float alpha, const 
     }
 }
 
-// One mr x nr block of C, through a zero-padded tile at the edges.
+// One mr x cols block of C, through a zero-padded tile when C has fewer rows.
 static void lk_gemm_block(const lk_gemm_isa *isa, size_t kc, const float *a, const float *b,
                           size_t ldb, float *c, size_t ldc, size_t rows, size_t cols) {
-    if (rows == isa->mr && cols == isa->nr) {
-        isa->kernel(kc, a, b, ldb, c, ldc);
+    if (rows == isa->mr) {
+        isa->kernel(kc, a, b, ldb, c, ldc, cols);
         return;
     }
     float tile[LK_GEMM_MAX_TILE] = {0};
     for (size_t i = 0; i < rows; i++) memcpy(tile + i * isa->nr, c + i * ldc, cols * sizeof(float));
-    isa->kernel(kc, a, b, ldb, tile, isa->nr);
+    isa->kernel(kc, a, b, ldb, tile, isa->nr, cols);
     for (size_t i = 0; i < rows; i++) memcpy(c + i * ldc, tile + i * isa->nr, cols * sizeof(float));
 }
 
@@ -103,37 +122,40 @@ int lk_sgemm_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alp
                  size_t a_row, size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
                  const float *row_bias, const float *col_bias, int accumulate) {
     if (m == 0 || n == 0) return 0;
+    lk_gemm_init_c(m, n, c, ldc, row_bias, col_bias, accumulate);
+    if (k == 0) return 0;
+    if (m <= LK_GEMV_ROWS) {
+        for (size_t i = 0; i < m; i++) isa->gemv(k, n, alpha, a + i * a_row, a_col, b, ldb, c + i * ldc);
+        return 0;
+    }
     size_t mr = isa->mr, nr = isa->nr;
     size_t kc_max = lk_min(k, LK_KC);
     size_t mc_max = lk_min((m + mr - 1) / mr * mr, LK_MC);
-    float *apack = NULL, *bpack = NULL;
-    if (k > 0) {
-        // aligned_alloc wants a multiple of the alignment.
-        apack = aligned_alloc(64, (mc_max * kc_max * sizeof(float) + 63) / 64 * 64);
-        bpack = aligned_alloc(64, (kc_max * nr * sizeof(float) + 63) / 64 * 64);
-        if (!apack || !bpack) {
-            free(apack);
-            free(bpack);
-            return -1;
-        }
+    // aligned_alloc wants a multiple of the alignment.
+    float *apack = aligned_alloc(64, (mc_max * kc_max * sizeof(float) + 63) / 64 * 64);
+    float *bpack = aligned_alloc(64, (kc_max * nr * sizeof(float) + 63) / 64 * 64);
+    if (!apack || !bpack) {
+        free(apack);
+        free(bpack);
+        return -1;
     }
-    lk_gemm_init_c(m, n, c, ldc, row_bias, col_bias, accumulate);
-    size_t n_full = n - n % nr;
     for (size_t p0 = 0; p0 < k; p0 += LK_KC) {
         size_t kc = lk_min(LK_KC, k - p0);
-        for (size_t p = 0; n_full < n && p < kc; p++) {
-            const float *s = b + (p0 + p) * ldb;
-            for (size_t j = 0; j < nr; j++) bpack[p * nr + j] = n_full + j < n ? s[n_full + j] : 0.0f;
-        }
         for (size_t i0 = 0; i0 < m; i0 += LK_MC) {
             size_t mc = lk_min(LK_MC, m - i0);
             lk_gemm_pack_a(isa, m, alpha, a, a_row, a_col, i0, mc, p0, kc, apack);
             for (size_t j0 = 0; j0 < n; j0 += nr) {
-                int full = j0 < n_full;
-                const float *bp = full ? b + p0 * ldb + j0 : bpack;
+                size_t cols = lk_min(nr, n - j0);
+                const float *bp = b + p0 * ldb + j0;
+                size_t bs = ldb;
+                if (mc > mr) {
+                    isa->pack_b(kc, cols, bp, ldb, bpack);
+                    bp = bpack;
+                    bs = nr;
+                }
                 for (size_t ir = 0; ir < mc; ir += mr) {
-                    lk_gemm_block(isa, kc, apack + ir * kc, bp, full ? ldb : nr,
-                                  c + (i0 + ir) * ldc + j0, ldc, lk_min(mr, mc - ir), lk_min(nr, n - j0));
+                    lk_gemm_block(isa, kc, apack + ir * kc, bp, bs, c + (i0 + ir) * ldc + j0, ldc,
+                                  lk_min(mr, mc - ir), cols);
                 }
             }
         }
@@ -146,8 +168,8 @@ int lk_sgemm_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alp
 int lk_sgemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, size_t a_row,
                  size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
                  const float *row_bias, const float *col_bias, int accumulate) {
-    return lk_sgemm_run(lk_gemm_for(lk_kernels_isa()), m, n, k, alpha, a, a_row, a_col, b, ldb, c,
-                        ldc, row_bias, col_bias, accumulate);
+    return lk_sgemm_run(lk_gemm_for(lk_kernels_isa()), m, n, k, alpha, a, a_row, a_col, b, ldb, c, ldc,
+                        row_bias, col_bias, accumulate);
 }
 
 int lk_sgemm_f32_isa(lk_isa isa, size_t m, size_t n, size_t k, float alpha, const float *a,

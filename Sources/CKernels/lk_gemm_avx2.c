@@ -1,6 +1,7 @@
 // AVX2+FMA microkernel of lk_gemm.h: a 6x16 register block (lk_gemm_simd.h).
 // Built without -mavx2: the functions carry the target attribute and run
-// only after lk_gemm.c checked the CPU.
+// only after lk_gemm.c checked the CPU. Masked loads and stores touch no
+// byte of the masked-off lanes (which load as 0).
 
 #include "lk_gemm_internal.h"
 
@@ -13,6 +14,15 @@ typedef __m256 lk_v;
 #define LK_PS(op) _mm256_##op##_ps
 #define LK_GEMM_MR 6
 #define LK_GEMM_ISA lk_gemm_avx2
+
+#define LK_INLINE static inline __attribute__((always_inline))
+typedef __m256i lk_lanes; // maskload/maskstore take their mask as integers
+LK_TARGET LK_INLINE lk_lanes lk_lanes_upto(size_t left) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(left >= 8 ? 8 : (int)left),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+LK_TARGET LK_INLINE lk_v lk_load_lanes(const float *p, lk_lanes k) { return _mm256_maskload_ps(p, k); }
+LK_TARGET LK_INLINE void lk_store_lanes(float *p, lk_lanes k, lk_v v) { _mm256_maskstore_ps(p, k, v); }
 
 #include "lk_gemm_simd.h"
 #endif

@@ -6,23 +6,38 @@
 
 #include "lk_gemm.h"
 
-/// C[mr x nr] += A * B over k steps: `a` is packed, mr values a step; `b`
-/// is nr values a step, `ldb` floats apart; C rows are `ldc` floats apart.
+/// C[mr x cols] += A * B over k steps (cols <= nr): `a` is packed, mr
+/// values a step; `b` is cols values a step, `ldb` floats apart; C rows are
+/// `ldc` floats apart. Nothing past `cols` columns is read or written.
 typedef void lk_gemm_kernel_fn(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                               size_t ldc);
+                               size_t ldc, size_t cols);
+
+/// Copies k rows of `cols` <= nr values, `ldb` floats apart, to `dst` as
+/// rows of nr values (zeros past cols).
+typedef void lk_gemm_pack_b_fn(size_t k, size_t cols, const float *b, size_t ldb, float *dst);
+
+/// c[j] += alpha * sum_p a[p * a_col] * b[p * ldb + j] for j in [0, n):
+/// one row of C, B streamed once.
+typedef void lk_gemv_fn(size_t k, size_t n, float alpha, const float *a, size_t a_col, const float *b,
+                        size_t ldb, float *c);
 
 /// y[i] += alpha * x[i * x_stride] for i in [0, n).
 typedef void lk_axpy_fn(size_t n, float alpha, const float *x, size_t x_stride, float *y);
 
-/// One instruction set's microkernel (its register block) and row update.
+/// One instruction set's microkernel (its register block), B packing,
+/// single-row product and row update.
 typedef struct {
     size_t mr, nr;
     lk_gemm_kernel_fn *kernel;
+    lk_gemm_pack_b_fn *pack_b;
+    lk_gemv_fn *gemv;
     lk_axpy_fn *axpy;
 } lk_gemm_isa;
 
 /// The largest register block of any kernel, for edge tiles.
 #define LK_GEMM_MAX_TILE (8 * 32)
+/// The widest nr.
+#define LK_GEMM_MAX_NR 32
 
 /// The kernels for `isa` (which the caller checked this CPU has).
 const lk_gemm_isa *lk_gemm_for(lk_isa isa);
