@@ -19,7 +19,7 @@ public struct CPUEvaluator: Sendable {
     /// Makes an evaluator that uses `threadCount` threads, by default one per
     /// active processor.
     public init(threadCount: Int? = nil) {
-        self.threadCount = threadCount ?? ProcessInfo.processInfo.activeProcessorCount
+        self.threadCount = threadCount ?? activeProcessorCount
         self.isa = lk_kernels_isa()
     }
 

@@ -1,5 +1,11 @@
+import Foundation
 import Dispatch
 import Synchronization
+
+/// The active processors, read once: Foundation re-reads the cgroup CPU
+/// limits on every `ProcessInfo.activeProcessorCount` (15 µs measured here),
+/// which a small layer cannot afford per call.
+let activeProcessorCount = ProcessInfo.processInfo.activeProcessorCount
 
 /// Elements per work item for element-wise kernels: 64K floats is 256 KiB
 /// read plus 256 KiB written, small enough to stay in a core's L2 and large

@@ -11,7 +11,7 @@ public final class GPUContext: @unchecked Sendable {
     /// Staging buffers reused across uploads and downloads.
     let stagingPool: StagingPool
     /// Threads that convert between Float32 tensors and fp16 texels.
-    let conversionThreads = ProcessInfo.processInfo.activeProcessorCount
+    let conversionThreads = activeProcessorCount
 
     /// The most bytes of idle staging buffers a context keeps for reuse.
     public static let maxIdleStagingBytes = 256 << 20

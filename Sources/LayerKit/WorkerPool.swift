@@ -35,7 +35,7 @@ import Synchronization
 final class WorkerPool: @unchecked Sendable {
     /// The pool forEachChunk uses: one helper per active processor beyond the
     /// calling thread's. Created on first use.
-    static let shared = WorkerPool(threadCount: ProcessInfo.processInfo.activeProcessorCount)
+    static let shared = WorkerPool(threadCount: activeProcessorCount)
 
     /// The number of helper threads (threadCount - 1).
     let helperCount: Int

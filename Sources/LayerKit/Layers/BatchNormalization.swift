@@ -69,7 +69,7 @@ public final class BatchNormalization: Layer, Sendable {
         let (a, b) = (multipliers, offsets)
         let pointers = UnsafeSendable((UnsafePointer(inputs[0].dataPointer), outputs[0].dataPointer))
         let planesPerChunk = max(1, defaultChunkSize / max(plane, 1))
-        forEachChunk(count: shape[0] * channels, chunkSize: planesPerChunk, threadCount: LayerChecks.threadCount) { planes in
+        forEachChunk(count: shape[0] * channels, chunkSize: planesPerChunk, threadCount: activeProcessorCount) { planes in
             for p in planes {
                 let c = p % channels
                 lk_affine_clamp_f32(pointers.value.0 + p * plane, a[c], b[c], -.infinity, .infinity,

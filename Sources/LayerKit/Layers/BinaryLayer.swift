@@ -53,7 +53,7 @@ public final class BinaryLayer: Layer, Sendable {
         try LayerChecks.requireOutput(outputs, plan.shape, layer: layerName)
         let op = primitive
         let pointers = UnsafeSendable((inputs[0].dataPointer, inputs[1].dataPointer, outputs[0].dataPointer))
-        forEachChunk(count: outputs[0].count, threadCount: LayerChecks.threadCount) { range in
+        forEachChunk(count: outputs[0].count, threadCount: activeProcessorCount) { range in
             plan.forEachRun(in: range) { output, a, b, n in
                 let p = pointers.value
                 lk_binary_f32(op, p.0 + a, plan.runStrideA, p.1 + b, plan.runStrideB, p.2 + output, n)

@@ -54,7 +54,7 @@ public final class ConcatLayer: Layer, Sendable {
             offset += input.shape[axis] * inner
         }
         let shared = UnsafeSendable((pieces, outputs[0].dataPointer))
-        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / outRun), threadCount: LayerChecks.threadCount) { range in
+        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / outRun), threadCount: activeProcessorCount) { range in
             let (pieces, output) = shared.value
             for o in range {
                 for piece in pieces {

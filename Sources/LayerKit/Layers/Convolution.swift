@@ -29,7 +29,7 @@ public final class Convolution: Layer {
     public let group: Int
     /// The most threads `evaluate` uses (one per core by default); work too
     /// small to gain from threads runs on the calling thread alone.
-    public var threadCount = ProcessInfo.processInfo.activeProcessorCount
+    public var threadCount = activeProcessorCount
 
     /// M.
     public var outputChannels: Int { weights.shape[0] }

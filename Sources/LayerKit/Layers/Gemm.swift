@@ -26,7 +26,7 @@ public final class Gemm: Layer {
     public let outputFeatures: Int
     /// The most threads `evaluate` uses (one per core by default); small
     /// products run on the calling thread alone.
-    public var threadCount = ProcessInfo.processInfo.activeProcessorCount
+    public var threadCount = activeProcessorCount
 
     /// B' as `[K, M]`, row-major (B copied, transposed if `transB`).
     let weights: Tensor

@@ -2,9 +2,6 @@ import Foundation
 
 /// Checks and helpers the standard op layers share.
 enum LayerChecks {
-    /// Threads the op layers' CPU kernels use: one per active processor.
-    static let threadCount = ProcessInfo.processInfo.activeProcessorCount
-
     /// Throws unless there are exactly `count` input shapes.
     static func requireInputCount(_ shapes: [[Int]], _ count: Int, layer: String) throws {
         guard shapes.count == count else {

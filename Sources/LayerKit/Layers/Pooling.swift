@@ -89,7 +89,7 @@ public final class Pooling: Layer, Sendable {
         let chunk = max(1, defaultChunkSize / max(inPlane, 1))
         if Pooling.isGlobal(kind) {
             let max: Int32 = kind == .globalMax ? 1 : 0
-            forEachChunk(count: planes, chunkSize: chunk, threadCount: LayerChecks.threadCount) { range in
+            forEachChunk(count: planes, chunkSize: chunk, threadCount: activeProcessorCount) { range in
                 lk_global_pool_f32(max, pointers.value.0 + range.lowerBound * inPlane,
                                    pointers.value.1 + range.lowerBound, inPlane, range.count)
             }
@@ -97,7 +97,7 @@ public final class Pooling: Layer, Sendable {
         }
         let params = try kernelParameters(input.shape)
         let outPlane = shape[2] * shape[3]
-        forEachChunk(count: planes, chunkSize: chunk, threadCount: LayerChecks.threadCount) { range in
+        forEachChunk(count: planes, chunkSize: chunk, threadCount: activeProcessorCount) { range in
             var p = params
             let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(p.out_w, 1))
             defer { scratch.deallocate() }

@@ -34,7 +34,7 @@ public final class Softmax: Layer, Sendable {
         let block = length * inner
         guard block > 0 else { return }
         let pointers = UnsafeSendable((UnsafePointer(inputs[0].dataPointer), outputs[0].dataPointer))
-        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / block), threadCount: LayerChecks.threadCount) { range in
+        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / block), threadCount: activeProcessorCount) { range in
             let scratch = UnsafeMutablePointer<Float>.allocate(capacity: 2 * inner)
             defer { scratch.deallocate() }
             lk_softmax_f32(pointers.value.0 + range.lowerBound * block, pointers.value.1 + range.lowerBound * block,

@@ -17,7 +17,9 @@ open class ElementwiseLayer: PerElementLayer, @unchecked Sendable {
     /// The scalar values: parameters given, else the defaults.
     public private(set) var scalars: [String: Float]
     /// Per-channel values set through `setWeightData`, by name.
-    public private(set) var channelValues: [String: [Float]] = [:]
+    public private(set) var channelValues: [String: [Float]] = [:] { didSet { chain = makeChain() } }
+    /// This op as a chain of one stage, values bound (remade when weights are set).
+    private(set) var chain = FormulaChain(stages: [])
 
     public var layerName: String { definition.name }
 
@@ -54,6 +56,7 @@ open class ElementwiseLayer: PerElementLayer, @unchecked Sendable {
         } else {
             formula = definition.formula
         }
+        chain = makeChain()
     }
 
     /// One blob per name of `definition.weightNames`, in that order; an empty
@@ -102,8 +105,7 @@ open class ElementwiseLayer: PerElementLayer, @unchecked Sendable {
             .encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }
 
-    /// This op as a chain of one stage, values bound.
-    var chain: FormulaChain {
+    private func makeChain() -> FormulaChain {
         FormulaChain(stages: [.init(name: definition.name, formula: formula, scalars: scalars,
                                     channelValues: channelValues)])
     }

@@ -13,6 +13,18 @@ struct FormulaChain: Sendable {
     }
 
     let stages: [Stage]
+    /// The CPU program and GPU kernel, made on first use and kept: a layer
+    /// that runs many times (a model's) compiles its formula once.
+    private let compiled = Compiled()
+
+    init(stages: [Stage]) { self.stages = stages }
+
+    /// Lazily built forms of a chain, shared by its copies.
+    private final class Compiled: @unchecked Sendable {
+        let lock = NSLock()
+        var program: CPUProgram?
+        var kernel: (PerElementKernel, [Float], [[Float]])?
+    }
 
     /// `Linear+Swish`-style name for kernels, notices and reports.
     var name: String { stages.map(\.name).joined(separator: "+") }
@@ -39,7 +51,7 @@ struct FormulaChain: Sendable {
     /// `threadCount` threads (nil: one per active processor).
     func evaluate(inputs: [Tensor], outputs: [Tensor], threadCount: Int? = nil) throws {
         for input in inputs { try checkChannels(input.nchw().c) }
-        let program = try CPUProgram(self)
+        let program = try cpuProgram()
         let evaluator = CPUEvaluator(threadCount: threadCount)
         for (input, output) in zip(inputs, outputs) {
             try evaluator.run(program, input: input, output: output, op: name)
@@ -49,7 +61,7 @@ struct FormulaChain: Sendable {
     /// Encodes the chain as one dispatch per image pair.
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         for input in inputs { try checkChannels(input.featureChannels) }
-        let (kernel, parameters, weights) = try gpuKernel()
+        let (kernel, parameters, weights) = try cachedGPUKernel()
         for (input, output) in zip(inputs, outputs) {
             try commandBuffer.dispatch(kernel, input: input, output: output, parameters: parameters, weights: weights)
         }
@@ -67,6 +79,22 @@ struct FormulaChain: Sendable {
             Stage(name: stage.name, formula: stage.formula, scalars: stage.scalars,
                   channelValues: stage.channelValues.mapValues { Array($0[range]) })
         })
+    }
+
+    private func cpuProgram() throws -> CPUProgram {
+        compiled.lock.lock(); defer { compiled.lock.unlock() }
+        if let program = compiled.program { return program }
+        let program = try CPUProgram(self)
+        compiled.program = program
+        return program
+    }
+
+    private func cachedGPUKernel() throws -> (PerElementKernel, [Float], [[Float]]) {
+        compiled.lock.lock(); defer { compiled.lock.unlock() }
+        if let kernel = compiled.kernel { return kernel }
+        let kernel = try gpuKernel()
+        compiled.kernel = kernel
+        return kernel
     }
 
     /// The GLSL kernel: one function per stage, applied in order; scalars

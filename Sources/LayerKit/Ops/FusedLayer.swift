@@ -14,6 +14,7 @@ public final class FusedLayer: PerElementLayer, @unchecked Sendable {
     public init(_ layers: [ElementwiseLayer]) throws {
         guard !layers.isEmpty else { throw LayerKitError.invalidParameter("Fused: no layers to fuse") }
         self.layers = layers
+        chain = FormulaChain(stages: layers.flatMap(\.chain.stages))
     }
 
     /// Core ML style: `parameters["layers"]` holds the `[ElementwiseLayer]`.
@@ -59,5 +60,6 @@ public final class FusedLayer: PerElementLayer, @unchecked Sendable {
             .encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }
 
-    var chain: FormulaChain { FormulaChain(stages: layers.flatMap(\.chain.stages)) }
+    /// The layers' stages as one chain (their weights as they were when fused).
+    let chain: FormulaChain
 }
