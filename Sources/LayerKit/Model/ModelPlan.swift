@@ -15,6 +15,8 @@ final class ModelPlan {
     let slots: [Int?]
     /// Per slot: its NCHW image shape.
     let slotShapes: [[Int]]
+    /// Per value: the last step that reads it (see `ModelGraph.lastUses`).
+    let lastUses: [Int]
     /// The slot images, made on the first GPU run.
     var images: [SliceImage] = []
     /// Whether the constants' images hold their data yet.
@@ -22,6 +24,7 @@ final class ModelPlan {
 
     init(graph: ModelGraph, backend: Backend) throws {
         self.graph = graph
+        lastUses = graph.lastUses()
         placements = try graph.steps.map { try ModelPlan.placement(of: $0, in: graph, backend: backend) }
 
         // The first and last step that needs each value's image.

@@ -34,7 +34,7 @@ final class ModelRun {
 
     /// Runs every step; returns the graph's outputs.
     func run() throws -> [Tensor] {
-        let lastUse = graph.lastUses()
+        let lastUse = plan.lastUses
         for (i, step) in graph.steps.enumerated() {
             guard let layer = step.layer else { continue }
             if plan.placements[i].isGPU {
@@ -118,12 +118,12 @@ final class ModelRun {
     private func finishGPUWork() throws {
         guard let commands else { return }
         let submitStart = now()
-        profile.spans.append(span(.record, "record", recordStart, submitStart))
+        note(span(.record, "record", recordStart, submitStart))
         try commands.commit()
         let waitStart = now()
-        profile.spans.append(span(.submit, "submit", submitStart, waitStart))
+        note(span(.submit, "submit", submitStart, waitStart))
         try commands.waitUntilCompleted()
-        profile.spans.append(span(.wait, "wait", waitStart, now()))
+        note(span(.wait, "wait", waitStart, now()))
         self.commands = nil
         for (v, tensor) in downloads {
             let shape = graph.values[v].shape
@@ -158,14 +158,21 @@ final class ModelRun {
         let outputs = try step.outputs.map { try Tensor(shape: graph.values[$0].shape) }
         let begin = now()
         try layer.evaluate(inputs: inputs, outputs: outputs)
-        let bytes = 4 * (inputs + outputs).reduce(0) { $0 + $1.count }
-        profile.spans.append(ModelProfile.Span(kind: .cpuLayer, name: step.name, op: step.opType,
-                                               startNanoseconds: begin, durationNanoseconds: now() - begin,
-                                               shape: outputs[0].shape, bytes: bytes))
+        if profiling {
+            let bytes = 4 * (inputs + outputs).reduce(0) { $0 + $1.count }
+            profile.spans.append(ModelProfile.Span(kind: .cpuLayer, name: step.name, op: step.opType,
+                                                   startNanoseconds: begin, durationNanoseconds: now() - begin,
+                                                   shape: outputs[0].shape, bytes: bytes))
+        }
         for (v, tensor) in zip(step.outputs, outputs) {
             host[v] = tensor
             onGPU[v] = false
         }
+    }
+
+    /// Keeps `span` when profiling.
+    private func note(_ span: ModelProfile.Span) {
+        if profiling { profile.spans.append(span) }
     }
 
     private func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) }
