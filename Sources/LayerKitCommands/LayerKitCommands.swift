@@ -15,6 +15,12 @@ public enum LayerKitCommands {
           parity  --all [--shape NxCxHxW] [--seed N]
                                        every op, defaults and an example set: one table
           demo    [--output FILE.png]  run Swish on a built-in image on GPU and CPU
+          bench   [LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend cpu|gpu|both] [--json]
+                                       kernel and end-to-end times: median, min, p90, elements/s, GB/s
+          bench   --sweep [LAYERS] [--plot FILE.svg] [--json]
+                                       sizes 1x64x8x8 to 1x64x1024x1024 against the memory-copy ceiling
+          profile LAYERS [--shape NxCxHxW] [--backend cpu|gpu] [--trace FILE.json]
+                                       where one run's time goes: per-layer table, overhead, Chrome trace
           help                         show this text
 
         LAYERS: one or more of --op NAME or --expr "FORMULA", each followed by its own
@@ -42,6 +48,8 @@ public enum LayerKitCommands {
             case "apply": return try ApplyCommand.run(rest, console: console)
             case "parity": return try ParityCommand.run(rest, console: console)
             case "demo": return try DemoCommand.run(rest, console: console)
+            case "bench": return try BenchCommand.run(rest, console: console)
+            case "profile": return try ProfileCommand.run(rest, console: console)
             case "help", "--help", "-h":
                 console.print(usage)
                 return 0
