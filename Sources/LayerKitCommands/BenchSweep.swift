@@ -9,7 +9,7 @@ import LayerKit
 enum BenchSweep {
     static let sizes = [8, 16, 32, 64, 128, 256, 512, 1024]
     static let channels = 64
-    /// Past this many elements a point gets proportionally fewer runs (at least 3).
+    /// Past this many elements a point gets proportionally fewer runs (at least 5).
     static let fullRunElements = 1 << 22
 
     /// One size's medians (ms) and throughputs (GB/s at 8 bytes an element:
@@ -53,7 +53,7 @@ enum BenchSweep {
         var points: [Point] = []
         for size in sizes {
             let input = try Tensor.uniform(shape: [1, channels, size, size], in: -10...10, seed: 1)
-            let runs = max(3, Int(Double(repeats) * min(1, Double(fullRunElements) / Double(input.count))))
+            let runs = max(5, Int(Double(repeats) * min(1, Double(fullRunElements) / Double(input.count))))
             let warm = min(warmup, runs)
             let copy = try Tensor(shape: input.shape)
             var point = Point(size: size, elements: input.count, runs: runs,
@@ -119,7 +119,9 @@ enum BenchSweep {
         lines.append("")
         lines.append("      size  runs   copy GB/s    CPU GB/s  GPU kernel  GPU end-to-end  (GB/s)")
         for p in record.points {
-            lines.append(String(format: "%10@ %5d", "\(p.size)x\(p.size)", p.runs) + "  " + cell(p.gigabytesPerSecond(p.copyMs))
+            let size = "\(p.size)x\(p.size)"
+            lines.append(String(repeating: " ", count: max(0, 10 - size.count)) + size + String(format: " %5d", p.runs)
+                         + "  " + cell(p.gigabytesPerSecond(p.copyMs))
                          + "  " + cell(p.gigabytesPerSecond(p.cpuKernelMs)) + "  " + cell(p.gigabytesPerSecond(p.gpuKernelMs))
                          + "      " + cell(p.gigabytesPerSecond(p.gpuEndToEndMs)))
         }
