@@ -40,7 +40,12 @@ enum ProfileCommand {
         console.print("profile \(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape)), "
                       + "one run after the warm-up")
         console.print(device)
-        if backend.gpu != nil { console.print("CPU evaluator: \(DeviceNote.cpu)") }
+        if let context = backend.gpu {
+            console.print("CPU evaluator: \(DeviceNote.cpu)")
+            if !context.deviceInfo.supportsTimestamps {
+                console.note("the device records no compute timestamps: kernels and GPU copies are not timed")
+            }
+        }
         console.print("")
         for line in ProfileTable.lines(summary) { console.print(line) }
         if let tracePath {

@@ -31,16 +31,18 @@ final class GPUWorkProfile {
     /// Records a caller's mark (not the profile's).
     func noteCallerMark() { markOwners.append(false) }
 
-    /// Records `work` between two marks of its own on `commands`, or
-    /// untimed when the device has no timestamps or the marks run out.
+    /// Records `work` (timing its recording on the host) between two marks
+    /// of its own on `commands`, or without marks when the device has no
+    /// timestamps or the marks run out.
     func bracket(_ item: Item, on commands: CommandBuffer, _ work: () throws -> Void) throws {
+        func record() throws { try profiler.measure(.record, "record: \(item.name)", work) }
         let timed = commands.device.info.supportsTimestamps
             && markOwners.count + 2 <= CommandBuffer.maxTimestamps - GPUWorkProfile.reservedMarks
-        guard timed else { return try work() }
+        guard timed else { return try record() }
         let begin = markOwners.count
         try commands.timestamp(item.name)
         markOwners.append(true)
-        try work()
+        try record()
         try commands.timestamp(item.name)
         markOwners.append(true)
         items.append((item, profiler.op, begin, begin + 1))
