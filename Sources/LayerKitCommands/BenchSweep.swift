@@ -12,8 +12,9 @@ enum BenchSweep {
     /// Past this many elements a point gets proportionally fewer runs (at least 5).
     static let fullRunElements = 1 << 22
 
-    /// One size's medians (ms) and throughputs (GB/s at 8 bytes an element:
-    /// Float32 read and written, what the copy moves).
+    /// One size's medians (ms; the copy, a ceiling, its fastest run) and
+    /// throughputs (GB/s at 8 bytes an element: Float32 read and written,
+    /// what the copy moves).
     struct Point: Encodable {
         let size: Int
         let elements: Int
@@ -59,7 +60,7 @@ enum BenchSweep {
             var point = Point(size: size, elements: input.count, runs: runs,
                               copyMs: TimingStats(samples: measure(warmup: warm, runs: runs) {
                                   copyTensor(input, into: copy, threads: threads)
-                              })?.medianMs ?? 0)
+                              })?.minMs ?? 0)
             if cpu {
                 let rows = try BenchWorkloads.cpu(layer, input: input, warmup: warm, runs: runs)
                 point.cpuKernelMs = rows.first { $0.measure == "kernel" }?.stats.medianMs
@@ -113,7 +114,8 @@ enum BenchSweep {
     /// The text report: device line, one row per size, the dispatch overhead.
     static func table(_ record: Record, context: GPUContext?) -> [String] {
         func cell(_ value: Double?) -> String { value.map { String(format: "%10.3f", $0) } ?? String(repeating: " ", count: 9) + "-" }
-        var lines = ["sweep \(record.op) 1x\(record.channels)xSxS; medians; GB/s at 8 bytes an element (Float32 in + out)",
+        var lines = ["sweep \(record.op) 1x\(record.channels)xSxS; medians (the copy: its fastest run); "
+                     + "GB/s at 8 bytes an element (Float32 in + out)",
                      "CPU evaluator: \(DeviceNote.cpu)"]
         if let context { lines.append("GPU: \(DeviceNote.describe(context))") }
         lines.append("")

@@ -1,12 +1,13 @@
 import Foundation
 import LayerKit
 
-/// `layerkit profile --op NAME`: one run of a layer after a warm-up, every
-/// step recorded (`Profiler`): the per-layer table with the rest of the wall
-/// time accounted for, and with `--trace` a Chrome trace-event file.
+/// `layerkit profile --op NAME`: runs of a layer after a warm-up, every
+/// step recorded (`Profiler`); for the run with the median wall time, the
+/// per-layer table with the rest of the wall time accounted for, and with
+/// `--trace` a Chrome trace-event file.
 enum ProfileCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--shape", "--backend", "--trace", "--warmup"]))
+        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--shape", "--backend", "--trace", "--warmup", "--repeat"]))
         if let file = arguments.positional.first {
             throw UsageError("profiling a model (\(file)) is not available yet; profile one layer with --op NAME")
         }
@@ -27,18 +28,24 @@ enum ProfileCommand {
         }
         let input = try Tensor.uniform(shape: shape, in: -10...10, seed: 1)
         // Warm-up: pipelines, staging buffers, and memory the allocator has touched before.
-        for _ in 0..<(try BenchCommand.count(arguments, "--warmup", default: 3, minimum: 0)) {
+        let warmup = try BenchCommand.count(arguments, "--warmup", default: 3, minimum: 0)
+        for _ in 0..<warmup {
             _ = try backend.run(options.layer, inputs: [input])
         }
-        let profiler = Profiler()
-        _ = try profiler.measure(.run, "run \(options.name)") {
-            try backend.run(options.layer, inputs: [input], profiler: profiler)
-        }
-        let summary = ProfileSummary(spans: profiler.spans)
+        // Several profiled runs; the one with the median wall time is shown.
+        let repeats = try BenchCommand.count(arguments, "--repeat", default: 5, minimum: 1)
+        let runs = try (0..<repeats).map { _ in
+            let profiler = Profiler()
+            _ = try profiler.measure(.run, "run \(options.name)") {
+                try backend.run(options.layer, inputs: [input], profiler: profiler)
+            }
+            return (profiler, ProfileSummary(spans: profiler.spans))
+        }.sorted { $0.1.wallNanoseconds < $1.1.wallNanoseconds }
+        let (profiler, summary) = runs[(runs.count - 1) / 2]
 
         let device = backend.gpu.map { "GPU: " + DeviceNote.describe($0) } ?? "CPU evaluator: \(DeviceNote.cpu)"
         console.print("profile \(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape)), "
-                      + "one run after the warm-up")
+                      + "the run with the median wall time of \(repeats) after \(warmup) warm-up")
         console.print(device)
         if let context = backend.gpu {
             console.print("CPU evaluator: \(DeviceNote.cpu)")

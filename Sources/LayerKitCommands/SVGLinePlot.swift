@@ -22,7 +22,7 @@ struct SVGLinePlot {
     var series: [Series]
     var notes: [String] = []
 
-    private let width = 960.0, plotLeft = 90.0, plotWidth = 600.0, plotTop = 110.0, plotHeight = 420.0
+    private let width = 1000.0, plotLeft = 90.0, plotWidth = 600.0, plotTop = 110.0, plotHeight = 420.0
 
     /// The SVG document.
     func svg() -> String {

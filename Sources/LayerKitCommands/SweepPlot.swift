@@ -13,7 +13,7 @@ enum SweepPlot {
         let emulated = context.map(DeviceNote.isEmulated) ?? false
         let gpuName = context.map { "GPU" + (DeviceNote.isEmulated($0) ? " (emulated)" : "") } ?? "GPU"
         let series = [
-            line("memory copy (ceiling)", "#555", dashed: true) { $0.copyMs },
+            line("memory copy (ceiling, fastest run)", "#555", dashed: true) { $0.copyMs },
             line("CPU evaluator", "#1f77b4") { $0.cpuKernelMs },
             line("\(gpuName) kernel", "#d62728") { $0.gpuKernelMs },
             line("\(gpuName) end to end", "#ff7f0e") { $0.gpuEndToEndMs },
