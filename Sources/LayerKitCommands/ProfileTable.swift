@@ -36,7 +36,7 @@ enum ProfileTable {
             row.enumerated().map { c, text in
                 let pad = String(repeating: " ", count: widths[c] - text.count)
                 return c < leftColumns ? text + pad : pad + text
-            }.joined(separator: "  ")
+            }.joined(separator: "  ").replacingOccurrences(of: " +$", with: "", options: .regularExpression)
         }
     }
 }
