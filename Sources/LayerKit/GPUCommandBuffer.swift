@@ -106,10 +106,9 @@ public final class GPUCommandBuffer: @unchecked Sendable {
                          constants: PushConstants, threads: (x: Int, y: Int, z: Int)) throws {
         let bindings = images.map { CommandBuffer.Binding.image($0.texture) } + buffers.map { .buffer($0) }
         let wg = pipeline.workgroupSize
-        let item = GPUWorkProfile.Item(kind: .kernel, name: pipeline.name, shape: images.last?.shape,
-                                       workgroupSize: [Int(wg.0), Int(wg.1), Int(wg.2)],
-                                       bytes: images.reduce(0) { $0 + $1.texelBytes })
-        try record(item) {
+        try record(.init(kind: .kernel, name: pipeline.name, shape: images.last?.shape,
+                         workgroupSize: [Int(wg.0), Int(wg.1), Int(wg.2)],
+                         bytes: images.reduce(0) { $0 + $1.texelBytes })) {
             try commands.dispatch(pipeline, bindings: bindings, pushConstants: constants, threads: threads)
         }
     }
@@ -160,10 +159,10 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     }
 
     /// Records `work` after a barrier on everything recorded before it;
-    /// in a profiled buffer, between GPU timestamps, as `item`.
-    private func record(_ item: GPUWorkProfile.Item, _ work: () throws -> Void) throws {
+    /// in a profiled buffer, between GPU timestamps, as `item` (made only then).
+    private func record(_ item: @autoclosure () -> GPUWorkProfile.Item, _ work: () throws -> Void) throws {
         if pendingBarrier { try commands.barrier() }
-        if let profile { try profile.bracket(item, on: commands, work) } else { try work() }
+        if let profile { try profile.bracket(item(), on: commands, work) } else { try work() }
         pendingBarrier = true
     }
 
