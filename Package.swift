@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "VulkanCompute", dependencies: ["CVulkan", "CGlslang"]),
         .target(name: "LayerKit", dependencies: ["VulkanCompute", "CPNG", "CKernels"],
                 plugins: ["EmbedShaders"]),
-        .target(name: "LayerKitCommands", dependencies: ["LayerKit"]),
+        .target(name: "LayerKitCommands", dependencies: ["LayerKit", "BenchmarkSupport"]),
         .executableTarget(name: "layerkit", dependencies: ["LayerKitCommands"]),
         // Benchmarks: timing, statistics and report helpers shared by the executables.
         .target(name: "BenchmarkSupport", dependencies: ["LayerKit"], path: "Benchmarks/BenchmarkSupport"),

@@ -23,6 +23,11 @@ public struct BenchRow: Codable, Sendable {
 /// Prints `rows` as an aligned table, with one ratio column per baseline:
 /// the baseline's median over each row's median (times faster than it).
 public func printTable(_ rows: [BenchRow], baselines: [(label: String, name: String)]) {
+    for line in formatTable(rows, baselines: baselines) { print(line) }
+}
+
+/// The lines `printTable` prints.
+public func formatTable(_ rows: [BenchRow], baselines: [(label: String, name: String)] = []) -> [String] {
     let bases = baselines.map { baseline in rows.first { $0.name == baseline.name }?.stats.medianMs }
     let header = ["variant", "threads", "runs", "median ms", "min ms", "p90 ms", "Gelem/s", "GB/s"]
         + baselines.map { "\($0.label)/this" }
@@ -33,14 +38,16 @@ public func printTable(_ rows: [BenchRow], baselines: [(label: String, name: Str
                 fmt(row.elementsPerSecond / 1e9), fmt(row.gigabytesPerSecond)] + ratios
     }
     let widths = header.indices.map { c in ([header] + body).map { $0[c].count }.max() ?? 0 }
+    var lines: [String] = []
     for (i, line) in ([header] + body).enumerated() {
         let cells = line.enumerated().map { c, text in
             c == 0 ? text.padding(toLength: widths[c], withPad: " ", startingAt: 0)
                    : String(repeating: " ", count: widths[c] - text.count) + text
         }
-        print(cells.joined(separator: "  "))
-        if i == 0 { print(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
+        lines.append(cells.joined(separator: "  "))
+        if i == 0 { lines.append(widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")) }
     }
+    return lines
 }
 
 /// `rows` as one JSON object per line, for scripts.

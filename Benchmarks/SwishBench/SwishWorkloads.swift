@@ -23,16 +23,6 @@ func boxedNaiveSwish(_ input: Tensor, into output: Tensor) {
 /// The row name of `boxedNaiveSwish`.
 let boxedNaiveName = "naive, NSNumber-boxed (article)"
 
-/// Copies `input` into `output` on `threads` threads: the memory-bandwidth
-/// ceiling for any element-wise kernel of the same size.
-func copyTensor(_ input: Tensor, into output: Tensor, threads: Int) {
-    let share = (input.count + threads - 1) / threads
-    DispatchQueue.concurrentPerform(iterations: threads) { t in
-        let start = min(input.count, t * share), end = min(input.count, start + share)
-        (output.dataPointer + start).update(from: input.dataPointer + start, count: end - start)
-    }
-}
-
 /// Measures the CPU variants of Swish (beta = 1) on `options.shape`: the
 /// naive loop, CPUEvaluator on 1 and 2 threads, and a plain copy as the
 /// bandwidth ceiling. Other sections (GPU) append their rows the same way.

@@ -28,7 +28,8 @@ public struct LayerRun: Sendable {
     public let outputs: [Tensor]
     /// Where it ran.
     public let placement: Placement
-    /// GPU timestamps (`upload`, `kernel`, `download` marks), empty on the CPU.
+    /// GPU timestamps (`start`, `upload`, `kernel`, `download` marks), empty
+    /// on the CPU or when the backend's `timestamps` is off.
     public let gpuTimestamps: [CommandBuffer.Timestamp]
 }
 
@@ -43,6 +44,9 @@ public final class Backend: @unchecked Sendable {
     public let gpu: GPUContext?
     /// Why there is no GPU, when `computeUnits` wanted one.
     public let gpuUnavailableReason: String?
+    /// Whether GPU runs record their `start`/`upload`/`kernel`/`download`
+    /// timestamps (`LayerRun.gpuTimestamps`); off, a run records none.
+    public let timestamps: Bool
     private let notice: @Sendable (String) -> Void
     private let lock = NSLock()
     private var announced: Set<String> = []
@@ -50,9 +54,11 @@ public final class Backend: @unchecked Sendable {
     /// Opens the GPU unless `computeUnits` is `.cpuOnly`. A missing device
     /// is not an error here: the backend runs on the CPU and says so.
     /// Pass `context` to share an open device.
+    /// `timestamps` false leaves GPU runs without timestamps.
     public init(computeUnits: ComputeUnits = .all, context: GPUContext? = nil, validation: Bool? = nil,
-                notice: @escaping @Sendable (String) -> Void = { _ in }) {
+                timestamps: Bool = true, notice: @escaping @Sendable (String) -> Void = { _ in }) {
         self.computeUnits = computeUnits
+        self.timestamps = timestamps
         self.notice = notice
         if computeUnits == .cpuOnly {
             gpu = nil
@@ -92,23 +98,34 @@ public final class Backend: @unchecked Sendable {
     /// Runs `layer` on `inputs`, allocating outputs from `outputShapes`.
     /// On the GPU, inputs past the device's image limits run in pieces when
     /// the layer is a `PerElementLayer`; for any other layer that throws,
-    /// naming the limit.
-    public func run(_ layer: Layer, inputs: [Tensor]) throws -> LayerRun {
+    /// naming the limit. With a `profiler`, the run's steps are recorded
+    /// there: the CPU evaluation, or every upload, dispatch, download,
+    /// recording, submit and wait (see `Profiler`).
+    public func run(_ layer: Layer, inputs: [Tensor], profiler: Profiler? = nil) throws -> LayerRun {
         let shapes = try layer.outputShapes(forInputShapes: inputs.map(\.shape))
         let outputs = try shapes.map { try Tensor(shape: $0) }
         let placement = placement(for: layer)
         guard placement.isGPU, let gpu else {
             if case .cpu(let reason?) = placement { announce(reason) }
-            try layer.evaluate(inputs: inputs, outputs: outputs)
+            guard let profiler else {
+                try layer.evaluate(inputs: inputs, outputs: outputs)
+                return LayerRun(outputs: outputs, placement: placement, gpuTimestamps: [])
+            }
+            let bytes = 4 * (inputs.reduce(0) { $0 + $1.count } + outputs.reduce(0) { $0 + $1.count })
+            try profiler.withOp(layer.layerName) {
+                try profiler.measure(.cpuLayer, layer.layerName, shape: outputs.first?.shape, bytes: bytes) {
+                    try layer.evaluate(inputs: inputs, outputs: outputs)
+                }
+            }
             return LayerRun(outputs: outputs, placement: placement, gpuTimestamps: [])
         }
         if let perElement = layer as? PerElementLayer, shapes == inputs.map(\.shape),
            try inputs.contains(where: { try !gpu.fitsOneImage($0) }) {
-            return try runInPieces(perElement, inputs: inputs, outputs: outputs, on: gpu)
+            return try runInPieces(perElement, inputs: inputs, outputs: outputs, on: gpu, profiler: profiler)
         }
         var inputImages: [SliceImage] = []
         var outputImages: [SliceImage] = []
-        let stamps = try runStamped(on: gpu, upload: { commands in
+        let stamps = try runStamped(on: gpu, profiler: profiler, upload: { commands in
             inputImages = try inputs.map { input in
                 let image = try gpu.makeSliceImage(like: input)
                 try commands.upload(input, to: image)
@@ -116,7 +133,9 @@ public final class Backend: @unchecked Sendable {
             }
         }, encode: { commands in
             outputImages = try outputs.map { try gpu.makeSliceImage(like: $0) }
-            try layer.encode(commandBuffer: commands, inputs: inputImages, outputs: outputImages)
+            try withOp(layer, profiler) {
+                try layer.encode(commandBuffer: commands, inputs: inputImages, outputs: outputImages)
+            }
         }, download: { commands in
             for (image, tensor) in zip(outputImages, outputs) { try commands.download(image, into: tensor) }
         })
@@ -125,18 +144,23 @@ public final class Backend: @unchecked Sendable {
 
     /// Records the uploads, the kernels and the downloads in one command
     /// buffer between the `start`, `upload`, `kernel` and `download` marks,
-    /// submits it and waits; returns the marks.
-    private func runStamped(on gpu: GPUContext, upload: (GPUCommandBuffer) throws -> Void,
+    /// submits it and waits; returns the marks (none when `timestamps` is
+    /// off). The recording is a `record` span of `profiler`.
+    private func runStamped(on gpu: GPUContext, profiler: Profiler?, upload: (GPUCommandBuffer) throws -> Void,
                             encode: (GPUCommandBuffer) throws -> Void,
                             download: (GPUCommandBuffer) throws -> Void) throws -> [CommandBuffer.Timestamp] {
-        let commands = try gpu.makeCommandBuffer()
-        try commands.timestamp("start")
-        try upload(commands)
-        try commands.timestamp("upload")
-        try encode(commands)
-        try commands.timestamp("kernel")
-        try download(commands)
-        try commands.timestamp("download")
+        let commands = try gpu.makeCommandBuffer(profiler: profiler)
+        func mark(_ label: String) throws { if timestamps { try commands.timestamp(label) } }
+        func recordAll() throws {
+            try mark("start")
+            try upload(commands)
+            try mark("upload")
+            try encode(commands)
+            try mark("kernel")
+            try download(commands)
+            try mark("download")
+        }
+        if let profiler { try profiler.measure(.record, "record commands", recordAll) } else { try recordAll() }
         try commands.commit()
         try commands.waitUntilCompleted()
         return try commands.timestamps()
@@ -147,7 +171,7 @@ public final class Backend: @unchecked Sendable {
     /// is uploaded, encoded with its channels' values and downloaded in one
     /// submission, and the pieces are pasted into the outputs.
     private func runInPieces(_ layer: PerElementLayer, inputs: [Tensor], outputs: [Tensor],
-                             on gpu: GPUContext) throws -> LayerRun {
+                             on gpu: GPUContext, profiler: Profiler?) throws -> LayerRun {
         struct Work {
             let output: Tensor, piece: ImagePieces.Piece, featureChannels: Int
             let inputImage: SliceImage, outputImage: SliceImage
@@ -155,7 +179,7 @@ public final class Backend: @unchecked Sendable {
             let part: Tensor
         }
         var work: [Work] = []
-        let stamps = try runStamped(on: gpu, upload: { commands in
+        let stamps = try runStamped(on: gpu, profiler: profiler, upload: { commands in
             for (input, output) in zip(inputs, outputs) {
                 let s = try input.nchw()
                 let plan = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
@@ -170,15 +194,22 @@ public final class Backend: @unchecked Sendable {
                 }
             }
         }, encode: { commands in
-            for item in work {
-                try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
-                                 channels: item.piece.channels, of: item.featureChannels)
+            try withOp(layer, profiler) {
+                for item in work {
+                    try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
+                                     channels: item.piece.channels, of: item.featureChannels)
+                }
             }
         }, download: { commands in
             for item in work { try commands.download(item.outputImage, into: item.part) }
         })
         for item in work { try item.output.paste(item.part, at: item.piece) }
         return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: stamps)
+    }
+
+    /// Runs `body` under `layer`'s name as the profiler's op, if profiling.
+    private func withOp(_ layer: Layer, _ profiler: Profiler?, _ body: () throws -> Void) throws {
+        if let profiler { try profiler.withOp(layer.layerName, body) } else { try body() }
     }
 
     private func announce(_ message: String) {

@@ -15,10 +15,13 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     private var completions: [() throws -> Void] = []
     private var staging: [Buffer] = []
     private var pendingBarrier = false
+    /// Set when the buffer reports to a `Profiler`.
+    private let profile: GPUWorkProfile?
 
-    init(context: GPUContext) throws {
+    init(context: GPUContext, profiler: Profiler? = nil) throws {
         self.context = context
         commands = try CommandBuffer(device: context.device)
+        profile = profiler.map(GPUWorkProfile.init)
     }
 
     /// Encodes a copy of `tensor` into `image`. The tensor is read now: it
@@ -33,8 +36,13 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         guard let contents = staging.contents else {
             throw LayerKitError.unsupported("staging buffer memory is not mapped")
         }
-        try SliceConversion.pack(tensor, into: contents, threadCount: context.conversionThreads)
-        try record { try commands.copy(from: staging, to: image.texture) }
+        try hostStep(.upload, "upload: pack fp32 to fp16 (host)", shape: image.shape,
+                     bytes: 4 * tensor.count + image.texelBytes) {
+            try SliceConversion.pack(tensor, into: contents, threadCount: context.conversionThreads)
+        }
+        try record(.init(kind: .upload, name: "upload: copy to image", shape: image.shape, bytes: 2 * image.texelBytes)) {
+            try commands.copy(from: staging, to: image.texture)
+        }
     }
 
     /// Encodes a copy of `image` into `tensor`, which holds the values once
@@ -44,11 +52,17 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         try requireSameShape(tensor, image, "download")
         let staging = try context.stagingPool.take(length: image.texelBytes)
         holdUntilCompleted(staging)
-        try record { try commands.copy(from: image.texture, to: staging) }
+        try record(.init(kind: .download, name: "download: copy from image", shape: image.shape,
+                         bytes: 2 * image.texelBytes)) {
+            try commands.copy(from: image.texture, to: staging)
+        }
         let threads = context.conversionThreads
-        completions.append {
+        completions.append { [unowned self] in
             if let contents = staging.contents {
-                try SliceConversion.unpack(contents, into: tensor, threadCount: threads)
+                try hostStep(.download, "download: unpack fp16 to fp32 (host)", shape: image.shape,
+                             bytes: image.texelBytes + 4 * tensor.count) {
+                    try SliceConversion.unpack(contents, into: tensor, threadCount: threads)
+                }
             }
         }
     }
@@ -91,7 +105,10 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     public func dispatch(_ pipeline: ComputePipeline, images: [SliceImage], buffers: [Buffer] = [],
                          constants: PushConstants, threads: (x: Int, y: Int, z: Int)) throws {
         let bindings = images.map { CommandBuffer.Binding.image($0.texture) } + buffers.map { .buffer($0) }
-        try record {
+        let wg = pipeline.workgroupSize
+        try record(.init(kind: .kernel, name: pipeline.name, shape: images.last?.shape,
+                         workgroupSize: [Int(wg.0), Int(wg.1), Int(wg.2)],
+                         bytes: images.reduce(0) { $0 + $1.texelBytes })) {
             try commands.dispatch(pipeline, bindings: bindings, pushConstants: constants, threads: threads)
         }
     }
@@ -112,14 +129,18 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     }
 
     /// Marks a GPU timestamp after all work encoded so far.
-    public func timestamp(_ label: String) throws { try commands.timestamp(label) }
+    public func timestamp(_ label: String) throws {
+        try commands.timestamp(label)
+        if commands.device.info.supportsTimestamps { profile?.noteCallerMark() }
+    }
 
     /// Submits the work.
-    public func commit() throws { try commands.commit() }
+    public func commit() throws { try hostStep(.submit, "submit") { try commands.commit() } }
 
     /// Waits for the work, then fills the tensors of `download` calls.
     public func waitUntilCompleted() throws {
-        try commands.waitUntilCompleted()
+        try hostStep(.wait, "fence wait") { try commands.waitUntilCompleted() }
+        try profile?.finish(stamps: commands.timestamps())
         defer {
             // Only now is the GPU done with the staging buffers.
             staging.forEach(context.stagingPool.giveBack)
@@ -129,14 +150,27 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         for completion in completions { try completion() }
     }
 
-    /// GPU timestamps recorded with `timestamp(_:)`, in ns from the first.
-    public func timestamps() throws -> [CommandBuffer.Timestamp] { try commands.timestamps() }
+    /// GPU timestamps recorded with `timestamp(_:)`, in ns from the buffer's
+    /// first mark (a profiled buffer's own marks are left out).
+    public func timestamps() throws -> [CommandBuffer.Timestamp] {
+        let stamps = try commands.timestamps()
+        guard let owners = profile?.markOwners, owners.count == stamps.count else { return stamps }
+        return zip(stamps, owners).filter { !$0.1 }.map(\.0)
+    }
 
-    /// Records `work` after a barrier on everything recorded before it.
-    private func record(_ work: () throws -> Void) throws {
+    /// Records `work` after a barrier on everything recorded before it;
+    /// in a profiled buffer, between GPU timestamps, as `item` (made only then).
+    private func record(_ item: @autoclosure () -> GPUWorkProfile.Item, _ work: () throws -> Void) throws {
         if pendingBarrier { try commands.barrier() }
-        try work()
+        if let profile { try profile.bracket(item(), on: commands, work) } else { try work() }
         pendingBarrier = true
+    }
+
+    /// Runs a host step, as a span when profiled.
+    private func hostStep<T>(_ kind: ProfileSpan.Kind, _ name: String, shape: [Int]? = nil, bytes: Int? = nil,
+                             _ body: () throws -> T) rethrows -> T {
+        guard let profile else { return try body() }
+        return try profile.host(kind, name, shape: shape, bytes: bytes, body)
     }
 
     /// Keeps a pooled staging buffer out of the pool until the work completes;

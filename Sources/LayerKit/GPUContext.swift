@@ -88,9 +88,11 @@ public final class GPUContext: @unchecked Sendable {
                                              maxLayers: Int(deviceInfo.maxImageArrayLayers))
     }
 
-    /// A new command buffer to encode uploads, kernels and downloads into.
-    public func makeCommandBuffer() throws -> GPUCommandBuffer {
-        try GPUCommandBuffer(context: self)
+    /// A new command buffer to encode uploads, kernels and downloads into;
+    /// with a `profiler`, each of them and the submit and wait are recorded
+    /// there (the work is bracketed by GPU timestamps).
+    public func makeCommandBuffer(profiler: Profiler? = nil) throws -> GPUCommandBuffer {
+        try GPUCommandBuffer(context: self, profiler: profiler)
     }
 
     /// Uploads `tensor` into a new slice image (fp16-rounded to nearest) and waits.

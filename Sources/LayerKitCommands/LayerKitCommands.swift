@@ -19,8 +19,15 @@ public enum LayerKitCommands {
           run     MODEL.onnx --input FILE|NAME=FILE ... [--output FILE|NAME=FILE ...]
                   [--backend cpu|gpu|auto] [--resize WxH] [--normalize 0,1|-1,1|mean=..,std=..]
                   [--profile]          run a model on .npy/.png inputs; top-5 of 2-D outputs
-          demo    [--output FILE.png]  the Core ML article's model (Conv, Swish, pooling, Dense,
+          demo    [--output FILE.npy]  the Core ML article's model (Conv, Swish, pooling, Dense,
                                        softmax) on a built-in image, on GPU and CPU
+          bench   [LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend cpu|gpu|both] [--json]
+                                       kernel and end-to-end times: median, min, p90, elements/s, GB/s
+          bench   --sweep [LAYERS] [--plot FILE.svg] [--json]
+                                       sizes 1x64x8x8 to 1x64x1024x1024 against the memory-copy ceiling
+          profile LAYERS [--shape NxCxHxW] [--backend cpu|gpu] [--trace FILE.json]
+          profile MODEL.onnx [--input FILE|NAME=FILE ...] [--backend cpu|gpu] [--trace FILE.json]
+                                       where one run's time goes: per-layer table, overhead, Chrome trace
           help                         show this text
 
         LAYERS: one or more of --op NAME or --expr "FORMULA", each followed by its own
@@ -50,6 +57,8 @@ public enum LayerKitCommands {
             case "demo": return try DemoCommand.run(rest, console: console)
             case "inspect": return try InspectCommand.run(rest, console: console)
             case "run": return try RunCommand.run(rest, console: console)
+            case "bench": return try BenchCommand.run(rest, console: console)
+            case "profile": return try ProfileCommand.run(rest, console: console)
             case "help", "--help", "-h":
                 console.print(usage)
                 return 0

@@ -1,0 +1,97 @@
+import BenchmarkSupport
+import Foundation
+import LayerKit
+
+/// `layerkit bench`: one layer's kernel and end-to-end times on the CPU
+/// and the GPU (median, min, p90, elements/s, GB/s), as a table or one JSON
+/// record; `--sweep` measures sizes 8x8 to 1024x1024 instead and draws them.
+enum BenchCommand {
+    static let defaultShape = "1x64x256x256"
+
+    static func run(_ words: [String], console: Console) throws -> Int32 {
+        let arguments = try Arguments(words, valued: LayerOptions.valued.union(
+            ["--shape", "--repeat", "--warmup", "--backend", "--plot"]), flags: ["--json", "--sweep"])
+        guard arguments.positional.isEmpty else {
+            throw UsageError("bench takes no file (\(arguments.positional[0])); give the layer with --op NAME")
+        }
+        let repeats = try count(arguments, "--repeat", default: arguments.has("--sweep") ? 10 : 30, minimum: 1)
+        let warmup = try count(arguments, "--warmup", default: 3, minimum: 0)
+        let (cpu, gpu) = try backends(arguments.value("--backend") ?? "both")
+        let options = try layerOptions(arguments)
+        if arguments.has("--sweep") {
+            guard arguments.value("--shape") == nil else { throw UsageError("--sweep sets its own shapes: drop --shape") }
+            return try BenchSweep.run(options, plot: arguments.value("--plot"), json: arguments.has("--json"),
+                                      repeats: repeats, warmup: warmup, cpu: cpu, gpu: gpu, console: console)
+        }
+        guard arguments.value("--plot") == nil else { throw UsageError("--plot draws a sweep: add --sweep") }
+        let shape = try ValueParsing.shape(arguments.value("--shape") ?? defaultShape)
+        let input = try Tensor.uniform(shape: shape, in: -10...10, seed: 1)
+
+        var measurements: [BenchMeasurement] = []
+        if cpu { measurements += try BenchWorkloads.cpu(options.layer, input: input, warmup: warmup, runs: repeats) }
+        let context = gpu ? try openGPU(required: !cpu, console: console) : nil
+        var overhead: Double?
+        if let context {
+            let result = try BenchWorkloads.gpu(options.layer, input: input, context: context, warmup: warmup, runs: repeats)
+            measurements += result.measurements
+            overhead = result.timestampOverhead
+        }
+        let record = BenchRecord(op: options.name, parameters: options.parameterText, shape: shape,
+                                 elements: input.count, repeats: repeats, warmup: warmup, context: context,
+                                 results: measurements, timestampOverhead: overhead)
+        if arguments.has("--json") {
+            console.print(try record.json())
+            return 0
+        }
+        console.print("bench \(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape)) "
+                      + "(\(input.count) elements): medians of \(repeats) runs after \(warmup) warm-up")
+        console.print("CPU evaluator: \(DeviceNote.cpu)")
+        if let context { console.print("GPU: \(DeviceNote.describe(context))") }
+        console.print("")
+        for line in formatTable(measurements.map(\.row)) { console.print(line) }
+        if let overhead {
+            console.print("")
+            console.print(String(format: "timestamps on vs off: %+.1f%% end to end (target: under 5%%)", overhead * 100))
+        }
+        return 0
+    }
+
+    /// The layer options, Swish when no `--op`/`--expr` is given.
+    static func layerOptions(_ arguments: Arguments) throws -> LayerOptions {
+        guard arguments.value("--op") == nil, arguments.value("--expr") == nil else { return try LayerOptions(arguments) }
+        guard arguments.value("--param") == nil, arguments.value("--weights") == nil else {
+            throw UsageError("--param and --weights apply to an --op or --expr given before them")
+        }
+        return try LayerOptions(Arguments(["--op", "Swish"], valued: LayerOptions.valued))
+    }
+
+    /// `--backend cpu|gpu|both` as (cpu, gpu).
+    static func backends(_ text: String) throws -> (cpu: Bool, gpu: Bool) {
+        switch text.lowercased() {
+        case "cpu": return (true, false)
+        case "gpu": return (false, true)
+        case "both": return (true, true)
+        default: throw UsageError("--backend \(text): expected cpu, gpu or both")
+        }
+    }
+
+    /// The device for GPU measurements: its absence is an error when only
+    /// the GPU was asked for, else a note (the CPU rows still come).
+    static func openGPU(required: Bool, console: Console) throws -> GPUContext? {
+        let backend = Backend(computeUnits: .cpuAndGPU)
+        if let context = backend.gpu { return context }
+        let reason = backend.gpuUnavailableReason ?? "none"
+        if required { throw LayerKitError.gpuUnavailable("no GPU to measure: \(reason)") }
+        console.note("no GPU (\(reason)): CPU figures only")
+        return nil
+    }
+
+    /// A whole-number option of at least `minimum`.
+    static func count(_ arguments: Arguments, _ name: String, default value: Int, minimum: Int) throws -> Int {
+        guard let text = arguments.value(name) else { return value }
+        guard let number = Int(text), number >= minimum else {
+            throw UsageError("\(name) \(text): expected a whole number >= \(minimum)")
+        }
+        return number
+    }
+}

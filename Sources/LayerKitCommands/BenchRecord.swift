@@ -1,0 +1,54 @@
+import Foundation
+import LayerKit
+
+/// What `layerkit bench --json` prints: one JSON object (fields in the README).
+struct BenchRecord: Encodable {
+    /// The format's name and version.
+    let schema = "layerkit-bench/1"
+    let op: String
+    let parameters: String
+    let shape: [Int]
+    let elements: Int
+    let repeats: Int
+    let warmup: Int
+    let cpu: CPU
+    let device: Device?
+    let results: [BenchMeasurement]
+    /// (end to end with timestamps − without) / without, as a percentage; nil without a GPU.
+    let timestampOverheadPercent: Double?
+
+    struct CPU: Encodable {
+        let instructionSet: String
+        let threads: Int
+    }
+
+    struct Device: Encodable {
+        let name: String
+        let kind: String
+        /// True on a CPU-type device (lavapipe): its GPU figures are emulated.
+        let emulated: Bool
+    }
+
+    init(op: String, parameters: String, shape: [Int], elements: Int, repeats: Int, warmup: Int,
+         context: GPUContext?, results: [BenchMeasurement], timestampOverhead: Double?) {
+        (self.op, self.parameters, self.shape, self.elements) = (op, parameters, shape, elements)
+        (self.repeats, self.warmup, self.results) = (repeats, warmup, results)
+        cpu = CPU(instructionSet: CPUEvaluator.instructionSet, threads: CPUEvaluator().threadCount)
+        device = context.map {
+            Device(name: $0.deviceInfo.name, kind: $0.deviceInfo.kind.rawValue, emulated: DeviceNote.isEmulated($0))
+        }
+        timestampOverheadPercent = timestampOverhead.map { $0 * 100 }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case schema, op, parameters, shape, elements, repeats = "repeat", warmup, cpu, device, results,
+             timestampOverheadPercent
+    }
+
+    /// One line of JSON with sorted keys.
+    func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+}

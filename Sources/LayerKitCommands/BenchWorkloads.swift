@@ -1,0 +1,84 @@
+import BenchmarkSupport
+import Foundation
+import LayerKit
+
+/// The timed loops of `layerkit bench`, on one layer and input. Bytes count
+/// what a run reads and writes: Float32 tensors for the CPU and for the GPU
+/// end to end, fp16 images (padding lanes included) for GPU kernels and copies.
+enum BenchWorkloads {
+    /// Float32 bytes of `layer`'s inputs and outputs for `input`.
+    static func tensorBytes(_ layer: Layer, input: Tensor) throws -> Int {
+        let outputs = try layer.outputShapes(forInputShapes: [input.shape])
+        return 4 * (input.count + (try outputs.reduce(0) { $0 + (try Tensor.elementCount(of: $1)) }))
+    }
+
+    /// fp16 image bytes of a tensor of `shape` (8 a texel of four channels).
+    static func imageBytes(_ shape: [Int]) throws -> Int {
+        let s = try SliceImage.imageShape(forTensorShape: shape)
+        return s[0] * ((s[1] + 3) / 4) * s[2] * s[3] * 8
+    }
+
+    /// The CPU evaluation into preallocated outputs (`kernel`) and
+    /// `Backend.run` with its output allocation (`endToEnd`).
+    static func cpu(_ layer: Layer, input: Tensor, warmup: Int, runs: Int) throws -> [BenchMeasurement] {
+        let outputs = try layer.outputShapes(forInputShapes: [input.shape]).map { try Tensor(shape: $0) }
+        let bytes = try tensorBytes(layer, input: input)
+        let kernel = try measure(warmup: warmup, runs: runs) { try layer.evaluate(inputs: [input], outputs: outputs) }
+        let backend = Backend(computeUnits: .cpuOnly)
+        let endToEnd = try measure(warmup: warmup, runs: runs) { _ = try backend.run(layer, inputs: [input]) }
+        return [BenchMeasurement("cpu", "kernel", samples: kernel, elements: input.count, bytes: bytes),
+                BenchMeasurement("cpu", "endToEnd", samples: endToEnd, elements: input.count, bytes: bytes)]
+            .compactMap { $0 }
+    }
+
+    /// The GPU path through `Backend.run` (Float32 in, upload, dispatch,
+    /// download, Float32 out) with timestamps on and, with
+    /// `compareTimestamps`, off, runs alternating so that both see the same
+    /// machine load; the kernel and the copies from the timestamped runs'
+    /// marks. Also the timestamps' overhead: the relative difference of the
+    /// two end-to-end medians (0 without `compareTimestamps`).
+    static func gpu(_ layer: Layer, input: Tensor, context: GPUContext, warmup: Int, runs: Int,
+                    compareTimestamps: Bool = true) throws -> (measurements: [BenchMeasurement], timestampOverhead: Double) {
+        let stamped = Backend(computeUnits: .cpuAndGPU, context: context)
+        let plain = Backend(computeUnits: .cpuAndGPU, context: context, timestamps: false)
+        let order = compareTimestamps ? [[stamped, plain], [plain, stamped]] : [[stamped], [stamped]]
+        var on: [Double] = [], off: [Double] = [], kernel: [Double] = [], upload: [Double] = [], download: [Double] = []
+        let clock = ContinuousClock()
+        for run in 0..<(warmup + runs) {
+            var marks: [String: Double] = [:]
+            // Alternate which goes first.
+            for backend in order[run % 2] {
+                let start = clock.now
+                let result = try backend.run(layer, inputs: [input])
+                let elapsed = Timing.milliseconds(clock.now - start)
+                guard run >= warmup else { continue }
+                if backend === stamped {
+                    on.append(elapsed)
+                    marks = Dictionary(result.gpuTimestamps.map { ($0.label, $0.nanoseconds / 1e6) }) { a, _ in a }
+                } else {
+                    off.append(elapsed)
+                }
+            }
+            if let s = marks["start"], let u = marks["upload"], let k = marks["kernel"], let d = marks["download"] {
+                upload.append(u - s)
+                kernel.append(k - u)
+                download.append(d - k)
+            }
+        }
+        let outputShapes = try layer.outputShapes(forInputShapes: [input.shape])
+        let inBytes = try imageBytes(input.shape)
+        let outBytes = try outputShapes.reduce(0) { $0 + (try imageBytes($1)) }
+        let bytes = try tensorBytes(layer, input: input)
+        let n = input.count
+        let measurements = [
+            BenchMeasurement("gpu", "kernel", samples: kernel, elements: n, bytes: inBytes + outBytes),
+            BenchMeasurement("gpu", "endToEnd", samples: on, elements: n, bytes: bytes),
+            BenchMeasurement("gpu", "endToEndTimestampsOff", samples: off, elements: n, bytes: bytes),
+            BenchMeasurement("gpu", "uploadCopy", samples: upload, elements: n, bytes: 2 * inBytes),
+            BenchMeasurement("gpu", "downloadCopy", samples: download, elements: n, bytes: 2 * outBytes),
+        ].compactMap { $0 }
+        let onMedian = TimingStats(samples: on)?.medianMs ?? 0
+        let offMedian = TimingStats(samples: off)?.medianMs ?? 0
+        return (measurements, offMedian > 0 ? (onMedian - offMedian) / offMedian : 0)
+    }
+}
