@@ -69,7 +69,7 @@ valgrind: deps
 	strip --strip-debug -o .build/layerkit-valgrind .build/debug/layerkit
 	valgrind --error-exitcode=1 --leak-check=full --show-leak-kinds=definite,indirect \
 		--errors-for-leak-kinds=definite,indirect --suppressions=Scripts/valgrind.supp \
-		.build/layerkit-valgrind demo --output .build/valgrind-demo.png
+		.build/layerkit-valgrind demo --output .build/valgrind-demo.npy
 
 bench: deps
 	swift run -c release SwishBench

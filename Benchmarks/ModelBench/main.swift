@@ -11,7 +11,8 @@ import LayerKit
 /// One model on one backend: end-to-end timings and each layer's median.
 struct ModelRow: Codable {
     struct LayerTime: Codable {
-        let name: String, op: String, ranOn: String, medianMs: Double
+        /// `node (OpType)`.
+        let name: String, ranOn: String, medianMs: Double
     }
     let model: String, backend: String, device: String
     let stats: TimingStats
@@ -33,16 +34,17 @@ func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int,
     let samples = try measure(warmup: warmup, runs: runs) { _ = try model.predict(inputs: inputs) }
     // Per layer: medians over profiled runs (GPU timestamps on).
     var perLayer: [String: [Double]] = [:]
-    var order: [(String, String, String)] = []
+    var order: [(String, String)] = []
     for run in 0..<max(5, runs / 4) {
-        let profile = try model.predictWithProfile(inputs: inputs).profile
-        for span in profile.layerSpans {
-            if run == 0 { order.append((span.name, span.op, span.kind == .gpuLayer ? "GPU" : "CPU")) }
-            perLayer[span.name, default: []].append(span.durationNanoseconds / 1e6)
+        let profiler = Profiler()
+        _ = try model.predict(inputs: inputs, profiler: profiler)
+        for layer in ProfileSummary(spans: profiler.spans).layers {
+            if run == 0 { order.append((layer.op, layer.onGPU ? "GPU" : "CPU")) }
+            perLayer[layer.op, default: []].append(layer.nanoseconds / 1e6)
         }
     }
-    let layers = order.map { name, op, ranOn in
-        ModelRow.LayerTime(name: name, op: op, ranOn: ranOn, medianMs: TimingStats(samples: perLayer[name] ?? [])?.medianMs ?? 0)
+    let layers = order.map { name, ranOn in
+        ModelRow.LayerTime(name: name, ranOn: ranOn, medianMs: TimingStats(samples: perLayer[name] ?? [])?.medianMs ?? 0)
     }
     guard let stats = TimingStats(samples: samples) else { return nil }
     let device = backend.gpu.map { "\($0.deviceInfo.name) (\($0.deviceInfo.kind.rawValue))" } ?? "CPU"
@@ -74,7 +76,7 @@ do {
                 print(String(format: "%@ on %@: median %.3f ms (min %.3f, p90 %.3f)", row.model, row.backend,
                              row.stats.medianMs, row.stats.minMs, row.stats.p90Ms))
                 for layer in row.layers {
-                    print(String(format: "  %-22@ %-20@ %@ %.3f ms", layer.name, layer.op, layer.ranOn, layer.medianMs))
+                    print(String(format: "  %-44@ %@ %.3f ms", layer.name, layer.ranOn, layer.medianMs))
                 }
             }
         }

@@ -28,8 +28,8 @@ enum DemoCommand {
             .joined(separator: " -> "))
 
         let gpuModel = try Model(data: data, computeUnits: .cpuAndGPU, notice: { console.note($0) })
-        let cpu = try cpuModel.predictWithProfile(inputs: [input.name: image])
-        let gpu = gpuModel.backend.gpu == nil ? nil : try gpuModel.predictWithProfile(inputs: [input.name: image])
+        let cpu = try profiledRun(cpuModel, [input.name: image])
+        let gpu = gpuModel.backend.gpu == nil ? nil : try profiledRun(gpuModel, [input.name: image])
         if let info = gpuModel.backend.gpu?.deviceInfo {
             console.print("GPU: \(info.name) (\(info.kind.rawValue))"
                           + (info.kind == .cpu ? " — timings are emulated, not GPU speed" : ""))
@@ -77,20 +77,30 @@ enum DemoCommand {
         tensor.values.indices.max { tensor[$0] < tensor[$1] } ?? 0
     }
 
+    /// The model's outputs and the profile of a run (after an unprofiled one:
+    /// load-time work such as first-touch allocations stays out of it).
+    private static func profiledRun(_ model: Model, _ inputs: [String: Tensor]) throws
+        -> (outputs: [String: Tensor], profile: ProfileSummary) {
+        _ = try model.predict(inputs: inputs)
+        let profiler = Profiler()
+        let outputs = try model.predict(inputs: inputs, profiler: profiler)
+        return (outputs, ProfileSummary(spans: profiler.spans))
+    }
+
     /// Per-layer times of both runs side by side, then the totals.
-    private static func timings(cpu: ModelProfile, gpu: ModelProfile?, console: Console) {
-        let gpuLayers = Dictionary((gpu?.layerSpans ?? []).map { ($0.name, $0) }) { a, _ in a }
-        let rows = cpu.layerSpans.map { span -> [String] in
-            var row = [span.name, span.op, String(format: "%.3f", span.durationNanoseconds / 1e6)]
+    private static func timings(cpu: ProfileSummary, gpu: ProfileSummary?, console: Console) {
+        let gpuLayers = Dictionary((gpu?.layers ?? []).map { ($0.op, $0) }) { a, _ in a }
+        let rows = cpu.layers.map { layer -> [String] in
+            var row = [layer.op, String(format: "%.3f", layer.nanoseconds / 1e6)]
             if gpu != nil {
-                let g = gpuLayers[span.name]
-                row.append(g.map { String(format: "%.3f", $0.durationNanoseconds / 1e6) } ?? "-")
-                row.append(g.map { $0.kind == .gpuLayer ? "GPU" : "CPU" } ?? "-")
+                let g = gpuLayers[layer.op]
+                row.append(g.map { String(format: "%.3f", $0.nanoseconds / 1e6) } ?? "-")
+                row.append(g.map { $0.onGPU ? "GPU" : "CPU" } ?? "-")
             }
             return row
         }
         console.print("per-layer time, ms (GPU layers by GPU timestamps):")
-        TextTable.lines(header: ["layer", "op", "CPU"] + (gpu == nil ? [] : ["GPU run", "ran on"]), rows: rows)
+        TextTable.lines(header: ["layer", "CPU run"] + (gpu == nil ? [] : ["GPU run", "ran on"]), rows: rows)
             .forEach { console.print($0) }
         console.print(String(format: "end to end: CPU %.3f ms", cpu.wallNanoseconds / 1e6)
                       + (gpu.map { String(format: ", GPU %.3f ms (uploads, kernels, downloads, waits)", $0.wallNanoseconds / 1e6) } ?? ""))

@@ -1,24 +1,18 @@
 import Foundation
 import LayerKit
 
-/// `layerkit profile --op NAME`: runs of a layer after a warm-up, every
-/// step recorded (`Profiler`); for the run with the median wall time, the
-/// per-layer table with the rest of the wall time accounted for, and with
-/// `--trace` a Chrome trace-event file.
+/// `layerkit profile --op NAME` or `layerkit profile model.onnx`: runs of
+/// a layer or a model after a warm-up, every step recorded (`Profiler`);
+/// for the run with the median wall time, the per-layer table with the rest
+/// of the wall time accounted for, and with `--trace` a Chrome trace-event file.
 enum ProfileCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--shape", "--backend", "--trace", "--warmup", "--repeat"]))
-        if let file = arguments.positional.first {
-            throw UsageError("profiling a model (\(file)) is not available yet; profile one layer with --op NAME")
-        }
+        let arguments = try Arguments(words, valued: LayerOptions.valued.union(
+            ["--shape", "--backend", "--trace", "--warmup", "--repeat", "--input"]))
+        if !arguments.positional.isEmpty { return try profileModel(arguments, console: console) }
         let options = try LayerOptions(arguments)
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? BenchCommand.defaultShape)
-        let units: ComputeUnits
-        switch (arguments.value("--backend") ?? "gpu").lowercased() {
-        case "gpu": units = .cpuAndGPU
-        case "cpu": units = .cpuOnly
-        case let other: throw UsageError("--backend \(other): expected cpu or gpu")
-        }
+        let units = try computeUnits(arguments)
         let tracePath = arguments.value("--trace")
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: options.weightFiles) }
 
@@ -43,9 +37,60 @@ enum ProfileCommand {
         }.sorted { $0.1.wallNanoseconds < $1.1.wallNanoseconds }
         let (profiler, summary) = runs[(runs.count - 1) / 2]
 
+        try report("\(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape))", backend: backend,
+                   repeats: repeats, warmup: warmup, median: (profiler, summary), tracePath: tracePath, console: console)
+        return 0
+    }
+
+    /// `layerkit profile model.onnx [--input ...]`: the same for a whole
+    /// model, one table row per node; inputs from files, or seeded uniform
+    /// [0, 1) of the model's shapes.
+    static func profileModel(_ arguments: Arguments, console: Console) throws -> Int32 {
+        let path = try ModelFiles.modelPath(arguments)
+        guard arguments.values("--op").isEmpty, arguments.values("--expr").isEmpty else {
+            throw UsageError("profile a model or layers (--op/--expr), not both")
+        }
+        let units = try computeUnits(arguments)
+        let tracePath = arguments.value("--trace")
+        if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: [path]) }
+        let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        var inputs: [String: Tensor] = [:]
+        if arguments.values("--input").isEmpty {
+            for (i, input) in model.inputs.enumerated() {
+                inputs[input.name] = try Tensor.uniform(shape: input.dimensions.map { Int($0) ?? 1 }, in: 0...1,
+                                                        seed: UInt64(i + 1))
+            }
+        } else {
+            inputs = try ModelFiles.inputs(arguments.values("--input"), of: model, resize: nil, normalization: .unit)
+        }
+        let warmup = try BenchCommand.count(arguments, "--warmup", default: 3, minimum: 0)
+        for _ in 0..<warmup { _ = try model.predict(inputs: inputs) }
+        let repeats = try BenchCommand.count(arguments, "--repeat", default: 5, minimum: 1)
+        let runs = try (0..<repeats).map { _ in
+            let profiler = Profiler()
+            _ = try model.predict(inputs: inputs, profiler: profiler)
+            return (profiler, ProfileSummary(spans: profiler.spans))
+        }.sorted { $0.1.wallNanoseconds < $1.1.wallNanoseconds }
+        try report("model \(path)", backend: model.backend, repeats: repeats, warmup: warmup,
+                   median: runs[(runs.count - 1) / 2], tracePath: tracePath, console: console)
+        return 0
+    }
+
+    /// `--backend gpu` (the default) or `cpu`.
+    private static func computeUnits(_ arguments: Arguments) throws -> ComputeUnits {
+        switch (arguments.value("--backend") ?? "gpu").lowercased() {
+        case "gpu": return .cpuAndGPU
+        case "cpu": return .cpuOnly
+        case let other: throw UsageError("--backend \(other): expected cpu or gpu")
+        }
+    }
+
+    /// Prints the device, the median run's table and, with `tracePath`, writes its trace.
+    private static func report(_ what: String, backend: Backend, repeats: Int, warmup: Int,
+                               median: (profiler: Profiler, summary: ProfileSummary), tracePath: String?,
+                               console: Console) throws {
         let device = backend.gpu.map { "GPU: " + DeviceNote.describe($0) } ?? "CPU evaluator: \(DeviceNote.cpu)"
-        console.print("profile \(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape)), "
-                      + "the run with the median wall time of \(repeats) after \(warmup) warm-up")
+        console.print("profile \(what), the run with the median wall time of \(repeats) after \(warmup) warm-up")
         console.print(device)
         if let context = backend.gpu {
             console.print("CPU evaluator: \(DeviceNote.cpu)")
@@ -54,13 +99,13 @@ enum ProfileCommand {
             }
         }
         console.print("")
-        for line in ProfileTable.lines(summary) { console.print(line) }
+        for line in ProfileTable.lines(median.summary) { console.print(line) }
         if let tracePath {
-            let title = "layerkit profile \(options.name) \(Tensor.describe(shape)) — \(device)"
-            try ReportFile.write(ChromeTrace.json(profiler.spans, title: title, metadata: ["device": device]), to: tracePath)
+            let title = "layerkit profile \(what) — \(device)"
+            try ReportFile.write(ChromeTrace.json(median.profiler.spans, title: title, metadata: ["device": device]),
+                                 to: tracePath)
             console.print("")
             console.print("trace: \(tracePath) (open in ui.perfetto.dev or chrome://tracing)")
         }
-        return 0
     }
 }

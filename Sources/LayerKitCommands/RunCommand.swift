@@ -21,9 +21,9 @@ enum RunCommand {
         let inputs = try ModelFiles.inputs(inputSpecs, of: model, resize: resize, normalization: normalization)
 
         console.print(ModelFiles.deviceLine(model.backend))
+        let profiler = arguments.has("--profile") ? Profiler() : nil
         let start = ContinuousClock.now
-        let (outputs, profile) = arguments.has("--profile")
-            ? try model.predictWithProfile(inputs: inputs) : (try model.predict(inputs: inputs), nil)
+        let outputs = try model.predict(inputs: inputs, profiler: profiler)
         let elapsed = Timing.milliseconds(ContinuousClock.now - start)
         console.print("ran \(path) in " + String(format: "%.3f", elapsed) + " ms")
         for description in model.outputs {
@@ -35,7 +35,12 @@ enum RunCommand {
                 console.print("  wrote \(file)")
             }
         }
-        if let profile { ModelProfileTable.print(profile, nodes: model.nodes, console: console) }
+        if let profiler {
+            console.print("")
+            console.print("profile of this run (the first: it includes first-touch costs; `layerkit profile` "
+                          + "shows a median run):")
+            ProfileTable.lines(ProfileSummary(spans: profiler.spans)).forEach { console.print($0) }
+        }
         return 0
     }
 

@@ -93,7 +93,22 @@ struct BenchAndProfileCommandTests {
         #expect(runner.out.contains("CPU evaluator") && runner.out.contains("CPU"))
     }
 
-    @Test(arguments: [["model.onnx"], ["--op", "Swish", "--trace", "t.txt"], ["--op", "Swish", "--backend", "both"],
+    @Test func profileAModelWithATrace() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let model = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("LayerKitTests/Fixtures/models/article_beta1.onnx").path
+        let runner = CommandRunner()
+        #expect(runner.run(["profile", model, "--trace", "\(directory)/t.json", "--repeat", "3"]) == 0, "\(runner.error)")
+        for row in ["conv (Conv)", "swish (layerkit.Swish)", "softmax (Softmax)", "wall time"] {
+            #expect(runner.out.contains(row), "no row \(row)")
+        }
+        let trace = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(directory)/t.json")))
+        let events = try #require((trace as? [String: Any])?["traceEvents"] as? [[String: Any]])
+        let ops = Set(events.compactMap { ($0["args"] as? [String: Any])?["op"] as? String })
+        #expect(ops.isSuperset(of: ["conv (Conv)", "fc (Gemm)"]))
+    }
+
+    @Test(arguments: [["model.onnx", "--op", "Swish"], ["a.onnx", "b.onnx"], ["--op", "Swish", "--trace", "t.txt"], ["--op", "Swish", "--backend", "both"],
                       ["--op", "Swish", "--repeat", "0"], []])
     func profileRefusesNonsense(words: [String]) {
         let runner = CommandRunner()

@@ -69,7 +69,8 @@ struct ParityAndDemoCommandTests {
         #expect(runner.run(["demo", "--output", "\(directory)/p.npy"]) == 0, "\(runner.out)\(runner.error)")
         #expect(runner.out.contains("parity: PASS"))
         #expect(runner.out.contains("Conv -> Swish (custom, layerkit) -> GlobalAveragePool -> Flatten -> Gemm -> Softmax"))
-        for layer in ["conv", "swish", "pool", "flatten", "fc", "softmax"] {
+        for layer in ["conv (Conv)", "swish (layerkit.Swish)", "pool (GlobalAveragePool)", "flatten (Flatten)",
+                      "fc (Gemm)", "softmax (Softmax)"] {
             #expect(runner.out.contains("\n\(layer) "), "no timing row for \(layer)")
         }
         // Ten softmax probabilities.

@@ -84,16 +84,22 @@ import Testing
         let model = try Model(contentsOf: ModelFixtures.url("article_perchannel"), backend: backend, registry: registry)
         let placements = model.nodes.map(\.placement)
         #expect(placements.map { $0?.isGPU } == [true, false, true, true, true, true])
-        let (outputs, profile) = try model.predictWithProfile(inputs: ["image": ModelTests.input("article_perchannel")])
+        let profiler = Profiler()
+        let outputs = try model.predict(inputs: ["image": ModelTests.input("article_perchannel")], profiler: profiler)
         let error = try ModelTests.worstError(#require(outputs["probabilities"]), ModelTests.expected("article_perchannel"),
                                               floor: 1)
         #expect(error <= 1e-3)
-        // The profile shows the round trip: a download before the CPU layer, an upload after.
-        let kinds = profile.spans.map(\.kind)
-        let cpuIndex = try #require(kinds.firstIndex(of: .cpuLayer))
-        #expect(kinds[..<cpuIndex].contains(.download))
-        #expect(kinds[cpuIndex...].contains(.upload))
-        #expect(profile.layerSpans.map(\.op) == ["Conv", "Swish", "GlobalAveragePool", "Flatten", "Gemm", "Softmax"])
+        // The profile shows the round trip: the Conv's output downloaded
+        // before the CPU layer, Swish's uploaded after it.
+        let spans = profiler.spans.sorted { $0.start < $1.start }
+        let cpu = try #require(spans.first { $0.kind == .cpuLayer })
+        #expect(cpu.op == "swish (layerkit.Swish)")
+        #expect(spans.contains { $0.kind == .download && $0.end <= cpu.start && $0.op == "swish (layerkit.Swish)" })
+        #expect(spans.contains { $0.kind == .upload && $0.start >= cpu.end && $0.op == "pool (GlobalAveragePool)" })
+        let layers = ProfileSummary(spans: profiler.spans).layers
+        #expect(layers.map(\.op) == ["conv (Conv)", "swish (layerkit.Swish)", "pool (GlobalAveragePool)",
+                                     "flatten (Flatten)", "fc (Gemm)", "softmax (Softmax)"])
+        #expect(layers.map(\.onGPU) == [true, false, true, true, true, true])
     }
 
     @Test(.enabled(if: TestGPU.isEnabled))

@@ -89,7 +89,8 @@ public final class Model: @unchecked Sendable {
                                   name: name)
         plans[shapes] = lastPlan
         announcePlacements(of: lastPlan)
-        _ = try run(lastPlan, inputs: shapes.map { try Tensor(shape: $0) }, profiling: false)
+        _ = try ModelRun(plan: lastPlan, gpu: self.backend.gpu, inputs: shapes.map { try Tensor(shape: $0) },
+                         profiler: nil).run()
     }
 
     /// The plan of the last run (tests look at its images).
@@ -110,17 +111,11 @@ public final class Model: @unchecked Sendable {
     }
 
     /// Runs the model on `inputs` (by input name; every input, Float32, of
-    /// the model's shape, symbolic dimensions free) and returns its outputs by name.
-    public func predict(inputs: [String: Tensor]) throws -> [String: Tensor] {
-        try predict(inputs: inputs, profiling: false).outputs
-    }
-
-    /// `predict`, also returning where the time went (GPU timestamps on).
-    public func predictWithProfile(inputs: [String: Tensor]) throws -> (outputs: [String: Tensor], profile: ModelProfile) {
-        try predict(inputs: inputs, profiling: true)
-    }
-
-    private func predict(inputs given: [String: Tensor], profiling: Bool) throws -> (outputs: [String: Tensor], profile: ModelProfile) {
+    /// the model's shape, symbolic dimensions free) and returns its outputs
+    /// by name. With `profiler`, every layer's kernels, transfers and CPU
+    /// work are recorded as spans under the op `name (OpType)`, inside one
+    /// `.run` span (`ProfileSummary` and `ChromeTrace` read them).
+    public func predict(inputs given: [String: Tensor], profiler: Profiler? = nil) throws -> [String: Tensor] {
         for name in given.keys.sorted() where !inputs.contains(where: { $0.name == name }) {
             throw LayerKitError.invalidParameter(
                 "the model has no input '\(name)' (inputs: \(inputs.map(\.name).joined(separator: ", ")))")
@@ -145,8 +140,9 @@ public final class Model: @unchecked Sendable {
             announcePlacements(of: plan)
         }
         lastPlan = plan
-        let (values, profile) = try run(plan, inputs: tensors, profiling: profiling)
-        return (Dictionary(uniqueKeysWithValues: zip(outputs.map(\.name), values)), profile)
+        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: tensors, profiler: profiler)
+        let values = try profiler.map { try $0.measure(.run, "run \(name)", run.run) } ?? run.run()
+        return Dictionary(uniqueKeysWithValues: zip(outputs.map(\.name), values))
     }
 
     /// The plan for inputs of `shapes`; model errors name the model.
@@ -158,12 +154,6 @@ public final class Model: @unchecked Sendable {
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")
         }
-    }
-
-    private func run(_ plan: ModelPlan, inputs: [Tensor], profiling: Bool) throws -> ([Tensor], ModelProfile) {
-        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: inputs, profiling: profiling)
-        let outputs = try run.run()
-        return (outputs, run.profile)
     }
 
     /// Says once why each layer that could have used the GPU runs on the CPU.
