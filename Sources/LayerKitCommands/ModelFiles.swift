@@ -49,7 +49,8 @@ enum ModelFiles {
 
     /// The model's inputs from `--input FILE` (a one-input model) or
     /// repeated `--input NAME=FILE`; PNG images are resized and normalized
-    /// as asked, `.npy` files taken as they are.
+    /// as asked and their channels fitted to the input (gray to RGB, RGBA to
+    /// RGB); `.npy` files are taken as they are.
     static func inputs(_ specs: [String], of model: Model, resize: (width: Int, height: Int)?,
                        normalization: PixelNormalization) throws -> [String: Tensor] {
         let names = model.inputs.map(\.name)
@@ -66,15 +67,45 @@ enum ModelFiles {
             }
         }
         var tensors: [String: Tensor] = [:]
-        for name in names {
-            guard let path = files[name] else { throw UsageError("missing --input for model input '\(name)'") }
+        for input in model.inputs {
+            guard let path = files[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }
             var tensor = try TensorFiles.read(path)
             if path.lowercased().hasSuffix(".png") {
-                if let resize { tensor = try tensor.resized(width: resize.width, height: resize.height) }
+                tensor = try image(tensor, path: path, for: input, resize: resize)
                 tensor = try tensor.normalized(normalization)
             }
-            tensors[name] = tensor
+            tensors[input.name] = tensor
         }
         return tensors
+    }
+
+    /// A decoded PNG made to fit an NCHW image input: resized when asked,
+    /// gray repeated into the input's colour channels, alpha dropped.
+    private static func image(_ tensor: Tensor, path: String, for input: Model.ValueDescription,
+                              resize: (width: Int, height: Int)?) throws -> Tensor {
+        var tensor = tensor
+        if let resize { tensor = try tensor.resized(width: resize.width, height: resize.height) }
+        guard input.dimensions.count == 4 else { return tensor }
+        let wanted = input.dimensions.map { Int($0) }
+        if let height = wanted[2], let width = wanted[3], [height, width] != Array(tensor.shape[2...]) {
+            throw LayerKitError.shapeMismatch("\(path) is \(tensor.shape[3])x\(tensor.shape[2]) pixels; input "
+                                              + "'\(input.name)' takes \(width)x\(height) (add --resize \(width)x\(height))")
+        }
+        guard let channels = wanted[1], channels != tensor.shape[1] else { return tensor }
+        let plane = tensor.shape[2] * tensor.shape[3]
+        // Gray repeats into every channel; RGBA loses its alpha.
+        let sources: [Int]
+        switch (tensor.shape[1], channels) {
+        case (1, _): sources = Array(repeating: 0, count: channels)
+        case (4, 3): sources = [0, 1, 2]
+        default:
+            throw LayerKitError.shapeMismatch("\(path) has \(tensor.shape[1]) colour channels; input '\(input.name)' "
+                                              + "takes \(channels)")
+        }
+        let adapted = try Tensor(shape: [1, channels, tensor.shape[2], tensor.shape[3]])
+        for (c, source) in sources.enumerated() {
+            (adapted.dataPointer + c * plane).update(from: tensor.dataPointer + source * plane, count: plane)
+        }
+        return adapted
     }
 }

@@ -1,0 +1,86 @@
+import Foundation
+import LayerKit
+import Testing
+
+/// `layerkit inspect` and `layerkit run` on the fixture models of
+/// `Scripts/generate_model_fixtures.py` (onnxruntime's outputs beside them).
+struct ModelCommandTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("LayerKitTests/Fixtures/models")
+
+    static func fixture(_ name: String) -> String { fixtures.appendingPathComponent(name).path }
+
+    @Test func inspectListsInputsOutputsAndWhereEachNodeRuns() {
+        let runner = CommandRunner()
+        #expect(runner.run(["inspect", Self.fixture("article_perchannel.onnx"), "--backend", "cpu"]) == 0, "\(runner.error)")
+        for text in ["opsets: ai.onnx 17, layerkit 1", "image", "1x3x32x32", "probabilities", "1x10", "FLOAT",
+                     "nodes (6):", "layerkit.Swish", "GlobalAveragePool", "CPU only"] {
+            #expect(runner.out.contains(text), "missing \(text)")
+        }
+    }
+
+    @Test func runWritesTheOutputOnnxRuntimeComputed() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let runner = CommandRunner()
+        let status = runner.run(["run", Self.fixture("small_cnn.onnx"), "--input", Self.fixture("small_cnn.input.npy"),
+                                 "--output", "\(directory)/y.npy", "--backend", "cpu"])
+        #expect(status == 0, "\(runner.error)")
+        #expect(runner.out.contains("output 'probabilities': 1x16"))
+        #expect(runner.out.contains("top-5: "))
+        let output = try Tensor(npyFile: "\(directory)/y.npy")
+        let expected = try Tensor(npyFile: Self.fixture("small_cnn.expected.npy"))
+        #expect(output.shape == [1, 16])
+        for (a, e) in zip(output.values, expected.values) { #expect(abs(a - e) <= 1e-4 * max(1e-6, abs(e))) }
+        // The top class is onnxruntime's.
+        let top = expected.values.indices.max { expected[$0] < expected[$1] }!
+        #expect(runner.out.contains("top-5: \(top) ("))
+    }
+
+    @Test func runTakesAPNGResizedNormalizedAndFittedToRGB() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        // A gray 20x10 picture (LayerKit's activation PNG of a gradient).
+        let gray = try Tensor(shape: [1, 1, 10, 20], values: (0..<200).map { Float($0) })
+        try gray.writeActivationPNG(to: "\(directory)/in.png")
+        let runner = CommandRunner()
+        #expect(runner.run(["run", Self.fixture("article_beta1.onnx"), "--input", "\(directory)/in.png",
+                            "--resize", "32x32", "--normalize", "-1,1", "--output", "\(directory)/p.npy",
+                            "--backend", "cpu"]) == 0, "\(runner.error)")
+        // The same preprocessing through the library gives the same answer.
+        let image = try Tensor(pngFile: "\(directory)/in.png").resized(width: 32, height: 32).normalized(.signed)
+        let rgb = try Tensor(shape: [1, 3, 32, 32], values: Array(repeating: image.values, count: 3).flatMap { $0 })
+        let model = try Model(contentsOf: URL(fileURLWithPath: Self.fixture("article_beta1.onnx")), computeUnits: .cpuOnly)
+        let expected = try #require(try model.predict(inputs: ["image": rgb])["probabilities"])
+        #expect(try Tensor(npyFile: "\(directory)/p.npy").values == expected.values)
+        // Without --resize the size mismatch is explained.
+        let again = CommandRunner()
+        #expect(again.run(["run", Self.fixture("article_beta1.onnx"), "--input", "\(directory)/in.png"]) == 1)
+        #expect(again.error.contains("--resize 32x32"))
+    }
+
+    @Test func runRefusesBadInputAndKeepsTheUsersFiles() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let input = "\(directory)/x.npy"
+        try FileManager.default.copyItem(atPath: Self.fixture("article_beta1.input.npy"), toPath: input)
+        let original = try Data(contentsOf: URL(fileURLWithPath: input))
+        let truncated = "\(directory)/cut.onnx"
+        let model = try Data(contentsOf: URL(fileURLWithPath: Self.fixture("article_beta1.onnx")))
+        try model.prefix(model.count / 2).write(to: URL(fileURLWithPath: truncated))
+        let model1 = Self.fixture("article_beta1.onnx")
+        let cases: [([String], Int32, String)] = [
+            (["run", model1], 2, "missing --input"),
+            (["run", model1, "--input", input, "--output", input], 1, "refusing to overwrite"),
+            (["run", model1, "--input", "nope=\(input)"], 1, "cannot read"),
+            (["run", truncated, "--input", input], 1, "runs past the end"),
+            (["run", model1, "--input", input, "--normalize", "mean=1"], 1, "--normalize mean=1"),
+            (["run", model1, "--input", input, "--resize", "0x5"], 2, "--resize 0x5"),
+            (["run", Self.fixture("custom_missing.onnx"), "--input", input], 1, "custom layer implementation"),
+            (["inspect"], 2, "expected one model file"),
+        ]
+        for (words, status, message) in cases {
+            let runner = CommandRunner()
+            #expect(runner.run(words) == status, "\(words): \(runner.error)")
+            #expect(runner.error.contains(message), "\(words): \(runner.error)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: input)) == original)
+    }
+}

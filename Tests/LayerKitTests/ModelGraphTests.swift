@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+@testable import LayerKit
+
+/// Models built byte by byte (`ONNXBytes`): symbolic dimensions, shapes that
+/// cannot be resolved, and graphs that do not connect.
+struct ModelGraphTests {
+    /// A float32 ValueInfoProto; a dimension is a number or a symbol.
+    static func value(_ name: String, _ dims: [Any]?, type: Int64 = 1) -> [UInt8] {
+        var tensorType = PB.int(1, type)
+        if let dims {
+            let shape = dims.flatMap { dim -> [UInt8] in
+                if let n = dim as? Int { return PB.bytes(1, PB.int(1, Int64(n))) }
+                return PB.bytes(1, PB.string(2, "\(dim)"))
+            }
+            tensorType += PB.bytes(2, shape)
+        }
+        return PB.string(1, name) + PB.bytes(2, PB.bytes(1, tensorType))
+    }
+
+    /// A model of `nodes` from graph inputs `inputs` to outputs `outputs`.
+    static func model(nodes: [[UInt8]], inputs: [[UInt8]], outputs: [[UInt8]], initializers: [[UInt8]] = []) -> Data {
+        ONNXBytes.model(graph: ONNXBytes.graph(nodes: nodes, initializers: initializers, inputs: inputs,
+                                               extra: outputs.flatMap { PB.bytes(12, $0) }))
+    }
+
+    @Test func symbolicBatchIsFixedByEachPredict() throws {
+        let data = Self.model(nodes: [ONNXBytes.node("Relu", name: "relu")],
+                              inputs: [Self.value("x", ["N", 3, 2, 2])], outputs: [Self.value("y", ["N", 3, 2, 2])])
+        let model = try Model(data: data, computeUnits: .cpuOnly)
+        #expect(model.inputs[0].dimensions == ["N", "3", "2", "2"])
+        for batch in [2, 5] {
+            let values = seededUniform(count: batch * 12, in: -1...1, seed: UInt64(batch))
+            let y = try #require(try model.predict(inputs: ["x": Tensor(shape: [batch, 3, 2, 2], values: values)])["y"])
+            #expect(y.shape == [batch, 3, 2, 2])
+            #expect(y.values == values.map { max($0, 0) })
+            #expect(model.nodes[0].outputShapes == [[batch, 3, 2, 2]])
+        }
+        // A fixed dimension stays fixed.
+        #expect(throws: LayerKitError.self) { _ = try model.predict(inputs: ["x": Tensor(shape: [1, 4, 2, 2])]) }
+    }
+
+    @Test func aShapeComputedAtRunTimeIsRefusedNamingTheNode() throws {
+        let data = Self.model(nodes: [ONNXBytes.node("Relu", inputs: ["x"], outputs: ["r"], name: "relu"),
+                                      ONNXBytes.node("Reshape", inputs: ["x", "r"], outputs: ["y"], name: "reshape")],
+                              inputs: [Self.value("x", [1, 2])], outputs: [Self.value("y", [2])])
+        #expect {
+            _ = try Model(data: data, name: "m.onnx", computeUnits: .cpuOnly)
+        } throws: { error in
+            "\(error)".hasPrefix("m.onnx: node 'reshape' (Reshape): the target shape") && "\(error)".contains("cannot be resolved")
+        }
+    }
+
+    @Test func unresolvableGraphsAreClearErrors() throws {
+        let relu = ONNXBytes.node("Relu", name: "relu")
+        let cases: [(Data, String)] = [
+            (Self.model(nodes: [relu], inputs: [Self.value("x", nil)], outputs: [Self.value("y", nil)]),
+             "'x' has no shape: its rank cannot be resolved"),
+            (Self.model(nodes: [relu], inputs: [Self.value("x", [2], type: 7)], outputs: [Self.value("y", [2])]),
+             "input 'x' is INT64; LayerKit runs float32 inputs"),
+            (Self.model(nodes: [ONNXBytes.node("Relu", inputs: ["z"], name: "relu")], inputs: [Self.value("x", [2])],
+                        outputs: [Self.value("y", [2])]),
+             "node 'relu' (Relu) reads 'z', which no input, initializer or earlier node makes"),
+            (Self.model(nodes: [relu], inputs: [Self.value("x", [2])], outputs: [Self.value("w", [2])]),
+             "graph output 'w' is made by no node"),
+            (Self.model(nodes: [ONNXBytes.node("Relu", name: "relu", attributes: [PB.string(1, "alpha") + PB.float(2, 1) + PB.int(20, 1)])],
+                        inputs: [Self.value("x", [2])], outputs: [Self.value("y", [2])]),
+             "Relu: unknown parameter 'alpha'"),
+        ]
+        for (data, message) in cases {
+            #expect(throws: LayerKitError.self) { _ = try Model(data: data, computeUnits: .cpuOnly) }
+            do { _ = try Model(data: data, computeUnits: .cpuOnly) } catch {
+                #expect("\(error)".contains(message), "\(error)")
+            }
+        }
+    }
+
+    @Test func anInputPassedStraightThroughIsACopy() throws {
+        let data = Self.model(nodes: [ONNXBytes.node("Identity", name: "same")], inputs: [Self.value("x", [3])],
+                              outputs: [Self.value("y", [3])])
+        let model = try Model(data: data, computeUnits: .cpuOnly)
+        let x = try Tensor(shape: [3], values: [1, 2, 3])
+        let y = try #require(try model.predict(inputs: ["x": x])["y"])
+        #expect(y !== x && y.values == [1, 2, 3])
+        #expect(model.nodes[0].placement == nil)
+    }
+}
