@@ -26,6 +26,7 @@ versions used. Everything is seeded (numpy default_rng), so reruns with the
 same versions write identical bytes.
 """
 import argparse
+import shutil
 import filecmp
 import json
 import os
@@ -40,6 +41,8 @@ from onnx import TensorProto, helper, numpy_helper
 OPSET = 17
 IR_VERSION = 8
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests', 'LayerKitTests', 'Fixtures', 'models')
+# `layerkit demo`'s built-in model (embedded in the binary) is article_demo.
+BUILT_IN = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Models', 'article.onnx')
 
 
 def init(name, array, dtype=np.float32):
@@ -346,6 +349,7 @@ def main():
     args = parser.parse_args()
     if not args.check:
         generate(OUT)
+        shutil.copyfile(os.path.join(OUT, 'article_demo.onnx'), BUILT_IN)
         total = sum(os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT))
         print('wrote %d files, %.0f KB, to %s' % (len(os.listdir(OUT)), total / 1024, os.path.normpath(OUT)))
         return

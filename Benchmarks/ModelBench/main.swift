@@ -15,6 +15,8 @@ struct ModelRow: Codable {
         let name: String, ranOn: String, medianMs: Double
     }
     let model: String, backend: String, device: String
+    /// Whether the GPU is a CPU emulation (lavapipe): its times are no GPU speed.
+    let emulated: Bool
     let stats: TimingStats
     let layers: [LayerTime]
 }
@@ -49,7 +51,7 @@ func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int,
     guard let stats = TimingStats(samples: samples) else { return nil }
     let device = backend.gpu.map { "\($0.deviceInfo.name) (\($0.deviceInfo.kind.rawValue))" } ?? "CPU"
     return ModelRow(model: URL(fileURLWithPath: path).lastPathComponent, backend: units == .cpuOnly ? "cpu" : "gpu",
-                    device: device, stats: stats, layers: layers)
+                    device: device, emulated: backend.gpu?.deviceInfo.kind == .cpu, stats: stats, layers: layers)
 }
 
 do {

@@ -119,6 +119,13 @@ import Testing
         #expect(context.device.liveObjectCount == objects, "runs allocate no images or buffers")
     }
 
+    /// `layerkit demo`'s model is the article_demo fixture, whose outputs
+    /// onnxruntime computed.
+    @Test func theBuiltInModelIsTheArticleFixture() throws {
+        let builtIn = try #require(BuiltInModels.data(named: BuiltInModels.articleName))
+        #expect([UInt8](builtIn) == (try ModelFixtures.bytes("article_demo")))
+    }
+
     @Test func errorsNameTheNodeAndOp() throws {
         let cases: [(String, String)] = [
             ("unsupported_op", "node 'einsum' (Einsum): op 'Einsum' is not supported"),
