@@ -24,7 +24,9 @@ public final class LayerRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
 
-    init() {
+    /// A registry holding the built-in layers only (a model loaded with it
+    /// sees none of the classes registered in `shared`).
+    public init() {
         for definition in OpDefinition.catalog {
             add(Entry(name: definition.name, weightNames: definition.weightNames, definition: definition) {
                 try ElementwiseLayer(definition: definition, parameters: $0)

@@ -22,7 +22,8 @@ enum DemoCommand {
         guard let input = cpuModel.inputs.first, let side = Int(input.dimensions.last ?? "") else {
             throw LayerKitError.invalidModel("the built-in model has no fixed-size image input")
         }
-        let image = try DemoImage.landscape(size: side)
+        // The CPU reads the same fp16-rounded image the GPU stores (parity, as defined).
+        let image = try DemoImage.landscape(size: side).roundedToHalf()
         console.print("LayerKit demo: the Core ML custom-layer article's model on a built-in \(side)x\(side) image")
         console.print("model: " + cpuModel.nodes.map { $0.domain.isEmpty ? $0.opType : "\($0.opType) (custom, \($0.domain))" }
             .joined(separator: " -> "))

@@ -51,12 +51,13 @@ struct PortedSwishExampleTests {
 }
 
 struct ReadmeExampleTests {
-    /// The README shows the code between this file's README-EXAMPLE markers,
-    /// character for character.
-    @Test func theReadmeShowsThisFilesExample() throws {
-        let testFile = URL(fileURLWithPath: #filePath)
-        let root = testFile.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let source = try String(contentsOf: testFile, encoding: .utf8)
+    /// The README shows the code between each example file's README-EXAMPLE
+    /// markers, character for character.
+    @Test(arguments: ["PortedSwishExampleTests.swift", "CustomLayerModelExampleTests.swift"])
+    func theReadmeShowsTheExample(_ fileName: String) throws {
+        let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        let root = tests.deletingLastPathComponent().deletingLastPathComponent()
+        let source = try String(contentsOf: tests.appendingPathComponent(fileName), encoding: .utf8)
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         let begin = try #require(source.range(of: "// README-EXAMPLE-BEGIN\n"))
         let end = try #require(source.range(of: "// README-EXAMPLE-END"))
