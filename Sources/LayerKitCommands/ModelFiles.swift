@@ -53,19 +53,7 @@ enum ModelFiles {
     /// RGB); `.npy` files are taken as they are.
     static func inputs(_ specs: [String], of model: Model, resize: (width: Int, height: Int)?,
                        normalization: PixelNormalization) throws -> [String: Tensor] {
-        let names = model.inputs.map(\.name)
-        var files: [String: String] = [:]
-        for spec in specs {
-            let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2, names.contains(parts[0]) {
-                files[parts[0]] = parts[1]
-            } else if names.count == 1 {
-                files[names[0]] = spec
-            } else {
-                throw UsageError("--input \(spec): the model has inputs \(names.joined(separator: ", ")); "
-                                 + "give each as --input NAME=FILE")
-            }
-        }
+        let files = try files(specs, for: model.inputs.map(\.name), option: "--input")
         var tensors: [String: Tensor] = [:]
         for input in model.inputs {
             guard let path = files[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }
@@ -77,6 +65,23 @@ enum ModelFiles {
             tensors[input.name] = tensor
         }
         return tensors
+    }
+
+    /// `FILE` (for a model with one such value) or `NAME=FILE` each, by name.
+    static func files(_ specs: [String], for names: [String], option: String) throws -> [String: String] {
+        var files: [String: String] = [:]
+        for spec in specs {
+            let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2, names.contains(parts[0]) {
+                files[parts[0]] = parts[1]
+            } else if names.count == 1 {
+                files[names[0]] = spec
+            } else {
+                throw UsageError("\(option) \(spec): the model has \(names.joined(separator: ", ")); "
+                                 + "give each as \(option) NAME=FILE")
+            }
+        }
+        return files
     }
 
     /// A decoded PNG made to fit an NCHW image input: resized when asked,

@@ -15,7 +15,8 @@ enum RunCommand {
         let inputSpecs = arguments.values("--input")
         guard !inputSpecs.isEmpty else { throw UsageError("missing --input") }
         let model = try ModelFiles.load(path, computeUnits: units, console: console)
-        let outputFiles = try outputPaths(arguments.values("--output"), of: model)
+        let outputFiles = try ModelFiles.files(arguments.values("--output"), for: model.outputs.map(\.name),
+                                               option: "--output")
         let inputFiles = inputSpecs.map { $0.split(separator: "=", maxSplits: 1).last.map(String.init) ?? $0 }
         for file in outputFiles.values { try TensorFiles.checkOutput(file, notAmong: inputFiles + [path]) }
         let inputs = try ModelFiles.inputs(inputSpecs, of: model, resize: resize, normalization: normalization)
@@ -42,24 +43,6 @@ enum RunCommand {
             ProfileTable.lines(ProfileSummary(spans: profiler.spans)).forEach { console.print($0) }
         }
         return 0
-    }
-
-    /// `--output FILE` for a one-output model, else `--output NAME=FILE` each.
-    private static func outputPaths(_ specs: [String], of model: Model) throws -> [String: String] {
-        let names = model.outputs.map(\.name)
-        var paths: [String: String] = [:]
-        for spec in specs {
-            let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2, names.contains(parts[0]) {
-                paths[parts[0]] = parts[1]
-            } else if names.count == 1 {
-                paths[names[0]] = spec
-            } else {
-                throw UsageError("--output \(spec): the model has outputs \(names.joined(separator: ", ")); "
-                                 + "give each as --output NAME=FILE")
-            }
-        }
-        return paths
     }
 
     /// The five largest values of each row (batch item) of an N×K output.

@@ -59,41 +59,16 @@ struct ONNXNodeContext {
     }
 
     /// Attribute `name` as an integer, `defaultValue` when absent.
-    func int(_ name: String, default defaultValue: Int) throws -> Int {
-        switch node.attributes[name] {
-        case nil: return defaultValue
-        case .int(let value)?: return value
-        default: throw error("attribute '\(name)' must be an integer")
-        }
-    }
+    func int(_ name: String, default defaultValue: Int) throws -> Int { try node.int(name) ?? defaultValue }
 
     /// Attribute `name` as a float, `defaultValue` when absent.
-    func float(_ name: String, default defaultValue: Float) throws -> Float {
-        switch node.attributes[name] {
-        case nil: return defaultValue
-        case .float(let value)?: return value
-        case .int(let value)?: return Float(value)
-        default: throw error("attribute '\(name)' must be a float")
-        }
-    }
+    func float(_ name: String, default defaultValue: Float) throws -> Float { try node.float(name) ?? defaultValue }
 
     /// Attribute `name` as a list of integers, nil when absent.
-    func ints(_ name: String) throws -> [Int]? {
-        switch node.attributes[name] {
-        case nil: return nil
-        case .ints(let values)?: return values
-        default: throw error("attribute '\(name)' must be a list of integers")
-        }
-    }
+    func ints(_ name: String) throws -> [Int]? { try node.ints(name) }
 
     /// Attribute `name` as a string, `defaultValue` when absent.
-    func string(_ name: String, default defaultValue: String) throws -> String {
-        switch node.attributes[name] {
-        case nil: return defaultValue
-        case .string(let value)?: return value
-        default: throw error("attribute '\(name)' must be a string")
-        }
-    }
+    func string(_ name: String, default defaultValue: String) throws -> String { try node.string(name) ?? defaultValue }
 
     /// Throws unless every attribute is one of `known`.
     func requireAttributes(_ known: [String]) throws {

@@ -250,9 +250,7 @@ enum ONNXOperators {
 
     static func concat(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["axis"])
-        guard let axisValue = node.node.attributes["axis"], case .int(let value) = axisValue else {
-            throw node.error("axis is required")
-        }
+        guard let value = try node.node.int("axis") else { throw node.error("axis is required") }
         let axis = try node.axis(value, rank: node.shape(0).count)
         return ConvertedNode(layer: try ConcatLayer(axis: axis), inputs: Array(node.node.inputs.indices))
     }
