@@ -81,7 +81,10 @@ import Testing
         let registry = LayerRegistry()
         registry.register(CPUOnlySwish.self)
         let backend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get())
-        let model = try Model(contentsOf: ModelFixtures.url("article_perchannel"), backend: backend, registry: registry)
+        let notices = BackendTests.Notices()
+        let model = try Model(contentsOf: ModelFixtures.url("article_perchannel"), backend: backend, registry: registry,
+                              notice: notices.append)
+        #expect(notices.all == ["article_perchannel.onnx: layer swish runs on the CPU: it has no GPU implementation (encode)"])
         let placements = model.nodes.map(\.placement)
         #expect(placements.map { $0?.isGPU } == [true, false, true, true, true, true])
         let profiler = Profiler()
@@ -167,3 +170,4 @@ import Testing
         }
     }
 }
+

@@ -156,9 +156,28 @@ public final class Model: @unchecked Sendable {
         }
     }
 
-    /// Says once why each layer that could have used the GPU runs on the CPU.
+    /// Says once, per reason, which layers that could have used the GPU run
+    /// on the CPU: one line for a whole model on an emulated device, not one per layer.
     private func announcePlacements(of plan: ModelPlan) {
-        for case .cpu(let reason?) in plan.placements where announced.insert(reason).inserted { notice(reason) }
+        let layers = plan.graph.steps.filter { $0.layer != nil }.count
+        var groups: [(why: String, names: [String])] = []
+        for (step, placement) in zip(plan.graph.steps, plan.placements) {
+            guard case .cpu(let reason?) = placement else { continue }
+            // Reasons read "<layer> runs on the CPU: <why>".
+            let why = reason.components(separatedBy: "runs on the CPU: ").last ?? reason
+            if let i = groups.firstIndex(where: { $0.why == why }) {
+                groups[i].names.append(step.name)
+            } else {
+                groups.append((why, [step.name]))
+            }
+        }
+        for (why, names) in groups {
+            let which = names.count == layers ? "all \(layers) layers run" : names.count == 1
+                ? "layer \(names[0]) runs" : "\(names.count) of \(layers) layers (\(names.prefix(3).joined(separator: ", "))"
+                    + (names.count > 3 ? ", ..." : "") + ") run"
+            let message = "\(name): \(which) on the CPU: \(why)"
+            if announced.insert(message).inserted { notice(message) }
+        }
     }
 
     private static func describe(_ value: ONNXValueInfo) throws -> ValueDescription {
