@@ -88,7 +88,8 @@ struct Target: Sendable {
 
     /// `ONNXModel(data:)`, then every initializer's values read as a model
     /// loader would. `LayerKitError.invalidModel` only; what it accepts has
-    /// a supported IR version and opset, and ops named on every node.
+    /// a supported IR version and opset, and ops named on every node, and is
+    /// then loaded and run on the CPU (`loadOnTheCPU`).
     static let onnx = Target(
         name: "onnx",
         // Tags of the fields the decoder reads (graph, node, initializer, raw_data, dims, ...), names, varint ends.
@@ -107,11 +108,33 @@ struct Target: Sendable {
                   model.graph.nodes.allSatisfy({ !$0.opType.isEmpty }) else {
                 return .unexpected("accepted IR \(model.irVersion), opset \(model.defaultOpset ?? -1)")
             }
-            return .accepted
+            return loadOnTheCPU(bytes, model)
         } catch LayerKitError.invalidModel {
             return .rejected
         } catch {
             return .unexpected("error other than invalidModel: \(error)")
+        }
+    }
+
+    /// A decoded model with small fixed inputs, loaded as `layerkit run`
+    /// loads it (nodes to layers, planned, run once on zeros) on the CPU:
+    /// any `LayerKitError` is a refusal.
+    static func loadOnTheCPU(_ bytes: [UInt8], _ model: ONNXModel) -> Outcome {
+        for input in model.graph.feedInputs {
+            var count = 1
+            for dimension in input.dims ?? [] {
+                guard case .value(let extent) = dimension, extent >= 0, extent <= 1 << 16 else { return .accepted }
+                count *= extent
+                if count > 1 << 16 { return .accepted }
+            }
+        }
+        do {
+            _ = try Model(data: Data(bytes), computeUnits: .cpuOnly)
+            return .accepted
+        } catch is LayerKitError {
+            return .rejected
+        } catch {
+            return .unexpected("Model(data:) threw \(error)")
         }
     }
 

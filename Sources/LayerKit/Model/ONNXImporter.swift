@@ -8,6 +8,11 @@ struct ONNXImporter {
     let model: ONNXModel
     let registry: LayerRegistry
 
+    /// The most elements one value of a model may have (1 GiB of Float32):
+    /// a shape past it is far more likely a bad attribute (pads of 10,000)
+    /// than a model, and would otherwise be allocated and run.
+    static let maxValueElements = 1 << 28
+
     /// The default-domain opset the model imports.
     var opset: Int { model.defaultOpset ?? 0 }
 
@@ -76,6 +81,10 @@ struct ONNXImporter {
             }
             guard outputShapes.count == outputNames.count, outputNames.count == node.outputs.count else {
                 throw context.error("has \(node.outputs.count) outputs; LayerKit's layer makes \(outputShapes.count)")
+            }
+            for shape in outputShapes where try Tensor.elementCount(of: shape) > ONNXImporter.maxValueElements {
+                throw context.error("its output \(Tensor.describe(shape)) would hold more than "
+                                    + "\(ONNXImporter.maxValueElements >> 20)M elements (1 GiB), LayerKit's limit for one tensor")
             }
             let outputs = zip(outputNames, outputShapes).map { graph.addValue($0, shape: $1) }
             for (output, index) in zip(outputNames, outputs) { valueIndex[output] = index }
