@@ -29,6 +29,11 @@ struct ModelGraphTests {
                               inputs: [Self.value("x", ["N", 3, 2, 2])], outputs: [Self.value("y", ["N", 3, 2, 2])])
         let model = try Model(data: data, computeUnits: .cpuOnly)
         #expect(model.inputs[0].dimensions == ["N", "3", "2", "2"])
+        // An output without a shape in the file takes the computed one.
+        let unshaped = try Model(data: Self.model(nodes: [ONNXBytes.node("Relu", name: "relu")],
+                                                  inputs: [Self.value("x", [2, 3])], outputs: [Self.value("y", nil)]),
+                                 computeUnits: .cpuOnly)
+        #expect(unshaped.outputs[0].dimensions == ["2", "3"])
         for batch in [2, 5] {
             let values = seededUniform(count: batch * 12, in: -1...1, seed: UInt64(batch))
             let y = try #require(try model.predict(inputs: ["x": Tensor(shape: [batch, 3, 2, 2], values: values)])["y"])
@@ -55,7 +60,7 @@ struct ModelGraphTests {
         let relu = ONNXBytes.node("Relu", name: "relu")
         let cases: [(Data, String)] = [
             (Self.model(nodes: [relu], inputs: [Self.value("x", nil)], outputs: [Self.value("y", nil)]),
-             "'x' has no shape: its rank cannot be resolved"),
+             "input 'x' has no shape: its rank cannot be resolved"),
             (Self.model(nodes: [relu], inputs: [Self.value("x", [2], type: 7)], outputs: [Self.value("y", [2])]),
              "input 'x' is INT64; LayerKit runs float32 inputs"),
             (Self.model(nodes: [ONNXBytes.node("Relu", inputs: ["z"], name: "relu")], inputs: [Self.value("x", [2])],
@@ -63,6 +68,11 @@ struct ModelGraphTests {
              "node 'relu' (Relu) reads 'z', which no input, initializer or earlier node makes"),
             (Self.model(nodes: [relu], inputs: [Self.value("x", [2])], outputs: [Self.value("w", [2])]),
              "graph output 'w' is made by no node"),
+            (Self.model(nodes: [ONNXBytes.node("AveragePool", name: "pool", attributes: [
+                PB.string(1, "kernel_shape") + PB.int(8, 1) + PB.int(8, 1) + PB.int(20, 7),
+                PB.string(1, "pads") + [20_000, 20_000, 20_000, 20_000].flatMap { PB.int(8, $0) } + PB.int(20, 7)])],
+                        inputs: [Self.value("x", [1, 1, 2, 2])], outputs: [Self.value("y", nil)]),
+             "node 'pool' (AveragePool): its output 1x1x40002x40002 would hold more than 256M elements"),
             (Self.model(nodes: [ONNXBytes.node("Relu", name: "relu", attributes: [PB.string(1, "alpha") + PB.float(2, 1) + PB.int(20, 1)])],
                         inputs: [Self.value("x", [2])], outputs: [Self.value("y", [2])]),
              "Relu: unknown parameter 'alpha'"),

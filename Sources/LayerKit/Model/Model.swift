@@ -77,8 +77,12 @@ public final class Model: @unchecked Sendable {
         producer = model.producerName
         opsets = model.opsetImports.map { ($0.domain, $0.version) }
         do {
-            inputs = try model.graph.feedInputs.map(Model.describe)
-            outputs = try model.graph.outputs.map(Model.describe)
+            inputs = try model.graph.feedInputs.map { input in
+                guard let dims = input.dims else {
+                    throw LayerKitError.invalidModel("input '\(input.name)' has no shape: its rank cannot be resolved")
+                }
+                return Model.describe(input, dims)
+            }
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")
         }
@@ -87,6 +91,10 @@ public final class Model: @unchecked Sendable {
         self.name = name
         lastPlan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, backend: self.backend,
                                   name: name)
+        // Outputs without a shape in the file show the one the graph computes.
+        outputs = zip(model.graph.outputs, lastPlan.graph.outputs).map { [lastPlan] output, value in
+            Model.describe(output, output.dims ?? lastPlan.graph.values[value].shape.map(ONNXDimension.value))
+        }
         plans[shapes] = lastPlan
         announcePlacements(of: lastPlan)
         _ = try ModelRun(plan: lastPlan, gpu: self.backend.gpu, inputs: shapes.map { try Tensor(shape: $0) },
@@ -180,12 +188,9 @@ public final class Model: @unchecked Sendable {
         }
     }
 
-    private static func describe(_ value: ONNXValueInfo) throws -> ValueDescription {
-        guard let dims = value.dims else {
-            throw LayerKitError.invalidModel("'\(value.name)' has no shape: its rank cannot be resolved")
-        }
-        return ValueDescription(name: value.name, dimensions: dims.map(\.description),
-                                dataType: value.elementType?.description ?? "untyped")
+    private static func describe(_ value: ONNXValueInfo, _ dims: [ONNXDimension]) -> ValueDescription {
+        ValueDescription(name: value.name, dimensions: dims.map(\.description),
+                         dataType: value.elementType?.description ?? "untyped")
     }
 
     /// Throws unless `shape` has the input's rank and its fixed dimensions.
