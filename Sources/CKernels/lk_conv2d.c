@@ -87,33 +87,36 @@ typedef struct {
     size_t first_row, rows, phase_w, row, plane;
 } lk_direct_layout;
 
+// `line`: l->row floats of scratch (unused for stride 1).
 static void lk_direct_pad(const lk_conv2d_shape *s, const lk_direct_layout *l, const float *x, size_t cg,
-                          float *dst) {
-    size_t sw = s->stride_w, pl = s->pad_left, w = s->width;
+                          float *restrict dst, float *restrict line) {
+    size_t sw = s->stride_w, pw = l->phase_w, len = l->row, pl = s->pad_left;
+    // Padded columns [lo, hi) hold input cells, the others zeros.
+    size_t lo = pl < len ? pl : len, hi = pl + s->width < len ? pl + s->width : len;
     for (size_t c = 0; c < cg; c++) {
         for (size_t r = 0; r < l->rows; r++) {
-            float *out = dst + c * l->plane + r * l->row;
+            float *restrict out = dst + c * l->plane + r * len;
             ptrdiff_t iy = (ptrdiff_t)(l->first_row + r) - (ptrdiff_t)s->pad_top;
             if (iy < 0 || iy >= (ptrdiff_t)s->height) {
-                memset(out, 0, l->row * sizeof(float));
+                memset(out, 0, len * sizeof(float));
                 continue;
             }
-            const float *in = x + (c * s->height + (size_t)iy) * w;
-            for (size_t ph = 0; ph < sw; ph++, out += l->phase_w) {
-                // Cells t with input column t * sw + ph - pl in [0, w).
-                size_t lo = pl > ph ? (pl - ph + sw - 1) / sw : 0, hi = (w + pl - ph + sw - 1) / sw;
-                lo = lo < l->phase_w ? lo : l->phase_w;
-                hi = hi < lo ? lo : (hi < l->phase_w ? hi : l->phase_w);
-                const float *src = in + ph - pl; // read only at t in [lo, hi)
-                memset(out, 0, lo * sizeof(float));
-                if (sw == 1) {
-                    memcpy(out + lo, src + lo, (hi - lo) * sizeof(float));
-                } else if (sw == 2) { // a constant stride: vectorized as interleaved loads
-                    for (size_t t = lo; t < hi; t++) out[t] = src[2 * t];
-                } else {
-                    for (size_t t = lo; t < hi; t++) out[t] = src[t * sw];
+            // The padded row (straight into place for stride 1), then split
+            // by phase in plain loops that vectorize (no bounds in them).
+            float *restrict cells = sw == 1 ? out : line;
+            memset(cells, 0, lo * sizeof(float));
+            memcpy(cells + lo, x + (c * s->height + (size_t)iy) * s->width + (lo - pl), (hi - lo) * sizeof(float));
+            memset(cells + hi, 0, (len - hi) * sizeof(float));
+            if (sw == 2) {
+                float *restrict odd = out + pw;
+                for (size_t t = 0; t < pw; t++) {
+                    out[t] = line[2 * t];
+                    odd[t] = line[2 * t + 1];
                 }
-                memset(out + hi, 0, (l->phase_w - hi) * sizeof(float));
+            } else if (sw > 2) {
+                for (size_t ph = 0; ph < sw; ph++) {
+                    for (size_t t = 0; t < pw; t++) out[ph * pw + t] = line[t * sw + ph];
+                }
             }
         }
     }
@@ -135,10 +138,10 @@ static int lk_conv2d_direct(const lk_gemm_isa *isa, const lk_conv2d_shape *s, co
     l.phase_w = ow + (kw - 1) * s->dilation_w / sw;
     l.row = sw * l.phase_w;
     l.plane = l.rows * l.row;
-    // One allocation: tap offsets, then the padded rows, then the packed weights.
-    ptrdiff_t *off = malloc(k * sizeof(ptrdiff_t) + (cg * l.plane + mg * k) * sizeof(float));
+    // One allocation: tap offsets, the padded rows, the packed weights, a row.
+    ptrdiff_t *off = malloc(k * sizeof(ptrdiff_t) + (cg * l.plane + mg * k + l.row) * sizeof(float));
     if (!off) return -1;
-    float *padded = (float *)(off + k), *packed = padded + cg * l.plane;
+    float *padded = (float *)(off + k), *packed = padded + cg * l.plane, *line = packed + mg * k;
     for (size_t c = 0, p = 0; c < cg; c++) {
         for (size_t ky = 0; ky < kh; ky++) {
             for (size_t kx = 0; kx < kw; kx++, p++) {
@@ -148,7 +151,7 @@ static int lk_conv2d_direct(const lk_gemm_isa *isa, const lk_conv2d_shape *s, co
         }
     }
     for (size_t gi = 0; gi < g; gi++) {
-        lk_direct_pad(s, &l, x + gi * cg * s->height * s->width, cg, padded);
+        lk_direct_pad(s, &l, x + gi * cg * s->height * s->width, cg, padded, line);
         // Blocks of up to mr output channels, each tap's mr weights together.
         const float *wg = w + gi * mg * k;
         for (size_t i0 = 0; i0 < mg; i0 += isa->mr) {
