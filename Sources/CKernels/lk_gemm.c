@@ -46,12 +46,24 @@ static void lk_gemv_scalar(size_t k, size_t n, float alpha, const float *a, size
     }
 }
 
-static void lk_axpy_scalar(size_t n, float alpha, const float *x, size_t x_stride, float *y) {
-    for (size_t i = 0; i < n; i++) y[i] += alpha * x[i * x_stride];
+static void lk_conv_rows_scalar(size_t k, size_t rows, const float *a, const float *b, const ptrdiff_t *off,
+                                size_t n, size_t lines, size_t b_line, const float *bias, float *c, size_t ldc,
+                                size_t c_line) {
+    for (size_t t = 0; t < lines; t++) {
+        for (size_t i = 0; i < rows; i++) {
+            float *ci = c + i * ldc + t * c_line;
+            for (size_t j = 0; j < n; j++) ci[j] = bias ? bias[i] : 0.0f;
+            for (size_t p = 0; p < k; p++) {
+                float ap = a[p * rows + i];
+                const float *bp = b + off[p] + t * b_line;
+                for (size_t j = 0; j < n; j++) ci[j] += ap * bp[j];
+            }
+        }
+    }
 }
 
 static const lk_gemm_isa lk_gemm_scalar = {4, 8, lk_gemm_kernel_scalar, lk_gemm_pack_b_scalar, lk_gemv_scalar,
-                                           lk_axpy_scalar};
+                                           lk_conv_rows_scalar};
 
 const lk_gemm_isa *lk_gemm_for(lk_isa isa) {
 #ifdef LK_HAVE_X86_GEMM

@@ -21,17 +21,24 @@ typedef void lk_gemm_pack_b_fn(size_t k, size_t cols, const float *b, size_t ldb
 typedef void lk_gemv_fn(size_t k, size_t n, float alpha, const float *a, size_t a_col, const float *b,
                         size_t ldb, float *c);
 
-/// y[i] += alpha * x[i * x_stride] for i in [0, n).
-typedef void lk_axpy_fn(size_t n, float alpha, const float *x, size_t x_stride, float *y);
+/// The direct convolution's block (lk_conv2d.c): for `rows` <= mr output
+/// channels i, `lines` output rows t and n output pixels j of each,
+/// c[i * ldc + t * c_line + j] =
+///     bias[i] + sum over p < k of a[p * rows + i] * b[off[p] + t * b_line + j]
+/// (bias may be NULL: 0). Tap p's input cells for a row are contiguous (the
+/// input was padded and split by column stride first).
+typedef void lk_conv_rows_fn(size_t k, size_t rows, const float *a, const float *b, const ptrdiff_t *off,
+                             size_t n, size_t lines, size_t b_line, const float *bias, float *c, size_t ldc,
+                             size_t c_line);
 
 /// One instruction set's microkernel (its register block), B packing,
-/// single-row product and row update.
+/// single-row product and direct convolution block.
 typedef struct {
     size_t mr, nr;
     lk_gemm_kernel_fn *kernel;
     lk_gemm_pack_b_fn *pack_b;
     lk_gemv_fn *gemv;
-    lk_axpy_fn *axpy;
+    lk_conv_rows_fn *conv_rows;
 } lk_gemm_isa;
 
 /// The largest register block of any kernel, for edge tiles.

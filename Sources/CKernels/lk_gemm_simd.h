@@ -13,7 +13,13 @@
 // The microkernel keeps an MR x 2W block of C in 2*MR registers: each k
 // step loads two vectors of B, broadcasts MR values of A and does 2*MR
 // FMAs (AVX2 6x16: 12 of 16 registers; AVX-512 8x32: 16 of 32). A block
-// narrower than 2W columns goes through masked loads and stores.
+// narrower than 2W columns goes through masked loads and stores. The direct
+// convolution's block (lk_conv_rows) has the same MR x 2W shape, its B rows
+// read in place from the padded input at per-tap offsets.
+
+#if LK_GEMM_MR > 8
+#error "lk_conv_rows instantiates at most 8 rows"
+#endif
 
 #define LK_GEMM_NR (2 * LK_W)
 
@@ -95,16 +101,89 @@ LK_TARGET static void lk_gemv(size_t k, size_t n, float alpha, const float *a, s
     }
 }
 
-LK_TARGET static void lk_axpy(size_t n, float alpha, const float *x, size_t x_stride, float *y) {
-    if (x_stride != 1) {
-        for (size_t i = 0; i < n; i++) y[i] += alpha * x[i * x_stride];
-        return;
+// The direct convolution's register block: R output channels (a constant
+// after inlining) x NV vectors of pixels, all in registers over the k taps.
+// Vector v reads b[v] + off[p] and writes c[v], masked to lanes m[v]: the
+// two halves of one row's pixels, or the same pixels of two rows.
+LK_TARGET LK_INLINE void lk_conv_block(size_t k, const float *a, const float *const b[2],
+                                       const ptrdiff_t *off, const float *bias, float *const c[2],
+                                       size_t ldc, const lk_lanes m[2], const int R, const int NV) {
+    lk_v acc[LK_GEMM_MR][2];
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; i++) {
+        acc[i][0] = acc[i][1] = bias ? LK_PS(set1)(bias[i]) : LK_PS(setzero)();
     }
-    lk_v va = LK_PS(set1)(alpha);
-    for (size_t i = 0; i < n; i += LK_W) {
-        lk_lanes m = lk_lanes_upto(n - i);
-        lk_store_lanes(y + i, m, LK_PS(fmadd)(va, lk_load_lanes(x + i, m), lk_load_lanes(y + i, m)));
+    for (size_t p = 0; p < k; p++, a += R) {
+        lk_v x0 = lk_load_lanes(b[0] + off[p], m[0]), x1 = NV > 1 ? lk_load_lanes(b[1] + off[p], m[1]) : x0;
+#pragma clang loop unroll(full)
+        for (int i = 0; i < R; i++) {
+            lk_v ai = LK_PS(set1)(a[i]);
+            acc[i][0] = LK_PS(fmadd)(ai, x0, acc[i][0]);
+            if (NV > 1) acc[i][1] = LK_PS(fmadd)(ai, x1, acc[i][1]);
+        }
+    }
+#pragma clang loop unroll(full)
+    for (int i = 0; i < R; i++) {
+        lk_store_lanes(c[0] + i * ldc, m[0], acc[i][0]);
+        if (NV > 1) lk_store_lanes(c[1] + i * ldc, m[1], acc[i][1]);
     }
 }
 
-const lk_gemm_isa LK_GEMM_ISA = {LK_GEMM_MR, LK_GEMM_NR, lk_gemm_kernel, lk_gemm_pack_b, lk_gemv, lk_axpy};
+// R rows: a line's pixels two vectors at a time (one for a last short
+// piece); lines of one vector or less two at a time, so that narrow
+// outputs (7 or 14 pixels wide) still keep 2R accumulators busy.
+LK_TARGET LK_INLINE void lk_conv_rows_of(size_t k, const float *a, const float *b, const ptrdiff_t *off,
+                                         size_t n, size_t lines, size_t b_line, const float *bias, float *c,
+                                         size_t ldc, size_t c_line, const int R) {
+    if (n <= LK_W) {
+        lk_lanes m[2] = {lk_lanes_upto(n), lk_lanes_upto(n)};
+        for (size_t t = 0; t < lines; t += 2) {
+            const float *bt[2] = {b + t * b_line, b + (t + 1) * b_line};
+            float *ct[2] = {c + t * c_line, c + (t + 1) * c_line};
+            if (t + 1 < lines) {
+                lk_conv_block(k, a, bt, off, bias, ct, ldc, m, R, 2);
+            } else {
+                lk_conv_block(k, a, bt, off, bias, ct, ldc, m, R, 1);
+            }
+        }
+        return;
+    }
+    for (size_t t = 0; t < lines; t++) {
+        for (size_t j = 0; j < n; j += 2 * LK_W) {
+            size_t cols = n - j < 2 * LK_W ? n - j : 2 * LK_W;
+            const float *bj = b + t * b_line + j;
+            float *cj = c + t * c_line + j;
+            const float *bt[2] = {bj, bj + LK_W};
+            float *ct[2] = {cj, cj + LK_W};
+            lk_lanes m[2] = {lk_lanes_upto(cols), lk_lanes_upto(cols > LK_W ? cols - LK_W : 0)};
+            if (cols > LK_W) {
+                lk_conv_block(k, a, bt, off, bias, ct, ldc, m, R, 2);
+            } else {
+                lk_conv_block(k, a, bt, off, bias, ct, ldc, m, R, 1);
+            }
+        }
+    }
+}
+
+LK_TARGET static void lk_conv_rows(size_t k, size_t rows, const float *a, const float *b, const ptrdiff_t *off,
+                                   size_t n, size_t lines, size_t b_line, const float *bias, float *c, size_t ldc,
+                                   size_t c_line) {
+    switch (rows) {
+#define LK_CONV_ROWS_CASE(r)                                                                                   \
+    case r: lk_conv_rows_of(k, a, b, off, n, lines, b_line, bias, c, ldc, c_line, r); break;
+    LK_CONV_ROWS_CASE(1)
+    LK_CONV_ROWS_CASE(2)
+    LK_CONV_ROWS_CASE(3)
+    LK_CONV_ROWS_CASE(4)
+    LK_CONV_ROWS_CASE(5)
+    LK_CONV_ROWS_CASE(6)
+#if LK_GEMM_MR > 6
+    LK_CONV_ROWS_CASE(7)
+    LK_CONV_ROWS_CASE(8)
+#endif
+#undef LK_CONV_ROWS_CASE
+    default: break;
+    }
+}
+
+const lk_gemm_isa LK_GEMM_ISA = {LK_GEMM_MR, LK_GEMM_NR, lk_gemm_kernel, lk_gemm_pack_b, lk_gemv, lk_conv_rows};

@@ -1,7 +1,13 @@
-// lk_pool.h: windowed and global pooling. The windowed kernel walks each
-// output row once per kernel cell, adding (or maxing) a strided input row
-// into it over exactly the output columns whose window cell lies inside the
-// input, so the inner loop has no branch and the compiler vectorizes it.
+// lk_pool.h: windowed and global pooling, separably: for each output row,
+// the window's input rows are first folded (added, or maxed) into one
+// padded row `v` (pad cells hold 0, or -inf for max), then each kernel
+// column folds v's strided cells into the output row. That is kH + kW
+// passes over a row instead of kH * kW, every pass spans whole rows at the
+// same offsets (so the loops vectorize with no branch, and no vector load
+// straddles an earlier vector store: per-tap column spans made the stores
+// and loads of the output row misalign, and store-to-load forwarding
+// stalls cost more than the pooling), and the spans and divisors are
+// worked out once per call, not per row.
 
 #include "lk_pool.h"
 
@@ -30,51 +36,82 @@ static long lk_window_cells(const lk_pool2d_params *p, long start, int axis) {
     return lk_cells_inside(start, dilation, kernel, -before, extent + after);
 }
 
-// `columns[ox]`: the divisor's column factor of output column ox (averages only).
-static void lk_pool2d_plane(const lk_pool2d_params *p, const float *restrict columns, const float *restrict x,
-                            float *restrict y) {
-    const int is_max = p->kind == LK_POOL_MAX;
-    for (long oy = 0; oy < p->out_h; oy++) {
-        float *restrict row = y + oy * p->out_w;
-        for (long ox = 0; ox < p->out_w; ox++) row[ox] = is_max ? -INFINITY : 0.0f;
-        long top = oy * p->stride_h - p->pad_top;
-        for (long ky = 0; ky < p->kernel_h; ky++) {
-            long iy = top + ky * p->dilation_h;
-            if (iy < 0 || iy >= p->in_h) continue;
-            const float *restrict in = x + iy * p->in_w;
-            for (long kx = 0; kx < p->kernel_w; kx++) {
-                // Column ix = ox * stride_w + shift lies in [0, in_w) for ox in [lo, hi).
-                long shift = kx * p->dilation_w - p->pad_left;
-                long lo = shift >= 0 ? 0 : (-shift + p->stride_w - 1) / p->stride_w;
-                long hi = p->in_w - 1 - shift < 0 ? 0 : (p->in_w - 1 - shift) / p->stride_w + 1;
-                if (hi > p->out_w) hi = p->out_w;
-                const long sw = p->stride_w;
-                if (is_max) {
-                    for (long ox = lo; ox < hi; ox++) {
-                        float v = in[ox * sw + shift], m = row[ox];
-                        row[ox] = v > m ? v : m;
-                    }
-                } else {
-                    for (long ox = lo; ox < hi; ox++) row[ox] += in[ox * sw + shift];
-                }
-            }
+// 1 / count, or 0 for no cell (an empty window averages to 0).
+static float lk_inverse_count(long count) { return count > 0 ? 1.0f / (float)count : 0.0f; }
+
+// Window columns q in [0, lk_padded_width) read input column q - pad_left.
+static long lk_padded_width(const lk_pool2d_params *p) {
+    long windows = (p->out_w - 1) * p->stride_w + (p->kernel_w - 1) * p->dilation_w + 1;
+    long input = p->pad_left + p->in_w;
+    return windows > input ? windows : input;
+}
+
+// y[i] = max(y[i], x[i]) (NaN in x skipped) or y[i] + x[i], for i < n.
+static inline __attribute__((always_inline)) void lk_pool_fold(int is_max, const float *restrict x,
+                                                               float *restrict y, long n, long stride) {
+    if (is_max) {
+        for (long i = 0; i < n; i++) {
+            float v = x[i * stride], m = y[i];
+            y[i] = v > m ? v : m;
         }
-        if (is_max) continue;
-        float rows = (float)lk_window_cells(p, top, 0);
-        for (long ox = 0; ox < p->out_w; ox++) {
-            float count = rows * columns[ox];
-            row[ox] = count > 0 ? row[ox] / count : 0.0f;
-        }
+    } else {
+        for (long i = 0; i < n; i++) y[i] += x[i * stride];
     }
 }
 
-void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, size_t planes, float *columns) {
-    size_t in_plane = (size_t)(params->in_h * params->in_w);
-    size_t out_plane = (size_t)(params->out_h * params->out_w);
-    for (long ox = 0; ox < params->out_w; ox++) {
-        columns[ox] = (float)lk_window_cells(params, ox * params->stride_w - params->pad_left, 1);
+// `v`: lk_padded_width floats whose cells outside [q_lo, q_hi) hold the pad
+// value; `scale[ox]`: 1 / the divisor's column factor (averages only).
+static void lk_pool2d_plane(const lk_pool2d_params *p, float *restrict v, long q_lo, long q_hi,
+                            const float *restrict scale, const float *restrict x, float *restrict y) {
+    const int is_max = p->kind == LK_POOL_MAX;
+    const float empty = is_max ? -INFINITY : 0.0f;
+    const long sw = p->stride_w, ow = p->out_w;
+    for (long oy = 0; oy < p->out_h; oy++) {
+        long top = oy * p->stride_h - p->pad_top;
+        for (long q = q_lo; q < q_hi; q++) v[q] = empty;
+        for (long ky = 0; ky < p->kernel_h; ky++) {
+            long iy = top + ky * p->dilation_h;
+            if (iy < 0 || iy >= p->in_h) continue;
+            lk_pool_fold(is_max, x + iy * p->in_w + q_lo - p->pad_left, v + q_lo, q_hi - q_lo, 1);
+        }
+        float *restrict row = y + oy * ow;
+        for (long ox = 0; ox < ow; ox++) row[ox] = empty;
+        for (long kx = 0; kx < p->kernel_w; kx++) {
+            const float *src = v + kx * p->dilation_w;
+            // Constant strides 1 and 2 (the common ones) vectorize.
+            if (sw == 1) {
+                lk_pool_fold(is_max, src, row, ow, 1);
+            } else if (sw == 2) {
+                lk_pool_fold(is_max, src, row, ow, 2);
+            } else {
+                lk_pool_fold(is_max, src, row, ow, sw);
+            }
+        }
+        if (is_max) continue;
+        float rows = lk_inverse_count(lk_window_cells(p, top, 0));
+        for (long ox = 0; ox < ow; ox++) row[ox] *= rows * scale[ox];
     }
-    for (size_t i = 0; i < planes; i++) lk_pool2d_plane(params, columns, x + i * in_plane, y + i * out_plane);
+}
+
+size_t lk_pool2d_scratch_floats(const lk_pool2d_params *params) {
+    return (size_t)(lk_padded_width(params) + params->out_w);
+}
+
+void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, size_t planes, float *scratch) {
+    const lk_pool2d_params *p = params;
+    long width = lk_padded_width(p);
+    float *v = scratch, *scale = scratch + width;
+    // The window columns that hold input cells; the others stay padding.
+    long q_lo = p->pad_left > 0 ? p->pad_left : 0, q_hi = p->pad_left + p->in_w;
+    if (q_hi > width) q_hi = width;
+    for (long q = 0; q < width; q++) v[q] = p->kind == LK_POOL_MAX ? -INFINITY : 0.0f;
+    for (long ox = 0; ox < p->out_w; ox++) {
+        scale[ox] = lk_inverse_count(lk_window_cells(p, ox * p->stride_w - p->pad_left, 1));
+    }
+    size_t in_plane = (size_t)(p->in_h * p->in_w), out_plane = (size_t)(p->out_h * p->out_w);
+    for (size_t i = 0; i < planes; i++) {
+        lk_pool2d_plane(p, v, q_lo, q_hi, scale, x + i * in_plane, y + i * out_plane);
+    }
 }
 
 void lk_global_pool_f32(int max, const float *x, float *y, size_t plane, size_t planes) {

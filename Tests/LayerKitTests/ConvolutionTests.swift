@@ -154,13 +154,28 @@ struct ConvolutionTests {
         }
     }
 
+    /// Convolutions that reach every path of lk_conv2d_f32 on each
+    /// instruction set: the direct loop with rows wider than two vectors,
+    /// strides 2 and 3 (column phases) with dilation, output channel blocks
+    /// that do not divide a group's channels, an odd number of narrow rows
+    /// (taken two at a time); a pointwise product; and im2col (narrow rows,
+    /// many channels per group; the direct loop on the scalar path).
+    static let pathCases: [ConvCase] = [
+        ConvCase(input: [1, 8, 9, 37], outputChannels: 8, kernel: [3, 3], padding: .explicit([1, 2, 1, 0]), group: 8),
+        ConvCase(input: [1, 4, 11, 40], outputChannels: 10, kernel: [3, 3], strides: [2, 2], dilations: [1, 2],
+                 padding: .explicit([1, 3, 2, 0])),
+        ConvCase(input: [1, 6, 10, 17], outputChannels: 4, kernel: [2, 3], strides: [3, 3],
+                 padding: .explicit([2, 1, 0, 2]), group: 2),
+        ConvCase(input: [1, 3, 7, 5], outputChannels: 6, kernel: [3, 3], padding: .explicit([1, 1, 1, 1]), group: 3),
+        ConvCase(input: [1, 6, 5, 9], outputChannels: 7, kernel: [1, 1]),
+        ConvCase(input: [1, 5, 4, 2], outputChannels: 9, kernel: [3, 2], padding: .explicit([1, 0, 1, 1])),
+        cases[1],
+    ]
+
     /// lk_conv2d_f32 on every instruction set this CPU has, output pixels in
     /// three uneven pieces, against the same definition.
     @Test func everyInstructionSetAndPixelRange() throws {
-        let c = ConvCase(input: [1, 8, 9, 37], outputChannels: 8, kernel: [3, 3], strides: [1, 1],
-                         padding: .explicit([1, 2, 1, 0]), group: 8)
-        let pointwise = ConvCase(input: [1, 6, 5, 9], outputChannels: 7, kernel: [1, 1])
-        for c in [c, pointwise, Self.cases[1]] {
+        for c in Self.pathCases {
             let layer = try c.layer(seed: 21)
             let x = try seededTensor(c.input, seed: 22)
             let expected = c.reference(x: x, w: layer.weights, bias: layer.bias)

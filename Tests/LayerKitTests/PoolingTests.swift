@@ -69,6 +69,10 @@ struct PoolingTests {
             try Pooling(kind: .average(countIncludePad: true), kernel: [3, 3], strides: [2, 2], padding: .sameUpper),
             try Pooling(kind: .average(countIncludePad: false), kernel: [2, 2], strides: [1, 1], dilations: [1, 2],
                         padding: .valid),
+            // Column stride 3 (the kernel's general-stride loop) with dilation.
+            try Pooling(kind: .max, kernel: [2, 3], strides: [3, 3], dilations: [1, 2], padding: .explicit([1, 2, 0, 1])),
+            try Pooling(kind: .average(countIncludePad: false), kernel: [2, 3], strides: [2, 3], dilations: [1, 2],
+                        padding: .explicit([1, 2, 0, 1])),
             try Pooling(kind: .globalAverage),
             try Pooling(kind: .globalMax),
         ]

@@ -43,10 +43,11 @@ typedef struct {
 /// output channel of one image: y[m][p] = bias[m] + sum over the group's
 /// input channels and the kernel window of w[m][c][ky][kx] * x[c][iy][ix],
 /// zero outside the input. x is C x H x W, w M x C/group x kH x kW, y
-/// M x OH x OW; bias (M values) may be NULL. A depthwise convolution
-/// (group = C = M) runs as a direct loop, a 1x1 one of stride 1 without
-/// pads as one matrix product, every other one as im2col and a matrix
-/// product per group. Returns 0, or -1 when a work buffer cannot be
+/// M x OH x OW; bias (M values) may be NULL. A 1x1 convolution of stride 1
+/// without pads runs as one matrix product per group, one with output rows
+/// under half a vector wide and many output channels per group as im2col
+/// and a matrix product per group, every other one as a direct loop over
+/// zero-padded input rows. Returns 0, or -1 when a work buffer cannot be
 /// allocated.
 int lk_conv2d_f32(const lk_conv2d_shape *shape, const float *x, const float *w, const float *bias,
                   float *y, size_t first, size_t count);

@@ -27,8 +27,12 @@ typedef struct {
 /// Pools `planes` consecutive planes of in_h x in_w floats from `x` into
 /// planes of out_h x out_w floats in `y` (which must not overlap `x`).
 /// An average over no cell is 0. Vectorized along output rows. `scratch`
-/// holds out_w floats (the averages' per-column cell counts).
+/// holds lk_pool2d_scratch_floats(params) floats (a padded row and the
+/// per-column divisors).
 void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, size_t planes, float *scratch);
+
+/// The floats of scratch lk_pool2d_f32 needs for `params`.
+size_t lk_pool2d_scratch_floats(const lk_pool2d_params *params);
 
 /// The mean (`max` zero) or maximum (`max` nonzero; NaN skipped, -inf for
 /// an empty plane) of each of `planes` consecutive planes of `plane` floats

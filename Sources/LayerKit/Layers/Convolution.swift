@@ -6,10 +6,11 @@ import Synchronization
 /// weights `[M, C/group, kH, kW]`, an optional bias `[M]`, strides,
 /// dilations, pads and groups.
 ///
-/// CPU: depthwise convolutions (group = C = M) run as a direct loop, all
-/// others as a matrix product per group (after im2col, except for a 1x1
-/// kernel of stride 1 without pads), in `lk_conv2d_f32`; large ones split
-/// their output pixels over threads. GPU: `conv2d.comp`, one invocation per
+/// CPU: `lk_conv2d_f32`: most convolutions run as a direct loop over
+/// zero-padded input rows, a 1x1 kernel of stride 1 without pads as a matrix
+/// product per group, and one with narrow output rows and many output
+/// channels per group as im2col and a matrix product; large ones split
+/// their output rows over threads. GPU: `conv2d.comp`, one invocation per
 /// output texel (four output channels), with the weights kept on the device.
 public final class Convolution: Layer {
     /// "Conv".
@@ -145,9 +146,12 @@ public final class Convolution: Layer {
         let (input, output, weights, bias) = (inputs[0], outputs[0], weights, bias)
         let pixels = g.outHeight * g.outWidth
         let work = outputs[0].count * weights.count / outputChannels
-        // Whole rows of 64 pixels a chunk, two chunks a thread for balance.
+        // Whole output rows a chunk (the direct loop copies each chunk's input
+        // rows and blocks whole rows), at least 64 pixels, two chunks a thread
+        // for balance.
         let threads = min(threadCount, max(1, work / Self.minimumWorkPerThread))
-        let chunk = threads == 1 ? pixels : max(64, ((pixels + 2 * threads - 1) / (2 * threads) + 63) & ~63)
+        let rowsPerChunk = max((g.outWidth + 63) / g.outWidth, (g.outHeight + 2 * threads - 1) / (2 * threads))
+        let chunk = threads == 1 ? pixels : rowsPerChunk * g.outWidth
         let chunksPerImage = (pixels + chunk - 1) / chunk
         let failed = Atomic(false)
         withUnsafePointer(to: &shape) { shapePointer in

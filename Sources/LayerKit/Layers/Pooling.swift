@@ -99,10 +99,11 @@ public final class Pooling: Layer, Sendable {
         let outPlane = shape[2] * shape[3]
         forEachChunk(count: planes, chunkSize: chunk, threadCount: activeProcessorCount) { range in
             var p = params
-            let scratch = UnsafeMutablePointer<Float>.allocate(capacity: max(p.out_w, 1))
-            defer { scratch.deallocate() }
-            lk_pool2d_f32(&p, pointers.value.0 + range.lowerBound * inPlane,
-                          pointers.value.1 + range.lowerBound * outPlane, range.count, scratch)
+            // On the stack for any real window: no allocation per call.
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: lk_pool2d_scratch_floats(&p)) { scratch in
+                lk_pool2d_f32(&p, pointers.value.0 + range.lowerBound * inPlane,
+                              pointers.value.1 + range.lowerBound * outPlane, range.count, scratch.baseAddress)
+            }
         }
     }
 

@@ -36,18 +36,12 @@ final class ModelRun {
 
     /// Runs every step; returns the graph's outputs.
     func run() throws -> [Tensor] {
-        for (i, step) in graph.steps.enumerated() {
-            guard let layer = step.layer else { continue }
-            let label = "\(step.name) (\(step.domain.isEmpty ? "" : step.domain + ".")\(step.opType))"
-            try withOp(label) {
-                if plan.placements[i].isGPU {
-                    try encode(step, layer)
-                } else {
-                    try evaluate(step, layer, label)
-                }
-            }
-            // Host copies nothing reads any more are dropped now.
-            for v in step.inputs where plan.lastUses[v] == i && graph.values[v].constant == nil { host[v] = nil }
+        // Steps are read in place, by index: a copy of each (names, arrays,
+        // layer) cost a dozen reference counts a step, a few percent of a
+        // small model's run.
+        for i in graph.steps.indices {
+            guard let layer = graph.steps[i].layer else { continue }
+            try run(graph.steps[i], layer, index: i)
         }
         for v in graph.outputs where host[v] == nil { try download(v) }
         try finishGPUWork()
@@ -57,6 +51,20 @@ final class ModelRun {
             // Never hand back the caller's own input tensor as an output.
             return graph.inputs.contains(v) ? try tensor.reshaped(to: tensor.shape) : tensor
         }
+    }
+
+    private func run(_ step: ModelGraph.Step, _ layer: Layer, index i: Int) throws {
+        // The label only for the profiler: building it costs more than a small layer.
+        let label = profiler == nil ? "" : "\(step.name) (\(step.domain.isEmpty ? "" : step.domain + ".")\(step.opType))"
+        try withOp(label) {
+            if plan.placements[i].isGPU {
+                try encode(step, layer)
+            } else {
+                try evaluate(step, layer, label)
+            }
+        }
+        // Host copies nothing reads any more are dropped now.
+        for v in step.inputs where plan.lastUses[v] == i && graph.values[v].constant == nil { host[v] = nil }
     }
 
     private func withOp(_ label: String, _ body: () throws -> Void) throws {
