@@ -29,6 +29,10 @@ struct ONNXImporter {
             guard let shape = inputShapes[input.name] else {
                 throw LayerKitError.invalidModel("no shape for input '\(input.name)'")
             }
+            guard let count = try? Tensor.elementCount(of: shape), count <= ONNXImporter.maxValueElements else {
+                throw LayerKitError.invalidModel("input '\(input.name)' of shape \(Tensor.describe(shape)) would hold more "
+                                                 + "than \(ONNXImporter.maxValueElements >> 20)M elements (1 GiB), LayerKit's limit for one tensor")
+            }
             valueIndex[input.name] = graph.addValue(input.name, shape: shape)
             graph.inputs.append(valueIndex[input.name]!)
         }

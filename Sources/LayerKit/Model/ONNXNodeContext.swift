@@ -67,6 +67,26 @@ struct ONNXNodeContext {
     /// Attribute `name` as a list of integers, nil when absent.
     func ints(_ name: String) throws -> [Int]? { try node.ints(name) }
 
+    /// The most a window attribute (kernel, stride, dilation, pad) may be:
+    /// far past any real model, and small enough that the window arithmetic
+    /// on it cannot overflow.
+    static let maxWindowValue = 1 << 20
+
+    /// A window attribute (`kernel_shape`, `strides`, `dilations`, `pads`),
+    /// `defaultValue` when absent; each value must be in 0...2^20.
+    func spatial(_ name: String, default defaultValue: [Int]) throws -> [Int] {
+        let values = try node.ints(name) ?? defaultValue
+        guard values.allSatisfy({ (0...ONNXNodeContext.maxWindowValue).contains($0) }) else {
+            throw error("attribute '\(name)' \(values) must hold values from 0 to \(ONNXNodeContext.maxWindowValue)")
+        }
+        return values
+    }
+
+    /// The element count of `shape`; an overflowing or negative shape is this node's error.
+    func elementCount(_ shape: [Int]) throws -> Int {
+        do { return try Tensor.elementCount(of: shape) } catch let failure as LayerKitError { throw error("\(failure)") }
+    }
+
     /// Attribute `name` as a string, `defaultValue` when absent.
     func string(_ name: String, default defaultValue: String) throws -> String { try node.string(name) ?? defaultValue }
 

@@ -62,8 +62,8 @@ enum ONNXOperators {
             throw node.error("kernel_shape \(kernel) does not match the weights \(Tensor.describe(weights.shape))")
         }
         let layer = try Convolution(weights: weights, bias: node.optionalConstant(2, "the bias"),
-                                    strides: node.ints("strides") ?? [1, 1],
-                                    dilations: node.ints("dilations") ?? [1, 1],
+                                    strides: node.spatial("strides", default: [1, 1]),
+                                    dilations: node.spatial("dilations", default: [1, 1]),
                                     padding: padding(node), group: node.int("group", default: 1))
         return ConvertedNode(layer: layer, inputs: [0])
     }
@@ -177,11 +177,12 @@ enum ONNXOperators {
         guard node.node.outputs.filter({ !$0.isEmpty }).count == 1 else {
             throw node.error("the Indices output is not supported")
         }
-        guard let kernel = try node.ints("kernel_shape") else { throw node.error("kernel_shape is required") }
+        guard node.node.attributes["kernel_shape"] != nil else { throw node.error("kernel_shape is required") }
+        let kernel = try node.spatial("kernel_shape", default: [])
         let kind: Pooling.Kind = average
             ? .average(countIncludePad: try node.int("count_include_pad", default: 0) != 0) : .max
-        let layer = try Pooling(kind: kind, kernel: kernel, strides: node.ints("strides") ?? [1, 1],
-                                dilations: node.ints("dilations") ?? [1, 1], padding: padding(node),
+        let layer = try Pooling(kind: kind, kernel: kernel, strides: node.spatial("strides", default: [1, 1]),
+                                dilations: node.spatial("dilations", default: [1, 1]), padding: padding(node),
                                 ceilMode: node.int("ceil_mode", default: 0) != 0)
         return ConvertedNode(layer: layer, inputs: [0])
     }
@@ -189,7 +190,7 @@ enum ONNXOperators {
     /// `auto_pad` and `pads` as one padding.
     static func padding(_ node: ONNXNodeContext) throws -> Padding {
         switch try node.string("auto_pad", default: "NOTSET") {
-        case "NOTSET": return .explicit(try node.ints("pads") ?? [0, 0, 0, 0])
+        case "NOTSET": return .explicit(try node.spatial("pads", default: [0, 0, 0, 0]))
         case "SAME_UPPER": return .sameUpper
         case "SAME_LOWER": return .sameLower
         case "VALID": return .valid
@@ -218,19 +219,19 @@ enum ONNXOperators {
             guard i < input.count else { throw node.error("shape entry \(i) is 0 but the input has rank \(input.count)") }
             output[i] = input[i]
         }
-        let total = input.reduce(1, *)
+        let total = try node.elementCount(input)
         let unknown = output.indices.filter { output[$0] == -1 }
         guard unknown.count <= 1, output.allSatisfy({ $0 >= -1 }) else {
             throw node.error("target shape \(output) is not valid")
         }
         if let i = unknown.first {
-            let known = output.filter { $0 != -1 }.reduce(1, *)
+            let known = try node.elementCount(output.filter { $0 != -1 })
             guard known > 0, total % known == 0 else {
                 throw node.error("cannot reshape \(Tensor.describe(input)) to \(output)")
             }
             output[i] = total / known
         }
-        guard output.reduce(1, *) == total else {
+        guard try node.elementCount(output) == total else {
             throw node.error("cannot reshape \(Tensor.describe(input)) (\(total) elements) to \(output)")
         }
         return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Reshape"), inputs: [0])
