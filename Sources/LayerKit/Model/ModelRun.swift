@@ -85,8 +85,13 @@ final class ModelRun {
             try commands.upload(tensor.shape == shape ? tensor : tensor.reshaped(to: shape), to: images[slot])
             onGPU[v] = true
         }
-        try layer.encode(commandBuffer: commands, inputs: step.inputs.map { images[plan.slots[$0]!] },
-                         outputs: step.outputs.map { images[plan.slots[$0]!] })
+        let image = { (v: Int) throws -> SliceImage in
+            guard let slot = self.plan.slots[v] else {
+                throw LayerKitError.unsupported("\(step.name): '\(self.graph.values[v].name)' has no image")
+            }
+            return images[slot]
+        }
+        try layer.encode(commandBuffer: commands, inputs: step.inputs.map(image), outputs: step.outputs.map(image))
         for v in step.outputs {
             onGPU[v] = true
             host[v] = nil

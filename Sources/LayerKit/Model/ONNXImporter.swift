@@ -33,8 +33,9 @@ struct ONNXImporter {
                 throw LayerKitError.invalidModel("input '\(input.name)' of shape \(Tensor.describe(shape)) would hold more "
                                                  + "than \(ONNXImporter.maxValueElements >> 20)M elements (1 GiB), LayerKit's limit for one tensor")
             }
-            valueIndex[input.name] = graph.addValue(input.name, shape: shape)
-            graph.inputs.append(valueIndex[input.name]!)
+            let index = graph.addValue(input.name, shape: shape)
+            valueIndex[input.name] = index
+            graph.inputs.append(index)
         }
         for (position, node) in model.graph.nodes.enumerated() {
             let name = node.name.isEmpty ? "\(node.opType)_\(position)" : node.name
