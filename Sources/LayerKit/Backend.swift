@@ -81,18 +81,20 @@ public final class Backend: @unchecked Sendable {
     /// GPU was allowed.
     public func placement(for layer: Layer) -> Placement {
         guard computeUnits != .cpuOnly else { return .cpu(reason: nil) }
-        let name = layer.layerName
-        guard let gpu else {
-            return .cpu(reason: "\(name) runs on the CPU: \(gpuUnavailableReason ?? "no GPU")")
-        }
-        guard layer.hasGPUImplementation else {
-            return .cpu(reason: "\(name) runs on the CPU: it has no GPU implementation (encode)")
-        }
+        guard let why = whyNotGPU(layer) else { return .gpu }
+        return .cpu(reason: "\(layer.layerName) runs on the CPU: \(why)")
+    }
+
+    /// Why `layer` cannot or should not run on the GPU this backend allows;
+    /// nil when it runs there.
+    func whyNotGPU(_ layer: Layer) -> String? {
+        guard let gpu else { return gpuUnavailableReason ?? "no GPU" }
+        guard layer.hasGPUImplementation else { return "it has no GPU implementation (encode)" }
         if computeUnits == .all, gpu.deviceInfo.kind == .cpu {
-            return .cpu(reason: "\(name) runs on the CPU: the Vulkan device \(gpu.deviceInfo.name) is a CPU "
-                        + "emulation, slower than the CPU evaluator (--backend gpu forces it)")
+            return "the Vulkan device \(gpu.deviceInfo.name) is a CPU emulation, slower than the CPU evaluator "
+                + "(--backend gpu forces it)"
         }
-        return .gpu
+        return nil
     }
 
     /// Runs `layer` on `inputs`, allocating outputs from `outputShapes`.

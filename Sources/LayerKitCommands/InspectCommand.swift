@@ -22,11 +22,20 @@ enum InspectCommand {
         }
         let nodes = model.nodes
         console.print("nodes (\(nodes.count)):")
-        let rows = nodes.enumerated().map { i, node in
-            ["\(i)", node.name, node.domain.isEmpty ? node.opType : "\(node.domain).\(node.opType)",
-             node.outputShapes.map(Tensor.describe).joined(separator: ", "), ModelFiles.describe(node.placement)]
+        // Why a node runs on the CPU, once per distinct reason, as a footnote.
+        var reasons: [String] = []
+        let rows = nodes.enumerated().map { i, node -> [String] in
+            var place = ModelFiles.describe(node)
+            if let why = node.cpuReason {
+                let known = reasons.firstIndex(of: why)
+                if known == nil { reasons.append(why) }
+                place = "CPU [\((known ?? reasons.count - 1) + 1)]"
+            }
+            return ["\(i)", node.name, node.domain.isEmpty ? node.opType : "\(node.domain).\(node.opType)",
+                    node.outputShapes.map(Tensor.describe).joined(separator: ", "), place]
         }
         TextTable.lines(header: ["#", "name", "op", "output", "runs on"], rows: rows).forEach { console.print("  " + $0) }
+        for (k, why) in reasons.enumerated() { console.print("  [\(k + 1)] \(why)") }
         return 0
     }
 }

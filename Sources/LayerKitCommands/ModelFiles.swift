@@ -34,16 +34,12 @@ enum ModelFiles {
         return "device: \(info.name) (\(info.kind.rawValue)" + (info.kind == .cpu ? "; GPU timings are emulated)" : ")")
     }
 
-    /// `GPU`, `CPU`, or `CPU (why)`, `-` for nodes without work.
-    static func describe(_ placement: Placement?) -> String {
-        switch placement {
-        case nil: return "-"
-        case .gpu?: return "GPU"
-        case .cpu(nil)?: return "CPU"
-        case .cpu(let reason?)?:
-            // The reason repeats the node's name; keep what follows the colon.
-            let why = reason.split(separator: ":", maxSplits: 1).last.map(String.init) ?? reason
-            return "CPU (" + why.trimmingCharacters(in: .whitespaces) + ")"
+    /// `GPU`, `CPU`, or `-` for nodes without work.
+    static func describe(_ node: Model.NodeDescription) -> String {
+        switch node.placement {
+        case nil: "-"
+        case .gpu?: "GPU"
+        case .cpu?: "CPU"
         }
     }
 

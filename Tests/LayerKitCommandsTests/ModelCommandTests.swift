@@ -19,6 +19,15 @@ struct ModelCommandTests {
         }
     }
 
+    @Test func inspectFootnotesWhyLayersRunOnTheCPU() {
+        let runner = CommandRunner()
+        #expect(runner.run(["inspect", Self.fixture("article_beta1.onnx"), "--backend", "auto"]) == 0, "\(runner.error)")
+        // On lavapipe `auto` keeps every layer on the CPU, with one footnote saying why.
+        let emulated = (try? GPUContext())?.deviceInfo.kind == .cpu
+        #expect(runner.out.contains("CPU [1]") == emulated)
+        #expect(runner.out.contains("[1] the Vulkan device") == emulated)
+    }
+
     @Test func runWritesTheOutputOnnxRuntimeComputed() throws {
         let directory = try CommandRunner.scratchDirectory()
         let runner = CommandRunner()

@@ -31,6 +31,9 @@ public final class Model: @unchecked Sendable {
         /// Where it runs, and why when the GPU was allowed but not used;
         /// `nil` for nodes that do no work (Identity).
         public let placement: Placement?
+        /// Why it runs on the CPU although the GPU was allowed (the end of
+        /// `placement`'s reason), if so.
+        public let cpuReason: String?
         /// Its output shapes, for the shapes of the last run (or of the
         /// load-time run, which puts 1 for symbolic dimensions).
         public let outputShapes: [[Int]]
@@ -114,6 +117,7 @@ public final class Model: @unchecked Sendable {
         return graph.steps.enumerated().map { i, step in
             NodeDescription(name: step.name, opType: step.opType, domain: step.domain,
                             placement: step.layer == nil ? nil : lastPlan.placements[i],
+                            cpuReason: lastPlan.cpuReasons[i],
                             outputShapes: step.outputs.map { graph.values[$0].shape })
         }
     }
@@ -169,10 +173,8 @@ public final class Model: @unchecked Sendable {
     private func announcePlacements(of plan: ModelPlan) {
         let layers = plan.graph.steps.filter { $0.layer != nil }.count
         var groups: [(why: String, names: [String])] = []
-        for (step, placement) in zip(plan.graph.steps, plan.placements) {
-            guard case .cpu(let reason?) = placement else { continue }
-            // Reasons read "<layer> runs on the CPU: <why>".
-            let why = reason.components(separatedBy: "runs on the CPU: ").last ?? reason
+        for (step, reason) in zip(plan.graph.steps, plan.cpuReasons) {
+            guard let why = reason else { continue }
             if let i = groups.firstIndex(where: { $0.why == why }) {
                 groups[i].names.append(step.name)
             } else {

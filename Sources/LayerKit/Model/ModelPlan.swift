@@ -11,6 +11,8 @@ final class ModelPlan {
     let graph: ModelGraph
     /// Per step: where it runs (steps without work: `.cpu(reason: nil)`).
     let placements: [Placement]
+    /// Per step: why it runs on the CPU although the GPU was allowed, if so.
+    let cpuReasons: [String?]
     /// Per value: the image slot it lives in on the GPU, nil if never there.
     let slots: [Int?]
     /// Per slot: its NCHW image shape.
@@ -25,7 +27,11 @@ final class ModelPlan {
     init(graph: ModelGraph, backend: Backend) throws {
         self.graph = graph
         lastUses = graph.lastUses()
-        placements = try graph.steps.map { try ModelPlan.placement(of: $0, in: graph, backend: backend) }
+        cpuReasons = try graph.steps.map { try ModelPlan.whyNotGPU($0, in: graph, backend: backend) }
+        placements = zip(graph.steps, cpuReasons).map { step, why in
+            if step.layer == nil || backend.computeUnits == .cpuOnly { return .cpu(reason: nil) }
+            return why.map { .cpu(reason: "\(step.name) (\(step.opType)) runs on the CPU: \($0)") } ?? .gpu
+        }
 
         // The first and last step that needs each value's image.
         let count = graph.values.count
@@ -66,21 +72,20 @@ final class ModelPlan {
         self.slotShapes = slotShapes
     }
 
-    /// Where `step` runs: the backend's choice for its layer, moved to the
-    /// CPU when one of its tensors exceeds the device's image limits.
-    private static func placement(of step: ModelGraph.Step, in graph: ModelGraph,
-                                  backend: Backend) throws -> Placement {
-        guard let layer = step.layer else { return .cpu(reason: nil) }
-        let placement = backend.placement(for: layer)
-        guard placement.isGPU, let gpu = backend.gpu else { return placement }
+    /// Why `step` runs on the CPU although the backend allows the GPU: the
+    /// backend's reason for its layer, or one of its tensors past the
+    /// device's image limits; nil when it runs on the GPU (or does no work).
+    private static func whyNotGPU(_ step: ModelGraph.Step, in graph: ModelGraph, backend: Backend) throws -> String? {
+        guard let layer = step.layer, backend.computeUnits != .cpuOnly else { return nil }
+        if let why = backend.whyNotGPU(layer) { return why }
+        guard let gpu = backend.gpu else { return nil }
         for v in step.inputs + step.outputs {
             let shape = graph.values[v].shape
             if try !gpu.fitsOneImage(shape: SliceImage.imageShape(forTensorShape: shape)) {
-                return .cpu(reason: "\(step.name) (\(step.opType)) runs on the CPU: its \(Tensor.describe(shape)) "
-                            + "tensor exceeds the device's image limits")
+                return "its \(Tensor.describe(shape)) tensor exceeds the device's image limits"
             }
         }
-        return placement
+        return nil
     }
 
     /// The plan's images on `gpu`, made on first use.
