@@ -109,15 +109,8 @@ public final class Backend: @unchecked Sendable {
         let placement = placement(for: layer)
         guard placement.isGPU, let gpu else {
             if case .cpu(let reason?) = placement { announce(reason) }
-            guard let profiler else {
-                try layer.evaluate(inputs: inputs, outputs: outputs)
-                return LayerRun(outputs: outputs, placement: placement, gpuTimestamps: [])
-            }
-            let bytes = 4 * (inputs.reduce(0) { $0 + $1.count } + outputs.reduce(0) { $0 + $1.count })
             try profiler.withOp(layer.layerName) {
-                try profiler.measure(.cpuLayer, layer.layerName, shape: outputs.first?.shape, bytes: bytes) {
-                    try layer.evaluate(inputs: inputs, outputs: outputs)
-                }
+                try profiler.evaluate(layer, inputs: inputs, outputs: outputs, name: layer.layerName)
             }
             return LayerRun(outputs: outputs, placement: placement, gpuTimestamps: [])
         }
@@ -135,7 +128,7 @@ public final class Backend: @unchecked Sendable {
             }
         }, encode: { commands in
             outputImages = try outputs.map { try gpu.makeSliceImage(like: $0) }
-            try withOp(layer, profiler) {
+            try profiler.withOp(layer.layerName) {
                 try layer.encode(commandBuffer: commands, inputs: inputImages, outputs: outputImages)
             }
         }, download: { commands in
@@ -196,7 +189,7 @@ public final class Backend: @unchecked Sendable {
                 }
             }
         }, encode: { commands in
-            try withOp(layer, profiler) {
+            try profiler.withOp(layer.layerName) {
                 for item in work {
                     try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
                                      channels: item.piece.channels, of: item.featureChannels)
@@ -207,11 +200,6 @@ public final class Backend: @unchecked Sendable {
         })
         for item in work { try item.output.paste(item.part, at: item.piece) }
         return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: stamps)
-    }
-
-    /// Runs `body` under `layer`'s name as the profiler's op, if profiling.
-    private func withOp(_ layer: Layer, _ profiler: Profiler?, _ body: () throws -> Void) throws {
-        if let profiler { try profiler.withOp(layer.layerName, body) } else { try body() }
     }
 
     private func announce(_ message: String) {

@@ -56,7 +56,7 @@ final class ModelRun {
     private func run(_ step: ModelGraph.Step, _ layer: Layer, index i: Int) throws {
         // The label only for the profiler: building it costs more than a small layer.
         let label = profiler == nil ? "" : "\(step.name) (\(step.domain.isEmpty ? "" : step.domain + ".")\(step.opType))"
-        try withOp(label) {
+        try profiler.withOp(label) {
             if plan.placements[i].isGPU {
                 try encode(step, layer)
             } else {
@@ -65,10 +65,6 @@ final class ModelRun {
         }
         // Host copies nothing reads any more are dropped now.
         for v in step.inputs where plan.lastUses[v] == i && graph.values[v].constant == nil { host[v] = nil }
-    }
-
-    private func withOp(_ label: String, _ body: () throws -> Void) throws {
-        if let profiler { try profiler.withOp(label, body) } else { try body() }
     }
 
     // MARK: - GPU steps
@@ -145,14 +141,7 @@ final class ModelRun {
             return tensor
         }
         let outputs = try step.outputs.map { try Tensor(shape: graph.values[$0].shape) }
-        if let profiler {
-            let bytes = 4 * (inputs + outputs).reduce(0) { $0 + $1.count }
-            try profiler.measure(.cpuLayer, label, shape: outputs[0].shape, bytes: bytes) {
-                try layer.evaluate(inputs: inputs, outputs: outputs)
-            }
-        } else {
-            try layer.evaluate(inputs: inputs, outputs: outputs)
-        }
+        try profiler.evaluate(layer, inputs: inputs, outputs: outputs, name: label)
         for (v, tensor) in zip(step.outputs, outputs) {
             host[v] = tensor
             onGPU[v] = false

@@ -75,3 +75,21 @@ public final class Profiler: @unchecked Sendable {
         return try body()
     }
 }
+
+extension Optional where Wrapped == Profiler {
+    /// `body` under `op` when there is a profiler; just `body` otherwise.
+    func withOp(_ op: String, _ body: () throws -> Void) throws {
+        if let profiler = self { try profiler.withOp(op, body) } else { try body() }
+    }
+
+    /// `layer.evaluate`, recorded as a `cpuLayer` span named `name` (with
+    /// the output's shape and the Float32 bytes read and written) when
+    /// there is a profiler.
+    func evaluate(_ layer: Layer, inputs: [Tensor], outputs: [Tensor], name: String) throws {
+        guard let profiler = self else { return try layer.evaluate(inputs: inputs, outputs: outputs) }
+        let bytes = 4 * (inputs + outputs).reduce(0) { $0 + $1.count }
+        try profiler.measure(.cpuLayer, name, shape: outputs.first?.shape, bytes: bytes) {
+            try layer.evaluate(inputs: inputs, outputs: outputs)
+        }
+    }
+}
