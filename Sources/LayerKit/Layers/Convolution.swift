@@ -119,9 +119,7 @@ public final class Convolution: Layer {
     }
 
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
-        guard inputShapes.count == 1 else {
-            throw LayerKitError.shapeMismatch("Conv takes one input (X), got \(inputShapes.count)")
-        }
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: "Conv")
         let g = try geometry(forInputShape: inputShapes[0])
         return [[g.batch, outputChannels, g.outHeight, g.outWidth]]
     }

@@ -102,9 +102,7 @@ public final class Gemm: Layer {
     }
 
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
-        guard inputShapes.count == 1 else {
-            throw LayerKitError.shapeMismatch("\(layerName) takes one input (A), got \(inputShapes.count)")
-        }
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
         let shape = inputShapes[0]
         guard shape.count == 2 else {
             throw LayerKitError.shapeMismatch("\(layerName): A must be a matrix, got \(Tensor.describe(shape))")
