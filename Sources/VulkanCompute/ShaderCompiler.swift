@@ -10,12 +10,8 @@ public final class ShaderCompiler: @unchecked Sendable {
 
     private let lock = NSLock()
     private var cache: [String: [UInt32]] = [:]
-    private var compiles = 0
 
     private var compilesByName: [String: Int] = [:]
-
-    /// How many sources were actually compiled (cache misses).
-    public var compileCount: Int { lock.lock(); defer { lock.unlock() }; return compiles }
 
     /// How many sources named `name` were compiled: a count that work on
     /// other threads, under other names, does not move.
@@ -44,7 +40,6 @@ public final class ShaderCompiler: @unchecked Sendable {
         }
         let spirv = Array(UnsafeBufferPointer(start: words, count: result.word_count))
         cache[text] = spirv
-        compiles += 1
         compilesByName[name, default: 0] += 1
         return spirv
     }
