@@ -32,7 +32,12 @@ let package = Package(
                 dependencies: ["shader-embedder"]),
 
         .target(name: "VulkanCompute", dependencies: ["CVulkan", "CGlslang"]),
-        .target(name: "LayerKit", dependencies: ["VulkanCompute", "CPNG", "CKernels"],
+        // Tensor and the error type: what every LayerKit module shares.
+        .target(name: "LayerKitCore"),
+        // The ONNX file reader (protobuf wire format, ONNX decoding): knows
+        // nothing of layers or devices.
+        .target(name: "LayerKitONNX", dependencies: ["LayerKitCore"]),
+        .target(name: "LayerKit", dependencies: ["LayerKitCore", "LayerKitONNX", "VulkanCompute", "CPNG", "CKernels"],
                 plugins: ["EmbedShaders"]),
         .target(name: "LayerKitCommands", dependencies: ["LayerKit", "BenchmarkSupport"]),
         .executableTarget(name: "layerkit", dependencies: ["LayerKitCommands"]),
@@ -50,11 +55,11 @@ let package = Package(
                           path: "Benchmarks/ConvBench"),
 
         // Seeded mutation fuzzer over every user-fed parser (`make fuzz`).
-        .executableTarget(name: "Fuzz", dependencies: ["LayerKit", "LayerKitCommands"], path: "Fuzz",
+        .executableTarget(name: "Fuzz", dependencies: ["LayerKit", "LayerKitONNX", "LayerKitCommands"], path: "Fuzz",
                           exclude: ["corpus", "findings"]),
 
         .testTarget(name: "VulkanComputeTests", dependencies: ["VulkanCompute"]),
-        .testTarget(name: "LayerKitTests", dependencies: ["LayerKit", "CKernels"],
+        .testTarget(name: "LayerKitTests", dependencies: ["LayerKit", "LayerKitONNX", "CKernels"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "LayerKitCommandsTests", dependencies: ["LayerKitCommands"]),
     ]

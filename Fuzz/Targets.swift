@@ -1,6 +1,7 @@
 import Foundation
 import LayerKit
 import LayerKitCommands
+import LayerKitONNX
 
 /// What one input did to a parser.
 enum Outcome {

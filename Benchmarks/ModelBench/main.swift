@@ -22,7 +22,7 @@ struct ModelRow: Codable {
 }
 
 func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int, warmup: Int) throws -> ModelRow? {
-    let backend = Backend(computeUnits: units, context: context)
+    let backend = try Backend(computeUnits: units, context: context)
     if units != .cpuOnly, backend.gpu == nil { return nil }
     let model = try Model(contentsOf: URL(fileURLWithPath: path), backend: backend)
     // Seeded uniform [0, 1) inputs of the model's shapes (symbolic sizes 1).
@@ -70,7 +70,7 @@ do {
     let (context, note) = benchmarkGPUContext()
     if !json { print(note) }
     for path in paths {
-        for units in [ComputeUnits.cpuOnly, .cpuAndGPU] {
+        for units in [ComputeUnits.cpuOnly, .gpu] {
             guard let row = try bench(path, units: units, context: context, runs: runs, warmup: warmup) else { continue }
             if json {
                 print(String(decoding: try JSONEncoder().encode(row), as: UTF8.self))

@@ -36,7 +36,7 @@ func gpuSwishRows(options: Options, input: Tensor) throws -> (rows: [BenchRow], 
         try commands.waitUntilCompleted()
     }, bytes: imageBytes + 4 * input.count)
 
-    let backend = Backend(computeUnits: .cpuAndGPU, context: context)
+    let backend = try Backend(computeUnits: .gpu, context: context)
     add("gpu end to end", try measure(warmup: options.warmup, runs: options.runs) {
         _ = try backend.run(layer, inputs: [input])
     }, bytes: 8 * input.count)

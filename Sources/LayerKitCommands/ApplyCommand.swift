@@ -13,11 +13,7 @@ enum ApplyCommand {
         try TensorFiles.checkOutput(outputPath, notAmong: [inputPath] + options.weightFiles)
         let input = try TensorFiles.read(inputPath)
 
-        let backend = Backend(computeUnits: units, notice: { console.note($0) })
-        if units == .cpuAndGPU, backend.gpu == nil {
-            throw LayerKitError.gpuUnavailable(
-                "--backend gpu: \(backend.gpuUnavailableReason ?? "no GPU") (use --backend auto or cpu)")
-        }
+        let backend = try Backend(computeUnits: units, notice: { console.note($0) })
         let start = ContinuousClock.now
         let result = try backend.run(options.layer, inputs: [input])
         let elapsed = ContinuousClock.now - start

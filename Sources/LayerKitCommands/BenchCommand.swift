@@ -78,7 +78,7 @@ enum BenchCommand {
     /// The device for GPU measurements: its absence is an error when only
     /// the GPU was asked for, else a note (the CPU rows still come).
     static func openGPU(required: Bool, console: Console) throws -> GPUContext? {
-        let backend = Backend(computeUnits: .cpuAndGPU)
+        let backend = try Backend(computeUnits: .gpu)
         if let context = backend.gpu { return context }
         let reason = backend.gpuUnavailableReason ?? "none"
         if required { throw LayerKitError.gpuUnavailable("no GPU to measure: \(reason)") }

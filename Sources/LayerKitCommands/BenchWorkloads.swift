@@ -24,7 +24,7 @@ enum BenchWorkloads {
         let outputs = try layer.outputShapes(forInputShapes: [input.shape]).map { try Tensor(shape: $0) }
         let bytes = try tensorBytes(layer, input: input)
         let kernel = try measure(warmup: warmup, runs: runs) { try layer.evaluate(inputs: [input], outputs: outputs) }
-        let backend = Backend(computeUnits: .cpuOnly)
+        let backend = try Backend(computeUnits: .cpuOnly)
         let endToEnd = try measure(warmup: warmup, runs: runs) { _ = try backend.run(layer, inputs: [input]) }
         return [BenchMeasurement("cpu", "kernel", samples: kernel, elements: input.count, bytes: bytes),
                 BenchMeasurement("cpu", "endToEnd", samples: endToEnd, elements: input.count, bytes: bytes)]
@@ -39,8 +39,8 @@ enum BenchWorkloads {
     /// two end-to-end medians (0 without `compareTimestamps`).
     static func gpu(_ layer: Layer, input: Tensor, context: GPUContext, warmup: Int, runs: Int,
                     compareTimestamps: Bool = true) throws -> (measurements: [BenchMeasurement], timestampOverhead: Double) {
-        let stamped = Backend(computeUnits: .cpuAndGPU, context: context)
-        let plain = Backend(computeUnits: .cpuAndGPU, context: context, timestamps: false)
+        let stamped = try Backend(computeUnits: .gpu, context: context)
+        let plain = try Backend(computeUnits: .gpu, context: context, timestamps: false)
         let order = compareTimestamps ? [[stamped, plain], [plain, stamped]] : [[stamped], [stamped]]
         var on: [Double] = [], off: [Double] = [], kernel: [Double] = [], upload: [Double] = [], download: [Double] = []
         let clock = ContinuousClock()

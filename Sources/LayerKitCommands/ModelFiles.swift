@@ -15,13 +15,7 @@ enum ModelFiles {
     /// Loads the model, announcing CPU fallbacks on standard error; with
     /// `--backend gpu` a missing GPU is an error.
     static func load(_ path: String, computeUnits: ComputeUnits, console: Console) throws -> Model {
-        let model = try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits,
-                              notice: { console.note($0) })
-        if computeUnits == .cpuAndGPU, model.backend.gpu == nil {
-            throw LayerKitError.gpuUnavailable(
-                "--backend gpu: \(model.backend.gpuUnavailableReason ?? "no GPU") (use --backend auto or cpu)")
-        }
-        return model
+        try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits, notice: { console.note($0) })
     }
 
     /// `device: llvmpipe (cpu; GPU timings are emulated)` or why there is none.

@@ -32,11 +32,11 @@ enum ParityCommand {
 
     /// The GPU both sides of a comparison need; its absence is an error.
     static func openGPU() throws -> GPUContext {
-        let backend = Backend(computeUnits: .cpuAndGPU)
-        guard let context = backend.gpu else {
-            throw LayerKitError.gpuUnavailable("parity needs a GPU: \(backend.gpuUnavailableReason ?? "none")")
+        do {
+            return try GPUContext()
+        } catch {
+            throw LayerKitError.gpuUnavailable("parity needs a GPU: \(error)")
         }
-        return context
     }
 
     /// The report's lines, ending with the PASS/FAIL verdict.

@@ -16,10 +16,7 @@ enum ProfileCommand {
         let tracePath = arguments.value("--trace")
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: options.weightFiles) }
 
-        let backend = Backend(computeUnits: units, notice: { console.note($0) })
-        if units == .cpuAndGPU, backend.gpu == nil {
-            throw LayerKitError.gpuUnavailable("no GPU to profile: \(backend.gpuUnavailableReason ?? "none") (--backend cpu profiles the CPU)")
-        }
+        let backend = try Backend(computeUnits: units, notice: { console.note($0) })
         let input = try Tensor.uniform(shape: shape, in: -10...10, seed: 1)
         // Warm-up: pipelines, staging buffers, and memory the allocator has touched before.
         let warmup = try BenchCommand.count(arguments, "--warmup", default: 3, minimum: 0)
@@ -79,7 +76,7 @@ enum ProfileCommand {
     /// `--backend gpu` (the default) or `cpu`.
     private static func computeUnits(_ arguments: Arguments) throws -> ComputeUnits {
         switch (arguments.value("--backend") ?? "gpu").lowercased() {
-        case "gpu": return .cpuAndGPU
+        case "gpu": return .gpu
         case "cpu": return .cpuOnly
         case let other: throw UsageError("--backend \(other): expected cpu or gpu")
         }

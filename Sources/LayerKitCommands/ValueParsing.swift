@@ -63,8 +63,8 @@ package enum ValueParsing {
     package static func backend(_ text: String) throws -> ComputeUnits {
         switch text.lowercased() {
         case "cpu": return .cpuOnly
-        case "gpu": return .cpuAndGPU
-        case "auto": return .all
+        case "gpu": return .gpu
+        case "auto": return .automatic
         default: throw UsageError("--backend \(text): expected cpu, gpu or auto")
         }
     }

@@ -118,7 +118,7 @@ struct NoDriverTests {
             ["apply", "--op", "swish", "--backend", "gpu", "--input", "\(directory)/x.npy",
              "--output", "\(directory)/y.npy"], environment: Self.noDriver)
         #expect(result.status == 1)
-        #expect(result.error.contains("--backend gpu"))
+        #expect(result.error.contains("no usable Vulkan device"))
         #expect(!FileManager.default.fileExists(atPath: "\(directory)/y.npy"))
     }
 

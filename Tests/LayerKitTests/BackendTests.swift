@@ -23,14 +23,14 @@ struct BackendTests {
     }
 
     @Test func cpuOnlyNeverOpensTheGPU() throws {
-        let backend = Backend(computeUnits: .cpuOnly)
+        let backend = try Backend(computeUnits: .cpuOnly)
         #expect(backend.gpu == nil)
         #expect(backend.placement(for: try Swish()) == .cpu(reason: nil))
     }
 
     @Test(.enabled(if: TestGPU.isEnabled))
     func cpuAndGPURunsSwishOnTheGPU() throws {
-        let backend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get())
+        let backend = try Backend(computeUnits: .gpu, context: try TestGPU.get())
         #expect(backend.placement(for: try Swish()) == .gpu)
         let run = try backend.run(try Swish(), inputs: [Tensor(shape: [1, 3, 4, 4])])
         #expect(run.placement == .gpu)
@@ -41,7 +41,7 @@ struct BackendTests {
     func automaticChoiceSkipsACPUTypeDeviceAndSaysSo() throws {
         let context = try TestGPU.get()
         let notices = Notices()
-        let backend = Backend(computeUnits: .all, context: context, notice: notices.append)
+        let backend = try Backend(computeUnits: .automatic, context: context, notice: notices.append)
         let run = try backend.run(try Swish(), inputs: [Tensor(shape: [1, 3, 4, 4])])
         if context.deviceInfo.kind == .cpu {
             #expect(!run.placement.isGPU)
@@ -55,7 +55,7 @@ struct BackendTests {
     @Test(.enabled(if: TestGPU.isEnabled))
     func aLayerWithoutEncodeFallsBackWithOneNotice() throws {
         let notices = Notices()
-        let backend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get(), notice: notices.append)
+        let backend = try Backend(computeUnits: .gpu, context: try TestGPU.get(), notice: notices.append)
         let layer = try CPUOnlyDouble(parameters: [:])
         let input = try Tensor(shape: [1, 1, 1, 3], values: [1, -2, 3])
         for _ in 0..<3 {

@@ -73,7 +73,7 @@ struct ConcurrencyTests {
     }
 
     @Test func cpuOnlyBackendSharedByEightThreadsMatchesASerialRun() throws {
-        try Self.check(Backend(computeUnits: .cpuOnly))
+        try Self.check(try Backend(computeUnits: .cpuOnly))
     }
 
     @Test(.enabled(if: TestGPU.isEnabled))
@@ -81,7 +81,7 @@ struct ConcurrencyTests {
         // A device of its own, with validation: a validation error (e.g. a
         // THREADING ERROR on the queue) is thrown by the run that sees it.
         let context = try GPUContext(validation: true)
-        let backend = Backend(computeUnits: .cpuAndGPU, context: context)
+        let backend = try Backend(computeUnits: .gpu, context: context)
         #expect(backend.placement(for: try Swish()) == .gpu)
         try Self.check(backend)
         #expect(context.device.instance.validationErrorCount == 0)

@@ -28,13 +28,13 @@ struct FormulaLayerTests {
                     try builtin.setWeightData([blob])
                 }
                 let input = try Tensor.uniform(shape: [2, 3, 5, 7], in: definition.inputRange, seed: 9).roundedToHalf()
-                let cpu = Backend(computeUnits: .cpuOnly)
+                let cpu = try Backend(computeUnits: .cpuOnly)
                 let mine = try cpu.run(layer, inputs: [input]).outputs[0]
                 let theirs = try cpu.run(builtin, inputs: [input]).outputs[0]
                 for i in 0..<input.count {
                     #expect(mismatch(mine[i], theirs[i], tolerance: 1e-6) == nil, "\(definition.name) x=\(input[i])")
                 }
-                let gpu = try Backend(computeUnits: .cpuAndGPU, context: context).run(layer, inputs: [input]).outputs[0]
+                let gpu = try Backend(computeUnits: .gpu, context: context).run(layer, inputs: [input]).outputs[0]
                 #expect(try ParityReport(gpu: gpu, cpu: theirs).passed, "\(definition.name) on the GPU")
             }
         }
@@ -59,7 +59,7 @@ struct FormulaLayerTests {
         let input = try Tensor.uniform(shape: [2, channels, 6, 5], in: -4...4, seed: 11).roundedToHalf()
         for layers in chains {
             let fused = try FusedLayer(layers)
-            for backend in [Backend(computeUnits: .cpuOnly), Backend(computeUnits: .cpuAndGPU, context: context)] {
+            for backend in try [Backend(computeUnits: .cpuOnly), Backend(computeUnits: .gpu, context: context)] {
                 let once = try backend.run(fused, inputs: [input]).outputs[0]
                 var sequential = input
                 for layer in layers { sequential = try backend.run(layer, inputs: [sequential]).outputs[0] }
@@ -82,7 +82,7 @@ struct FormulaLayerTests {
         // this one compile and create pipelines too.
         let context = try GPUContext(validation: true)
         let input = try Tensor.uniform(shape: [1, 4, 3, 3], in: -1...1, seed: 1)
-        let run = { try Backend(computeUnits: .cpuAndGPU, context: context)
+        let run = { try Backend(computeUnits: .gpu, context: context)
             .run(FormulaLayer(formula: "x * 0.25 + sin(x)", name: "CacheProbe"), inputs: [input]) }
         let kernel = "CacheProbe (elementwise.comp)"
         _ = try run()

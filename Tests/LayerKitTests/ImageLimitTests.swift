@@ -79,7 +79,7 @@ struct ImageLimitTests {
             let input = try Tensor.uniform(shape: shape, in: -6...6, seed: 5).roundedToHalf()
             #expect(try !context.fitsOneImage(input))
             for layer in try Self.perChannelLayers(channels: shape[1]) {
-                let gpuRun = try Backend(computeUnits: .cpuAndGPU, context: context).run(layer, inputs: [input])
+                let gpuRun = try Backend(computeUnits: .gpu, context: context).run(layer, inputs: [input])
                 #expect(gpuRun.placement == .gpu)
                 #expect(gpuRun.gpuTimestamps.map(\.label) == ["start", "upload", "kernel", "download"]
                         || !context.deviceInfo.supportsTimestamps)
@@ -109,7 +109,7 @@ struct ImageLimitTests {
     @Test(.enabled(if: TestGPU.isEnabled))
     func otherLayersPastTheLimitsGetAnErrorNamingItAndTheDeviceStaysUsable() throws {
         let context = try TestGPU.get()
-        let backend = Backend(computeUnits: .cpuAndGPU, context: context)
+        let backend = try Backend(computeUnits: .gpu, context: context)
         let layer = try OpaqueDouble(parameters: [:])
         let limitNames = ["maxImageArrayLayers", "maxImageArrayLayers", "maxImageDimension2D", "maxImageDimension2D"]
         for (shape, limit) in zip(Self.shapesPastTheLimits(context), limitNames) {

@@ -26,7 +26,7 @@ import Testing
 
     static func run(_ name: String, _ units: ComputeUnits, context: GPUContext? = nil,
                     input: Tensor? = nil) throws -> Tensor {
-        let backend = Backend(computeUnits: units, context: context)
+        let backend = try Backend(computeUnits: units, context: context)
         let model = try Model(contentsOf: ModelFixtures.url(name), backend: backend)
         let outputs = try model.predict(inputs: [model.inputs[0].name: input ?? ModelTests.input(name)])
         return try #require(outputs[model.outputs[0].name])
@@ -46,7 +46,7 @@ import Testing
     @Test(.enabled(if: TestGPU.isEnabled), arguments: runnable)
     func gpuMatchesOnnxRuntime(_ name: String) throws {
         let input = try ModelTests.input(name).roundedToHalf()
-        let gpu = try ModelTests.run(name, .cpuAndGPU, context: TestGPU.get(), input: input)
+        let gpu = try ModelTests.run(name, .gpu, context: TestGPU.get(), input: input)
         let cpu = try ModelTests.run(name, .cpuOnly, input: input)
         let parity = try ModelTests.worstError(gpu, cpu, floor: 1)
         #expect(parity <= 1e-3, "\(name): max |gpu - cpu| / max(1, |cpu|) = \(parity)")
@@ -58,7 +58,7 @@ import Testing
     func everyLayerOfTheFixturesRunsOnTheGPU() throws {
         for name in ["article_beta1", "article_perchannel", "small_cnn"] {
             let model = try Model(contentsOf: ModelFixtures.url(name),
-                                  backend: Backend(computeUnits: .cpuAndGPU, context: TestGPU.get()))
+                                  backend: try Backend(computeUnits: .gpu, context: TestGPU.get()))
             for node in model.nodes where node.placement != nil {
                 #expect(node.placement == .gpu, "\(name): \(node.name) (\(node.opType)) runs on \(String(describing: node.placement))")
             }
@@ -80,7 +80,7 @@ import Testing
     func aLayerWithoutGPUCodeRunsOnTheCPUBetweenGPULayers() throws {
         let registry = LayerRegistry()
         registry.register(CPUOnlySwish.self)
-        let backend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get())
+        let backend = try Backend(computeUnits: .gpu, context: try TestGPU.get())
         let notices = BackendTests.Notices()
         let model = try Model(contentsOf: ModelFixtures.url("article_perchannel"), backend: backend, registry: registry,
                               notice: notices.append)
@@ -109,7 +109,7 @@ import Testing
     func imagesArePlannedByLivenessAndMadeOnce() throws {
         // A device of its own: other tests' objects would move the counts.
         let context = try GPUContext(validation: true)
-        let backend = Backend(computeUnits: .cpuAndGPU, context: context)
+        let backend = try Backend(computeUnits: .gpu, context: context)
         let model = try Model(contentsOf: ModelFixtures.url("small_cnn"), backend: backend)
         let plan = try #require(model.currentPlan)
         let gpuValues = plan.slots.compactMap { $0 }.count

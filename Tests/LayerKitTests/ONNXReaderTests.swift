@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import LayerKit
+@testable import LayerKitONNX
 
 /// The message of an `invalidModel` error thrown by `body`, or nil (and a
 /// recorded issue) when it throws something else or nothing.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import LayerKit
+@testable import LayerKitONNX
 
 /// Protobuf bytes built by hand, independent of LayerKit's reader: each
 /// function returns one field (tag and value).

@@ -32,7 +32,7 @@ import Testing
     @Test(.enabled(if: TestGPU.isEnabled), arguments: OpReferenceCase.all)
     func gpuMatchesOnnxRuntimeWithinParity(reference: OpReferenceCase) throws {
         let input = try Tensor(shape: reference.shape, values: reference.input)
-        let run = try Backend(computeUnits: .cpuAndGPU, context: TestGPU.get()).run(reference.layer(), inputs: [input])
+        let run = try Backend(computeUnits: .gpu, context: TestGPU.get()).run(reference.layer(), inputs: [input])
         #expect(run.placement == .gpu)
         let gpu = run.outputs[0]
         let misses = (0..<input.count).compactMap { i -> String? in
@@ -81,7 +81,7 @@ import Testing
                 try layer.setWeightData(definition.weightNames.map { _ in [Float(0.5)].withUnsafeBufferPointer { Data(buffer: $0) } })
             }
             let cpu = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [input]).outputs[0]
-            let gpu = try Backend(computeUnits: .cpuAndGPU, context: context).run(layer, inputs: [input]).outputs[0]
+            let gpu = try Backend(computeUnits: .gpu, context: context).run(layer, inputs: [input]).outputs[0]
             #expect(cpu[large.count].isNaN && gpu[large.count].isNaN, "\(definition.name)(NaN)")
             if ["Swish", "Sigmoid", "Tanh", "Softplus", "Mish", "Gelu", "Softsign", "Erf", "HardSwish"].contains(definition.name) {
                 for i in large.indices {

@@ -38,7 +38,7 @@ struct PortedSwishExampleTests {
         LayerRegistry.shared.register(MySwish.self)
         let layer = try LayerRegistry.shared.makeLayer(named: "myswish")
         let x = try Tensor.uniform(shape: [1, 6, 16, 16], in: -10...10, seed: 9).roundedToHalf()
-        let gpu = try Backend(computeUnits: .cpuAndGPU, context: TestGPU.get()).run(layer, inputs: [x])
+        let gpu = try Backend(computeUnits: .gpu, context: TestGPU.get()).run(layer, inputs: [x])
         let cpu = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [x])
         #expect(gpu.placement == .gpu)
         #expect(try ParityReport(gpu: gpu.outputs[0], cpu: cpu.outputs[0]).passed)

@@ -8,7 +8,7 @@ import Testing
 struct ProfilerGPUTests {
     /// One profiled GPU run of Swish over `shape`.
     func profiledRun(shape: [Int] = [2, 5, 17, 9]) throws -> (run: LayerRun, profiler: Profiler, input: Tensor) {
-        let backend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get())
+        let backend = try Backend(computeUnits: .gpu, context: try TestGPU.get())
         let input = try Tensor.uniform(shape: shape, in: -6...6, seed: 3).roundedToHalf()
         let layer = try Swish(beta: 1)
         let profiler = Profiler()
@@ -50,16 +50,16 @@ struct ProfilerGPUTests {
 
     @Test func profiledRunsMatchPlainOnes() throws {
         let (run, _, input) = try profiledRun()
-        let plain = try Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get()).run(try Swish(beta: 1), inputs: [input])
+        let plain = try Backend(computeUnits: .gpu, context: try TestGPU.get()).run(try Swish(beta: 1), inputs: [input])
         #expect(run.outputs[0].values == plain.outputs[0].values)
     }
 
     @Test func timestampsCanBeSwitchedOff() throws {
-        let backend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get(), timestamps: false)
+        let backend = try Backend(computeUnits: .gpu, context: try TestGPU.get(), timestamps: false)
         let input = try Tensor.uniform(shape: [1, 3, 4, 4], in: -2...2, seed: 1).roundedToHalf()
         let run = try backend.run(try Swish(beta: 1), inputs: [input])
         #expect(run.gpuTimestamps.isEmpty)
-        let stamped = try Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get()).run(try Swish(beta: 1), inputs: [input])
+        let stamped = try Backend(computeUnits: .gpu, context: try TestGPU.get()).run(try Swish(beta: 1), inputs: [input])
         #expect(run.outputs[0].values == stamped.outputs[0].values)
     }
 

@@ -45,8 +45,8 @@ struct SwishParityTests {
 
     @Test(arguments: betas, channelCounts)
     func gpuMatchesCPU(beta: Beta, channels: Int) throws {
-        let gpuBackend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get())
-        let cpuBackend = Backend(computeUnits: .cpuOnly)
+        let gpuBackend = try Backend(computeUnits: .gpu, context: try TestGPU.get())
+        let cpuBackend = try Backend(computeUnits: .cpuOnly)
         let layer = try Self.layer(beta, channels: channels)
         for batch in [1, 2] {
             for (height, width) in Self.sizes {
@@ -91,7 +91,7 @@ struct SwishParityTests {
     }
 
     @Test func perChannelBetaOfWrongLengthIsAnErrorOnGPU() throws {
-        let gpuBackend = Backend(computeUnits: .cpuAndGPU, context: try TestGPU.get())
+        let gpuBackend = try Backend(computeUnits: .gpu, context: try TestGPU.get())
         let layer = try Self.layer(.perChannel, channels: 5)
         #expect(throws: LayerKitError.self) {
             try gpuBackend.run(layer, inputs: [Tensor(shape: [1, 6, 2, 2])])

@@ -1,3 +1,4 @@
+import LayerKitONNX
 import Foundation
 
 /// A neural-network model loaded from an ONNX file: Core ML's `MLModel`.
@@ -59,7 +60,7 @@ public final class Model: @unchecked Sendable {
 
     /// Loads the ONNX model at `url`. `computeUnits` picks the backend
     /// unless `backend` shares one.
-    public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .all, backend: Backend? = nil,
+    public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                             registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let data: Data
         do { data = try Data(contentsOf: url) } catch {
@@ -70,11 +71,11 @@ public final class Model: @unchecked Sendable {
     }
 
     /// Loads an ONNX model from its bytes; `name` names it in errors.
-    public init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .all, backend: Backend? = nil,
+    public init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                 registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let model = try ONNXModel(data: data, source: name)
         importer = ONNXImporter(model: model, registry: registry)
-        self.backend = backend ?? Backend(computeUnits: computeUnits, notice: notice)
+        self.backend = try backend ?? Backend(computeUnits: computeUnits, notice: notice)
         self.notice = notice
         irVersion = model.irVersion
         producer = model.producerName

@@ -1,3 +1,4 @@
+import LayerKitONNX
 import Foundation
 
 /// Turns a decoded ONNX model into a `ModelGraph` for concrete input
@@ -39,8 +40,8 @@ struct ONNXImporter {
         }
         for (position, node) in model.graph.nodes.enumerated() {
             let name = node.name.isEmpty ? "\(node.opType)_\(position)" : node.name
-            let named = ONNXNode(name: name, opType: node.opType, domain: node.domain, inputs: node.inputs,
-                                 outputs: node.outputs, attributes: node.attributes)
+            var named = node
+            named.name = name
             let shapes: [[Int]?] = try node.inputs.map { input in
                 if input.isEmpty { return nil }
                 if let index = valueIndex[input] { return graph.values[index].shape }

@@ -1,3 +1,4 @@
+import LayerKitONNX
 import Foundation
 
 /// One ONNX node during import, with what the importer knows about its

@@ -1,3 +1,4 @@
+import LayerKitCore
 /// An ONNX element type (`TensorProto.DataType`), by its code.
 public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The ONNX code (1 = FLOAT, 7 = INT64, 10 = FLOAT16, ...).

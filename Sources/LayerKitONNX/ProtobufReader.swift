@@ -1,3 +1,4 @@
+import LayerKitCore
 /// A reader of the protobuf wire format over one message's bytes.
 ///
 /// It knows wire types 0 (varint), 1 (64-bit), 2 (length-delimited) and

@@ -1,17 +1,17 @@
 import Foundation
 import VulkanCompute
 
-/// Which processors layers may run on, as Core ML's `MLComputeUnits`.
+/// Which processors layers may run on.
 public enum ComputeUnits: String, Sendable, CaseIterable {
     /// The CPU evaluator only.
     case cpuOnly
     /// The GPU for every layer that has `encode`, on whichever Vulkan device
-    /// was chosen, a CPU-emulated one (lavapipe) included: what
-    /// `--backend gpu` asks for.
-    case cpuAndGPU
+    /// was chosen, a CPU-emulated one (lavapipe) included. Required: a
+    /// backend or model asking for it throws when no device can be opened.
+    case gpu
     /// LayerKit decides: the GPU on real GPU hardware; on a CPU-type Vulkan
-    /// device the CPU evaluator, which is faster there (`--backend auto`).
-    case all
+    /// device, or with no device at all, the CPU evaluator (it says why).
+    case automatic
 }
 
 /// Where a layer runs, and why when it is not where it could have been.
@@ -51,12 +51,13 @@ public final class Backend: @unchecked Sendable {
     private let lock = NSLock()
     private var announced: Set<String> = []
 
-    /// Opens the GPU unless `computeUnits` is `.cpuOnly`. A missing device
-    /// is not an error here: the backend runs on the CPU and says so.
+    /// Opens the GPU unless `computeUnits` is `.cpuOnly`. With `.automatic`
+    /// a missing device is not an error: the backend runs on the CPU and says
+    /// so; with `.gpu` it throws `LayerKitError.gpuUnavailable`.
     /// Pass `context` to share an open device.
     /// `timestamps` false leaves GPU runs without timestamps.
-    public init(computeUnits: ComputeUnits = .all, context: GPUContext? = nil, validation: Bool? = nil,
-                timestamps: Bool = true, notice: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(computeUnits: ComputeUnits = .automatic, context: GPUContext? = nil, validation: Bool? = nil,
+                timestamps: Bool = true, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
         self.computeUnits = computeUnits
         self.timestamps = timestamps
         self.notice = notice
@@ -71,6 +72,7 @@ public final class Backend: @unchecked Sendable {
                 gpu = try GPUContext(validation: validation)
                 gpuUnavailableReason = nil
             } catch {
+                if computeUnits == .gpu { throw LayerKitError.gpuUnavailable("no usable Vulkan device: \(error)") }
                 gpu = nil
                 gpuUnavailableReason = "no usable Vulkan device (\(error))"
             }
@@ -90,7 +92,7 @@ public final class Backend: @unchecked Sendable {
     func whyNotGPU(_ layer: Layer) -> String? {
         guard let gpu else { return gpuUnavailableReason ?? "no GPU" }
         guard layer.hasGPUImplementation else { return "it has no GPU implementation (encode)" }
-        if computeUnits == .all, gpu.deviceInfo.kind == .cpu {
+        if computeUnits == .automatic, gpu.deviceInfo.kind == .cpu {
             return "the Vulkan device \(gpu.deviceInfo.name) is a CPU emulation, slower than the CPU evaluator "
                 + "(--backend gpu forces it)"
         }

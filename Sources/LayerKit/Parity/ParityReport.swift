@@ -84,7 +84,7 @@ extension ParityReport {
         guard layer.hasGPUImplementation else {
             throw LayerKitError.unsupported("\(layer.layerName) has no GPU implementation to compare")
         }
-        let gpuRun = try Backend(computeUnits: .cpuAndGPU, context: context).run(layer, inputs: [input])
+        let gpuRun = try Backend(computeUnits: .gpu, context: context).run(layer, inputs: [input])
         let cpuRun = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [input])
         guard let gpu = gpuRun.outputs.first, let cpu = cpuRun.outputs.first else {
             throw LayerKitError.shapeMismatch("\(layer.layerName) produced no output")

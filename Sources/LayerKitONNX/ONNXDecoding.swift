@@ -1,3 +1,4 @@
+import LayerKitCore
 // Decoding of ONNX's protobuf messages (field numbers from onnx.proto, IR
 // version 10). Fields LayerKit does not use are skipped; fields it cannot
 // honour (subgraphs, sparse or external tensors) are refused by name.

@@ -1,3 +1,4 @@
+import LayerKitCore
 /// Typed reads of a node's attributes: nil when the attribute is absent, an
 /// `invalidModel` error naming the node when it has another kind of value.
 extension ONNXNode {

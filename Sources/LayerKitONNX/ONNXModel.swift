@@ -1,3 +1,4 @@
+import LayerKitCore
 import Foundation
 
 /// An ONNX model file, decoded: the model's header and its main graph.
