@@ -14,7 +14,7 @@ enum BenchWorkloads {
 
     /// fp16 image bytes of a tensor of `shape` (8 a texel of four channels).
     static func imageBytes(_ shape: [Int]) throws -> Int {
-        let s = try SliceImage.imageShape(forTensorShape: shape)
+        let s = try Tensor.nchwShape(shape)
         return s[0] * ((s[1] + 3) / 4) * s[2] * s[3] * 8
     }
 

@@ -79,15 +79,24 @@ public final class Tensor: @unchecked Sendable {
         return result
     }
 
-    /// The shape read as N, C, H, W: rank-4 as is; lower ranks are padded on
-    /// the left with 1s (a rank-3 CxHxW tensor is one image). Higher ranks throw.
+    /// The shape read as N, C, H, W by ``nchwShape(_:)``: the one rule
+    /// every path (uploads, downloads, slice images, the CPU's per-channel
+    /// code, single layers and models) uses.
     public func nchw() throws -> (n: Int, c: Int, h: Int, w: Int) {
+        let s = try Tensor.nchwShape(shape)
+        return (s[0], s[1], s[2], s[3])
+    }
+
+    /// ONNX's rule for a tensor of rank 1 to 4 as an NCHW image: axis 1 is the
+    /// channel axis and missing trailing dimensions are 1, so the row-major
+    /// order is unchanged (a [N, C] tensor is N items of C channels at 1x1,
+    /// a [N, C, L] tensor N items of C channels over L x 1). Higher ranks throw.
+    public static func nchwShape(_ shape: [Int]) throws -> [Int] {
         guard (1...4).contains(shape.count) else {
             throw LayerKitError.shapeMismatch(
-                "expected a tensor of rank 1 to 4 (NCHW), got shape \(Tensor.describe(shape))")
+                "expected a tensor of rank 1 to 4 (read as NCHW), got shape \(describe(shape))")
         }
-        let s = Array(repeating: 1, count: 4 - shape.count) + shape
-        return (s[0], s[1], s[2], s[3])
+        return shape + Array(repeating: 1, count: 4 - shape.count)
     }
 
     /// `1x6x256x256`-style text for a shape.

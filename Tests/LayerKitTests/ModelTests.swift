@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import LayerKit
+import LayerKitONNX
 
 /// Whole models from `Scripts/generate_model_fixtures.py`, against
 /// onnxruntime's outputs (the standard-op twin for models with custom nodes).
@@ -80,10 +81,9 @@ import Testing
     func aLayerWithoutGPUCodeRunsOnTheCPUBetweenGPULayers() throws {
         let registry = LayerRegistry()
         registry.register(CPUOnlySwish.self)
-        let backend = try Backend(computeUnits: .gpu, context: try TestGPU.get())
         let notices = BackendTests.Notices()
-        let model = try Model(contentsOf: ModelFixtures.url("article_perchannel"), backend: backend, registry: registry,
-                              notice: notices.append)
+        let backend = try Backend(computeUnits: .gpu, context: try TestGPU.get(), notice: notices.append)
+        let model = try Model(contentsOf: ModelFixtures.url("article_perchannel"), backend: backend, registry: registry)
         #expect(notices.all == ["article_perchannel.onnx: layer swish runs on the CPU: it has no GPU implementation (encode)"])
         let placements = model.nodes.map(\.placement)
         #expect(placements.map { $0?.isGPU } == [true, false, true, true, true, true])
@@ -111,7 +111,11 @@ import Testing
         let context = try GPUContext(validation: true)
         let backend = try Backend(computeUnits: .gpu, context: context)
         let model = try Model(contentsOf: ModelFixtures.url("small_cnn"), backend: backend)
-        let plan = try #require(model.currentPlan)
+        // The plan the model made at load, rebuilt here to look at its images.
+        let onnx = try ONNXModel(data: Data(contentsOf: ModelFixtures.url("small_cnn")), source: "small_cnn")
+        let shapes = Dictionary(uniqueKeysWithValues: model.inputs.map { ($0.name, $0.dimensions.map { Int($0) ?? 1 }) })
+        let plan = try ModelPlan(graph: ONNXImporter(model: onnx, registry: .shared).graph(inputShapes: shapes),
+                                 backend: backend)
         let gpuValues = plan.slots.compactMap { $0 }.count
         #expect(plan.slotShapes.count < gpuValues, "\(plan.slotShapes.count) images for \(gpuValues) values")
         // Values sharing an image are never alive at once.

@@ -19,8 +19,8 @@ enum OpLayerTest {
     static func gpu(_ layer: Layer, _ inputs: [Tensor]) throws -> [Tensor] {
         let context = try TestGPU.get()
         let shapes = try layer.outputShapes(forInputShapes: inputs.map(\.shape))
-        let images = try inputs.map { try context.upload($0.reshaped(to: SliceImage.imageShape(forTensorShape: $0.shape))) }
-        let outputImages = try shapes.map { try context.makeSliceImage(shape: SliceImage.imageShape(forTensorShape: $0)) }
+        let images = try inputs.map { try context.upload($0.reshaped(to: Tensor.nchwShape($0.shape))) }
+        let outputImages = try shapes.map { try context.makeSliceImage(shape: Tensor.nchwShape($0)) }
         let commands = try context.makeCommandBuffer()
         try layer.encode(commandBuffer: commands, inputs: images, outputs: outputImages)
         try commands.commit()

@@ -197,18 +197,18 @@ private func unit(_ levels: [Int]) -> [Float] { levels.map { Float($0) / 255 } }
     }
 
     @Test func mapsSpecialValues() throws {
-        let tensor = try Tensor(shape: [5], values: [.nan, .infinity, -.infinity, -1, 3])
+        let tensor = try Tensor(shape: [1, 1, 1, 5], values: [.nan, .infinity, -.infinity, -1, 3])
         #expect(try draw(tensor).levels == [[0, 255, 0, 0, 255]])
     }
 
     @Test func mapsExtremeFiniteValuesWithoutOverflow() throws {
-        let tensor = try Tensor(shape: [3], values: [-.greatestFiniteMagnitude, 0, .greatestFiniteMagnitude])
+        let tensor = try Tensor(shape: [1, 1, 1, 3], values: [-.greatestFiniteMagnitude, 0, .greatestFiniteMagnitude])
         #expect(try draw(tensor).levels == [[0, 128, 255]])
     }
 
     @Test func drawsConstantAndAllNaNTensors() throws {
-        #expect(try draw(Tensor(shape: [2, 2], values: [7, 7, 7, 7])).levels == [[128, 128], [128, 128]])
-        #expect(try draw(Tensor(shape: [2], values: [.nan, .nan])).levels == [[0, 0]])
+        #expect(try draw(Tensor(shape: [1, 1, 2, 2], values: [7, 7, 7, 7])).levels == [[128, 128], [128, 128]])
+        #expect(try draw(Tensor(shape: [1, 1, 1, 2], values: [.nan, .nan])).levels == [[0, 0]])
     }
 
     @Test func roundTripsEveryGrayLevel() throws {

@@ -87,121 +87,46 @@ public final class Backend: @unchecked Sendable {
         return .cpu(reason: "\(layer.layerName) runs on the CPU: \(why)")
     }
 
-    /// Why `layer` cannot or should not run on the GPU this backend allows;
-    /// nil when it runs there.
-    func whyNotGPU(_ layer: Layer) -> String? {
-        guard let gpu else { return gpuUnavailableReason ?? "no GPU" }
-        guard layer.hasGPUImplementation else { return "it has no GPU implementation (encode)" }
-        if computeUnits == .automatic, gpu.deviceInfo.kind == .cpu {
-            return "the Vulkan device \(gpu.deviceInfo.name) is a CPU emulation, slower than the CPU evaluator "
-                + "(--backend gpu forces it)"
-        }
-        return nil
-    }
-
-    /// Runs `layer` on `inputs`, allocating outputs from `outputShapes`.
-    /// On the GPU, inputs past the device's image limits run in pieces when
-    /// the layer is a `PerElementLayer`; for any other layer that throws,
-    /// naming the limit. With a `profiler`, the run's steps are recorded
-    /// there: the CPU evaluation, or every upload, dispatch, download,
-    /// recording, submit and wait (see `Profiler`).
+    /// Runs `layer` on `inputs` as a plan of one step, by the executor that
+    /// runs models: outputs are allocated from `outputShapes`; on the GPU,
+    /// inputs past the device's image limits run in pieces when the layer is
+    /// a `PerElementLayer`, and any other layer runs on the CPU and says why.
+    /// With a `profiler`, the run's steps are recorded there: the CPU
+    /// evaluation, or every upload, dispatch, download, recording, submit
+    /// and wait (see `Profiler`).
     public func run(_ layer: Layer, inputs: [Tensor], profiler: Profiler? = nil) throws -> LayerRun {
-        let shapes = try layer.outputShapes(forInputShapes: inputs.map(\.shape))
-        let outputs = try shapes.map { try Tensor(shape: $0) }
-        let placement = placement(for: layer)
-        guard placement.isGPU, let gpu else {
-            if case .cpu(let reason?) = placement { announce(reason) }
-            try profiler.withOp(layer.layerName) {
-                try profiler.evaluate(layer, inputs: inputs, outputs: outputs, name: layer.layerName)
-            }
-            return LayerRun(outputs: outputs, placement: placement, gpuTimestamps: [])
-        }
-        if let perElement = layer as? PerElementLayer, shapes == inputs.map(\.shape),
-           try inputs.contains(where: { try !gpu.fitsOneImage($0) }) {
-            return try runInPieces(perElement, inputs: inputs, outputs: outputs, on: gpu, profiler: profiler)
-        }
-        var inputImages: [SliceImage] = []
-        var outputImages: [SliceImage] = []
-        let stamps = try runStamped(on: gpu, profiler: profiler, upload: { commands in
-            inputImages = try inputs.map { input in
-                let image = try gpu.makeSliceImage(like: input)
-                try commands.upload(input, to: image)
-                return image
-            }
-        }, encode: { commands in
-            outputImages = try outputs.map { try gpu.makeSliceImage(like: $0) }
-            try profiler.withOp(layer.layerName) {
-                try layer.encode(commandBuffer: commands, inputs: inputImages, outputs: outputImages)
-            }
-        }, download: { commands in
-            for (image, tensor) in zip(outputImages, outputs) { try commands.download(image, into: tensor) }
-        })
-        return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: stamps)
+        let plan = try ModelPlan(graph: ModelGraph(layer: layer, inputShapes: inputs.map(\.shape)), backend: self)
+        announce(plan)
+        let run = ModelRun(plan: plan, gpu: gpu, inputs: inputs, profiler: profiler, marksTimestamps: timestamps)
+        let outputs = try run.run()
+        return LayerRun(outputs: outputs, placement: plan.placements[0], gpuTimestamps: run.timestamps)
     }
 
-    /// Records the uploads, the kernels and the downloads in one command
-    /// buffer between the `start`, `upload`, `kernel` and `download` marks,
-    /// submits it and waits; returns the marks (none when `timestamps` is
-    /// off). The recording is a `record` span of `profiler`.
-    private func runStamped(on gpu: GPUContext, profiler: Profiler?, upload: (GPUCommandBuffer) throws -> Void,
-                            encode: (GPUCommandBuffer) throws -> Void,
-                            download: (GPUCommandBuffer) throws -> Void) throws -> [CommandBuffer.Timestamp] {
-        let commands = try gpu.makeCommandBuffer(profiler: profiler)
-        func mark(_ label: String) throws { if timestamps { try commands.timestamp(label) } }
-        func recordAll() throws {
-            try mark("start")
-            try upload(commands)
-            try mark("upload")
-            try encode(commands)
-            try mark("kernel")
-            try download(commands)
-            try mark("download")
-        }
-        if let profiler { try profiler.measure(.record, "record commands", recordAll) } else { try recordAll() }
-        try commands.commit()
-        try commands.waitUntilCompleted()
-        return try commands.timestamps()
-    }
-
-    /// Runs a per-element layer on tensors too large for one slice image:
-    /// each input is cut into pieces that fit (`ImagePieces`), every piece
-    /// is uploaded, encoded with its channels' values and downloaded in one
-    /// submission, and the pieces are pasted into the outputs.
-    private func runInPieces(_ layer: PerElementLayer, inputs: [Tensor], outputs: [Tensor],
-                             on gpu: GPUContext, profiler: Profiler?) throws -> LayerRun {
-        struct Work {
-            let output: Tensor, piece: ImagePieces.Piece, featureChannels: Int
-            let inputImage: SliceImage, outputImage: SliceImage
-            /// The piece's input, then (once downloaded) its result.
-            let part: Tensor
-        }
-        var work: [Work] = []
-        let stamps = try runStamped(on: gpu, profiler: profiler, upload: { commands in
-            for (input, output) in zip(inputs, outputs) {
-                let s = try input.nchw()
-                let plan = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
-                                       maxDimension: Int(gpu.deviceInfo.maxImageDimension2D),
-                                       maxLayers: Int(gpu.deviceInfo.maxImageArrayLayers))
-                for piece in plan.pieces {
-                    let part = try input.copy(piece)
-                    let image = try gpu.makeSliceImage(like: part)
-                    try commands.upload(part, to: image)  // reads `part` now
-                    work.append(Work(output: output, piece: piece, featureChannels: s.c, inputImage: image,
-                                     outputImage: try gpu.makeSliceImage(like: part), part: part))
-                }
+    /// Announces once, per reason, the steps of `plan` that could have used
+    /// the GPU but run on the CPU: one line for a whole model on an emulated
+    /// device, not one per layer. `model` names a model's plan in the line.
+    func announce(_ plan: ModelPlan, model: String? = nil) {
+        var groups: [(why: String, steps: [ModelGraph.Step])] = []
+        for (step, reason) in zip(plan.graph.steps, plan.cpuReasons) {
+            guard let why = reason else { continue }
+            if let i = groups.firstIndex(where: { $0.why == why }) {
+                groups[i].steps.append(step)
+            } else {
+                groups.append((why, [step]))
             }
-        }, encode: { commands in
-            try profiler.withOp(layer.layerName) {
-                for item in work {
-                    try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
-                                     channels: item.piece.channels, of: item.featureChannels)
-                }
+        }
+        let layers = plan.graph.steps.filter { $0.layer != nil }.count
+        for (why, steps) in groups {
+            guard let model else {
+                steps.forEach { announce("\($0.label) runs on the CPU: \(why)") }
+                continue
             }
-        }, download: { commands in
-            for item in work { try commands.download(item.outputImage, into: item.part) }
-        })
-        for item in work { try item.output.paste(item.part, at: item.piece) }
-        return LayerRun(outputs: outputs, placement: .gpu, gpuTimestamps: stamps)
+            let names = steps.map(\.name)
+            let which = names.count == layers ? "all \(layers) layers run" : names.count == 1
+                ? "layer \(names[0]) runs" : "\(names.count) of \(layers) layers (\(names.prefix(3).joined(separator: ", "))"
+                    + (names.count > 3 ? ", ..." : "") + ") run"
+            announce("\(model): \(which) on the CPU: \(why)")
+        }
     }
 
     private func announce(_ message: String) {

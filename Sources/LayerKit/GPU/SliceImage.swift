@@ -28,18 +28,6 @@ public final class SliceImage: @unchecked Sendable {
     /// The number of tensor elements it holds (padding lanes excluded).
     public var count: Int { batch * featureChannels * height * width }
 
-    /// The NCHW image shape that holds a tensor of `shape` in a model: rank
-    /// 4 as is; lower ranks padded with 1s on the right, so the row-major
-    /// order is unchanged and axis 1 stays the channel axis (a rank-2
-    /// [N, K] tensor, a Gemm's input or output, is N×K×1×1). Higher ranks throw.
-    public static func imageShape(forTensorShape shape: [Int]) throws -> [Int] {
-        guard (1...4).contains(shape.count) else {
-            throw LayerKitError.shapeMismatch(
-                "a slice image holds tensors of rank 1 to 4, got shape \(Tensor.describe(shape))")
-        }
-        return shape + Array(repeating: 1, count: 4 - shape.count)
-    }
-
     /// Makes an uninitialized image for an NCHW shape; throws for empty
     /// shapes or shapes past the device's image limits (the error names the limit).
     public init(device: Device, batch: Int, featureChannels: Int, height: Int, width: Int) throws {

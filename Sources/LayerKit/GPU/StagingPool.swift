@@ -54,6 +54,13 @@ final class StagingPool: @unchecked Sendable {
         return buffer
     }
 
+    /// Makes sure idle buffers of `lengths` exist (one per entry), so that
+    /// transfers of those lengths allocate nothing: a plan's prepare step.
+    func reserve(lengths: [Int]) throws {
+        let buffers = try lengths.map { try take(length: $0) }
+        buffers.forEach(giveBack)
+    }
+
     /// Makes `buffer` available again; the GPU must be done with it.
     func giveBack(_ buffer: Buffer) {
         let overrun = guardBytes > 0 && buffer.contents.map { contents in

@@ -8,8 +8,10 @@ import Foundation
 /// from the node's attributes with its constant inputs as weights. Each
 /// layer runs on the GPU when `computeUnits` allows and it has an `encode`,
 /// else on the CPU; on the GPU the graph stays in slice images, reused by
-/// liveness. Loading makes the layers and runs the model once on zeros, so
-/// pipelines, images and constant uploads exist before the first `predict`.
+/// liveness. Loading decodes the file, makes the layers and prepares a plan
+/// for the declared input shapes (symbolic dimensions 1): pipelines, images,
+/// staging buffers and constant uploads exist before the first `predict`;
+/// other shapes get a plan of their own at their first `predict`.
 ///
 /// `predict` may be called from several threads; runs are serialized.
 public final class Model: @unchecked Sendable {
@@ -36,7 +38,7 @@ public final class Model: @unchecked Sendable {
         /// `placement`'s reason), if so.
         public let cpuReason: String?
         /// Its output shapes, for the shapes of the last run (or of the
-        /// load-time run, which puts 1 for symbolic dimensions).
+        /// load-time plan, which puts 1 for symbolic dimensions).
         public let outputShapes: [[Int]]
     }
 
@@ -55,11 +57,10 @@ public final class Model: @unchecked Sendable {
     private let lock = NSLock()
     private var plans: [[[Int]]: ModelPlan] = [:]
     private var lastPlan: ModelPlan
-    private let notice: @Sendable (String) -> Void
-    private var announced: Set<String> = []
 
     /// Loads the ONNX model at `url`. `computeUnits` picks the backend
-    /// unless `backend` shares one.
+    /// unless `backend` shares one. Placement notices go to `notice` when the
+    /// model makes its backend, to a shared backend's own `notice` otherwise.
     public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                             registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let data: Data
@@ -76,7 +77,6 @@ public final class Model: @unchecked Sendable {
         let model = try ONNXModel(data: data, source: name)
         importer = ONNXImporter(model: model, registry: registry)
         self.backend = try backend ?? Backend(computeUnits: computeUnits, notice: notice)
-        self.notice = notice
         irVersion = model.irVersion
         producer = model.producerName
         opsets = model.opsetImports.map { ($0.domain, $0.version) }
@@ -90,7 +90,7 @@ public final class Model: @unchecked Sendable {
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")
         }
-        // Symbolic dimensions are 1 for the load-time run.
+        // Symbolic dimensions are 1 for the load-time plan.
         let shapes = inputs.map { $0.dimensions.map { Int($0) ?? 1 } }
         self.name = name
         lastPlan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, backend: self.backend,
@@ -100,15 +100,7 @@ public final class Model: @unchecked Sendable {
             Model.describe(output, output.dims ?? lastPlan.graph.values[value].shape.map(ONNXDimension.value))
         }
         plans[shapes] = lastPlan
-        announcePlacements(of: lastPlan)
-        _ = try ModelRun(plan: lastPlan, gpu: self.backend.gpu, inputs: shapes.map { try Tensor(shape: $0) },
-                         profiler: nil).run()
-    }
-
-    /// The plan of the last run (tests look at its images).
-    var currentPlan: ModelPlan? {
-        lock.lock(); defer { lock.unlock() }
-        return lastPlan
+        self.backend.announce(lastPlan, model: name)
     }
 
     /// The nodes with where they run.
@@ -150,7 +142,7 @@ public final class Model: @unchecked Sendable {
             // Plans hold images: keep those of a few recent shapes only.
             if plans.count >= 4 { plans.removeAll() }
             plans[shapes] = plan
-            announcePlacements(of: plan)
+            backend.announce(plan, model: name)
         }
         lastPlan = plan
         let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: tensors, profiler: profiler)
@@ -166,28 +158,6 @@ public final class Model: @unchecked Sendable {
                                  backend: backend)
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")
-        }
-    }
-
-    /// Says once, per reason, which layers that could have used the GPU run
-    /// on the CPU: one line for a whole model on an emulated device, not one per layer.
-    private func announcePlacements(of plan: ModelPlan) {
-        let layers = plan.graph.steps.filter { $0.layer != nil }.count
-        var groups: [(why: String, names: [String])] = []
-        for (step, reason) in zip(plan.graph.steps, plan.cpuReasons) {
-            guard let why = reason else { continue }
-            if let i = groups.firstIndex(where: { $0.why == why }) {
-                groups[i].names.append(step.name)
-            } else {
-                groups.append((why, [step.name]))
-            }
-        }
-        for (why, names) in groups {
-            let which = names.count == layers ? "all \(layers) layers run" : names.count == 1
-                ? "layer \(names[0]) runs" : "\(names.count) of \(layers) layers (\(names.prefix(3).joined(separator: ", "))"
-                    + (names.count > 3 ? ", ..." : "") + ") run"
-            let message = "\(name): \(which) on the CPU: \(why)"
-            if announced.insert(message).inserted { notice(message) }
         }
     }
 

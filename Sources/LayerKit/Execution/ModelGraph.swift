@@ -1,6 +1,7 @@
 /// A model as LayerKit runs it, made concrete for one set of input shapes:
 /// the values that flow between steps (every shape known) and the steps,
 /// each a `Layer`, in an order where every value is made before it is used.
+/// A single layer run through `Backend.run` is a graph of one step.
 struct ModelGraph {
     /// A tensor of the graph: a graph input, a constant, or a step's output.
     struct Value {
@@ -23,6 +24,12 @@ struct ModelGraph {
         /// Value indices of the layer's inputs and outputs.
         let inputs: [Int]
         let outputs: [Int]
+
+        /// How profiles and notices name the step: `name (domain.OpType)`,
+        /// or just the name for a single layer (which has no op type).
+        var label: String {
+            opType.isEmpty ? name : "\(name) (\(domain.isEmpty ? "" : domain + ".")\(opType))"
+        }
     }
 
     var values: [Value] = []
@@ -30,6 +37,17 @@ struct ModelGraph {
     /// Value indices of the graph's inputs and outputs, in the model's order.
     var inputs: [Int] = []
     var outputs: [Int] = []
+
+    /// `layer` alone, on inputs of `inputShapes`: the graph a single-layer
+    /// run plans and executes.
+    init(layer: Layer, inputShapes: [[Int]]) throws {
+        let outputShapes = try layer.outputShapes(forInputShapes: inputShapes)
+        inputs = inputShapes.enumerated().map { i, shape in addValue("input \(i)", shape: shape) }
+        outputs = outputShapes.enumerated().map { i, shape in addValue("output \(i)", shape: shape) }
+        steps = [Step(name: layer.layerName, opType: "", domain: "", layer: layer, inputs: inputs, outputs: outputs)]
+    }
+
+    init() {}
 
     /// Adds a value; returns its index.
     mutating func addValue(_ name: String, shape: [Int], constant: Tensor? = nil) -> Int {

@@ -1,0 +1,136 @@
+/// A `ModelGraph` made ready to run on a backend — the prepare phase, as
+/// ncnn's `create_pipeline` and ExecuTorch's `prepare_pipelines`/`prepack`:
+/// where each step runs, which slice image holds each value that lives on
+/// the GPU, and, on the GPU, every layer prepared (pipelines created,
+/// constants uploaded), every image made and every constant input uploaded,
+/// so that a run only records, submits and waits.
+///
+/// Images are assigned by liveness, as ncnn's and Core ML's allocators do:
+/// an image is taken when its value is first needed on the GPU and given
+/// back after its last use (a CPU step that downloads it counts), so values
+/// whose lifetimes do not overlap share one image (of the same shape).
+final class ModelPlan {
+    let graph: ModelGraph
+    /// Per step: where it runs (steps without work: `.cpu(reason: nil)`).
+    let placements: [Placement]
+    /// Per step: why it runs on the CPU although the GPU was allowed, if so.
+    let cpuReasons: [String?]
+    /// Per step: whether it runs on the GPU in pieces, its tensors being
+    /// past the device's image limits (a `PerElementLayer` only).
+    let inPieces: [Bool]
+    /// Per value: the image slot it lives in on the GPU, nil if never there.
+    let slots: [Int?]
+    /// Per slot: its NCHW image shape.
+    let slotShapes: [[Int]]
+    /// Per value: the last step that reads it (see `ModelGraph.lastUses`).
+    let lastUses: [Int]
+    /// The slot images, made when the plan is.
+    let images: [SliceImage]
+
+    /// Places every step by the backend's one policy, assigns images, and
+    /// prepares the GPU side on `backend.gpu`.
+    init(graph: ModelGraph, backend: Backend) throws {
+        self.graph = graph
+        lastUses = graph.lastUses()
+        var cpuReasons: [String?] = []
+        var inPieces: [Bool] = []
+        for step in graph.steps {
+            let decision = try step.layer.map {
+                try backend.place($0, inputShapes: step.inputs.map { graph.values[$0].shape },
+                                  outputShapes: step.outputs.map { graph.values[$0].shape })
+            }
+            cpuReasons.append(decision?.whyNotGPU)
+            inPieces.append(decision?.inPieces ?? false)
+        }
+        self.cpuReasons = cpuReasons
+        self.inPieces = inPieces
+        placements = zip(graph.steps, cpuReasons).map { step, why in
+            if step.layer == nil || backend.computeUnits == .cpuOnly { return .cpu(reason: nil) }
+            return why.map { .cpu(reason: "\(step.label) runs on the CPU: \($0)") } ?? .gpu
+        }
+        (slots, slotShapes) = try ModelPlan.assignImages(graph, placements: placements, inPieces: inPieces)
+        guard let gpu = backend.gpu, placements.contains(where: \.isGPU) else {
+            images = []
+            return
+        }
+        images = try slotShapes.map { try gpu.makeSliceImage(shape: $0) }
+        try prepare(on: gpu)
+    }
+
+    /// The slot of each value that lives in an image, and each slot's shape.
+    private static func assignImages(_ graph: ModelGraph, placements: [Placement],
+                                     inPieces: [Bool]) throws -> (slots: [Int?], shapes: [[Int]]) {
+        // The first and last step that needs each value's image. A step run
+        // in pieces takes host tensors: its values need no image of their own.
+        let count = graph.values.count
+        var first = Array(repeating: Int.max, count: count)
+        var last = Array(repeating: -1, count: count)
+        var madeOnGPU = Array(repeating: false, count: count)
+        for (i, step) in graph.steps.enumerated() where step.layer != nil {
+            if placements[i].isGPU, !inPieces[i] {
+                for v in step.inputs + step.outputs { first[v] = min(first[v], i); last[v] = max(last[v], i) }
+                for v in step.outputs { madeOnGPU[v] = true }
+            } else {
+                for v in step.inputs where madeOnGPU[v] { last[v] = max(last[v], i) }
+            }
+        }
+        for v in graph.outputs where madeOnGPU[v] { last[v] = Int.max }
+        for v in 0..<count where graph.values[v].constant != nil { last[v] = Int.max }
+
+        var slots = [Int?](repeating: nil, count: count)
+        var shapes: [[Int]] = []
+        var free: [[Int]: [Int]] = [:]
+        for (i, step) in graph.steps.enumerated() {
+            // Outputs are taken before anything is given back, so a step
+            // never writes the image it reads.
+            for v in step.inputs + step.outputs where first[v] == i && slots[v] == nil {
+                let shape = try Tensor.nchwShape(graph.values[v].shape)
+                if let slot = free[shape]?.popLast() {
+                    slots[v] = slot
+                } else {
+                    slots[v] = shapes.count
+                    shapes.append(shape)
+                }
+            }
+            for v in Set(step.inputs + step.outputs) where last[v] == i {
+                if let slot = slots[v] { free[shapes[slot], default: []].append(slot) }
+            }
+        }
+        return (slots, shapes)
+    }
+
+    /// Prepares every GPU layer for its shapes and uploads the constants
+    /// that live in images, in one submission.
+    private func prepare(on gpu: GPUContext) throws {
+        for (i, step) in graph.steps.enumerated() where placements[i].isGPU {
+            try step.layer?.prepare(on: gpu, inputShapes: step.inputs.map { graph.values[$0].shape })
+        }
+        try gpu.stagingPool.reserve(lengths: crossings().map { images[$0].texelBytes })
+        let constants = graph.values.indices.filter { graph.values[$0].constant != nil && slots[$0] != nil }
+        guard !constants.isEmpty else { return }
+        let commands = try gpu.makeCommandBuffer()
+        for v in constants {
+            if let tensor = graph.values[v].constant, let slot = slots[v] { try commands.upload(tensor, to: images[slot]) }
+        }
+        try commands.commit()
+        try commands.waitUntilCompleted()
+    }
+
+    /// The slots of the values a run moves between host and GPU: graph
+    /// inputs and CPU results that GPU steps read, GPU results that CPU steps
+    /// or the caller read. Their staging buffers are reserved at prepare.
+    private func crossings() -> [Int] {
+        var onHost = Array(repeating: false, count: graph.values.count)
+        for v in graph.inputs { onHost[v] = true }
+        var slotsMoved: [Int] = []
+        for (i, step) in graph.steps.enumerated() where step.layer != nil {
+            let gpuStep = placements[i].isGPU && !inPieces[i]
+            for v in step.inputs where graph.values[v].constant == nil {
+                if let slot = slots[v], onHost[v] == gpuStep { slotsMoved.append(slot) }
+            }
+            for v in step.outputs { onHost[v] = !gpuStep }
+        }
+        for v in graph.outputs where !onHost[v] { if let slot = slots[v] { slotsMoved.append(slot) } }
+        return slotsMoved
+    }
+}

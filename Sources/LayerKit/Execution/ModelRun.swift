@@ -1,0 +1,224 @@
+import Foundation
+import VulkanCompute
+
+/// One run of a `ModelPlan` — LayerKit's one executor, for models and single
+/// layers alike: walks the steps in order, keeping each value where it was
+/// made. Consecutive GPU steps share one command buffer; a CPU step first
+/// finishes the GPU's work (downloading what it reads) and the next GPU step
+/// uploads the CPU's results, as Core ML mixes CPU and GPU. Tensors cross
+/// between host and GPU as they are (`Tensor.nchwShape` maps any rank onto
+/// an image), never through reshaped copies.
+///
+/// With a `Profiler`, every layer is an op of its own (its step's label):
+/// its kernels, transfers, recording and CPU evaluation are recorded under it.
+final class ModelRun {
+    private let plan: ModelPlan
+    private let gpu: GPUContext?
+    private let profiler: Profiler?
+    /// Whether command buffers carry the `start`/`upload`/`kernel`/`download` marks.
+    private let marksTimestamps: Bool
+    private var graph: ModelGraph { plan.graph }
+    /// Per value: the host tensor, when it is current on the host.
+    private var host: [Tensor?]
+    /// Per value: whether its slot image holds it.
+    private var onGPU: [Bool]
+    private var commands: GPUCommandBuffer?
+    /// Layers encoded into `commands`.
+    private var encodedSteps = 0
+    private var downloads: [(value: Int, tensor: Tensor)] = []
+    /// The marks of every command buffer the run submitted, in order.
+    private(set) var timestamps: [CommandBuffer.Timestamp] = []
+
+    /// With a profiler, a command buffer takes at most this many layers, so
+    /// that each of their transfers and kernels gets its GPU timestamps.
+    static let profiledStepsPerCommandBuffer = 32
+
+    init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], profiler: Profiler?, marksTimestamps: Bool = false) {
+        self.plan = plan
+        self.gpu = gpu
+        self.profiler = profiler
+        self.marksTimestamps = marksTimestamps
+        host = plan.graph.values.map(\.constant)
+        for (index, tensor) in zip(plan.graph.inputs, inputs) { host[index] = tensor }
+        // The plan uploaded every constant that lives in an image.
+        onGPU = plan.graph.values.indices.map { plan.graph.values[$0].constant != nil && plan.slots[$0] != nil }
+    }
+
+    /// Runs every step; returns the graph's outputs.
+    func run() throws -> [Tensor] {
+        // Steps are read in place, by index: a copy of each (names, arrays,
+        // layer) cost a dozen reference counts a step, a few percent of a
+        // small model's run.
+        for i in graph.steps.indices {
+            guard let layer = graph.steps[i].layer else { continue }
+            try run(graph.steps[i], layer, index: i)
+        }
+        for v in graph.outputs where host[v] == nil { try download(v) }
+        try finishGPUWork()
+        return try graph.outputs.map { v in
+            guard let tensor = host[v] else { throw LayerKitError.unsupported("output '\(graph.values[v].name)' was not computed") }
+            // Never hand back the caller's own input tensor as an output.
+            return graph.inputs.contains(v) ? try tensor.reshaped(to: tensor.shape) : tensor
+        }
+    }
+
+    private func run(_ step: ModelGraph.Step, _ layer: Layer, index i: Int) throws {
+        // The label only for the profiler: building it costs more than a small layer.
+        let label = profiler == nil ? "" : step.label
+        try profiler.withOp(label) {
+            if plan.inPieces[i], let perElement = layer as? PerElementLayer {
+                try runInPieces(step, perElement)
+            } else if plan.placements[i].isGPU {
+                try recording { try encode(step, layer) }
+            } else {
+                try evaluate(step, layer, label)
+            }
+        }
+        // Host copies nothing reads any more are dropped now.
+        for v in step.inputs where plan.lastUses[v] == i && graph.values[v].constant == nil { host[v] = nil }
+    }
+
+    // MARK: - GPU steps
+
+    private func encode(_ step: ModelGraph.Step, _ layer: Layer) throws {
+        let commands = try openCommands()
+        for v in step.inputs where !onGPU[v] {
+            guard let tensor = host[v], let slot = plan.slots[v] else {
+                throw LayerKitError.unsupported("\(step.name): input '\(graph.values[v].name)' is nowhere")
+            }
+            try commands.upload(tensor, to: plan.images[slot])
+            onGPU[v] = true
+        }
+        try mark("upload")
+        let image = { (v: Int) throws -> SliceImage in
+            guard let slot = self.plan.slots[v] else {
+                throw LayerKitError.unsupported("\(step.name): '\(self.graph.values[v].name)' has no image")
+            }
+            return self.plan.images[slot]
+        }
+        try layer.encode(commandBuffer: commands, inputs: step.inputs.map(image), outputs: step.outputs.map(image))
+        try mark("kernel")
+        for v in step.outputs {
+            onGPU[v] = true
+            host[v] = nil
+        }
+        encodedSteps += 1
+        if profiler != nil, encodedSteps >= ModelRun.profiledStepsPerCommandBuffer { try finishGPUWork() }
+    }
+
+    /// Runs a per-element step on tensors too large for one slice image:
+    /// each input is cut into pieces that fit (`ImagePieces`), every piece
+    /// is uploaded, encoded with its channels' values and downloaded in one
+    /// submission, and the pieces are pasted into the outputs on the host.
+    private func runInPieces(_ step: ModelGraph.Step, _ layer: PerElementLayer) throws {
+        guard let gpu else { throw LayerKitError.gpuUnavailable("no GPU for \(step.name)") }
+        let inputs = try hostInputs(of: step)
+        let outputs = try step.outputs.map { try Tensor(shape: graph.values[$0].shape) }
+        struct Work {
+            let output: Tensor, piece: ImagePieces.Piece, featureChannels: Int
+            let inputImage: SliceImage, outputImage: SliceImage
+            /// The piece's input, then (once downloaded) its result.
+            let part: Tensor
+        }
+        var work: [Work] = []
+        let commands = try openCommands()
+        try recording {
+            for (input, output) in zip(inputs, outputs) {
+                let s = try input.nchw()
+                let pieces = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
+                                         maxDimension: Int(gpu.deviceInfo.maxImageDimension2D),
+                                         maxLayers: Int(gpu.deviceInfo.maxImageArrayLayers))
+                for piece in pieces.pieces {
+                    let part = try input.copy(piece)
+                    let image = try gpu.makeSliceImage(like: part)
+                    try commands.upload(part, to: image)  // reads `part` now
+                    work.append(Work(output: output, piece: piece, featureChannels: s.c, inputImage: image,
+                                     outputImage: try gpu.makeSliceImage(like: part), part: part))
+                }
+            }
+            try mark("upload")
+            for item in work {
+                try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
+                                 channels: item.piece.channels, of: item.featureChannels)
+            }
+            try mark("kernel")
+            for item in work { try commands.download(item.outputImage, into: item.part) }
+        }
+        try finishGPUWork()
+        for item in work { try item.output.paste(item.part, at: item.piece) }
+        for (v, tensor) in zip(step.outputs, outputs) {
+            host[v] = tensor
+            onGPU[v] = false
+        }
+    }
+
+    /// `body`, as a `record` span when profiled.
+    private func recording(_ body: () throws -> Void) throws {
+        if let profiler { try profiler.measure(.record, "record commands", body) } else { try body() }
+    }
+
+    private func openCommands() throws -> GPUCommandBuffer {
+        if let commands { return commands }
+        guard let gpu else { throw LayerKitError.gpuUnavailable("a GPU step without a GPU") }
+        let made = try gpu.makeCommandBuffer(profiler: profiler)
+        commands = made
+        try mark("start")
+        return made
+    }
+
+    /// A GPU timestamp after the work recorded so far, when the run marks them.
+    private func mark(_ label: String) throws {
+        if marksTimestamps { try commands?.timestamp(label) }
+    }
+
+    /// Encodes a download of value `v` into a host tensor of its own shape
+    /// (filled at the wait).
+    private func download(_ v: Int) throws {
+        guard let slot = plan.slots[v], onGPU[v] else {
+            throw LayerKitError.unsupported("'\(graph.values[v].name)' is neither on the host nor on the GPU")
+        }
+        let tensor = try Tensor(shape: graph.values[v].shape)
+        try openCommands().download(plan.images[slot], into: tensor)
+        downloads.append((v, tensor))
+    }
+
+    /// Submits the open command buffer, waits, and lands its downloads.
+    private func finishGPUWork() throws {
+        guard let commands else { return }
+        try mark("download")
+        try commands.commit()
+        try commands.waitUntilCompleted()
+        timestamps += try commands.timestamps()
+        self.commands = nil
+        encodedSteps = 0
+        for (v, tensor) in downloads { host[v] = tensor }
+        downloads.removeAll()
+    }
+
+    // MARK: - CPU steps
+
+    /// The host tensors of `step`'s inputs, downloading (and finishing the
+    /// GPU's work) first where they are only on the GPU.
+    private func hostInputs(of step: ModelGraph.Step) throws -> [Tensor] {
+        // GPU work before a host step is finished first: the step may need its
+        // results, and the GPU and CPU spans then never overlap.
+        for v in step.inputs where host[v] == nil { try download(v) }
+        try finishGPUWork()
+        return try step.inputs.map { v in
+            guard let tensor = host[v] else {
+                throw LayerKitError.unsupported("\(step.name): input '\(graph.values[v].name)' is nowhere")
+            }
+            return tensor
+        }
+    }
+
+    private func evaluate(_ step: ModelGraph.Step, _ layer: Layer, _ label: String) throws {
+        let inputs = try hostInputs(of: step)
+        let outputs = try step.outputs.map { try Tensor(shape: graph.values[$0].shape) }
+        try profiler.evaluate(layer, inputs: inputs, outputs: outputs, name: label)
+        for (v, tensor) in zip(step.outputs, outputs) {
+            host[v] = tensor
+            onGPU[v] = false
+        }
+    }
+}
