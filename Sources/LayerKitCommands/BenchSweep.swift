@@ -46,9 +46,7 @@ enum BenchSweep {
     }
 
     static func run(_ options: LayerOptions, plot: String?, json: Bool, repeats: Int, warmup: Int,
-                    cpu: Bool, gpu: Bool, console: Console) throws -> Int32 {
-        if let plot { try ReportFile.check(plot, fileExtension: "svg", notAmong: options.weightFiles) }
-        let context = gpu ? try BenchCommand.openGPU(required: !cpu, console: console) : nil
+                    cpu: Bool, context: GPUContext?, console: Console) throws -> Int32 {
         let layer = options.layer
         let threads = CPUEvaluator().threadCount
         var points: [Point] = []
