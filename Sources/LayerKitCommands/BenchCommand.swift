@@ -1,4 +1,3 @@
-import BenchmarkSupport
 import Foundation
 import LayerKit
 

@@ -1,4 +1,3 @@
-import BenchmarkSupport
 import Foundation
 import LayerKit
 
@@ -56,7 +55,7 @@ enum BenchSweep {
             let warm = min(warmup, runs)
             let copy = try Tensor(shape: input.shape)
             var point = Point(size: size, elements: input.count, runs: runs,
-                              copyMs: TimingStats(samples: measure(warmup: warm, runs: runs) {
+                              copyMs: TimingStats(samples: Timing.measure(warmup: warm, runs: runs) {
                                   copyTensor(input, into: copy, threads: threads)
                               })?.minMs ?? 0)
             if cpu {
