@@ -44,10 +44,10 @@ func cpuSwishRows(options: Options, input: Tensor) throws -> [BenchRow] {
         naiveSwish(input, into: output)
     }
     let naive = output.values
+    let swish = try Swish(beta: 1)
     for threads in [1, 2] {
-        let evaluator = CPUEvaluator(threadCount: threads)
         try add("evaluator", threads: threads, runs: options.runs, warmup: options.warmup) {
-            try evaluator.swish(input, into: output, beta: 1)
+            try swish.evaluate(inputs: [input], outputs: [output], threadCount: threads)
         }
     }
     let evaluated = output.values
