@@ -39,19 +39,21 @@ let package = Package(
         .target(name: "LayerKitONNX", dependencies: ["LayerKitCore"]),
         .target(name: "LayerKit", dependencies: ["LayerKitCore", "LayerKitONNX", "VulkanCompute", "CPNG", "CKernels"],
                 plugins: ["EmbedShaders"]),
-        .target(name: "LayerKitCommands", dependencies: ["LayerKit", "BenchmarkSupport"]),
+        .target(name: "LayerKitCommands", dependencies: ["LayerKit"]),
         .executableTarget(name: "layerkit", dependencies: ["LayerKitCommands"]),
-        // Benchmarks: timing, statistics and report helpers shared by the executables.
-        .target(name: "BenchmarkSupport", dependencies: ["LayerKit"], path: "Benchmarks/BenchmarkSupport"),
-        .executableTarget(name: "SwishBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+        // Benchmarks: GPU timing and report printing shared by the executables;
+        // statistics, timed loops, tables and flag values come from the CLI
+        // library (dependencies point one way: Benchmarks → CLI → LayerKit).
+        .target(name: "BenchmarkSupport", dependencies: ["LayerKit", "LayerKitCommands"], path: "Benchmarks/BenchmarkSupport"),
+        .executableTarget(name: "SwishBench", dependencies: ["LayerKit", "LayerKitCommands", "BenchmarkSupport"],
                           path: "Benchmarks/SwishBench"),
-        .executableTarget(name: "OpBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+        .executableTarget(name: "OpBench", dependencies: ["LayerKit", "LayerKitCommands", "BenchmarkSupport"],
                           path: "Benchmarks/OpBench"),
-        .executableTarget(name: "FusionBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+        .executableTarget(name: "FusionBench", dependencies: ["LayerKit", "LayerKitCommands", "BenchmarkSupport"],
                           path: "Benchmarks/FusionBench"),
-        .executableTarget(name: "ModelBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+        .executableTarget(name: "ModelBench", dependencies: ["LayerKit", "LayerKitCommands", "BenchmarkSupport"],
                           path: "Benchmarks/ModelBench"),
-        .executableTarget(name: "ConvBench", dependencies: ["LayerKit", "BenchmarkSupport"],
+        .executableTarget(name: "ConvBench", dependencies: ["LayerKit", "LayerKitCommands", "BenchmarkSupport"],
                           path: "Benchmarks/ConvBench"),
 
         // Seeded mutation fuzzer over every user-fed parser (`make fuzz`).

@@ -3,7 +3,7 @@ import LayerKit
 /// The default Vulkan device for a benchmark, or nil when there is none,
 /// with a line saying which it is (and that an emulated one, such as Mesa's
 /// lavapipe, gives no GPU speeds).
-public func benchmarkGPUContext() -> (context: GPUContext?, note: String) {
+package func benchmarkGPUContext() -> (context: GPUContext?, note: String) {
     do {
         let context = try GPUContext()
         let info = context.deviceInfo
@@ -16,7 +16,7 @@ public func benchmarkGPUContext() -> (context: GPUContext?, note: String) {
 
 /// Milliseconds of `layer`'s kernel alone on `input` into `output`, by GPU
 /// timestamps around its `encode`, one sample per run after `warmup` runs.
-public func gpuKernelSamples(_ layer: Layer, context: GPUContext, input: SliceImage,
+package func gpuKernelSamples(_ layer: Layer, context: GPUContext, input: SliceImage,
                              output: SliceImage, warmup: Int, runs: Int) throws -> [Double] {
     var samples: [Double] = []
     for run in 0..<(warmup + runs) {
@@ -35,5 +35,5 @@ public func gpuKernelSamples(_ layer: Layer, context: GPUContext, input: SliceIm
 extension SliceImage {
     /// Bytes the image's fp16 texels take, padding included (8 a texel of
     /// four channels): one pass of a kernel over it moves this much.
-    public var fp16Bytes: Int { width * height * texture.layers * 8 }
+    package var fp16Bytes: Int { width * height * texture.layers * 8 }
 }

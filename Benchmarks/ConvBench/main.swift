@@ -7,6 +7,7 @@
 //     conv=NxCxHxW,M,K,STRIDE,PAD[,GROUP]   K x K kernel, PAD on every side
 //     gemm=N,K,M                            Y[N, M] = A[N, K] * B[K, M] + C[M]
 import BenchmarkSupport
+import LayerKitCommands
 import Foundation
 import LayerKit
 
@@ -27,10 +28,10 @@ struct Workload {
     init(_ spec: String) throws {
         let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
         let numbers = parts.count == 2 ? parts[1].split(separator: ",").map(String.init) : []
-        func int(_ i: Int) throws -> Int { try Arguments.positive(spec, i < numbers.count ? numbers[i] : nil, allowZero: true) }
+        func int(_ i: Int) throws -> Int { try ValueParsing.count(i < numbers.count ? numbers[i] : "", option: spec, minimum: 0) }
         switch parts.first {
         case "conv" where (5...6).contains(numbers.count):
-            let shape = try Arguments.shape(numbers[0])
+            let shape = try ValueParsing.shape(numbers[0])
             let (m, k, stride, pad) = (try int(1), try int(2), try int(3), try int(4))
             let group = numbers.count == 6 ? try int(5) : 1
             let conv = try Convolution(
@@ -58,8 +59,8 @@ do {
     var rest = CommandLine.arguments.dropFirst()
     while let argument = rest.popFirst() {
         switch argument {
-        case "--repeat": runs = try Arguments.positive(argument, rest.popFirst())
-        case "--warmup": warmup = try Arguments.positive(argument, rest.popFirst(), allowZero: true)
+        case "--repeat": runs = try ValueParsing.count(rest.popFirst() ?? "", option: argument, minimum: 1)
+        case "--warmup": warmup = try ValueParsing.count(rest.popFirst() ?? "", option: argument, minimum: 0)
         case "--json": json = true
         case "-h", "--help": throw LayerKitError.invalidParameter(usage)
         default: workloads.append(try Workload(argument))
@@ -71,7 +72,7 @@ do {
         let output = try Tensor(shape: workload.layer.outputShapes(forInputShapes: [workload.input.shape])[0])
         for threads in [1, 2] {
             workload.setThreads(threads)
-            let samples = try measure(warmup: warmup, runs: runs) {
+            let samples = try Timing.measure(warmup: warmup, runs: runs) {
                 try workload.layer.evaluate(inputs: [workload.input], outputs: [output])
             }
             guard let stats = TimingStats(samples: samples) else { continue }

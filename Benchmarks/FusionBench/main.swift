@@ -8,6 +8,7 @@
 //
 //   swift run -c release FusionBench [--repeat N] [--warmup N] [--shape NxCxHxW]
 import BenchmarkSupport
+import LayerKitCommands
 import Foundation
 import LayerKit
 
@@ -36,7 +37,7 @@ func cpuRows(label: String, chain: [ElementwiseLayer], fused: FusedLayer, input:
             ("cpu \(label): 3 ops fused", { try fused.evaluate(inputs: [input], outputs: [a], threadCount: threads) }),
         ]
         for (name, body) in variants {
-            if let stats = TimingStats(samples: try measure(warmup: warmup, runs: runs, body)) {
+            if let stats = TimingStats(samples: try Timing.measure(warmup: warmup, runs: runs, body)) {
                 rows.append(BenchRow(name: name, threads: threads, stats: stats, elements: input.count,
                                      bytes: 8 * input.count))
             }
@@ -85,9 +86,9 @@ do {
     var words = Array(CommandLine.arguments.dropFirst())[...]
     while let flag = words.popFirst() {
         switch flag {
-        case "--repeat": runs = try Arguments.positive(flag, words.popFirst())
-        case "--warmup": warmup = try Arguments.positive(flag, words.popFirst(), allowZero: true)
-        case "--shape": shape = try Arguments.shape(words.popFirst())
+        case "--repeat": runs = try ValueParsing.count(words.popFirst() ?? "", option: flag, minimum: 1)
+        case "--warmup": warmup = try ValueParsing.count(words.popFirst() ?? "", option: flag, minimum: 0)
+        case "--shape": shape = try ValueParsing.shape(words.popFirst() ?? "")
         default: throw LayerKitError.invalidParameter("usage: FusionBench [--repeat N] [--warmup N] [--shape NxCxHxW]")
         }
     }

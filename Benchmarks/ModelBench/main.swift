@@ -5,6 +5,7 @@
 //
 //   swift run -c release ModelBench MODEL.onnx... [--repeat N] [--warmup N] [--json]
 import BenchmarkSupport
+import LayerKitCommands
 import Foundation
 import LayerKit
 
@@ -33,7 +34,7 @@ func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int,
         inputs[input.name] = try Tensor(shape: shape,
                                         values: (0..<shape.reduce(1, *)).map { _ in Float.random(in: 0..<1, using: &generator) })
     }
-    let samples = try measure(warmup: warmup, runs: runs) { _ = try model.predict(inputs: inputs) }
+    let samples = try Timing.measure(warmup: warmup, runs: runs) { _ = try model.predict(inputs: inputs) }
     // Per layer: medians over profiled runs (GPU timestamps on).
     var perLayer: [String: [Double]] = [:]
     var order: [(String, String)] = []
@@ -60,8 +61,8 @@ do {
     var words = CommandLine.arguments.dropFirst().makeIterator()
     while let word = words.next() {
         switch word {
-        case "--repeat": runs = try Arguments.positive(word, words.next())
-        case "--warmup": warmup = try Arguments.positive(word, words.next(), allowZero: true)
+        case "--repeat": runs = try ValueParsing.count(words.next() ?? "", option: word, minimum: 1)
+        case "--warmup": warmup = try ValueParsing.count(words.next() ?? "", option: word, minimum: 0)
         case "--json": json = true
         default: paths.append(word)
         }

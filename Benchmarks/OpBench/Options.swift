@@ -1,4 +1,5 @@
 import BenchmarkSupport
+import LayerKitCommands
 import LayerKit
 
 /// OpBench's command line.
@@ -30,9 +31,9 @@ struct Options {
         while let flag = rest.popFirst() {
             switch flag {
             case "--op": ops = try Options.ops(rest.popFirst())
-            case "--repeat": runs = try Arguments.positive(flag, rest.popFirst())
-            case "--warmup": warmup = try Arguments.positive(flag, rest.popFirst(), allowZero: true)
-            case "--shape": shape = try Arguments.shape(rest.popFirst())
+            case "--repeat": runs = try ValueParsing.count(rest.popFirst() ?? "", option: flag, minimum: 1)
+            case "--warmup": warmup = try ValueParsing.count(rest.popFirst() ?? "", option: flag, minimum: 0)
+            case "--shape": shape = try ValueParsing.shape(rest.popFirst() ?? "")
             case "--no-gpu": gpu = false
             case "--list": list = true
             case "--json": json = true

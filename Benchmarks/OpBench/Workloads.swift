@@ -1,4 +1,5 @@
 import BenchmarkSupport
+import LayerKitCommands
 import Foundation
 import LayerKit
 
@@ -26,7 +27,7 @@ func opRows(_ layer: ElementwiseLayer, input: Tensor, context: GPUContext?,
     let output = try Tensor(shape: input.shape)
     var rows: [BenchRow] = []
     for threads in [1, 2] {
-        let samples = try measure(warmup: options.warmup, runs: options.runs) {
+        let samples = try Timing.measure(warmup: options.warmup, runs: options.runs) {
             try layer.evaluate(inputs: [input], outputs: [output], threadCount: threads)
         }
         if let stats = TimingStats(samples: samples) {

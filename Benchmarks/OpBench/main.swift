@@ -5,6 +5,7 @@
 // onnxruntime. The CPU result of each op is checked against the GPU's
 // (fp16 storage, so to 1e-2).
 import BenchmarkSupport
+import LayerKitCommands
 import Foundation
 import LayerKit
 

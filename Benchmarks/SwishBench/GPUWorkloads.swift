@@ -1,4 +1,5 @@
 import BenchmarkSupport
+import LayerKitCommands
 import Foundation
 import LayerKit
 
@@ -21,7 +22,7 @@ func gpuSwishRows(options: Options, input: Tensor) throws -> (rows: [BenchRow], 
     }
     let imageBytes = image.fp16Bytes
 
-    add("gpu upload", try measure(warmup: options.warmup, runs: options.runs) {
+    add("gpu upload", try Timing.measure(warmup: options.warmup, runs: options.runs) {
         _ = try context.upload(input)
     }, bytes: 4 * input.count + imageBytes)
 
@@ -29,7 +30,7 @@ func gpuSwishRows(options: Options, input: Tensor) throws -> (rows: [BenchRow], 
                                              warmup: options.warmup, runs: options.runs)
     add("gpu kernel (timestamps)", kernelSamples, bytes: 2 * imageBytes)
 
-    add("gpu download", try measure(warmup: options.warmup, runs: options.runs) {
+    add("gpu download", try Timing.measure(warmup: options.warmup, runs: options.runs) {
         let commands = try context.makeCommandBuffer()
         try commands.download(result, into: output)
         try commands.commit()
@@ -37,7 +38,7 @@ func gpuSwishRows(options: Options, input: Tensor) throws -> (rows: [BenchRow], 
     }, bytes: imageBytes + 4 * input.count)
 
     let backend = try Backend(computeUnits: .gpu, context: context)
-    add("gpu end to end", try measure(warmup: options.warmup, runs: options.runs) {
+    add("gpu end to end", try Timing.measure(warmup: options.warmup, runs: options.runs) {
         _ = try backend.run(layer, inputs: [input])
     }, bytes: 8 * input.count)
     return (rows, note)

@@ -1,4 +1,5 @@
 import BenchmarkSupport
+import LayerKitCommands
 import LayerKit
 
 /// SwishBench's command line.
@@ -21,9 +22,9 @@ struct Options {
         var rest = arguments[...]
         while let flag = rest.popFirst() {
             switch flag {
-            case "--repeat": runs = try Arguments.positive(flag, rest.popFirst())
-            case "--warmup": warmup = try Arguments.positive(flag, rest.popFirst(), allowZero: true)
-            case "--shape": shape = try Arguments.shape(rest.popFirst())
+            case "--repeat": runs = try ValueParsing.count(rest.popFirst() ?? "", option: flag, minimum: 1)
+            case "--warmup": warmup = try ValueParsing.count(rest.popFirst() ?? "", option: flag, minimum: 0)
+            case "--shape": shape = try ValueParsing.shape(rest.popFirst() ?? "")
             case "--json": json = true
             case "-h", "--help": throw LayerKitError.invalidParameter(Options.usage)
             default: throw LayerKitError.invalidParameter("unknown option \(flag)\n\(Options.usage)")

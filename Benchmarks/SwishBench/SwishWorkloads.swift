@@ -1,4 +1,5 @@
 import BenchmarkSupport
+import LayerKitCommands
 import Foundation
 import LayerKit
 
@@ -30,7 +31,7 @@ func cpuSwishRows(options: Options, input: Tensor) throws -> [BenchRow] {
     let output = try Tensor(shape: input.shape)
     var rows: [BenchRow] = []
     func add(_ name: String, threads: Int, runs: Int, warmup: Int, _ body: () throws -> Void) throws {
-        if let stats = TimingStats(samples: try measure(warmup: warmup, runs: runs, body)) {
+        if let stats = TimingStats(samples: try Timing.measure(warmup: warmup, runs: runs, body)) {
             rows.append(BenchRow(name: name, threads: threads, stats: stats,
                                  elements: input.count, bytes: 8 * input.count))
         }
@@ -43,10 +44,10 @@ func cpuSwishRows(options: Options, input: Tensor) throws -> [BenchRow] {
         naiveSwish(input, into: output)
     }
     let naive = output.values
+    let swish = try Swish(beta: 1)
     for threads in [1, 2] {
-        let evaluator = CPUEvaluator(threadCount: threads)
         try add("evaluator", threads: threads, runs: options.runs, warmup: options.warmup) {
-            try evaluator.swish(input, into: output, beta: 1)
+            try swish.evaluate(inputs: [input], outputs: [output], threadCount: threads)
         }
     }
     let evaluated = output.values

@@ -2,6 +2,7 @@
 // side by side. Top-level code stays thin; the timed loops live in
 // nonisolated functions (see SwishWorkloads.swift).
 import BenchmarkSupport
+import LayerKitCommands
 import Foundation
 import LayerKit
 

@@ -64,4 +64,10 @@ struct Arguments {
         guard let value = value(name) else { throw UsageError("missing \(name)") }
         return value
     }
+
+    /// The whole number given for `name` (at least `minimum`), or `value` when absent.
+    func count(_ name: String, default value: Int, minimum: Int) throws -> Int {
+        guard let text = self.value(name) else { return value }
+        return try ValueParsing.count(text, option: name, minimum: minimum)
+    }
 }

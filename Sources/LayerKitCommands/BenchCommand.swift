@@ -1,4 +1,3 @@
-import BenchmarkSupport
 import Foundation
 import LayerKit
 
@@ -14,22 +13,27 @@ enum BenchCommand {
         guard arguments.positional.isEmpty else {
             throw UsageError("bench takes no file (\(arguments.positional[0])); give the layer with --op NAME")
         }
-        let repeats = try count(arguments, "--repeat", default: arguments.has("--sweep") ? 10 : 30, minimum: 1)
-        let warmup = try count(arguments, "--warmup", default: 3, minimum: 0)
-        let (cpu, gpu) = try backends(arguments.value("--backend") ?? "both")
+        let repeats = try arguments.count("--repeat", default: arguments.has("--sweep") ? 10 : 30, minimum: 1)
+        let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
+        let backendWord = arguments.value("--backend") ?? "both"
+        _ = try ValueParsing.backendOrBoth(backendWord)
         let options = try layerOptions(arguments)
         if arguments.has("--sweep") {
             guard arguments.value("--shape") == nil else { throw UsageError("--sweep sets its own shapes: drop --shape") }
+            if let plot = arguments.value("--plot") {
+                try ReportFile.check(plot, fileExtension: "svg", notAmong: options.weightFiles)
+            }
+            let (cpu, context) = try targets(backendWord, layer: options.layer, console: console)
             return try BenchSweep.run(options, plot: arguments.value("--plot"), json: arguments.has("--json"),
-                                      repeats: repeats, warmup: warmup, cpu: cpu, gpu: gpu, console: console)
+                                      repeats: repeats, warmup: warmup, cpu: cpu, context: context, console: console)
         }
         guard arguments.value("--plot") == nil else { throw UsageError("--plot draws a sweep: add --sweep") }
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? defaultShape)
         let input = try Tensor.uniform(shape: shape, in: -10...10, seed: 1)
+        let (cpu, context) = try targets(backendWord, layer: options.layer, console: console)
 
         var measurements: [BenchMeasurement] = []
         if cpu { measurements += try BenchWorkloads.cpu(options.layer, input: input, warmup: warmup, runs: repeats) }
-        let context = gpu ? try openGPU(required: !cpu, console: console) : nil
         var overhead: Double?
         if let context {
             let result = try BenchWorkloads.gpu(options.layer, input: input, context: context, warmup: warmup, runs: repeats)
@@ -65,33 +69,20 @@ enum BenchCommand {
         return try LayerOptions(Arguments(["--op", "Swish"], valued: LayerOptions.valued))
     }
 
-    /// `--backend cpu|gpu|both` as (cpu, gpu).
-    static func backends(_ text: String) throws -> (cpu: Bool, gpu: Bool) {
-        switch text.lowercased() {
-        case "cpu": return (true, false)
-        case "gpu": return (false, true)
-        case "both": return (true, true)
-        default: throw UsageError("--backend \(text): expected cpu, gpu or both")
+    /// What `--backend` asks to measure: CPU rows, and the device of the
+    /// GPU rows. `cpu`: the CPU; `gpu`: the GPU (`Backend` throws when there
+    /// is none); `auto`: where `.automatic` places the layer; `both`: the
+    /// CPU, and the GPU when there is one (else a note). A layer without a
+    /// GPU implementation is measured on the CPU, with a note.
+    static func targets(_ word: String, layer: Layer, console: Console) throws -> (cpu: Bool, gpu: GPUContext?) {
+        guard let units = try ValueParsing.backendOrBoth(word) else {
+            let backend = try Backend(computeUnits: .automatic)
+            if backend.gpu == nil { console.note("no GPU (\(backend.gpuUnavailableReason ?? "none")): CPU figures only") }
+            return (true, backend.gpu)
         }
-    }
-
-    /// The device for GPU measurements: its absence is an error when only
-    /// the GPU was asked for, else a note (the CPU rows still come).
-    static func openGPU(required: Bool, console: Console) throws -> GPUContext? {
-        let backend = try Backend(computeUnits: .gpu)
-        if let context = backend.gpu { return context }
-        let reason = backend.gpuUnavailableReason ?? "none"
-        if required { throw LayerKitError.gpuUnavailable("no GPU to measure: \(reason)") }
-        console.note("no GPU (\(reason)): CPU figures only")
-        return nil
-    }
-
-    /// A whole-number option of at least `minimum`.
-    static func count(_ arguments: Arguments, _ name: String, default value: Int, minimum: Int) throws -> Int {
-        guard let text = arguments.value(name) else { return value }
-        guard let number = Int(text), number >= minimum else {
-            throw UsageError("\(name) \(text): expected a whole number >= \(minimum)")
-        }
-        return number
+        let backend = try Backend(computeUnits: units)
+        let placement = backend.placement(for: layer)
+        if case .cpu(let reason?) = placement { console.note(reason) }
+        return placement.isGPU ? (false, backend.gpu) : (true, nil)
     }
 }

@@ -1,4 +1,3 @@
-import BenchmarkSupport
 import LayerKit
 
 /// One timed quantity of `layerkit bench`: a row of its table and an entry

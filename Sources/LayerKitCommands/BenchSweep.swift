@@ -1,4 +1,3 @@
-import BenchmarkSupport
 import Foundation
 import LayerKit
 
@@ -46,9 +45,7 @@ enum BenchSweep {
     }
 
     static func run(_ options: LayerOptions, plot: String?, json: Bool, repeats: Int, warmup: Int,
-                    cpu: Bool, gpu: Bool, console: Console) throws -> Int32 {
-        if let plot { try ReportFile.check(plot, fileExtension: "svg", notAmong: options.weightFiles) }
-        let context = gpu ? try BenchCommand.openGPU(required: !cpu, console: console) : nil
+                    cpu: Bool, context: GPUContext?, console: Console) throws -> Int32 {
         let layer = options.layer
         let threads = CPUEvaluator().threadCount
         var points: [Point] = []
@@ -58,7 +55,7 @@ enum BenchSweep {
             let warm = min(warmup, runs)
             let copy = try Tensor(shape: input.shape)
             var point = Point(size: size, elements: input.count, runs: runs,
-                              copyMs: TimingStats(samples: measure(warmup: warm, runs: runs) {
+                              copyMs: TimingStats(samples: Timing.measure(warmup: warm, runs: runs) {
                                   copyTensor(input, into: copy, threads: threads)
                               })?.minMs ?? 0)
             if cpu {

@@ -1,4 +1,3 @@
-import BenchmarkSupport
 import Foundation
 import LayerKit
 
@@ -23,9 +22,9 @@ enum BenchWorkloads {
     static func cpu(_ layer: Layer, input: Tensor, warmup: Int, runs: Int) throws -> [BenchMeasurement] {
         let outputs = try layer.outputShapes(forInputShapes: [input.shape]).map { try Tensor(shape: $0) }
         let bytes = try tensorBytes(layer, input: input)
-        let kernel = try measure(warmup: warmup, runs: runs) { try layer.evaluate(inputs: [input], outputs: outputs) }
+        let kernel = try Timing.measure(warmup: warmup, runs: runs) { try layer.evaluate(inputs: [input], outputs: outputs) }
         let backend = try Backend(computeUnits: .cpuOnly)
-        let endToEnd = try measure(warmup: warmup, runs: runs) { _ = try backend.run(layer, inputs: [input]) }
+        let endToEnd = try Timing.measure(warmup: warmup, runs: runs) { _ = try backend.run(layer, inputs: [input]) }
         return [BenchMeasurement("cpu", "kernel", samples: kernel, elements: input.count, bytes: bytes),
                 BenchMeasurement("cpu", "endToEnd", samples: endToEnd, elements: input.count, bytes: bytes)]
             .compactMap { $0 }

@@ -1,33 +1,24 @@
 import Foundation
 import LayerKit
-import VulkanCompute
 
-/// `layerkit devices`: every Vulkan device, what it supports, which is chosen.
+/// `layerkit devices`: every Vulkan device, what it supports, which is chosen and why.
 enum DevicesCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
         _ = try Arguments(words, valued: [])
         console.print("CPU evaluator: \(CPUEvaluator.instructionSet), \(ProcessInfo.processInfo.activeProcessorCount) threads")
-        let devices: [PhysicalDeviceInfo]
+        let survey: GPUDeviceSurvey
         do {
-            devices = try Instance().physicalDevices()
+            survey = try GPUContext.availableDevices()
         } catch {
             console.print("no Vulkan devices (\(error)): layers run on the CPU")
             return 0
         }
-        if devices.isEmpty {
+        if survey.devices.isEmpty {
             console.print("no Vulkan devices found: layers run on the CPU (install a driver, e.g. mesa-vulkan-drivers)")
             return 0
         }
-        var chosen: PhysicalDeviceInfo?
-        var unchosenReason = ""
-        do {
-            chosen = try PhysicalDeviceInfo.choose(
-                from: devices, override: ProcessInfo.processInfo.environment["LAYERKIT_DEVICE"])
-        } catch {
-            unchosenReason = "\(error)"
-        }
-        for device in devices {
-            let mark = device.index == chosen?.index ? "* " : "  "
+        for device in survey.devices {
+            let mark = device.index == survey.chosen?.index ? "* " : "  "
             console.print("\(mark)[\(device.index)] \(device.name)")
             console.print("      type: \(device.kind.rawValue)\(device.kind == .cpu ? " — GPU timings are emulated" : "")")
             console.print("      Vulkan API: \(device.apiVersion)")
@@ -36,13 +27,13 @@ enum DevicesCommand {
             console.print("      timestamps: \(device.supportsTimestamps ? "yes (\(device.timestampValidBits) bits, \(device.timestampPeriod) ns/tick)" : "no")")
             console.print("      limits: 2D \(device.maxImageDimension2D), array layers \(device.maxImageArrayLayers)")
         }
-        if let chosen {
-            console.print("chosen: [\(chosen.index)] \(chosen.name) (LAYERKIT_DEVICE=<index|name> to override)")
+        if let chosen = survey.chosen {
+            console.print("chosen: [\(chosen.index)] \(chosen.name), by \(survey.reason) (LAYERKIT_DEVICE=<index|name> to override)")
             if chosen.kind == .cpu {
                 console.print("note: a CPU-type device is slower than the CPU evaluator; --backend auto uses the CPU, --backend gpu uses this device")
             }
         } else {
-            console.print("chosen: none (\(unchosenReason)): layers run on the CPU")
+            console.print("chosen: none (\(survey.reason)): layers run on the CPU")
         }
         return 0
     }

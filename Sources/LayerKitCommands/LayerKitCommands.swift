@@ -21,14 +21,19 @@ public enum LayerKitCommands {
                   [--profile]          run a model on .npy/.png inputs; top-5 of 2-D outputs
           demo    [--output FILE.npy]  the Core ML article's model (Conv, Swish, pooling, Dense,
                                        softmax) on a built-in image, on GPU and CPU
-          bench   [LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend cpu|gpu|both] [--json]
+          bench   [LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend cpu|gpu|auto|both] [--json]
                                        kernel and end-to-end times: median, min, p90, elements/s, GB/s
-          bench   --sweep [LAYERS] [--plot FILE.svg] [--json]
+                                       (default both: the CPU and the GPU side by side)
+          bench   --sweep [LAYERS] [--backend cpu|gpu|auto|both] [--plot FILE.svg] [--json]
                                        sizes 1x64x8x8 to 1x64x1024x1024 against the memory-copy ceiling
-          profile LAYERS [--shape NxCxHxW] [--backend cpu|gpu] [--trace FILE.json]
-          profile MODEL.onnx [--input FILE|NAME=FILE ...] [--backend cpu|gpu] [--trace FILE.json]
+          profile LAYERS [--shape NxCxHxW] [--backend cpu|gpu|auto] [--trace FILE.json]
+          profile MODEL.onnx [--input FILE|NAME=FILE ...] [--backend cpu|gpu|auto] [--trace FILE.json]
                                        where one run's time goes: per-layer table, overhead, Chrome trace
           help                         show this text
+
+        --backend: cpu (the CPU evaluator), gpu (the chosen Vulkan device, lavapipe included;
+          an error without one), auto (the GPU on real GPU hardware, else the CPU; the default
+          except for profile: gpu, and bench: both). parity and demo always compare the two.
 
         LAYERS: one or more of --op NAME or --expr "FORMULA", each followed by its own
           --param k=v and --weights k=FILE.npy (one Float32 per channel); several run

@@ -12,19 +12,19 @@ enum ProfileCommand {
         if !arguments.positional.isEmpty { return try profileModel(arguments, console: console) }
         let options = try LayerOptions(arguments)
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? BenchCommand.defaultShape)
-        let units = try computeUnits(arguments)
+        let units = try ValueParsing.backend(arguments.value("--backend") ?? "gpu")
         let tracePath = arguments.value("--trace")
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: options.weightFiles) }
 
         let backend = try Backend(computeUnits: units, notice: { console.note($0) })
         let input = try Tensor.uniform(shape: shape, in: -10...10, seed: 1)
         // Warm-up: pipelines, staging buffers, and memory the allocator has touched before.
-        let warmup = try BenchCommand.count(arguments, "--warmup", default: 3, minimum: 0)
+        let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
         for _ in 0..<warmup {
             _ = try backend.run(options.layer, inputs: [input])
         }
         // Several profiled runs; the one with the median wall time is shown.
-        let repeats = try BenchCommand.count(arguments, "--repeat", default: 5, minimum: 1)
+        let repeats = try arguments.count("--repeat", default: 5, minimum: 1)
         let runs = try (0..<repeats).map { _ in
             let profiler = Profiler()
             _ = try profiler.measure(.run, "run \(options.name)") {
@@ -47,7 +47,7 @@ enum ProfileCommand {
         guard arguments.values("--op").isEmpty, arguments.values("--expr").isEmpty else {
             throw UsageError("profile a model or layers (--op/--expr), not both")
         }
-        let units = try computeUnits(arguments)
+        let units = try ValueParsing.backend(arguments.value("--backend") ?? "gpu")
         let tracePath = arguments.value("--trace")
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: [path]) }
         let model = try ModelFiles.load(path, computeUnits: units, console: console)
@@ -60,9 +60,9 @@ enum ProfileCommand {
         } else {
             inputs = try ModelFiles.inputs(arguments.values("--input"), of: model, resize: nil, normalization: .unit)
         }
-        let warmup = try BenchCommand.count(arguments, "--warmup", default: 3, minimum: 0)
+        let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
         for _ in 0..<warmup { _ = try model.predict(inputs: inputs) }
-        let repeats = try BenchCommand.count(arguments, "--repeat", default: 5, minimum: 1)
+        let repeats = try arguments.count("--repeat", default: 5, minimum: 1)
         let runs = try (0..<repeats).map { _ in
             let profiler = Profiler()
             _ = try model.predict(inputs: inputs, profiler: profiler)
@@ -71,15 +71,6 @@ enum ProfileCommand {
         try report("model \(path)", backend: model.backend, repeats: repeats, warmup: warmup,
                    median: runs[(runs.count - 1) / 2], tracePath: tracePath, console: console)
         return 0
-    }
-
-    /// `--backend gpu` (the default) or `cpu`.
-    private static func computeUnits(_ arguments: Arguments) throws -> ComputeUnits {
-        switch (arguments.value("--backend") ?? "gpu").lowercased() {
-        case "gpu": return .gpu
-        case "cpu": return .cpuOnly
-        case let other: throw UsageError("--backend \(other): expected cpu or gpu")
-        }
     }
 
     /// Prints the device, the median run's table and, with `tracePath`, writes its trace.

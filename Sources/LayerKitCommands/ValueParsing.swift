@@ -59,13 +59,34 @@ package enum ValueParsing {
         return seed
     }
 
-    /// `cpu`, `gpu` or `auto` → compute units.
+    /// `--backend` in every command that computes: `cpu`, `gpu` or `auto`
+    /// → `.cpuOnly`, `.gpu` (required: opening it throws without a device)
+    /// or `.automatic`.
     package static func backend(_ text: String) throws -> ComputeUnits {
-        switch text.lowercased() {
-        case "cpu": return .cpuOnly
-        case "gpu": return .gpu
-        case "auto": return .automatic
-        default: throw UsageError("--backend \(text): expected cpu, gpu or auto")
+        guard let units = backendWords[text.lowercased()] else {
+            throw UsageError("--backend \(text): expected cpu, gpu or auto")
         }
+        return units
+    }
+
+    /// `--backend` where a command compares the CPU and the GPU: the words
+    /// of `backend(_:)`, or `both` (nil), the CPU and the GPU side by side.
+    package static func backendOrBoth(_ text: String) throws -> ComputeUnits? {
+        if text.lowercased() == "both" { return nil }
+        guard let units = backendWords[text.lowercased()] else {
+            throw UsageError("--backend \(text): expected cpu, gpu, auto or both")
+        }
+        return units
+    }
+
+    private static let backendWords: [String: ComputeUnits] = ["cpu": .cpuOnly, "gpu": .gpu, "auto": .automatic]
+
+    /// A whole number of at least `minimum`, the value of option `name`
+    /// (e.g. `--repeat 30`).
+    package static func count(_ text: String, option name: String, minimum: Int) throws -> Int {
+        guard let number = Int(text), number >= minimum else {
+            throw UsageError("\(name) \(text): expected a whole number >= \(minimum)")
+        }
+        return number
     }
 }

@@ -27,13 +27,12 @@ public final class Device: @unchecked Sendable {
     /// pools...) this device currently owns through its wrappers.
     public var liveObjectCount: Int { objectCounter.count }
 
-    /// Opens the device that `PhysicalDeviceInfo.choose` prefers, with
-    /// validation as `Instance(validation:)` decides.
-    public convenience init(validation: Bool? = nil) throws {
+    /// Opens the device that `PhysicalDeviceInfo.choose` picks (`deviceOverride`:
+    /// an index or a name fragment, else the preferred kind), with the
+    /// Khronos validation layer when `validation`.
+    public convenience init(validation: Bool = false, deviceOverride: String? = nil) throws {
         let instance = try Instance(validation: validation)
-        let chosen = try PhysicalDeviceInfo.choose(
-            from: instance.physicalDevices(),
-            override: ProcessInfo.processInfo.environment["LAYERKIT_DEVICE"])
+        let chosen = try PhysicalDeviceInfo.choose(from: instance.physicalDevices(), override: deviceOverride)
         try self.init(instance: instance, physicalDevice: chosen)
     }
 

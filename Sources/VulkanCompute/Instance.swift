@@ -4,7 +4,7 @@ import Foundation
 /// The Vulkan instance: loader, optional Khronos validation, and the list of
 /// physical devices.
 ///
-/// Validation is on when asked for or when `LAYERKIT_VALIDATION=1`. With it,
+/// Validation is on when asked for (`validation: true`). With it,
 /// every validation message (error or warning) is collected and thrown by
 /// the next `CommandBuffer.waitUntilCompleted()`, so nothing passes with one.
 public final class Instance: @unchecked Sendable {
@@ -17,17 +17,14 @@ public final class Instance: @unchecked Sendable {
     public let validationEnabled: Bool
     /// Validation errors seen since creation (thrown as they happen, also counted here).
     public var validationErrorCount: Int { validationLog.errorCount }
-    /// Validation warnings seen since creation.
-    public var validationWarningCount: Int { validationLog.warningCount }
 
     static let validationLayerName = "VK_LAYER_KHRONOS_validation"
     /// Vulkan 1.1: compute with storage images and subgroup basics everywhere.
     static let apiVersion: UInt32 = (1 << 22) | (1 << 12)
 
-    /// Creates an instance. `validation` nil reads `LAYERKIT_VALIDATION`.
-    public init(validation: Bool? = nil) throws {
+    /// Creates an instance, with the Khronos validation layer when `validation`.
+    public init(validation: Bool = false) throws {
         let wantValidation = validation
-            ?? (ProcessInfo.processInfo.environment["LAYERKIT_VALIDATION"] == "1")
         if wantValidation, !Instance.availableLayers().contains(Instance.validationLayerName) {
             throw VulkanError.missingFeature(
                 "validation requested but \(Instance.validationLayerName) is not installed "

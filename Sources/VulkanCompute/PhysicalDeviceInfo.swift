@@ -22,7 +22,7 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
         public static func < (a: Kind, b: Kind) -> Bool { a.rank < b.rank }
     }
 
-    /// Position in the loader's enumeration (what `LAYERKIT_DEVICE=<index>` names).
+    /// Position in the loader's enumeration (what a numeric device override names).
     public let index: Int
     /// The driver's device name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
     public let name: String
@@ -117,8 +117,8 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
         return Set(properties.prefix(Int(count)).map { fixedString($0.extensionName) })
     }
 
-    /// Picks the device to use: `LAYERKIT_DEVICE` (an index or a name
-    /// substring) if set, else the most preferred usable kind
+    /// Picks the device to use: `override` (an index or a name
+    /// substring) if given, else the most preferred usable kind
     /// (discrete > integrated > virtual > CPU), loader order breaking ties.
     public static func choose(from devices: [PhysicalDeviceInfo],
                               override: String? = nil) throws -> PhysicalDeviceInfo {
@@ -132,7 +132,7 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
             guard let match else {
                 let list = devices.map { "\($0.index): \($0.name)" }.joined(separator: ", ")
                 throw VulkanError.noDevice(
-                    "LAYERKIT_DEVICE=\(override) matches no Vulkan device (have: \(list.isEmpty ? "none" : list))")
+                    "'\(override)' matches no Vulkan device index or name (have: \(list.isEmpty ? "none" : list))")
             }
             guard match.isUsable else {
                 throw VulkanError.noDevice(

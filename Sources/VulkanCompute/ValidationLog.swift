@@ -8,13 +8,10 @@ final class ValidationLog: @unchecked Sendable {
     private let lock = NSLock()
     private var pendingErrors: [String] = []
     private var errors = 0
-    private var warnings = 0
 
     /// Errors seen so far; read under the lock, as the messenger writes it
     /// from whichever thread made the Vulkan call.
     var errorCount: Int { lock.lock(); defer { lock.unlock() }; return errors }
-    /// Warnings seen so far.
-    var warningCount: Int { lock.lock(); defer { lock.unlock() }; return warnings }
 
     func record(severity: VkDebugUtilsMessageSeverityFlagBitsEXT, message: String) {
         lock.lock(); defer { lock.unlock() }
@@ -22,7 +19,6 @@ final class ValidationLog: @unchecked Sendable {
             errors += 1
             pendingErrors.append("error: " + message)
         } else {
-            warnings += 1
             pendingErrors.append("warning: " + message)
         }
     }

@@ -5,7 +5,7 @@ import CVulkan
 public enum VulkanError: Error, CustomStringConvertible, Equatable {
     /// A Vulkan call returned an error code.
     case call(String, Int32)
-    /// No physical device is usable (or none matched `LAYERKIT_DEVICE`).
+    /// No physical device is usable (or none matched the device override).
     case noDevice(String)
     /// A requested layer, extension or feature is missing.
     case missingFeature(String)

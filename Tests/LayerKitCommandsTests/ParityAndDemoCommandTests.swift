@@ -89,9 +89,25 @@ struct ParityAndDemoCommandTests {
     @Test func devicesListsTheChosenDevice() throws {
         let runner = CommandRunner()
         #expect(runner.run(["devices"]) == 0)
-        for field in ["type:", "shaderFloat16:", "rgba16f storage images:", "timestamps:", "chosen: ["] {
+        for field in ["type:", "shaderFloat16:", "rgba16f storage images:", "timestamps:", "chosen: [", "by the most preferred"] {
             #expect(runner.out.contains(field), "missing \(field)")
         }
+    }
+
+    @Test func devicesHonoursLAYERKIT_DEVICE() throws {
+        let byIndex = try CommandRunner.runExecutable(["devices"], environment: ["LAYERKIT_DEVICE": "0"])
+        #expect(byIndex.status == 0, "\(byIndex.error)")
+        #expect(byIndex.out.contains("* [0]") && byIndex.out.contains("chosen: [0]"), "\(byIndex.out)")
+        #expect(byIndex.out.contains("by LAYERKIT_DEVICE=0"), "\(byIndex.out)")
+        let none = try CommandRunner.runExecutable(["devices"], environment: ["LAYERKIT_DEVICE": "no-such-device"])
+        #expect(none.status == 0)
+        #expect(none.out.contains("chosen: none (LAYERKIT_DEVICE=no-such-device: 'no-such-device' matches no Vulkan device"),
+                "\(none.out)")
+        // The same variable steers what runs: a GPU run then fails, naming it.
+        let run = try CommandRunner.runExecutable(["bench", "--op", "Relu", "--shape", "1x1x2x2", "--repeat", "1",
+                                                   "--backend", "gpu"], environment: ["LAYERKIT_DEVICE": "no-such-device"])
+        #expect(run.status == 1)
+        #expect(run.error.contains("no-such-device"), "\(run.error)")
     }
 }
 

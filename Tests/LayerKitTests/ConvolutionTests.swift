@@ -213,6 +213,28 @@ struct ConvolutionTests {
         #expect(try strided.outputShapes(forInputShapes: [[1, 1, 7, 8]]) == [[1, 1, 4, 4]])
         let valid = try Convolution(weights: Tensor(shape: [2, 1, 3, 3]), padding: .valid)
         #expect(try valid.outputShapes(forInputShapes: [[3, 1, 7, 8]]) == [[3, 2, 5, 6]])
+        // A 1x1 kernel with stride 5 over 9 cells: ONNX's SAME_LOWER asks for
+        // -1 leading cells; the convolution starts at the first cell, output ceil(9 / 5).
+        let narrow = try Convolution(weights: Tensor(shape: [1, 1, 1, 1]), strides: [5, 5], padding: .sameLower)
+        let g = try narrow.geometry(forInputShape: [1, 1, 9, 9])
+        #expect((g.outHeight, g.outWidth, g.padTop, g.padLeft) == (2, 2, 0, 0))
+    }
+
+    @Test func theGeometryIsPaddingsWindow() throws {
+        // One rule resolves pads for Conv and pooling alike.
+        for padding in [Padding.explicit([1, 0, 2, 1]), .sameUpper, .sameLower, .valid] {
+            let conv = try Convolution(weights: Tensor(shape: [1, 1, 3, 2]), strides: [2, 1], dilations: [1, 2], padding: padding)
+            let g = try conv.geometry(forInputShape: [1, 1, 9, 8])
+            let rows = try padding.window(axis: 0, of: 2, input: 9, kernel: 3, stride: 2, dilation: 1, ceilMode: false, layer: "x")
+            let columns = try padding.window(axis: 1, of: 2, input: 8, kernel: 2, stride: 1, dilation: 2, ceilMode: false, layer: "x")
+            #expect((g.outHeight, g.padTop, g.outWidth, g.padLeft) == (rows.output, rows.begin, columns.output, columns.begin),
+                    "\(padding)")
+        }
+        let tooSmall = try Convolution(weights: Tensor(shape: [1, 1, 5, 1]))
+        #expect(throws: LayerKitError.shapeMismatch(
+            "Conv: the window (5 cells with dilation) is larger than the padded input (4) on spatial axis 0")) {
+            try tooSmall.outputShapes(forInputShapes: [[1, 1, 4, 4]])
+        }
     }
 
     @Test func badWeightsAndAttributesThrow() throws {

@@ -13,8 +13,9 @@ final class MyLayer: CustomLayer {
 
     // The node's attributes, as Core ML passes a layer's parameters.
     init(parameters: [String: Any]) throws {
-        gain = try parameters.float("gain", default: 1, layer: Self.name)
-        try parameters.requireOnly(["gain"], layer: Self.name)
+        let reader = LayerParameters(parameters, layer: Self.name)
+        gain = try reader.float("gain", default: 1)
+        try reader.requireOnly(["gain"])
     }
 
     // The node's extra constant inputs (initializers), Float32 blobs: none here.

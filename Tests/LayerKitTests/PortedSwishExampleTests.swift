@@ -15,7 +15,7 @@ final class MySwish: CustomLayer {
     func setWeightData(_ weights: [Data]) throws {}
     func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
 
-    // CPU: the article's first version; `CPUEvaluator().swish` is the fast one.
+    // CPU: the article's first version; the `Swish` layer's `evaluate` is the fast one.
     func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         for (input, output) in zip(inputs, outputs) {
             for i in 0..<input.count { output[i] = input[i] / (1 + exp(-input[i])) }

@@ -27,6 +27,19 @@ struct DeviceTests {
         #expect(throws: VulkanError.self) { try PhysicalDeviceInfo.choose(from: []) }
     }
 
+    @Test func validationIsAParameterNeverTheEnvironment() throws {
+        // The suite runs with LAYERKIT_VALIDATION=1; VulkanCompute must not read it.
+        #expect(try !Instance().validationEnabled)
+        #expect(try !Device(validation: false).instance.validationEnabled)
+    }
+
+    @Test func theDeviceOverrideIsAParameter() throws {
+        let devices = try TestDevice.get().instance.physicalDevices()
+        let last = try #require(devices.last { $0.isUsable })
+        #expect(try Device(deviceOverride: "\(last.index)").info.index == last.index)
+        #expect(throws: VulkanError.self) { try Device(deviceOverride: "no-such-device-name") }
+    }
+
     @Test func kindsArePreferredDiscreteFirst() {
         let order: [PhysicalDeviceInfo.Kind] = [.cpu, .other, .discrete, .virtual, .integrated]
         #expect(order.sorted() == [.discrete, .integrated, .virtual, .cpu, .other])

@@ -1,3 +1,5 @@
+/// The evaluator's Swish entry points, for tests that pick threads and
+/// instruction sets; users run the `Swish` layer (`evaluate`).
 extension CPUEvaluator {
     /// Swish, `y = x / (1 + exp(-beta * x))`, with one `beta` for all elements.
     ///
@@ -7,7 +9,7 @@ extension CPUEvaluator {
     /// (the limits); NaN stays NaN.
     /// - Throws: ``LayerKitError/shapeMismatch(_:)`` if the shapes differ,
     ///   ``LayerKitError/invalidParameter(_:)`` if `beta` is not finite.
-    public func swish(_ input: Tensor, into output: Tensor, beta: Float) throws {
+    func swish(_ input: Tensor, into output: Tensor, beta: Float) throws {
         try checkSameShape(input, output, op: "Swish")
         guard beta.isFinite else {
             throw LayerKitError.invalidParameter("Swish: beta must be finite, got \(beta)")
@@ -20,7 +22,7 @@ extension CPUEvaluator {
     /// - Throws: ``LayerKitError/shapeMismatch(_:)`` if the shapes differ or
     ///   the rank is above 4, ``LayerKitError/invalidWeights(_:)`` if
     ///   `channelBeta` does not hold one finite value per channel.
-    public func swish(_ input: Tensor, into output: Tensor, channelBeta: [Float]) throws {
+    func swish(_ input: Tensor, into output: Tensor, channelBeta: [Float]) throws {
         try checkSameShape(input, output, op: "Swish")
         let channels = try input.nchw().c
         guard channelBeta.count == channels else {

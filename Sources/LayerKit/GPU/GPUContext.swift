@@ -26,10 +26,11 @@ public final class GPUContext: @unchecked Sendable {
         return files
     }()
 
-    /// Opens the preferred device (see `PhysicalDeviceInfo.choose`).
-    /// `validation` nil reads `LAYERKIT_VALIDATION`.
+    /// Opens the device `LAYERKIT_DEVICE` names, else the preferred one
+    /// (see `availableDevices()`). `validation` nil reads `LAYERKIT_VALIDATION`.
     public convenience init(validation: Bool? = nil) throws {
-        try self.init(device: Device(validation: validation))
+        try self.init(device: Device(validation: validation ?? GPUEnvironment.validation,
+                                     deviceOverride: GPUEnvironment.deviceOverride))
     }
 
     /// Wraps an open device.
@@ -41,12 +42,13 @@ public final class GPUContext: @unchecked Sendable {
     /// canary past their used length (`StagingPool.overruns` counts damage).
     init(device: Device, stagingGuardBytes: Int) throws {
         self.device = device
+        deviceInfo = GPUDeviceInfo(device.info)
         stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes,
                                   guardBytes: stagingGuardBytes)
     }
 
     /// What the device is.
-    public var deviceInfo: PhysicalDeviceInfo { device.info }
+    public let deviceInfo: GPUDeviceInfo
 
     /// How many staging buffers uploads and downloads have allocated so far.
     /// Each is returned to a pool when its command buffer completes, so

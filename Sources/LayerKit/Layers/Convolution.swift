@@ -90,32 +90,18 @@ public final class Convolution: Layer {
                 "Conv: input \(Tensor.describe(shape)) has \(shape[1]) channels; weights \(Tensor.describe(weights.shape)) "
                 + "with group \(group) need \(inputChannels)")
         }
-        let rows = try axis(input: shape[2], kernel: kernelHeight, axis: 0)
-        let columns = try axis(input: shape[3], kernel: kernelWidth, axis: 1)
+        let rows = try window(axis: 0, input: shape[2], kernel: kernelHeight)
+        let columns = try window(axis: 1, input: shape[3], kernel: kernelWidth)
+        // SAME with a kernel narrower than the stride may resolve to a negative
+        // leading pad; the convolution then starts at the first input cell.
         return Geometry(batch: shape[0], height: shape[2], width: shape[3], outHeight: rows.output,
-                        outWidth: columns.output, padTop: rows.padBegin, padLeft: columns.padBegin)
+                        outWidth: columns.output, padTop: max(0, rows.begin), padLeft: max(0, columns.begin))
     }
 
-    /// Output extent and leading pad along one spatial axis (0: height, 1: width).
-    private func axis(input: Int, kernel: Int, axis: Int) throws -> (output: Int, padBegin: Int) {
-        let stride = strides[axis], span = (kernel - 1) * dilations[axis] + 1
-        let begin: Int, end: Int
-        switch padding {
-        case .explicit(let pads): (begin, end) = (pads[axis], pads[axis + 2])
-        case .valid: (begin, end) = (0, 0)
-        case .sameUpper, .sameLower:
-            let output = (input + stride - 1) / stride
-            let total = max(0, (output - 1) * stride + span - input)
-            let small = total / 2
-            (begin, end) = padding == .sameUpper ? (small, total - small) : (total - small, small)
-        }
-        let padded = input + begin + end
-        guard input >= 1, padded >= span else {
-            throw LayerKitError.shapeMismatch(
-                "Conv: the \(axis == 0 ? "height" : "width") \(input) padded by \(begin)+\(end) is smaller than "
-                + "the dilated kernel (\(span)): the output would be empty")
-        }
-        return ((padded - span) / stride + 1, begin)
+    /// Spatial axis `axis` (0: height, 1: width) resolved by the padding rule.
+    private func window(axis: Int, input: Int, kernel: Int) throws -> Padding.Axis {
+        try padding.window(axis: axis, of: 2, input: input, kernel: kernel, stride: strides[axis],
+                           dilation: dilations[axis], ceilMode: false, layer: "Conv")
     }
 
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {

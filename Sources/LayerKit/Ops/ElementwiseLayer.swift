@@ -38,11 +38,12 @@ open class ElementwiseLayer: PerElementLayer, @unchecked Sendable {
     public init(definition: OpDefinition, parameters: [String: Any]) throws {
         self.definition = definition
         let scalarNames = definition.values.filter { $0.defaultValue != nil }.map(\.name)
-        try parameters.requireOnly(scalarNames + [definition.choice?.name].compactMap { $0 }, layer: definition.name)
+        let reader = LayerParameters(parameters, layer: definition.name)
+        try reader.requireOnly(scalarNames + [definition.choice?.name].compactMap { $0 })
         var scalars: [String: Float] = [:]
         for value in definition.values {
             guard let defaultValue = value.defaultValue else { continue }
-            scalars[value.name] = try parameters.float(value.name, default: defaultValue, layer: definition.name)
+            scalars[value.name] = try reader.float(value.name, default: defaultValue)
         }
         self.scalars = scalars
         if let choice = definition.choice, let raw = parameters[choice.name] {
@@ -69,7 +70,7 @@ open class ElementwiseLayer: PerElementLayer, @unchecked Sendable {
         }
         var values: [String: [Float]] = [:]
         for (name, blob) in zip(names, weights) where !blob.isEmpty {
-            let floats = try blob.float32Values(what: "\(definition.name) weights '\(name)'")
+            let floats = try WeightBlob.float32Values(blob, what: "\(definition.name) weights '\(name)'")
             if let bad = floats.firstIndex(where: { !$0.isFinite }) {
                 throw LayerKitError.invalidWeights("\(definition.name) weights '\(name)': value \(bad) is \(floats[bad])")
             }

@@ -35,9 +35,10 @@ public final class FormulaLayer: ElementwiseLayer, @unchecked Sendable {
             throw LayerKitError.invalidParameter("Formula: parameter 'formula' must be the formula text")
         }
         let weightNames = parameters["weights"] as? [String] ?? []
+        let reader = LayerParameters(parameters, layer: "Formula")
         var scalars: [String: Float] = [:]
         for key in parameters.keys where key != "formula" && key != "weights" {
-            scalars[key] = try parameters.float(key, default: 0, layer: "Formula")
+            scalars[key] = try reader.float(key, default: 0)
         }
         try self.init(formula: formula, parameters: scalars, weightNames: weightNames)
     }
