@@ -1,5 +1,3 @@
-import VulkanCompute
-
 /// The one placement policy, used by single-layer runs and models alike:
 /// a layer runs on the GPU when the backend allows it, the layer has
 /// `encode`, the device is not a CPU emulation under `.automatic`, and its
@@ -40,7 +38,7 @@ extension Backend {
 
     /// The image limit an NCHW `shape` exceeds on the device, named with its
     /// value; nil when one slice image holds it.
-    private static func limitExceeded(by shape: [Int], on info: PhysicalDeviceInfo) -> String? {
+    private static func limitExceeded(by shape: [Int], on info: GPUDeviceInfo) -> String? {
         let (layers, overflow) = shape[0].multipliedReportingOverflow(by: (shape[1] + 3) / 4)
         if overflow || layers > Int(info.maxImageArrayLayers) {
             return "maxImageArrayLayers (\(info.maxImageArrayLayers) batch x slice layers)"
