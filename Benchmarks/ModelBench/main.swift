@@ -20,12 +20,17 @@ struct ModelRow: Codable {
     let emulated: Bool
     let stats: TimingStats
     let layers: [LayerTime]
+    let loading: LoadTimes
 }
 
 func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int, warmup: Int) throws -> ModelRow? {
     let backend = try Backend(computeUnits: units, context: context)
     if units != .cpuOnly, backend.gpu == nil { return nil }
-    let model = try Model(contentsOf: URL(fileURLWithPath: path), backend: backend)
+    let url = URL(fileURLWithPath: path)
+    // The first load on this backend is cold (it compiles the shaders).
+    let coldStart = ContinuousClock.now
+    let model = try Model(contentsOf: url, backend: backend)
+    let coldLoad = ContinuousClock.now - coldStart
     // Seeded uniform [0, 1) inputs of the model's shapes (symbolic sizes 1).
     var generator = SeededGenerator(seed: 1)
     var inputs: [String: Tensor] = [:]
@@ -33,6 +38,11 @@ func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int,
         let shape = input.dimensions.map { Int($0) ?? 1 }
         inputs[input.name] = try Tensor(shape: shape,
                                         values: (0..<shape.reduce(1, *)).map { _ in Float.random(in: 0..<1, using: &generator) })
+    }
+    let firstStart = ContinuousClock.now
+    _ = try model.predict(inputs: inputs)
+    let loading = try loadTimes(cold: (coldLoad, ContinuousClock.now - firstStart), loads: 5, inputs: inputs) {
+        try Model(contentsOf: url, backend: backend)
     }
     let samples = try Timing.measure(warmup: warmup, runs: runs) { _ = try model.predict(inputs: inputs) }
     // Per layer: medians over profiled runs (GPU timestamps on).
@@ -51,8 +61,9 @@ func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int,
     }
     guard let stats = TimingStats(samples: samples) else { return nil }
     let device = backend.gpu.map { "\($0.deviceInfo.name) (\($0.deviceInfo.kind.rawValue))" } ?? "CPU"
-    return ModelRow(model: URL(fileURLWithPath: path).lastPathComponent, backend: units == .cpuOnly ? "cpu" : "gpu",
-                    device: device, emulated: backend.gpu?.deviceInfo.kind == .cpu, stats: stats, layers: layers)
+    return ModelRow(model: url.lastPathComponent, backend: units == .cpuOnly ? "cpu" : "gpu",
+                    device: device, emulated: backend.gpu?.deviceInfo.kind == .cpu, stats: stats, layers: layers,
+                    loading: loading)
 }
 
 do {
@@ -78,6 +89,9 @@ do {
             } else {
                 print(String(format: "%@ on %@: median %.3f ms (min %.3f, p90 %.3f)", row.model, row.backend,
                              row.stats.medianMs, row.stats.minMs, row.stats.p90Ms))
+                print(String(format: "  load %.3f ms, first predict %.3f ms (medians of 5); first load of the process "
+                             + "%.3f ms, its first predict %.3f ms", row.loading.loadMs, row.loading.firstPredictMs,
+                             row.loading.coldLoadMs, row.loading.coldFirstPredictMs))
                 for layer in row.layers {
                     print(String(format: "  %-44@ %@ %.3f ms", layer.name, layer.ranOn, layer.medianMs))
                 }
