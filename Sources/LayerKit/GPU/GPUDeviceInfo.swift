@@ -1,7 +1,8 @@
 import VulkanCompute
 
 /// What a Vulkan device is and what it supports, as its driver reports it:
-/// LayerKit's description, with no Vulkan type in it.
+/// LayerKit's description, with no Vulkan type in it. Two descriptions are
+/// equal when they name the same device (index and name).
 public struct GPUDeviceInfo: Sendable, Equatable {
     /// The kind of device, in LayerKit's order of preference.
     public enum Kind: String, Sendable {
@@ -13,49 +14,43 @@ public struct GPUDeviceInfo: Sendable, Equatable {
         case other = "other"
     }
 
-    /// Position in the loader's enumeration (what `LAYERKIT_DEVICE=<index>` names).
-    public let index: Int
-    /// The driver's device name, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
-    public let name: String
-    /// Discrete, integrated, virtual, CPU or other.
-    public let kind: Kind
-    /// `major.minor.patch` of the Vulkan API the device supports.
-    public let apiVersion: String
-    /// `shaderFloat16`: fp16 arithmetic in shaders.
-    public let supportsFloat16: Bool
-    /// rgba16f usable as a storage image, the layout of every `SliceImage`.
-    public let supportsRGBA16FStorage: Bool
-    /// Whether compute queues record timestamps.
-    public let supportsTimestamps: Bool
-    /// Valid bits of the compute queue's timestamps (0 without them).
-    public let timestampValidBits: UInt32
-    /// Nanoseconds per timestamp tick.
-    public let timestampPeriod: Float
-    /// The widest and tallest 2D image (`maxImageDimension2D`).
-    public let maxImageDimension2D: UInt32
-    /// The most layers of an image array (`maxImageArrayLayers`).
-    public let maxImageArrayLayers: UInt32
-    /// Whether LayerKit can run on it: a compute queue and rgba16f storage images.
-    public let isUsable: Bool
+    /// The driver's report this describes.
+    private let physical: PhysicalDeviceInfo
 
-    init(_ info: PhysicalDeviceInfo) {
-        index = info.index
-        name = info.name
-        kind = switch info.kind {
+    init(_ physical: PhysicalDeviceInfo) { self.physical = physical }
+
+    /// The device's position among all devices: what `LAYERKIT_DEVICE=<index>` names.
+    public var index: Int { physical.index }
+    /// The name the driver gives, e.g. `llvmpipe (LLVM 15.0.6, 256 bits)`.
+    public var name: String { physical.name }
+    /// `major.minor.patch` of the device's Vulkan API.
+    public var apiVersion: String { physical.apiVersion }
+    /// Discrete, integrated, virtual, a CPU, or other.
+    public var kind: Kind {
+        switch physical.kind {
         case .discrete: .discrete
         case .integrated: .integrated
         case .virtual: .virtual
         case .cpu: .cpu
         case .other: .other
         }
-        apiVersion = info.apiVersion
-        supportsFloat16 = info.supportsFloat16
-        supportsRGBA16FStorage = info.supportsRGBA16FStorage
-        supportsTimestamps = info.supportsTimestamps
-        timestampValidBits = info.timestampValidBits
-        timestampPeriod = info.timestampPeriod
-        maxImageDimension2D = info.maxImageDimension2D
-        maxImageArrayLayers = info.maxImageArrayLayers
-        isUsable = info.isUsable
     }
+    /// Whether shaders may compute in fp16 (`shaderFloat16`); LayerKit computes in fp32.
+    public var supportsFloat16: Bool { physical.supportsFloat16 }
+    /// Whether rgba16f works as a storage image, the layout of every `SliceImage`.
+    public var supportsRGBA16FStorage: Bool { physical.supportsRGBA16FStorage }
+    /// Whether GPU work can be timed (compute-queue timestamps).
+    public var supportsTimestamps: Bool { physical.supportsTimestamps }
+    /// How many bits of a timestamp are valid (0 without timestamps).
+    public var timestampValidBits: UInt32 { physical.timestampValidBits }
+    /// How many nanoseconds one timestamp tick is.
+    public var timestampPeriod: Float { physical.timestampPeriod }
+    /// The largest width or height of one image (`maxImageDimension2D`).
+    public var maxImageDimension2D: UInt32 { physical.maxImageDimension2D }
+    /// The most array layers of one image (`maxImageArrayLayers`): batch times slices.
+    public var maxImageArrayLayers: UInt32 { physical.maxImageArrayLayers }
+    /// Whether LayerKit can run on it (a compute queue and rgba16f storage images).
+    public var isUsable: Bool { physical.isUsable }
+
+    public static func == (a: GPUDeviceInfo, b: GPUDeviceInfo) -> Bool { a.index == b.index && a.name == b.name }
 }

@@ -1,9 +1,7 @@
-import CKernels
-
 /// ONNX BatchNormalization in inference form: per channel `c` (axis 1),
 /// `y = scale[c] * (x - mean[c]) / sqrt(variance[c] + epsilon) + bias[c]`,
-/// run as the affine map `y = a[c] * x + b[c]` with `a` and `b` computed once
-/// in double precision.
+/// run as the catalog's `Linear` op, `y = a[c] * x + b[c]`, with `a` and `b`
+/// computed once in double precision: its CPU program and GPU kernel.
 ///
 /// The input has rank 2 or more (N, C, then any spatial axes); on the GPU,
 /// rank 2 to 4.
@@ -12,6 +10,8 @@ public final class BatchNormalization: Layer, Sendable {
     public let multipliers: [Float]
     /// Per-channel offsets `bias - mean * multipliers`.
     public let offsets: [Float]
+    /// The catalog's Linear op with `multipliers` as its scale and `offsets` as its bias.
+    private let linear: FormulaChain
 
     /// Makes the layer from its four per-channel tensors (ONNX `scale`,
     /// `B`, `input_mean`, `input_var`), which must all hold the same
@@ -41,8 +41,13 @@ public final class BatchNormalization: Layer, Sendable {
             multipliers.append(Float(a))
             offsets.append(Float(Double(bias[c]) - Double(mean[c]) * a))
         }
+        guard let definition = OpDefinition.catalog.first(where: { $0.name == "Linear" }) else {
+            throw LayerKitError.unknownOp("BatchNormalization runs as the catalog's Linear op, which is missing")
+        }
         self.multipliers = multipliers
         self.offsets = offsets
+        linear = FormulaChain(stages: [.init(name: "BatchNormalization", formula: definition.formula, scalars: [:],
+                                             channelValues: ["scale": multipliers, "bias": offsets])])
     }
 
     public var layerName: String { "BatchNormalization" }
@@ -60,32 +65,20 @@ public final class BatchNormalization: Layer, Sendable {
         return [shape]
     }
 
-    /// One fused multiply-add pass per channel plane.
+    /// Linear's CPU program: one multiply-add pass per channel plane.
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
         try LayerChecks.requireOutput(outputs, shape, layer: layerName)
-        let plane = LayerChecks.product(shape[2...])
-        let channels = shape[1]
-        let (a, b) = (multipliers, offsets)
-        let pointers = UnsafeSendable((UnsafePointer(inputs[0].dataPointer), outputs[0].dataPointer))
-        let planesPerChunk = max(1, defaultChunkSize / max(plane, 1))
-        forEachChunk(count: shape[0] * channels, chunkSize: planesPerChunk, threadCount: activeProcessorCount) { planes in
-            for p in planes {
-                let c = p % channels
-                lk_affine_clamp_f32(pointers.value.0 + p * plane, a[c], b[c], -.infinity, .infinity,
-                                    pointers.value.1 + p * plane, plane)
-            }
-        }
+        try linear.evaluate(inputs[0], into: outputs[0])
     }
 
     public var hasGPUImplementation: Bool { true }
 
-    /// The element-wise template with the per-channel `a` and `b` as weights.
+    /// Linear's element-wise kernel, `a` and `b` as its per-channel weights.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         guard inputs.count == 1, outputs.count == 1 else {
             throw LayerKitError.shapeMismatch("\(layerName) takes 1 input image and 1 output image")
         }
-        try commandBuffer.dispatch(PerElementKernel(name: layerName, body: "x * weight(0) + weight(1)"),
-                                   input: inputs[0], output: outputs[0], weights: [multipliers, offsets])
+        try linear.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }
 }

@@ -58,6 +58,16 @@ struct FormulaChain: Sendable {
         }
     }
 
+    /// Runs the chain on the CPU over `input` of rank 2 or more laid out as
+    /// ONNX does: axis 1 the channels, the axes after it one plane.
+    func evaluate(_ input: Tensor, into output: Tensor, threadCount: Int? = nil) throws {
+        try LayerChecks.requireRank(input.shape, in: 2...Int.max, layer: name)
+        let channels = input.shape[1]
+        try checkChannels(channels)
+        try CPUEvaluator(threadCount: threadCount).run(cpuProgram(), input: input, output: output, channels: channels,
+                                                       plane: LayerChecks.product(input.shape[2...]), op: name)
+    }
+
     /// Encodes the chain as one dispatch per image pair.
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         for input in inputs { try checkChannels(input.featureChannels) }
