@@ -189,10 +189,18 @@ private let mixedInput = edgeCaseFloats
         #expect(throws: LayerKitError.self) {
             try CPUEvaluator().swish(input, into: output, channelBeta: [1, 1, 1])
         }
-        let rank5 = try Tensor(shape: [1, 1, 1, 2, 2])
-        #expect(throws: LayerKitError.self) {
-            try CPUEvaluator().swish(rank5, into: rank5, channelBeta: [1])
-        }
+    }
+
+    /// Per-channel values follow ONNX's channel axis at any rank: axis 1 of a
+    /// rank-5 tensor. Beta 0 halves x; beta 1 is x * sigmoid(x).
+    @Test func channelBetaFollowsAxisOneAtRankFive() throws {
+        let x: [Float] = [1, -2, 3, -4]
+        let input = try Tensor(shape: [1, 2, 1, 1, 2], values: x)
+        let output = try Tensor(shape: input.shape)
+        try CPUEvaluator().swish(input, into: output, channelBeta: [1, 0])
+        let expected = [Double(x[0]) / (1 + exp(-Double(x[0]))), Double(x[1]) / (1 + exp(-Double(x[1]))),
+                        Double(x[2]) / 2, Double(x[3]) / 2]
+        for (got, want) in zip(output.values, expected) { #expect(abs(Double(got) - want) <= 1e-6 * max(1, abs(want))) }
     }
 
     @Test func reportsInstructionSet() {

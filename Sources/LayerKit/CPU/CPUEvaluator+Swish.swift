@@ -17,14 +17,14 @@ extension CPUEvaluator {
         try run(swishProgram(scalars: ["beta": beta], channelValues: [:]), input: input, output: output, op: "Swish")
     }
 
-    /// Swish with a `beta` per channel: `input` is read as NCHW (see
-    /// ``Tensor/nchw()``) and channel `c` of every image uses `channelBeta[c]`.
-    /// - Throws: ``LayerKitError/shapeMismatch(_:)`` if the shapes differ or
-    ///   the rank is above 4, ``LayerKitError/invalidWeights(_:)`` if
+    /// Swish with a `beta` per channel: channel `c` (axis 1, as in
+    /// ``Tensor/nchwShape(_:)``) of every item uses `channelBeta[c]`.
+    /// - Throws: ``LayerKitError/shapeMismatch(_:)`` if the shapes differ,
+    ///   ``LayerKitError/invalidWeights(_:)`` if
     ///   `channelBeta` does not hold one finite value per channel.
     func swish(_ input: Tensor, into output: Tensor, channelBeta: [Float]) throws {
         try checkSameShape(input, output, op: "Swish")
-        let channels = try input.nchw().c
+        let channels = Self.channels(of: input.shape)
         guard channelBeta.count == channels else {
             throw LayerKitError.invalidWeights(
                 "Swish: expected \(channels) per-channel beta values for input \(Tensor.describe(input.shape)), got \(channelBeta.count)")

@@ -69,7 +69,7 @@ public final class BatchNormalization: Layer, Sendable {
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
         try LayerChecks.requireOutput(outputs, shape, layer: layerName)
-        try linear.evaluate(inputs[0], into: outputs[0])
+        try linear.evaluate(inputs: inputs, outputs: outputs)
     }
 
     public var hasGPUImplementation: Bool { true }

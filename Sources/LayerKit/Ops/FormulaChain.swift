@@ -50,22 +50,12 @@ struct FormulaChain: Sendable {
     /// Runs the chain on the CPU: `output = chain(input)` for each pair, on
     /// `threadCount` threads (nil: one per active processor).
     func evaluate(inputs: [Tensor], outputs: [Tensor], threadCount: Int? = nil) throws {
-        for input in inputs { try checkChannels(input.nchw().c) }
+        for input in inputs { try checkChannels(CPUEvaluator.channels(of: input.shape)) }
         let program = try cpuProgram()
         let evaluator = CPUEvaluator(threadCount: threadCount)
         for (input, output) in zip(inputs, outputs) {
             try evaluator.run(program, input: input, output: output, op: name)
         }
-    }
-
-    /// Runs the chain on the CPU over `input` of rank 2 or more laid out as
-    /// ONNX does: axis 1 the channels, the axes after it one plane.
-    func evaluate(_ input: Tensor, into output: Tensor, threadCount: Int? = nil) throws {
-        try LayerChecks.requireRank(input.shape, in: 2...Int.max, layer: name)
-        let channels = input.shape[1]
-        try checkChannels(channels)
-        try CPUEvaluator(threadCount: threadCount).run(cpuProgram(), input: input, output: output, channels: channels,
-                                                       plane: LayerChecks.product(input.shape[2...]), op: name)
     }
 
     /// Encodes the chain as one dispatch per image pair.
