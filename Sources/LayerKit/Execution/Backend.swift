@@ -1,5 +1,5 @@
 import Foundation
-import VulkanCompute
+internal import VulkanCompute
 
 /// Which processors layers may run on.
 public enum ComputeUnits: String, Sendable, CaseIterable {
@@ -30,7 +30,7 @@ public struct LayerRun: Sendable {
     public let placement: Placement
     /// GPU timestamps (`start`, `upload`, `kernel`, `download` marks), empty
     /// on the CPU or when the backend's `timestamps` is off.
-    public let gpuTimestamps: [CommandBuffer.Timestamp]
+    public let gpuTimestamps: [GPUTimestamp]
 }
 
 /// Runs layers on the GPU or the CPU according to `ComputeUnits`, the
@@ -145,7 +145,7 @@ public final class Backend: @unchecked Sendable {
     /// off). The recording is a `record` span of `profiler`.
     private func runStamped(on gpu: GPUContext, profiler: Profiler?, upload: (GPUCommandBuffer) throws -> Void,
                             encode: (GPUCommandBuffer) throws -> Void,
-                            download: (GPUCommandBuffer) throws -> Void) throws -> [CommandBuffer.Timestamp] {
+                            download: (GPUCommandBuffer) throws -> Void) throws -> [GPUTimestamp] {
         let commands = try gpu.makeCommandBuffer(profiler: profiler)
         func mark(_ label: String) throws { if timestamps { try commands.timestamp(label) } }
         func recordAll() throws {

@@ -24,6 +24,8 @@ struct FormulaChain: Sendable {
         let lock = NSLock()
         var program: CPUProgram?
         var kernel: (PerElementKernel, [Float], [[Float]])?
+        /// The element-wise template's pipeline for `kernel`, per context.
+        let gpuKernels = PerContext<GPUKernel<PerElementConstants>>()
     }
 
     /// `Linear+Swish`-style name for kernels, notices and reports.
@@ -58,10 +60,19 @@ struct FormulaChain: Sendable {
         }
     }
 
+    /// Creates the chain's pipeline on `context`, once per context.
+    func prepare(on context: GPUContext) throws { _ = try gpuKernel(on: context) }
+
+    private func gpuKernel(on context: GPUContext) throws -> GPUKernel<PerElementConstants> {
+        let (kernel, _, _) = try cachedGPUKernel()
+        return try compiled.gpuKernels.value(on: context) { try context.kernel(for: kernel) }
+    }
+
     /// Encodes the chain as one dispatch per image pair.
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         for input in inputs { try checkChannels(input.featureChannels) }
-        let (kernel, parameters, weights) = try cachedGPUKernel()
+        let (_, parameters, weights) = try cachedGPUKernel()
+        let kernel = try gpuKernel(on: commandBuffer.context)
         for (input, output) in zip(inputs, outputs) {
             try commandBuffer.dispatch(kernel, input: input, output: output, parameters: parameters, weights: weights)
         }
