@@ -85,7 +85,8 @@ struct SentinelTests {
     static func run(_ chain: FormulaChain, over extent: Extent, input: SliceImage, output: SliceImage,
                     context: GPUContext) throws {
         let (kernel, parameters, weights) = try chain.gpuKernel()
-        var constants = PerElementConstants(shape: extent.constants, parameters: (0, 0, 0, 0, 0, 0, 0, 0))
+        var constants = PerElementConstants.zero
+        constants.shape = extent.constants
         withUnsafeMutableBytes(of: &constants.parameters) { bytes in
             for (i, value) in parameters.enumerated() { bytes.storeBytes(of: value, toByteOffset: 4 * i, as: Float.self) }
         }

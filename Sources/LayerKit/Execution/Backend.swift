@@ -1,5 +1,4 @@
 import Foundation
-internal import VulkanCompute
 
 /// Which processors layers may run on.
 public enum ComputeUnits: String, Sendable, CaseIterable {

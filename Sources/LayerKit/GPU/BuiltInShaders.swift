@@ -42,6 +42,11 @@ enum BuiltInShaders {
 struct PerElementConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var parameters: (Float, Float, Float, Float, Float, Float, Float, Float)
+
+    /// All fields zero.
+    static let zero = PerElementConstants(
+        shape: ShapeConstants(width: 0, height: 0, channels: 0, slices: 0, layers: 0),
+        parameters: (0, 0, 0, 0, 0, 0, 0, 0))
 }
 
 /// `conv2d.comp`: the output's shape, then the input's and the window's geometry.

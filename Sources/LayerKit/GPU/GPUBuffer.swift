@@ -5,7 +5,7 @@ internal import VulkanCompute
 /// or vec4/mat4 elements over the same floats): a layer's weights made once
 /// with `GPUContext.makeBuffer(floats:)`, or per-dispatch data from
 /// `GPUCommandBuffer.temporaryBuffer(floats:fill:)`.
-public struct GPUBuffer: @unchecked Sendable {
+public struct GPUBuffer: Sendable {
     /// The Vulkan buffer.
     let buffer: Buffer
 

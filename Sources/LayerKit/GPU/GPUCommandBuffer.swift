@@ -100,7 +100,8 @@ public final class GPUCommandBuffer: @unchecked Sendable {
                 for (c, value) in set.enumerated() { base[k * padded + c] = value }
             }
         }
-        var constants = PerElementConstants(shape: ShapeConstants(input), parameters: (0, 0, 0, 0, 0, 0, 0, 0))
+        var constants = PerElementConstants.zero
+        constants.shape = input.shapeConstants
         withUnsafeMutableBytes(of: &constants.parameters) { bytes in
             for (i, value) in parameters.enumerated() { bytes.storeBytes(of: value, toByteOffset: 4 * i, as: Float.self) }
         }

@@ -9,7 +9,7 @@ internal import VulkanCompute
 /// `Constants` is the Swift struct the shader's push-constant block holds,
 /// passed by value at each dispatch; its `MemoryLayout.size` was checked
 /// against the block's size in the compiled shader.
-public struct GPUKernel<Constants: BitwiseCopyable>: @unchecked Sendable {
+public struct GPUKernel<Constants: BitwiseCopyable>: Sendable {
     /// Names the kernel in errors and profiles.
     public let name: String
     /// How many slice images the shader binds (bindings 0..<imageCount).
