@@ -137,4 +137,18 @@ struct CustomKernelExampleTests {
                                    constants: Flip.Constants.self)
         }
     }
+
+    /// A GLSL error in a custom kernel is a LayerKit error naming the kernel
+    /// and the line (12 of `Flip.shader`, counted by hand).
+    @Test func aGLSLErrorNamesTheKernelAndLine() throws {
+        let context = try TestGPU.get()
+        let broken = Flip.shader.replacingOccurrences(of: "vec4 texel = imageLoad", with: "vec4 texel = imageLoadd")
+        do {
+            _ = try context.makeKernel(name: "BrokenFlip", source: broken, images: 2, constants: Flip.Constants.self)
+            Issue.record("a broken shader compiled")
+        } catch let error as LayerKitError {
+            #expect("\(error)".contains("BrokenFlip:12:"), "\(error)")
+            #expect("\(error)".contains("imageLoadd"), "\(error)")
+        }
+    }
 }

@@ -118,7 +118,8 @@ public final class GPUContext: @unchecked Sendable {
     /// use `LK_WORKGROUP_SIZE`. `defines` are `#define name value` lines put
     /// after `#version`. Compiled once per name and defines: a later call
     /// with the same ones returns the same pipeline; another source under a
-    /// used name throws.
+    /// used name throws. A GLSL error throws `LayerKitError.invalidParameter`
+    /// naming the kernel and line.
     public func makeKernel<Constants: BitwiseCopyable>(
         name: String, source: String, images: Int, buffers: Int = 0, constants: Constants.Type,
         defines: [(name: String, value: String)] = []
@@ -161,8 +162,13 @@ public final class GPUContext: @unchecked Sendable {
         } else {
             let bindings = Array(repeating: ComputePipeline.BindingKind.storageImage, count: images)
                 + Array(repeating: .storageBuffer, count: buffers)
-            pipeline = try device.makePipeline(name: name, source: source(), includes: GPUContext.includes,
-                                               defines: defines, bindings: bindings)
+            do {
+                pipeline = try device.makePipeline(name: name, source: source(), includes: GPUContext.includes,
+                                                   defines: defines, bindings: bindings)
+            } catch VulkanError.shaderCompilation(let message) {
+                // The source is the caller's to fix: a LayerKit error, naming shader and line.
+                throw LayerKitError.invalidParameter(message)
+            }
             kernels[key] = (pipeline, userSource)
         }
         guard MemoryLayout<Constants>.size == pipeline.pushConstantSize else {
