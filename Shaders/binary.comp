@@ -6,13 +6,13 @@
 // with one channel broadcasts its lane 0 of slice 0 to all four lanes.
 // LayerKit defines LK_OP(a, b) (vec4 in, vec4 out); alone the shader adds.
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
+#include "layerkit.glsl"
 
 #ifndef LK_OP
 #define LK_OP(a, b) ((a) + (b))
 #endif
 
-layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+LK_WORKGROUP_SIZE;
 layout(rgba16f, binding = 0) readonly uniform image2DArray lhs;
 layout(rgba16f, binding = 1) readonly uniform image2DArray rhs;
 layout(rgba16f, binding = 2) writeonly uniform image2DArray destination;
@@ -57,7 +57,6 @@ void main() {
     if (shape.rhsChannels == 1u) b = b.xxxx;
     vec4 y = LK_OP(a, b);
     // Padding lanes stay zero (0 / 0 there would be NaN).
-    uvec4 channel = uvec4(s * 4u) + uvec4(0u, 1u, 2u, 3u);
-    y = mix(vec4(0.0), y, lessThan(channel, uvec4(shape.channels)));
+    y = mix(vec4(0.0), y, lk_channel_lanes(s, shape.channels));
     imageStore(destination, ivec3(id), lk_round_half(y));
 }

@@ -10,9 +10,9 @@
 // ordered before or after this one, writes them); padding lanes are zeroed
 // when bit 1 is set (the last group).
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
+#include "layerkit.glsl"
 
-layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+LK_WORKGROUP_SIZE;
 layout(rgba16f, binding = 0) readonly uniform image2DArray input0;
 layout(rgba16f, binding = 1) readonly uniform image2DArray input1;
 layout(rgba16f, binding = 2) readonly uniform image2DArray input2;

@@ -16,13 +16,13 @@
 //                      each output lane sums its own group's input channels.
 // (None defined: the dense form, so offline compilers can check the file.)
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
+#include "layerkit.glsl"
 
 #if !defined(LK_CONV_DEPTHWISE) && !defined(LK_CONV_GROUPED)
 #define LK_CONV_DENSE 1
 #endif
 
-layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+LK_WORKGROUP_SIZE;
 layout(rgba16f, binding = 0) readonly uniform image2DArray source;
 layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
 #if defined(LK_CONV_DENSE)
@@ -79,7 +79,6 @@ void main() {
 #endif
         }
     }
-    uvec4 channel = uvec4(os * 4u) + uvec4(0u, 1u, 2u, 3u);
-    acc = mix(vec4(0.0), acc, lessThan(channel, uvec4(p.channels)));
+    acc = mix(vec4(0.0), acc, lk_channel_lanes(os, p.channels));
     imageStore(destination, ivec3(id), lk_round_half(acc));
 }

@@ -7,14 +7,14 @@
 // LayerKit defines LK_BODY(x) when it instantiates the template; on its own
 // the template is the identity, so offline compilers can check it.
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
+#include "layerkit.glsl"
 #include "ops.glsl"
 
 #ifndef LK_BODY
 #define LK_BODY(x) (x)
 #endif
 
-layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+LK_WORKGROUP_SIZE;
 layout(rgba16f, binding = 0) readonly uniform image2DArray source;
 layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
 // Weight set k for channel c sits at k * slices * 4 + c (padded per set).
@@ -42,7 +42,6 @@ void main() {
     vec4 x = imageLoad(source, ivec3(id));
     vec4 y = LK_BODY(x);
     // Padding lanes stay zero whatever the op maps zero to.
-    uvec4 channel = uvec4(lk_slice * 4u) + uvec4(0u, 1u, 2u, 3u);
-    y = mix(vec4(0.0), y, lessThan(channel, uvec4(shape.channels)));
+    y = mix(vec4(0.0), y, lk_channel_lanes(lk_slice, shape.channels));
     imageStore(destination, ivec3(id), lk_round_half(y));
 }

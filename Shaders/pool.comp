@@ -9,13 +9,13 @@
 // [-padTop, inHeight + padBottom). LK_POOL_KIND: 0 max (an empty window is
 // -inf), 1 average over the input cells, 2 average with pad cells counted.
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
+#include "layerkit.glsl"
 
 #ifndef LK_POOL_KIND
 #define LK_POOL_KIND 0
 #endif
 
-layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+LK_WORKGROUP_SIZE;
 layout(rgba16f, binding = 0) readonly uniform image2DArray source;
 layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
 layout(push_constant) uniform Shape {
@@ -69,7 +69,6 @@ void main() {
     result = count > 0 ? result / float(count) : vec4(0.0);
 #endif
     // Padding lanes stay zero (an empty max window would make them -inf).
-    uvec4 channel = uvec4((id.z % shape.slices) * 4u) + uvec4(0u, 1u, 2u, 3u);
-    result = mix(vec4(0.0), result, lessThan(channel, uvec4(shape.channels)));
+    result = mix(vec4(0.0), result, lk_channel_lanes(lk_slice_of(id.z, shape.slices), shape.channels));
     imageStore(destination, ivec3(id), lk_round_half(result));
 }

@@ -5,9 +5,9 @@
 // in the output is the same index in the input; the lane is loaded from the
 // input texel holding it. Padding lanes stay zero.
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
+#include "layerkit.glsl"
 
-layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+LK_WORKGROUP_SIZE;
 layout(rgba16f, binding = 0) readonly uniform image2DArray source;
 layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
 layout(push_constant) uniform Shape {

@@ -5,17 +5,12 @@
 // for the maximum, once for the sum of exp(v - max), then writes every
 // slice, in fp32. Padding lanes take no part and stay zero.
 #extension GL_GOOGLE_include_directive : require
-#include "common.glsl"
+#include "layerkit.glsl"
 
-layout(local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+LK_WORKGROUP_SIZE;
 layout(rgba16f, binding = 0) readonly uniform image2DArray source;
 layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
 layout(push_constant) uniform Shape { LK_SHAPE_FIELDS; } shape;
-
-// Which lanes of slice s hold channels.
-bvec4 lk_lanes(uint s) {
-    return lessThan(uvec4(s * 4u) + uvec4(0u, 1u, 2u, 3u), uvec4(shape.channels));
-}
 
 void main() {
     uvec3 id = gl_GlobalInvocationID;
@@ -23,16 +18,16 @@ void main() {
     uint base = id.z * shape.slices;
     float m = uintBitsToFloat(0xFF800000u);
     for (uint s = 0u; s < shape.slices; s++) {
-        vec4 v = mix(vec4(m), imageLoad(source, ivec3(id.xy, base + s)), lk_lanes(s));
+        vec4 v = mix(vec4(m), imageLoad(source, ivec3(id.xy, base + s)), lk_channel_lanes(s, shape.channels));
         m = max(m, max(max(v.x, v.y), max(v.z, v.w)));
     }
     float sum = 0.0;
     for (uint s = 0u; s < shape.slices; s++) {
-        vec4 e = mix(vec4(0.0), exp(imageLoad(source, ivec3(id.xy, base + s)) - m), lk_lanes(s));
+        vec4 e = mix(vec4(0.0), exp(imageLoad(source, ivec3(id.xy, base + s)) - m), lk_channel_lanes(s, shape.channels));
         sum += e.x + e.y + e.z + e.w;
     }
     for (uint s = 0u; s < shape.slices; s++) {
-        vec4 e = mix(vec4(0.0), exp(imageLoad(source, ivec3(id.xy, base + s)) - m) / sum, lk_lanes(s));
+        vec4 e = mix(vec4(0.0), exp(imageLoad(source, ivec3(id.xy, base + s)) - m) / sum, lk_channel_lanes(s, shape.channels));
         imageStore(destination, ivec3(id.xy, base + s), lk_round_half(e));
     }
 }

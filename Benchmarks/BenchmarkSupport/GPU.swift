@@ -35,5 +35,5 @@ package func gpuKernelSamples(_ layer: Layer, context: GPUContext, input: SliceI
 extension SliceImage {
     /// Bytes the image's fp16 texels take, padding included (8 a texel of
     /// four channels): one pass of a kernel over it moves this much.
-    package var fp16Bytes: Int { width * height * texture.layers * 8 }
+    package var fp16Bytes: Int { width * height * layers * 8 }
 }

@@ -2,7 +2,7 @@ import CVulkan
 
 /// A compiled compute shader with its descriptor-set layout (one set,
 /// bindings 0..<n) and push-constant range: Metal's `MTLComputePipelineState`.
-/// Made by `Device.pipeline(...)`, which caches it; owned by its device.
+/// Made by `Device.makePipeline(...)`; owned by its device.
 public final class ComputePipeline: @unchecked Sendable {
     /// What each binding of set 0 holds.
     public enum BindingKind: Int, Sendable {
@@ -12,7 +12,7 @@ public final class ComputePipeline: @unchecked Sendable {
         }
     }
 
-    /// The shader's name, as given to `Device.pipeline`.
+    /// The shader's name, as given to `Device.makePipeline`.
     public let name: String
     public let bindings: [BindingKind]
     public let pushConstantSize: Int

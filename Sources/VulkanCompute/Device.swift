@@ -19,8 +19,6 @@ public final class Device: @unchecked Sendable {
     let queueFamily: UInt32
     private let memoryProperties: VkPhysicalDeviceMemoryProperties
     private let submitLock = NSLock()
-    private let pipelineLock = NSLock()
-    private var pipelines: [String: ComputePipeline] = [:]
     var objectCounter: LiveObjectCounter { core.objectCounter }
 
     /// The number of Vulkan objects (buffers, images, memory, pipelines,
@@ -139,31 +137,20 @@ public final class Device: @unchecked Sendable {
         return memory
     }
 
-    /// The pipeline for `source`, compiled and created once per device.
+    /// A new pipeline for `source` (the SPIR-V is compiled once per distinct
+    /// text, see `ShaderCompiler`), with `bindings` at slots 0..<n of set 0.
+    /// Its workgroup size and push-constant size are read from the SPIR-V.
     /// `name` labels compile errors; `includes` and `defines` are passed to
-    /// `ShaderCompiler.compile`.
-    public func pipeline(name: String, source: String, includes: [String: String] = [:],
-                         defines: KeyValuePairs<String, String> = [:],
-                         bindings: [ComputePipeline.BindingKind],
-                         pushConstantSize: Int,
-                         workgroupSize: (UInt32, UInt32, UInt32)) throws -> ComputePipeline {
-        let defineText = defines.map { "\($0.key)=\($0.value)" }.joined(separator: "\u{1}")
-        let key = "\(name)\u{0}\(bindings.map(\.rawValue))\u{0}\(pushConstantSize)\u{0}\(defineText)\u{0}\(source)"
-        pipelineLock.lock(); defer { pipelineLock.unlock() }
-        if let cached = pipelines[key] { return cached }
+    /// `ShaderCompiler.compile`. Callers keep the pipelines they reuse.
+    public func makePipeline(name: String, source: String, includes: [String: String] = [:],
+                             defines: [(name: String, value: String)] = [],
+                             bindings: [ComputePipeline.BindingKind]) throws -> ComputePipeline {
         let spirv = try ShaderCompiler.shared.compile(source: source, name: name, includes: includes,
                                                       defines: defines)
-        let pipeline = try ComputePipeline(device: self, name: name, spirv: spirv, bindings: bindings,
-                                           pushConstantSize: pushConstantSize,
-                                           workgroupSize: workgroupSize)
-        pipelines[key] = pipeline
-        return pipeline
-    }
-
-    /// The number of pipelines created on this device (each exactly once).
-    public var pipelineCount: Int {
-        pipelineLock.lock(); defer { pipelineLock.unlock() }
-        return pipelines.count
+        let reflection = try SPIRVReflection(spirv: spirv)
+        return try ComputePipeline(device: self, name: name, spirv: spirv, bindings: bindings,
+                                   pushConstantSize: reflection.pushConstantSize,
+                                   workgroupSize: reflection.workgroupSize)
     }
 }
 

@@ -7,6 +7,11 @@ public struct PushConstants: Sendable {
 
     public init() {}
 
+    /// The bytes of `value` as they lie in memory: a struct of 4-byte
+    /// scalars (and 16-byte-aligned 4-vectors) declared in the block's order
+    /// has the block's std430 layout.
+    public init<T: BitwiseCopyable>(of value: T) { appendBytes(of: value) }
+
     /// Appends a 32-bit unsigned integer (GLSL `uint`).
     public mutating func append(_ value: UInt32) { appendBytes(of: value) }
     /// Appends a 32-bit signed integer (GLSL `int`).

@@ -25,9 +25,9 @@ public final class ShaderCompiler: @unchecked Sendable {
     /// inserted after `#version`, with `#line` directives so errors keep the
     /// source's line numbers. Errors name the shader: `elementwise.comp:12: ...`.
     public func compile(source: String, name: String, includes: [String: String] = [:],
-                        defines: KeyValuePairs<String, String> = [:]) throws -> [UInt32] {
+                        defines: [(name: String, value: String)] = []) throws -> [UInt32] {
         var text = try ShaderCompiler.resolveIncludes(source, name: name, includes: includes)
-        if defines.count > 0 {
+        if !defines.isEmpty {
             text = ShaderCompiler.insert(defines: defines, into: text)
         }
         lock.lock(); defer { lock.unlock() }
@@ -72,11 +72,11 @@ public final class ShaderCompiler: @unchecked Sendable {
 
     /// Puts `#define` lines right after the `#version` line (GLSL allows
     /// nothing before it), then restores the line numbering.
-    static func insert(defines: KeyValuePairs<String, String>, into source: String) -> String {
+    static func insert(defines: [(name: String, value: String)], into source: String) -> String {
         var lines = source.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         let versionLine = lines.firstIndex { $0.trimmingCharacters(in: .whitespaces).hasPrefix("#version") }
         let at = versionLine.map { $0 + 1 } ?? 0
-        let inserted = defines.map { "#define \($0.key) \($0.value)" } + ["#line \(at + 1)"]
+        let inserted = defines.map { "#define \($0.name) \($0.value)" } + ["#line \(at + 1)"]
         lines.insert(contentsOf: inserted, at: at)
         return lines.joined(separator: "\n")
     }

@@ -14,7 +14,7 @@ var swift = """
 
 /// GLSL sources of the package's `Shaders/` folder, embedded at build time.
 enum EmbeddedShaders {
-    /// The source of `Shaders/<name>` (e.g. "elementwise.comp", "common.glsl"), or nil if there is no such shader.
+    /// The source of `Shaders/<name>` (e.g. "elementwise.comp", "layerkit.glsl"), or nil if there is no such shader.
     static func source(named name: String) -> String? { sources[name] }
 
     static let sources: [String: String] = [

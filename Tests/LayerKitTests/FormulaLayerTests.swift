@@ -87,10 +87,10 @@ struct FormulaLayerTests {
         let kernel = "CacheProbe (elementwise.comp)"
         _ = try run()
         #expect(ShaderCompiler.shared.compileCount(name: kernel) == 1)
-        let pipelines = context.device.pipelineCount
+        let pipelines = context.pipelineCount
         _ = try run()
         #expect(ShaderCompiler.shared.compileCount(name: kernel) == 1)
-        #expect(context.device.pipelineCount == pipelines)
+        #expect(context.pipelineCount == pipelines)
     }
 
     @Test func registeredFormulasWorkLikeBuiltIns() throws {

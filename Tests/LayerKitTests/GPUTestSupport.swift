@@ -16,8 +16,8 @@ enum TestGPU {
         return ProcessInfo.processInfo.environment["LAYERKIT_ALLOW_NO_GPU"] != "1"
     }()
 
-    /// The raw fp16 lanes of `image`'s whole texture (larger than the image
-    /// for a view): `[layer][y][x][lane]` flattened.
+    /// The raw fp16 lanes of `image`, padding lanes included
+    /// (`[layer][y][x][lane]` flattened).
     static func rawLanes(of image: SliceImage) throws -> [Float16] {
         let context = try get()
         let texels = image.texture.width * image.texture.height * image.texture.layers

@@ -120,10 +120,10 @@ import LayerKitONNX
         #expect(plan.slotShapes.count < gpuValues, "\(plan.slotShapes.count) images for \(gpuValues) values")
         // Values sharing an image are never alive at once.
         let input = try ModelTests.input("small_cnn")
-        let pipelines = context.device.pipelineCount
+        let pipelines = context.pipelineCount
         let objects = context.device.liveObjectCount
         for _ in 0..<3 { _ = try model.predict(inputs: ["x": input]) }
-        #expect(context.device.pipelineCount == pipelines, "pipelines are made at load, not per run")
+        #expect(context.pipelineCount == pipelines, "pipelines are made at load, not per run")
         #expect(context.device.liveObjectCount == objects, "runs allocate no images or buffers")
     }
 

@@ -50,18 +50,20 @@ struct PortedSwishExampleTests {
     }
 }
 
-struct ReadmeExampleTests {
-    /// The README shows the code between each example file's README-EXAMPLE
+struct DocumentedExampleTests {
+    /// A document shows the code between an example file's README-EXAMPLE
     /// markers, character for character.
-    @Test(arguments: ["PortedSwishExampleTests.swift", "CustomLayerModelExampleTests.swift"])
-    func theReadmeShowsTheExample(_ fileName: String) throws {
+    @Test(arguments: [("PortedSwishExampleTests.swift", "README.md"),
+                      ("CustomLayerModelExampleTests.swift", "README.md"),
+                      ("CustomKernelExampleTests.swift", "Docs/CUSTOM_KERNELS.md")])
+    func theDocumentShowsTheExample(_ fileName: String, _ document: String) throws {
         let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let root = tests.deletingLastPathComponent().deletingLastPathComponent()
         let source = try String(contentsOf: tests.appendingPathComponent(fileName), encoding: .utf8)
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let text = try String(contentsOf: root.appendingPathComponent(document), encoding: .utf8)
         let begin = try #require(source.range(of: "// README-EXAMPLE-BEGIN\n"))
         let end = try #require(source.range(of: "// README-EXAMPLE-END"))
         let example = String(source[begin.upperBound..<end.lowerBound])
-        #expect(readme.contains("```swift\n" + example + "```"))
+        #expect(text.contains("```swift\n" + example + "```"))
     }
 }

@@ -38,7 +38,7 @@ struct ShaderCompilerTests {
         do {
             _ = try ShaderCompiler.shared.compile(source: source, name: "lines.comp",
                                                   includes: ["helpers.glsl": "float twice(float v) { return 2.0 * v; }"],
-                                                  defines: ["HELPER(v)": "twice(v)"])
+                                                  defines: [("HELPER(v)", "twice(v)")])
             Issue.record("compiled a shader that uses an undeclared name")
         } catch {
             #expect("\(error)".contains("lines.comp:6:"), "\(error)")

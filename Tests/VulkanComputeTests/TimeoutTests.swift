@@ -32,8 +32,7 @@ struct TimeoutTests {
 
     /// Records and commits `count` invocations of the spin shader.
     static func spin(_ device: Device, count: Int, seed: UInt32) throws -> (CommandBuffer, Buffer) {
-        let pipeline = try device.pipeline(name: "spin.comp", source: spinShader, bindings: [.storageBuffer],
-                                           pushConstantSize: 12, workgroupSize: (64, 1, 1))
+        let pipeline = try device.makePipeline(name: "spin.comp", source: spinShader, bindings: [.storageBuffer])
         let output = try Buffer(device: device, length: count * 4)
         var constants = PushConstants()
         constants.append(UInt32(count))

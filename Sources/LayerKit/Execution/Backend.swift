@@ -1,5 +1,4 @@
 import Foundation
-import VulkanCompute
 
 /// Which processors layers may run on.
 public enum ComputeUnits: String, Sendable, CaseIterable {
@@ -30,7 +29,7 @@ public struct LayerRun: Sendable {
     public let placement: Placement
     /// GPU timestamps (`start`, `upload`, `kernel`, `download` marks), empty
     /// on the CPU or when the backend's `timestamps` is off.
-    public let gpuTimestamps: [CommandBuffer.Timestamp]
+    public let gpuTimestamps: [GPUTimestamp]
 }
 
 /// Runs layers on the GPU or the CPU according to `ComputeUnits`, the

@@ -1,5 +1,4 @@
 import Foundation
-import VulkanCompute
 
 /// One run of a `ModelPlan` — LayerKit's one executor, for models and single
 /// layers alike: walks the steps in order, keeping each value where it was
@@ -27,7 +26,7 @@ final class ModelRun {
     private var encodedSteps = 0
     private var downloads: [(value: Int, tensor: Tensor)] = []
     /// The marks of every command buffer the run submitted, in order.
-    private(set) var timestamps: [CommandBuffer.Timestamp] = []
+    private(set) var timestamps: [GPUTimestamp] = []
 
     /// With a profiler, a command buffer takes at most this many layers, so
     /// that each of their transfers and kernels gets its GPU timestamps.

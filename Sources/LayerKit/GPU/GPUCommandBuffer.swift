@@ -1,17 +1,18 @@
 import Foundation
-public import VulkanCompute
+internal import VulkanCompute
 
 /// A sequence of GPU work on slice images, run with one submission: the
 /// `MTLCommandBuffer` a custom layer's `encode` receives.
 ///
 /// Every encode call orders itself after the previous one (a barrier), since
-/// layer work on images is a dependent chain. Downloads land in their
-/// tensors when `waitUntilCompleted()` returns.
+/// layer work on images is a dependent chain, and is recorded in the
+/// profile when the buffer has a profiler. Downloads land in their tensors
+/// when `waitUntilCompleted()` returns.
 public final class GPUCommandBuffer: @unchecked Sendable {
     /// The context whose device runs the work.
     public let context: GPUContext
     /// The underlying Vulkan command buffer.
-    public let commands: CommandBuffer
+    let commands: CommandBuffer
     private var completions: [() throws -> Void] = []
     private var staging: [Buffer] = []
     private var pendingBarrier = false
@@ -72,6 +73,29 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     /// per-channel set (`featureChannels` values) feeding `weight(k)`.
     public func dispatch(_ kernel: PerElementKernel, input: SliceImage, output: SliceImage,
                          parameters: [Float] = [], weights: [[Float]] = []) throws {
+        try dispatch(context.kernel(for: kernel), input: input, output: output,
+                     parameters: parameters, weights: weights)
+    }
+
+    /// `dispatch(_:input:output:parameters:weights:)` with the element-wise
+    /// template's kernel already made (by a layer's `prepare`).
+    func dispatch(_ kernel: GPUKernel<PerElementConstants>, input: SliceImage, output: SliceImage,
+                  parameters: [Float], weights: [[Float]]) throws {
+        for set in weights where set.count != input.featureChannels {
+            throw LayerKitError.invalidWeights(
+                "\(kernel.name): \(set.count) weights for \(input.featureChannels) channels")
+        }
+        let layout = PerElementConstants.weightLayout(weights, channels: input.featureChannels)
+        let weightBuffer = try temporaryBuffer(floats: layout.count) { base in
+            layout.withUnsafeBufferPointer { if let source = $0.baseAddress { base.update(from: source, count: layout.count) } }
+        }
+        try dispatch(kernel, input: input, output: output, parameters: parameters, weightBuffer: weightBuffer)
+    }
+
+    /// The element-wise template's dispatch with its per-channel weights in
+    /// `weightBuffer`, laid out by `PerElementConstants.weightLayout`.
+    func dispatch(_ kernel: GPUKernel<PerElementConstants>, input: SliceImage, output: SliceImage,
+                  parameters: [Float], weightBuffer: GPUBuffer) throws {
         guard input.shape == output.shape else {
             throw LayerKitError.shapeMismatch(
                 "\(kernel.name): input \(Tensor.describe(input.shape)) and output \(Tensor.describe(output.shape)) differ")
@@ -80,43 +104,42 @@ public final class GPUCommandBuffer: @unchecked Sendable {
             throw LayerKitError.invalidParameter(
                 "\(kernel.name): \(parameters.count) parameters, at most \(PerElementKernel.maxParameters)")
         }
-        for set in weights where set.count != input.featureChannels {
-            throw LayerKitError.invalidWeights(
-                "\(kernel.name): \(set.count) weights for \(input.featureChannels) channels")
+        var constants = PerElementConstants.zero
+        constants.shape = input.shapeConstants
+        withUnsafeMutableBytes(of: &constants.parameters) { bytes in
+            for (i, value) in parameters.enumerated() { bytes.storeBytes(of: value, toByteOffset: 4 * i, as: Float.self) }
         }
-        // One padded run of slices*4 floats per set.
-        let padded = input.slices * 4
-        let weightBuffer = try temporaryBuffer(floats: weights.count * padded) { base in
-            for (k, set) in weights.enumerated() {
-                for (c, value) in set.enumerated() { base[k * padded + c] = value }
-            }
-        }
-        var constants = input.shapeConstants
-        for i in 0..<PerElementKernel.maxParameters {
-            constants.append(i < parameters.count ? parameters[i] : 0)
-        }
-        try dispatch(context.pipeline(for: kernel), images: [input, output], buffers: [weightBuffer],
-                     constants: constants, threads: input.threads)
+        try dispatch(kernel, images: [input, output], buffers: [weightBuffer], constants: constants,
+                     threads: input.threads)
     }
 
-    /// Encodes `pipeline` (see `GPUContext.pipeline(shader:...)`) over
-    /// `threads` invocations, with `images` bound first and `buffers` after,
-    /// ordered after everything encoded before it.
-    public func dispatch(_ pipeline: ComputePipeline, images: [SliceImage], buffers: [Buffer] = [],
-                         constants: PushConstants, threads: (x: Int, y: Int, z: Int)) throws {
-        let bindings = images.map { CommandBuffer.Binding.image($0.texture) } + buffers.map { .buffer($0) }
-        let wg = pipeline.workgroupSize
-        try record(.init(kind: .kernel, name: pipeline.name, shape: images.last?.shape,
+    /// Encodes `kernel` over `threads` invocations (`image.threads` is one
+    /// per texel of `image`), with `images` bound at bindings 0..<n, then
+    /// `buffers`, and `constants` as its push constants; ordered after
+    /// everything encoded before it, and profiled as the kernel's name.
+    public func dispatch<Constants: BitwiseCopyable>(
+        _ kernel: GPUKernel<Constants>, images: [SliceImage], buffers: [GPUBuffer] = [], constants: Constants,
+        threads: (x: Int, y: Int, z: Int)
+    ) throws {
+        guard images.count == kernel.imageCount, buffers.count == kernel.bufferCount else {
+            throw LayerKitError.invalidParameter(
+                "kernel \(kernel.name) binds \(kernel.imageCount) images and \(kernel.bufferCount) buffers, "
+                + "got \(images.count) and \(buffers.count)")
+        }
+        let bindings = images.map { CommandBuffer.Binding.image($0.texture) } + buffers.map { .buffer($0.buffer) }
+        let wg = kernel.pipeline.workgroupSize
+        try record(.init(kind: .kernel, name: kernel.name, shape: images.last?.shape,
                          workgroupSize: [Int(wg.0), Int(wg.1), Int(wg.2)],
                          bytes: images.reduce(0) { $0 + $1.texelBytes })) {
-            try commands.dispatch(pipeline, bindings: bindings, pushConstants: constants, threads: threads)
+            try commands.dispatch(kernel.pipeline, bindings: bindings, pushConstants: PushConstants(of: constants),
+                                  threads: threads)
         }
     }
 
     /// A pooled host-visible buffer of `floats` Float32 values (at least
     /// one), zero-filled, then written by `fill`, kept until the work
     /// completes: per-dispatch data costs no allocation.
-    public func temporaryBuffer(floats: Int, fill: (UnsafeMutablePointer<Float>) -> Void = { _ in }) throws -> Buffer {
+    public func temporaryBuffer(floats: Int, fill: (UnsafeMutablePointer<Float>) -> Void = { _ in }) throws -> GPUBuffer {
         let count = max(floats, 1)
         let buffer = try context.stagingPool.take(length: count * 4)
         holdUntilCompleted(buffer)
@@ -125,7 +148,7 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         }
         base.initialize(repeating: 0, count: count)
         fill(base)
-        return buffer
+        return GPUBuffer(buffer: buffer)
     }
 
     /// Marks a GPU timestamp after all work encoded so far.
@@ -152,8 +175,8 @@ public final class GPUCommandBuffer: @unchecked Sendable {
 
     /// GPU timestamps recorded with `timestamp(_:)`, in ns from the buffer's
     /// first mark (a profiled buffer's own marks are left out).
-    public func timestamps() throws -> [CommandBuffer.Timestamp] {
-        let stamps = try commands.timestamps()
+    public func timestamps() throws -> [GPUTimestamp] {
+        let stamps = try commands.timestamps().map { GPUTimestamp(label: $0.label, nanoseconds: $0.nanoseconds) }
         guard let owners = profile?.markOwners, owners.count == stamps.count else { return stamps }
         return zip(stamps, owners).filter { !$0.1 }.map(\.0)
     }
@@ -182,9 +205,6 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         guard [s.n, s.c, s.h, s.w] == image.shape else {
             throw LayerKitError.shapeMismatch(
                 "\(what): tensor \(Tensor.describe(tensor.shape)) does not match slice image \(Tensor.describe(image.shape))")
-        }
-        guard image.fillsTexture else {
-            throw LayerKitError.shapeMismatch("\(what): the slice image is a view of a larger texture")
         }
     }
 }

@@ -1,13 +1,13 @@
 import Foundation
-public import VulkanCompute
+internal import VulkanCompute
 
-/// LayerKit's handle on one Vulkan device: it makes slice images and
-/// command buffers, and owns what they share: the pipelines of element-wise
-/// kernels (created once, never per dispatch) and a pool of staging buffers
-/// for uploads and downloads.
+/// LayerKit's handle on one Vulkan device: it makes slice images, buffers,
+/// kernels and command buffers, and owns what they share: the pipelines of
+/// kernels (created once per shader variant, never per dispatch) and a pool
+/// of staging buffers for uploads and downloads.
 public final class GPUContext: @unchecked Sendable {
     /// The Vulkan device.
-    public let device: Device
+    let device: Device
     /// Staging buffers reused across uploads and downloads.
     let stagingPool: StagingPool
     /// Threads that convert between Float32 tensors and fp16 texels.
@@ -16,10 +16,12 @@ public final class GPUContext: @unchecked Sendable {
     /// The most bytes of idle staging buffers a context keeps for reuse.
     public static let maxIdleStagingBytes = 256 << 20
 
-    /// Every shader is 8x8 texels per workgroup, one array layer deep.
-    static let workgroupSize: (UInt32, UInt32, UInt32) = (8, 8, 1)
-    /// `LK_SHAPE_FIELDS`: five uints.
-    static let shapeConstantSize = 20
+    private let kernelLock = NSLock()
+    /// Pipelines by shader variant; a user kernel's source is kept to refuse
+    /// a second source under the same name.
+    private var kernels: [KernelKey: (pipeline: ComputePipeline, source: String?)] = [:]
+
+    /// The GLSL files shaders may `#include` (`layerkit.glsl`, `ops.glsl`).
     static let includes: [String: String] = {
         var files: [String: String] = [:]
         for (name, text) in EmbeddedShaders.sources where name.hasSuffix(".glsl") { files[name] = text }
@@ -33,14 +35,9 @@ public final class GPUContext: @unchecked Sendable {
                                      deviceOverride: GPUEnvironment.deviceOverride))
     }
 
-    /// Wraps an open device.
-    public convenience init(device: Device) throws {
-        try self.init(device: device, stagingGuardBytes: 0)
-    }
-
     /// Wraps an open device; staging buffers carry `stagingGuardBytes` of
     /// canary past their used length (`StagingPool.overruns` counts damage).
-    init(device: Device, stagingGuardBytes: Int) throws {
+    init(device: Device, stagingGuardBytes: Int = 0) throws {
         self.device = device
         deviceInfo = GPUDeviceInfo(device.info)
         stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes,
@@ -117,35 +114,94 @@ public final class GPUContext: @unchecked Sendable {
         return tensor
     }
 
-    /// The pipeline of `kernel` instantiated into the element-wise template.
-    func pipeline(for kernel: PerElementKernel) throws -> ComputePipeline {
+    /// Compiles a custom layer's GLSL compute shader `source` for this
+    /// context's device. The shader binds `images` rgba16f 2D-array storage
+    /// images first (bindings 0..<images, set 0), then `buffers` std430
+    /// storage buffers; its push-constant block holds a `Constants` value
+    /// (throws unless `MemoryLayout<Constants>.size` is the block's size).
+    /// It may `#include "layerkit.glsl"` (see Docs/CUSTOM_KERNELS.md) and
+    /// use `LK_WORKGROUP_SIZE`. `defines` are `#define name value` lines put
+    /// after `#version`. Compiled once per name and defines: a later call
+    /// with the same ones returns the same pipeline; another source under a
+    /// used name throws. A GLSL error throws `LayerKitError.invalidParameter`
+    /// naming the kernel and line.
+    public func makeKernel<Constants: BitwiseCopyable>(
+        name: String, source: String, images: Int, buffers: Int = 0, constants: Constants.Type,
+        defines: [(name: String, value: String)] = []
+    ) throws -> GPUKernel<Constants> {
+        try kernel(name: name, shader: name, source: { source }, userSource: source,
+                   images: images, buffers: buffers, defines: defines)
+    }
+
+    /// A buffer holding `floats` (at least one float; zeros if empty) on this
+    /// context's device, for values a layer keeps there: weights, biases,
+    /// tables. Make it once (in `prepare`) and bind it at every dispatch.
+    public func makeBuffer(floats: [Float]) throws -> GPUBuffer {
+        let count = max(floats.count, 1)
+        let buffer = try Buffer(device: device, length: count * 4, storage: .shared)
+        guard let base = buffer.contents?.bindMemory(to: Float.self, capacity: count) else {
+            throw LayerKitError.unsupported("constant buffer memory is not mapped")
+        }
+        base.initialize(repeating: 0, count: count)
+        floats.withUnsafeBufferPointer { if let source = $0.baseAddress { base.update(from: source, count: floats.count) } }
+        return GPUBuffer(buffer: buffer)
+    }
+
+    /// The kernel of `shader` with `defines`, from the cache or compiled now
+    /// (`source` is read only then). `userSource`, for a user kernel, must
+    /// match the one cached under the same key.
+    func kernel<Constants: BitwiseCopyable>(
+        name: String, shader: String, source: () throws -> String, userSource: String? = nil,
+        images: Int, buffers: Int, defines: [(name: String, value: String)]
+    ) throws -> GPUKernel<Constants> {
+        let key = KernelKey(shader: shader, defines: defines.map { .init(name: $0.name, value: $0.value) },
+                            images: images, buffers: buffers)
+        let pipeline: ComputePipeline
+        kernelLock.lock(); defer { kernelLock.unlock() }
+        if let cached = kernels[key] {
+            guard cached.source == userSource else {
+                throw LayerKitError.invalidParameter(
+                    "kernel \(name): another source was compiled under this name; give each shader its own name")
+            }
+            pipeline = cached.pipeline
+        } else {
+            let bindings = Array(repeating: ComputePipeline.BindingKind.storageImage, count: images)
+                + Array(repeating: .storageBuffer, count: buffers)
+            do {
+                pipeline = try device.makePipeline(name: name, source: source(), includes: GPUContext.includes,
+                                                   defines: defines, bindings: bindings)
+            } catch VulkanError.shaderCompilation(let message) {
+                // The source is the caller's to fix: a LayerKit error, naming shader and line.
+                throw LayerKitError.invalidParameter(message)
+            }
+            kernels[key] = (pipeline, userSource)
+        }
+        guard MemoryLayout<Constants>.size == pipeline.pushConstantSize else {
+            throw LayerKitError.invalidParameter(
+                "kernel \(name): \(Constants.self) is \(MemoryLayout<Constants>.size) bytes but the shader's push "
+                + "constants are \(pipeline.pushConstantSize); declare the struct's fields as the block's, in order")
+        }
+        return GPUKernel(name: name, imageCount: images, bufferCount: buffers, pipeline: pipeline)
+    }
+
+    /// The number of pipelines this context has created (each exactly once).
+    var pipelineCount: Int {
+        kernelLock.lock(); defer { kernelLock.unlock() }
+        return kernels.count
+    }
+
+    /// `kernel` instantiated into the element-wise template.
+    func kernel(for kernel: PerElementKernel) throws -> GPUKernel<PerElementConstants> {
         guard !kernel.body.contains("\n"), !kernel.functions.contains("\n") else {
             throw LayerKitError.invalidParameter("kernel \(kernel.name): the GLSL body and functions must be one line each")
         }
-        return try device.pipeline(
-            name: "\(kernel.name) (elementwise.comp)", source: try GPUContext.shader("elementwise.comp"),
-            includes: GPUContext.includes, defines: ["LK_BODY(x)": "(\(kernel.body))", "LK_FUNCTIONS": kernel.functions],
-            bindings: [.storageImage, .storageImage, .storageBuffer],
-            pushConstantSize: GPUContext.shapeConstantSize + 4 * PerElementKernel.maxParameters,
-            workgroupSize: GPUContext.workgroupSize)
+        return try BuiltInShaders.elementwise.kernel(
+            on: self, name: "\(kernel.name) (elementwise.comp)",
+            defines: [("LK_BODY(x)", "(\(kernel.body))"), ("LK_FUNCTIONS", kernel.functions)])
     }
 
-    /// The pipeline of one of LayerKit's shaders (`Shaders/<file>`), with
-    /// `images` rgba16f storage images bound first (slots 0..<images), then
-    /// `buffers` storage buffers, and `pushConstantSize` bytes of push
-    /// constants. Compiled and created once per device and set of defines.
-    public func pipeline(shader file: String, defines: KeyValuePairs<String, String> = [:], images: Int,
-                         buffers: Int = 0, pushConstantSize: Int) throws -> ComputePipeline {
-        let bindings = Array(repeating: ComputePipeline.BindingKind.storageImage, count: images)
-            + Array(repeating: .storageBuffer, count: buffers)
-        let variant = defines.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        return try device.pipeline(
-            name: variant.isEmpty ? file : "\(file) [\(variant)]", source: try GPUContext.shader(file),
-            includes: GPUContext.includes, defines: defines, bindings: bindings,
-            pushConstantSize: pushConstantSize, workgroupSize: GPUContext.workgroupSize)
-    }
-
-    private static func shader(_ name: String) throws -> String {
+    /// The text of built-in shader `Shaders/<name>`.
+    static func builtInSource(_ name: String) throws -> String {
         guard let source = EmbeddedShaders.source(named: name) else {
             throw LayerKitError.unsupported("shader \(name) is not built into this binary")
         }

@@ -1,4 +1,4 @@
-import VulkanCompute
+internal import VulkanCompute
 
 /// What a Vulkan device is and what it supports, as its driver reports it:
 /// LayerKit's description, with no Vulkan type in it. Two descriptions are

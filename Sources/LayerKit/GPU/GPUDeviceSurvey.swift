@@ -1,4 +1,4 @@
-import VulkanCompute
+internal import VulkanCompute
 
 /// Every Vulkan device present and the one a `GPUContext` opens, with why.
 public struct GPUDeviceSurvey: Sendable {

@@ -14,8 +14,9 @@ public struct PerElementKernel: Sendable, Hashable {
     /// GLSL functions the body calls, defined before `main`; one line.
     public let functions: String
 
-    /// The most scalar parameters a kernel takes (push-constant space).
-    public static let maxParameters = 8
+    /// The most scalar parameters a kernel takes: the template's
+    /// `float params[8]` (`PerElementConstants.parameters`).
+    public static let maxParameters = MemoryLayout.size(ofValue: PerElementConstants.zero.parameters) / 4
 
     public init(name: String, body: String, functions: String = "") {
         self.name = name

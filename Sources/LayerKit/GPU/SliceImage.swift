@@ -1,4 +1,4 @@
-import VulkanCompute
+internal import VulkanCompute
 
 /// A batch of feature maps on the GPU in half precision: the `MPSImage` of
 /// LayerKit.
@@ -17,7 +17,7 @@ public final class SliceImage: @unchecked Sendable {
     /// N: the number of images in the batch.
     public let batch: Int
     /// The underlying Vulkan image (batch × slices array layers).
-    public let texture: Image
+    let texture: Image
 
     /// `(featureChannels + 3) / 4`: array layers per batch item.
     public var slices: Int { (featureChannels + 3) / 4 }
@@ -29,8 +29,9 @@ public final class SliceImage: @unchecked Sendable {
     public var count: Int { batch * featureChannels * height * width }
 
     /// Makes an uninitialized image for an NCHW shape; throws for empty
-    /// shapes or shapes past the device's image limits (the error names the limit).
-    public init(device: Device, batch: Int, featureChannels: Int, height: Int, width: Int) throws {
+    /// shapes or shapes past the device's image limits (the error names the
+    /// limit). `GPUContext.makeSliceImage` is the public way to make one.
+    init(device: Device, batch: Int, featureChannels: Int, height: Int, width: Int) throws {
         guard batch > 0, featureChannels > 0, height > 0, width > 0 else {
             throw LayerKitError.shapeMismatch(
                 "slice image shape \(Tensor.describe([batch, featureChannels, height, width])) must be positive")
@@ -44,40 +45,9 @@ public final class SliceImage: @unchecked Sendable {
         texture = try Image(device: device, width: width, height: height, layers: layers)
     }
 
-    /// Views the top-left `width × height × batch·slices` corner of a larger
-    /// `texture` as a slice image: a test hook that lets sentinel tests check
-    /// that kernels never write past the logical extent. Dispatches stay
-    /// inside the logical extent; uploads and downloads copy whole textures,
-    /// so they refuse such an image.
-    init(texture: Image, batch: Int, featureChannels: Int, height: Int, width: Int) throws {
-        guard batch > 0, featureChannels > 0, height > 0, width > 0, width <= texture.width,
-              height <= texture.height, batch * ((featureChannels + 3) / 4) <= texture.layers else {
-            throw LayerKitError.shapeMismatch(
-                "slice image \(Tensor.describe([batch, featureChannels, height, width])) does not fit a "
-                + "\(texture.width)x\(texture.height)x\(texture.layers) texture")
-        }
-        self.featureChannels = featureChannels
-        self.width = width
-        self.height = height
-        self.batch = batch
-        self.texture = texture
-    }
-
-    /// Whether the texture is exactly the logical extent (always, except for
-    /// the test hook above).
-    var fillsTexture: Bool {
-        texture.width == width && texture.height == height && texture.layers == layers
-    }
-
     /// The push constants every slice-image shader starts with
-    /// (`LK_SHAPE_FIELDS` in `Shaders/common.glsl`).
-    public var shapeConstants: PushConstants {
-        var constants = PushConstants()
-        for value in [width, height, featureChannels, slices, layers] {
-            constants.append(UInt32(value))
-        }
-        return constants
-    }
+    /// (`LK_SHAPE_FIELDS` in `Shaders/layerkit.glsl`).
+    public var shapeConstants: ShapeConstants { ShapeConstants(self) }
 
     /// Texels of the logical extent: width × height × batch·slices.
     var texelCount: Int { width * height * layers }

@@ -1,5 +1,5 @@
 import Foundation
-import VulkanCompute
+internal import VulkanCompute
 
 /// Host-visible staging buffers kept for reuse, keyed by exact length.
 ///

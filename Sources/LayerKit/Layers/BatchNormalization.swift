@@ -74,6 +74,8 @@ public final class BatchNormalization: Layer, Sendable {
 
     public var hasGPUImplementation: Bool { true }
 
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { try linear.prepare(on: context) }
+
     /// Linear's element-wise kernel, `a` and `b` as its per-channel weights.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         guard inputs.count == 1, outputs.count == 1 else {

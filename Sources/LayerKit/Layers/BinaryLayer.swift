@@ -24,6 +24,8 @@ public final class BinaryLayer: Layer, Sendable {
 
     /// The op this layer applies.
     public let operation: Operation
+    /// The pipeline `prepare` made on each context.
+    private let gpuKernel = PerContext<GPUKernel<BinaryConstants>>()
 
     /// A layer computing `a operation b`.
     public init(_ operation: Operation) { self.operation = operation }
@@ -63,6 +65,15 @@ public final class BinaryLayer: Layer, Sendable {
 
     public var hasGPUImplementation: Bool { true }
 
+    /// Creates the pipeline of this operation on `context`, once per context.
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try kernel(on: context) }
+
+    private func kernel(on context: GPUContext) throws -> GPUKernel<BinaryConstants> {
+        try gpuKernel.value(on: context) {
+            try BuiltInShaders.binary.kernel(on: context, defines: [("LK_OP(a, b)", glslExpression)])
+        }
+    }
+
     /// One invocation per output texel; each operand is read at its
     /// broadcast coordinates (a one-channel operand's lane 0 feeds all four lanes).
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
@@ -70,17 +81,18 @@ public final class BinaryLayer: Layer, Sendable {
             throw LayerKitError.shapeMismatch("\(layerName) takes 2 input images and 1 output image")
         }
         let output = outputs[0]
-        var constants = output.shapeConstants
+        var operands: [BinaryConstants.Operand] = []
         for input in inputs {
             for (extent, full) in zip(input.shape, output.shape) where extent != full && extent != 1 {
                 throw LayerKitError.shapeMismatch(
                     "\(layerName): input image \(Tensor.describe(input.shape)) does not broadcast to \(Tensor.describe(output.shape))")
             }
-            for value in [input.width, input.height, input.featureChannels, input.batch] { constants.append(UInt32(value)) }
+            operands.append(.init(width: UInt32(input.width), height: UInt32(input.height),
+                                  channels: UInt32(input.featureChannels), batch: UInt32(input.batch)))
         }
-        let pipeline = try commandBuffer.context.pipeline(
-            shader: "binary.comp", defines: ["LK_OP(a, b)": glslExpression], images: 3, pushConstantSize: 13 * 4)
-        try commandBuffer.dispatch(pipeline, images: inputs + [output], constants: constants, threads: output.threads)
+        let constants = BinaryConstants(shape: output.shapeConstants, lhs: operands[0], rhs: operands[1])
+        try commandBuffer.dispatch(kernel(on: commandBuffer.context), images: inputs + [output], constants: constants,
+                                   threads: output.threads)
     }
 
     private var primitive: lk_binary_op {

@@ -10,6 +10,8 @@ public final class ConcatLayer: Layer, Sendable {
     /// The most inputs one GPU dispatch gathers from (with the output, the
     /// four bindings a dispatch may have); more take one dispatch per group.
     static let inputsPerDispatch = 3
+    /// The pipeline `prepare` made on each context.
+    private let gpuKernel = PerContext<GPUKernel<ConcatConstants>>()
 
     /// A concatenation along `axis` (a converter resolves negative ONNX
     /// axes first); throws for a negative axis.
@@ -67,6 +69,13 @@ public final class ConcatLayer: Layer, Sendable {
     /// True along axis 1, the image's channel axis.
     public var hasGPUImplementation: Bool { axis == 1 }
 
+    /// Creates the pipeline on `context`, once per context.
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try kernel(on: context) }
+
+    private func kernel(on context: GPUContext) throws -> GPUKernel<ConcatConstants> {
+        try gpuKernel.value(on: context) { try BuiltInShaders.concat.kernel(on: context) }
+    }
+
     /// `Shaders/concat.comp`: each output texel gathers its four lanes from
     /// the inputs that own them. Inputs go in groups of up to three, one
     /// dispatch each over the output slices the group touches; a texel
@@ -85,33 +94,30 @@ public final class ConcatLayer: Layer, Sendable {
             throw LayerKitError.shapeMismatch(
                 "\(layerName): output image \(Tensor.describe(output.shape)) is not the inputs' \(Tensor.describe(shape))")
         }
-        let pipeline = try commandBuffer.context.pipeline(shader: "concat.comp", images: Self.inputsPerDispatch + 1,
-                                                          pushConstantSize: 16 * 4)
+        let kernel = try kernel(on: commandBuffer.context)
         let groups = stride(from: 0, to: inputs.count, by: Self.inputsPerDispatch).map {
             $0..<min($0 + Self.inputsPerDispatch, inputs.count)
         }
         var offset = 0
         for (g, group) in groups.enumerated() {
             let start = offset
-            var offsets: [UInt32] = [], counts: [UInt32] = []
-            for input in inputs[group] {
-                offsets.append(UInt32(offset))
-                counts.append(UInt32(input.featureChannels))
+            // Unused slots have count 0.
+            var offsets = SIMD4<UInt32>(), counts = SIMD4<UInt32>()
+            for (slot, input) in inputs[group].enumerated() {
+                offsets[slot] = UInt32(offset)
+                counts[slot] = UInt32(input.featureChannels)
                 offset += input.featureChannels
             }
             let firstSlice = start / 4, sliceCount = (offset - 1) / 4 - start / 4 + 1
             let isLast = g == groups.count - 1
             // Bit 0: load the texel first (other groups own some lanes); bit 1: zero the padding lanes.
-            var constants = output.shapeConstants
-            for value in [firstSlice, sliceCount, (groups.count > 1 ? 1 : 0) | (isLast ? 2 : 0)] {
-                constants.append(UInt32(value))
-            }
-            // Two uvec4s in the shader: unused slots have count 0.
+            let constants = ConcatConstants(shape: output.shapeConstants, firstSlice: UInt32(firstSlice),
+                                            sliceCount: UInt32(sliceCount),
+                                            flags: UInt32((groups.count > 1 ? 1 : 0) | (isLast ? 2 : 0)),
+                                            offsets: offsets, counts: counts)
             let unused = Self.inputsPerDispatch - group.count
-            for value in offsets + Array(repeating: 0, count: 4 - group.count) { constants.append(value) }
-            for value in counts + Array(repeating: 0, count: 4 - group.count) { constants.append(value) }
             let images = Array(inputs[group]) + Array(repeating: first, count: unused) + [output]
-            try commandBuffer.dispatch(pipeline, images: images, constants: constants,
+            try commandBuffer.dispatch(kernel, images: images, constants: constants,
                                        threads: (output.width, output.height, output.batch * sliceCount))
         }
     }

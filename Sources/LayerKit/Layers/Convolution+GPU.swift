@@ -1,5 +1,3 @@
-import VulkanCompute
-
 /// `conv2d.comp`'s three forms, by how input channels meet output channels.
 enum ConvolutionVariant: String {
     /// group 1: every output slice reads every input slice, a mat4 a tap.
@@ -23,11 +21,15 @@ enum ConvolutionVariant: String {
     var define: String { "LK_CONV_\(rawValue.uppercased())" }
 }
 
-extension Convolution {
-    /// Bytes of `conv2d.comp`'s push constants: the output's shape fields
-    /// and 14 more 4-byte values.
-    static let pushConstantSize = GPUContext.shapeConstantSize + 14 * 4
+/// What a convolution keeps on one context: its pipeline, and its weights
+/// and bias in device buffers.
+struct PreparedConvolution {
+    let kernel: GPUKernel<ConvolutionConstants>
+    let weights: GPUBuffer
+    let bias: GPUBuffer
+}
 
+extension Convolution {
     var variant: ConvolutionVariant {
         ConvolutionVariant(group: group, inputChannels: inputChannels, outputChannels: outputChannels)
     }
@@ -39,7 +41,7 @@ extension Convolution {
     /// whose column i, row o is w[4*os + o][4*is + i] (zero past M or C), so
     /// that `matrix * texel` is the four outputs' sums over four inputs.
     /// depthwise: a vec4 per (slice, tap). grouped: the ONNX layout as is.
-    static func arrangedForDevice(weights: Tensor, bias: Tensor?, group: Int) -> (DeviceConstants, DeviceConstants) {
+    static func arrangedForDevice(weights: Tensor, bias: Tensor?, group: Int) -> (weights: [Float], bias: [Float]) {
         let (m, cg, taps) = (weights.shape[0], weights.shape[1], weights.shape[2] * weights.shape[3])
         let c = cg * group
         let (outSlices, inSlices) = ((m + 3) / 4, (c + 3) / 4)
@@ -65,27 +67,37 @@ extension Convolution {
         case .grouped:
             values = Array(w)
         }
-        return (DeviceConstants(values), DeviceConstants(biasValues))
+        return (values, biasValues)
     }
 
     public var hasGPUImplementation: Bool { true }
 
+    /// Creates the pipeline of this convolution's form and uploads its
+    /// weights and bias to `context`'s device, once per context.
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try prepared(on: context) }
+
+    private func prepared(on context: GPUContext) throws -> PreparedConvolution {
+        try gpuState.value(on: context) {
+            try PreparedConvolution(
+                kernel: BuiltInShaders.conv2d.kernel(on: context, defines: [(variant.define, "1")]),
+                weights: context.makeBuffer(floats: deviceValues.weights),
+                bias: context.makeBuffer(floats: deviceValues.bias))
+        }
+    }
+
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
-        let (input, output, context) = (inputs[0], outputs[0], commandBuffer.context)
-        let pipeline = try context.pipeline(shader: "conv2d.comp", defines: [variant.define: "1"], images: 2,
-                                            buffers: 2, pushConstantSize: Self.pushConstantSize)
-        var constants = output.shapeConstants
-        for value in [g.width, g.height, inputChannels, input.slices, kernelWidth, kernelHeight,
-                      strides[1], strides[0], dilations[1], dilations[0]] {
-            constants.append(UInt32(value))
-        }
-        constants.append(Int32(g.padLeft))
-        constants.append(Int32(g.padTop))
-        constants.append(UInt32(inputChannels / group))
-        constants.append(UInt32(outputChannels / group))
-        try commandBuffer.dispatch(pipeline, images: [input, output],
-                                   buffers: [deviceWeights.buffer(on: context), deviceBias.buffer(on: context)],
+        let (input, output) = (inputs[0], outputs[0])
+        let state = try prepared(on: commandBuffer.context)
+        let constants = ConvolutionConstants(
+            shape: output.shapeConstants,
+            inputWidth: UInt32(g.width), inputHeight: UInt32(g.height), inputChannels: UInt32(inputChannels),
+            inputSlices: UInt32(input.slices), kernelWidth: UInt32(kernelWidth), kernelHeight: UInt32(kernelHeight),
+            strideX: UInt32(strides[1]), strideY: UInt32(strides[0]),
+            dilationX: UInt32(dilations[1]), dilationY: UInt32(dilations[0]),
+            padLeft: Int32(g.padLeft), padTop: Int32(g.padTop),
+            groupInputChannels: UInt32(inputChannels / group), groupOutputChannels: UInt32(outputChannels / group))
+        try commandBuffer.dispatch(state.kernel, images: [input, output], buffers: [state.weights, state.bias],
                                    constants: constants, threads: output.threads)
     }
 }

@@ -39,8 +39,9 @@ public final class Convolution: Layer {
     var kernelHeight: Int { weights.shape[2] }
     var kernelWidth: Int { weights.shape[3] }
     /// The weights and bias laid out for `conv2d.comp` (see Convolution+GPU.swift).
-    let deviceWeights: DeviceConstants
-    let deviceBias: DeviceConstants
+    let deviceValues: (weights: [Float], bias: [Float])
+    /// What `prepare` made on each context.
+    let gpuState = PerContext<PreparedConvolution>()
 
     /// Multiply-adds per output element below which `evaluate` stays on one
     /// thread: waking helpers costs microseconds, which small layers lose.
@@ -72,7 +73,7 @@ public final class Convolution: Layer {
         self.weights = try Tensor(shape: weights.shape, values: weights.values)
         self.bias = try bias.map { try Tensor(shape: $0.shape, values: $0.values) }
         (self.strides, self.dilations, self.padding, self.group) = (strides, dilations, padding, group)
-        (deviceWeights, deviceBias) = Self.arrangedForDevice(weights: weights, bias: bias, group: group)
+        deviceValues = Self.arrangedForDevice(weights: weights, bias: bias, group: group)
     }
 
     /// The resolved geometry of a run: input extents, output extents, leading pads.

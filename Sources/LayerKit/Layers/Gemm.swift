@@ -160,6 +160,11 @@ public final class Gemm: Layer {
 
     public var hasGPUImplementation: Bool { convolution != nil }
 
+    /// Prepares the 1x1 convolution the product runs as (see `encode`).
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws {
+        try convolution?.prepare(on: context, inputShapes: inputShapes)
+    }
+
     /// Encodes the product as a 1x1 convolution of the `N×K×1×1` input image
     /// into the `N×M×1×1` output image.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {

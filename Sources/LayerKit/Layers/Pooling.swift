@@ -35,6 +35,8 @@ public final class Pooling: Layer, Sendable {
     public let dilations: [Int]
     /// Whether output extents round up (ONNX `ceil_mode`).
     public let ceilMode: Bool
+    /// The pipeline `prepare` made on each context.
+    private let gpuKernel = PerContext<GPUKernel<PoolConstants>>()
 
     /// A windowed pool (`kind` `.max` or `.average`) with a 2-element
     /// `kernel`, or a global pool (`kernel` empty; the window parameters
@@ -109,6 +111,19 @@ public final class Pooling: Layer, Sendable {
 
     public var hasGPUImplementation: Bool { true }
 
+    /// Creates the pipeline of this pool's kind on `context`, once per context.
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws {
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
+        _ = try kernel(on: context, kernelParameters(inputShapes[0]))
+    }
+
+    /// `pool.comp` for `p.kind` (fixed by the layer's kind, whatever the shape).
+    private func kernel(on context: GPUContext, _ p: lk_pool2d_params) throws -> GPUKernel<PoolConstants> {
+        try gpuKernel.value(on: context) {
+            try BuiltInShaders.pool.kernel(on: context, defines: [("LK_POOL_KIND", "\(p.kind.rawValue)")])
+        }
+    }
+
     /// `Shaders/pool.comp`, one invocation per output texel; a global pool
     /// is one window over the whole input plane.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
@@ -121,14 +136,15 @@ public final class Pooling: Layer, Sendable {
             throw LayerKitError.shapeMismatch(
                 "\(layerName): output image \(Tensor.describe(output.shape)) does not fit input \(Tensor.describe(input.shape))")
         }
-        var constants = output.shapeConstants
-        for value in [p.in_w, p.in_h, p.kernel_w, p.kernel_h, p.stride_w, p.stride_h, p.dilation_w, p.dilation_h,
-                      p.pad_left, p.pad_top, p.pad_right, p.pad_bottom] {
-            constants.append(Int32(value))
-        }
-        let pipeline = try commandBuffer.context.pipeline(
-            shader: "pool.comp", defines: ["LK_POOL_KIND": "\(p.kind.rawValue)"], images: 2, pushConstantSize: 17 * 4)
-        try commandBuffer.dispatch(pipeline, images: [input, output], constants: constants, threads: output.threads)
+        let constants = PoolConstants(
+            shape: output.shapeConstants, inputWidth: Int32(p.in_w), inputHeight: Int32(p.in_h),
+            kernelWidth: Int32(p.kernel_w), kernelHeight: Int32(p.kernel_h),
+            strideX: Int32(p.stride_w), strideY: Int32(p.stride_h),
+            dilationX: Int32(p.dilation_w), dilationY: Int32(p.dilation_h),
+            padLeft: Int32(p.pad_left), padTop: Int32(p.pad_top), padRight: Int32(p.pad_right),
+            padBottom: Int32(p.pad_bottom))
+        try commandBuffer.dispatch(kernel(on: commandBuffer.context, p), images: [input, output],
+                                   constants: constants, threads: output.threads)
     }
 
     /// The window geometry of a rank-4 input: rows, then columns.

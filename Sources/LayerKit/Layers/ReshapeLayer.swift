@@ -8,6 +8,8 @@ public final class ReshapeLayer: Layer, Sendable {
     public let outputShape: [Int]
     /// The op this layer stands for ("Reshape", "Flatten", ...).
     public let layerName: String
+    /// The pipeline `prepare` made on each context.
+    private let gpuKernel = PerContext<GPUKernel<ReshapeConstants>>()
 
     /// A reshape to `outputShape` (no negative extents), named after its op.
     public init(outputShape: [Int], name: String = "Reshape") throws {
@@ -38,6 +40,13 @@ public final class ReshapeLayer: Layer, Sendable {
 
     public var hasGPUImplementation: Bool { true }
 
+    /// Creates the pipeline on `context`, once per context.
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try kernel(on: context) }
+
+    private func kernel(on context: GPUContext) throws -> GPUKernel<ReshapeConstants> {
+        try gpuKernel.value(on: context) { try BuiltInShaders.reshape.kernel(on: context) }
+    }
+
     /// `Shaders/reshape.comp`: each output lane loads the input lane of the
     /// same row-major index.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
@@ -48,9 +57,9 @@ public final class ReshapeLayer: Layer, Sendable {
         guard output.count <= Int(UInt32.max) else {
             throw LayerKitError.shapeMismatch("\(layerName): \(output.count) elements exceed the shader's 32-bit indices")
         }
-        var constants = output.shapeConstants
-        for value in [input.width, input.height, input.featureChannels] { constants.append(UInt32(value)) }
-        let pipeline = try commandBuffer.context.pipeline(shader: "reshape.comp", images: 2, pushConstantSize: 8 * 4)
-        try commandBuffer.dispatch(pipeline, images: [input, output], constants: constants, threads: output.threads)
+        let constants = ReshapeConstants(shape: output.shapeConstants, inputWidth: UInt32(input.width),
+                                         inputHeight: UInt32(input.height), inputChannels: UInt32(input.featureChannels))
+        try commandBuffer.dispatch(kernel(on: commandBuffer.context), images: [input, output], constants: constants,
+                                   threads: output.threads)
     }
 }

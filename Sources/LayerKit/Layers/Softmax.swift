@@ -8,6 +8,8 @@ import CKernels
 public final class Softmax: Layer, Sendable {
     /// The axis the softmax runs along (non-negative).
     public let axis: Int
+    /// The pipeline `prepare` made on each context.
+    private let gpuKernel = PerContext<GPUKernel<ShapeConstants>>()
 
     /// A softmax along `axis`, counted from 0 (a converter resolves
     /// negative ONNX axes first); throws for a negative axis.
@@ -45,6 +47,13 @@ public final class Softmax: Layer, Sendable {
     /// True along axis 1, the image's channel axis.
     public var hasGPUImplementation: Bool { axis == 1 }
 
+    /// Creates the pipeline on `context`, once per context.
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try kernel(on: context) }
+
+    private func kernel(on context: GPUContext) throws -> GPUKernel<ShapeConstants> {
+        try gpuKernel.value(on: context) { try BuiltInShaders.softmax.kernel(on: context) }
+    }
+
     /// `Shaders/softmax.comp`: one invocation per (x, y, item) walks the
     /// slices twice (maximum, then sum of exponentials) and writes them all.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
@@ -55,8 +64,8 @@ public final class Softmax: Layer, Sendable {
             throw LayerKitError.shapeMismatch("\(layerName) takes 1 input image and 1 output image of the same shape")
         }
         let output = outputs[0]
-        let pipeline = try commandBuffer.context.pipeline(shader: "softmax.comp", images: 2, pushConstantSize: 5 * 4)
-        try commandBuffer.dispatch(pipeline, images: [inputs[0], output], constants: output.shapeConstants,
+        try commandBuffer.dispatch(kernel(on: commandBuffer.context), images: [inputs[0], output],
+                                   constants: output.shapeConstants,
                                    threads: (output.width, output.height, output.batch))
     }
 }

@@ -94,6 +94,9 @@ open class ElementwiseLayer: PerElementLayer, @unchecked Sendable {
 
     open var hasGPUImplementation: Bool { true }
 
+    /// Creates the op's pipeline on `context`, once per context.
+    open func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { try chain.prepare(on: context) }
+
     open func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         try chain.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }

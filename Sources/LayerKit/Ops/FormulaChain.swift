@@ -24,6 +24,9 @@ struct FormulaChain: Sendable {
         let lock = NSLock()
         var program: CPUProgram?
         var kernel: (PerElementKernel, [Float], [[Float]])?
+        /// The element-wise template's pipeline for `kernel` and its
+        /// per-channel weights on the device, per context.
+        let prepared = PerContext<(kernel: GPUKernel<PerElementConstants>, weights: GPUBuffer)>()
     }
 
     /// `Linear+Swish`-style name for kernels, notices and reports.
@@ -58,12 +61,27 @@ struct FormulaChain: Sendable {
         }
     }
 
+    /// Creates the chain's pipeline on `context` and uploads its per-channel
+    /// values, once per context.
+    func prepare(on context: GPUContext) throws { _ = try prepared(on: context) }
+
+    private func prepared(on context: GPUContext) throws -> (kernel: GPUKernel<PerElementConstants>, weights: GPUBuffer) {
+        let (kernel, _, weights) = try cachedGPUKernel()
+        return try compiled.prepared.value(on: context) {
+            // Every set has the same length, the chain's channel count (checkChannels).
+            (try context.kernel(for: kernel),
+             try context.makeBuffer(floats: PerElementConstants.weightLayout(weights, channels: weights.first?.count ?? 0)))
+        }
+    }
+
     /// Encodes the chain as one dispatch per image pair.
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         for input in inputs { try checkChannels(input.featureChannels) }
-        let (kernel, parameters, weights) = try cachedGPUKernel()
+        let (_, parameters, _) = try cachedGPUKernel()
+        let state = try prepared(on: commandBuffer.context)
         for (input, output) in zip(inputs, outputs) {
-            try commandBuffer.dispatch(kernel, input: input, output: output, parameters: parameters, weights: weights)
+            try commandBuffer.dispatch(state.kernel, input: input, output: output, parameters: parameters,
+                                       weightBuffer: state.weights)
         }
     }
 

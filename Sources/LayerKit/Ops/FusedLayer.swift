@@ -48,6 +48,9 @@ public final class FusedLayer: PerElementLayer, @unchecked Sendable {
 
     public var hasGPUImplementation: Bool { true }
 
+    /// Creates the fused chain's one pipeline on `context`, once per context.
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { try chain.prepare(on: context) }
+
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         try chain.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }

@@ -1,4 +1,4 @@
-import VulkanCompute
+internal import VulkanCompute
 
 /// The profiling half of a profiled `GPUCommandBuffer`: it brackets every
 /// transfer and dispatch with GPU timestamps, times the host's steps, and

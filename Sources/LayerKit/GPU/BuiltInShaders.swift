@@ -1,0 +1,109 @@
+/// One of LayerKit's own shaders (`Shaders/<file>`), declared once: its
+/// binding layout (`images` rgba16f storage images, then `buffers` storage
+/// buffers) and its push-constant block as the Swift struct `Constants`.
+/// The workgroup size is the shader's (`LK_WORKGROUP_SIZE` in
+/// `Shaders/layerkit.glsl`), read from its SPIR-V.
+struct BuiltInShader<Constants: BitwiseCopyable>: Sendable {
+    let file: String
+    let images: Int
+    let buffers: Int
+
+    /// The kernel of this shader with `defines` (a variant) on `context`,
+    /// compiled once per context and variant.
+    func kernel(on context: GPUContext, name: String? = nil,
+                defines: [(name: String, value: String)] = []) throws -> GPUKernel<Constants> {
+        try context.kernel(name: name ?? variantName(defines), shader: file,
+                           source: { try GPUContext.builtInSource(file) },
+                           images: images, buffers: buffers, defines: defines)
+    }
+
+    /// `file [NAME=value ...]`: how profiles and errors name a variant.
+    func variantName(_ defines: [(name: String, value: String)]) -> String {
+        defines.isEmpty ? file : "\(file) [\(defines.map { "\($0.name)=\($0.value)" }.joined(separator: " "))]"
+    }
+
+    /// `MemoryLayout<Constants>.size`: the bytes pushed per dispatch.
+    var constantsSize: Int { MemoryLayout<Constants>.size }
+}
+
+/// Every built-in shader.
+enum BuiltInShaders {
+    static let elementwise = BuiltInShader<PerElementConstants>(file: "elementwise.comp", images: 2, buffers: 1)
+    static let conv2d = BuiltInShader<ConvolutionConstants>(file: "conv2d.comp", images: 2, buffers: 2)
+    static let pool = BuiltInShader<PoolConstants>(file: "pool.comp", images: 2, buffers: 0)
+    static let binary = BuiltInShader<BinaryConstants>(file: "binary.comp", images: 3, buffers: 0)
+    static let concat = BuiltInShader<ConcatConstants>(file: "concat.comp", images: ConcatLayer.inputsPerDispatch + 1,
+                                                       buffers: 0)
+    static let reshape = BuiltInShader<ReshapeConstants>(file: "reshape.comp", images: 2, buffers: 0)
+    static let softmax = BuiltInShader<ShapeConstants>(file: "softmax.comp", images: 2, buffers: 0)
+}
+
+/// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]`.
+struct PerElementConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var parameters: (Float, Float, Float, Float, Float, Float, Float, Float)
+
+    /// All fields zero.
+    static let zero = PerElementConstants(
+        shape: ShapeConstants(width: 0, height: 0, channels: 0, slices: 0, layers: 0),
+        parameters: (0, 0, 0, 0, 0, 0, 0, 0))
+
+    /// The template's weight buffer for per-channel `weights` (each set one
+    /// value per channel of `channels`): one run of `slices * 4` floats per
+    /// set, zero past the last channel, so `weight(k)` reads a vec4 a slice.
+    static func weightLayout(_ weights: [[Float]], channels: Int) -> [Float] {
+        let padded = (channels + 3) / 4 * 4
+        var layout = [Float](repeating: 0, count: max(1, weights.count * padded))
+        for (k, set) in weights.enumerated() {
+            for (c, value) in set.prefix(channels).enumerated() { layout[k * padded + c] = value }
+        }
+        return layout
+    }
+}
+
+/// `conv2d.comp`: the output's shape, then the input's and the window's geometry.
+struct ConvolutionConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight, inputChannels, inputSlices: UInt32
+    var kernelWidth, kernelHeight: UInt32
+    var strideX, strideY, dilationX, dilationY: UInt32
+    var padLeft, padTop: Int32
+    var groupInputChannels, groupOutputChannels: UInt32
+}
+
+/// `pool.comp`: the output's shape, then the input's extent and the window.
+struct PoolConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight: Int32
+    var kernelWidth, kernelHeight: Int32
+    var strideX, strideY: Int32
+    var dilationX, dilationY: Int32
+    var padLeft, padTop, padRight, padBottom: Int32
+}
+
+/// `binary.comp`: the output's shape, then each operand's W, H, C, N.
+struct BinaryConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var lhs: Operand
+    var rhs: Operand
+
+    /// One operand's extents (four uints, not a uvec4: 4-byte aligned).
+    struct Operand: BitwiseCopyable {
+        var width, height, channels, batch: UInt32
+    }
+}
+
+/// `concat.comp`: the output's shape, the slices this dispatch writes, its
+/// flags, and the channel offset and count of each input (uvec4s; unused 0).
+struct ConcatConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var firstSlice, sliceCount, flags: UInt32
+    var offsets: SIMD4<UInt32>
+    var counts: SIMD4<UInt32>
+}
+
+/// `reshape.comp`: the output's shape, then the input's W, H, C.
+struct ReshapeConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight, inputChannels: UInt32
+}
