@@ -58,3 +58,10 @@ func forEachChunk(count: Int, chunkSize: Int = defaultChunkSize, threadCount: In
         }
     }
 }
+
+/// A raw pointer handed to worker threads that touch disjoint ranges; the
+/// caller keeps the memory alive for the call. (A tensor itself is Sendable:
+/// closures that have one capture it instead.)
+struct SendablePointer: @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
+}

@@ -40,8 +40,3 @@ enum SliceConversion {
         }
     }
 }
-
-/// A raw pointer handed to worker threads that touch disjoint ranges.
-struct SendablePointer: @unchecked Sendable {
-    let raw: UnsafeMutableRawPointer
-}

@@ -54,11 +54,11 @@ public final class BinaryLayer: Layer, Sendable {
         let plan = try BroadcastPlan(inputs[0].shape, inputs[1].shape, layer: layerName)
         try LayerChecks.requireOutput(outputs, plan.shape, layer: layerName)
         let op = primitive
-        let pointers = UnsafeSendable((inputs[0].dataPointer, inputs[1].dataPointer, outputs[0].dataPointer))
+        let (x, y, result) = (inputs[0], inputs[1], outputs[0])
         forEachChunk(count: outputs[0].count, threadCount: activeProcessorCount) { range in
             plan.forEachRun(in: range) { output, a, b, n in
-                let p = pointers.value
-                lk_binary_f32(op, p.0 + a, plan.runStrideA, p.1 + b, plan.runStrideB, p.2 + output, n)
+                lk_binary_f32(op, x.dataPointer + a, plan.runStrideA, y.dataPointer + b, plan.runStrideB,
+                              result.dataPointer + output, n)
             }
         }
     }

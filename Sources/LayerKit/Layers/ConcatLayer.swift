@@ -50,17 +50,17 @@ public final class ConcatLayer: Layer, Sendable {
         let outRun = shape[axis] * inner
         guard outer > 0, outRun > 0 else { return }
         var offset = 0
-        var pieces: [(source: UnsafePointer<Float>, run: Int, offset: Int)] = []
+        var pieces: [(source: Tensor, run: Int, offset: Int)] = []
         for input in inputs {
-            pieces.append((UnsafePointer(input.dataPointer), input.shape[axis] * inner, offset))
+            pieces.append((input, input.shape[axis] * inner, offset))
             offset += input.shape[axis] * inner
         }
-        let shared = UnsafeSendable((pieces, outputs[0].dataPointer))
+        let (output, runs) = (outputs[0], pieces)
         forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / outRun), threadCount: activeProcessorCount) { range in
-            let (pieces, output) = shared.value
             for o in range {
-                for piece in pieces {
-                    (output + o * outRun + piece.offset).update(from: piece.source + o * piece.run, count: piece.run)
+                for piece in runs {
+                    (output.dataPointer + o * outRun + piece.offset)
+                        .update(from: piece.source.dataPointer + o * piece.run, count: piece.run)
                 }
             }
         }

@@ -87,13 +87,13 @@ public final class Pooling: Layer, Sendable {
         let input = inputs[0]
         let planes = shape[0] * shape[1]
         let inPlane = LayerChecks.product(input.shape[2...])
-        let pointers = UnsafeSendable((UnsafePointer(input.dataPointer), outputs[0].dataPointer))
+        let output = outputs[0]
         let chunk = max(1, defaultChunkSize / max(inPlane, 1))
         if Pooling.isGlobal(kind) {
             let max: Int32 = kind == .globalMax ? 1 : 0
             forEachChunk(count: planes, chunkSize: chunk, threadCount: activeProcessorCount) { range in
-                lk_global_pool_f32(max, pointers.value.0 + range.lowerBound * inPlane,
-                                   pointers.value.1 + range.lowerBound, inPlane, range.count)
+                lk_global_pool_f32(max, input.dataPointer + range.lowerBound * inPlane,
+                                   output.dataPointer + range.lowerBound, inPlane, range.count)
             }
             return
         }
@@ -103,8 +103,8 @@ public final class Pooling: Layer, Sendable {
             var p = params
             // On the stack for any real window: no allocation per call.
             withUnsafeTemporaryAllocation(of: Float.self, capacity: lk_pool2d_scratch_floats(&p)) { scratch in
-                lk_pool2d_f32(&p, pointers.value.0 + range.lowerBound * inPlane,
-                              pointers.value.1 + range.lowerBound * outPlane, range.count, scratch.baseAddress)
+                lk_pool2d_f32(&p, input.dataPointer + range.lowerBound * inPlane,
+                              output.dataPointer + range.lowerBound * outPlane, range.count, scratch.baseAddress)
             }
         }
     }

@@ -35,11 +35,11 @@ public final class Softmax: Layer, Sendable {
         let inner = LayerChecks.product(shape[(axis + 1)...])
         let block = length * inner
         guard block > 0 else { return }
-        let pointers = UnsafeSendable((UnsafePointer(inputs[0].dataPointer), outputs[0].dataPointer))
+        let (input, output) = (inputs[0], outputs[0])
         forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / block), threadCount: activeProcessorCount) { range in
             let scratch = UnsafeMutablePointer<Float>.allocate(capacity: 2 * inner)
             defer { scratch.deallocate() }
-            lk_softmax_f32(pointers.value.0 + range.lowerBound * block, pointers.value.1 + range.lowerBound * block,
+            lk_softmax_f32(input.dataPointer + range.lowerBound * block, output.dataPointer + range.lowerBound * block,
                            range.count, length, inner, scratch)
         }
     }

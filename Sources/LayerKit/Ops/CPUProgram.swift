@@ -202,9 +202,11 @@ struct CPUProgram: Sendable {
     func run(input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, count: Int,
              plane: Int, channels: Int, threadCount: Int, isa: lk_isa) {
         let program = self
-        let pointers = UnsafeSendable((input, output))
+        let (source, destination) = (SendablePointer(raw: UnsafeMutableRawPointer(mutating: input)),
+                                     SendablePointer(raw: UnsafeMutableRawPointer(output)))
         forEachChunk(count: count, threadCount: threadCount) { range in
-            program.runChunk(range, input: pointers.value.0, output: pointers.value.1,
+            program.runChunk(range, input: source.raw.assumingMemoryBound(to: Float.self),
+                             output: destination.raw.assumingMemoryBound(to: Float.self),
                              plane: max(plane, 1), channels: max(channels, 1), isa: isa)
         }
     }
@@ -336,13 +338,6 @@ extension BinaryFunction {
         case .notEqual: LK_NE
         }
     }
-}
-
-/// Carries raw pointers into a `@Sendable` closure; the caller guarantees
-/// the memory outlives the call and that chunks do not overlap.
-struct UnsafeSendable<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
 }
 
 extension BinaryFunction {
