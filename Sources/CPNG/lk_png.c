@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Where libpng's error callback leaves its message before it longjmps. */
 typedef struct {
@@ -29,12 +30,13 @@ static void lk_on_warning(png_structp png, png_const_charp message) {
     (void)message;
 }
 
-int lk_png_read(const char *path, lk_png_image *out, char *err, size_t errlen) {
+int lk_png_read(int fd, lk_png_image *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     lk_set_error(err, errlen, "unknown error");
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = fdopen(fd, "rb");
     if (!fp) {
         lk_set_error(err, errlen, strerror(errno));
+        close(fd);
         return -1;
     }
     png_byte signature[8];
@@ -115,7 +117,7 @@ void lk_png_free(lk_png_image *image) {
     image->samples = NULL;
 }
 
-int lk_png_write_gray8(const char *path, const uint8_t *pixels, uint32_t width,
+int lk_png_write_gray8(int fd, const uint8_t *pixels, uint32_t width,
                        uint32_t height, char *err, size_t errlen) {
     lk_set_error(err, errlen, "unknown error");
     if (width == 0 || height == 0 || width > LK_PNG_MAX_SIDE || height > LK_PNG_MAX_SIDE ||
@@ -123,8 +125,10 @@ int lk_png_write_gray8(const char *path, const uint8_t *pixels, uint32_t width,
         lk_set_error(err, errlen, "image size out of range");
         return -1;
     }
-    FILE *fp = fopen(path, "wb");
+    int own = dup(fd);
+    FILE *fp = own < 0 ? NULL : fdopen(own, "wb");
     if (!fp) {
+        if (own >= 0) close(own);
         lk_set_error(err, errlen, strerror(errno));
         return -1;
     }

@@ -16,9 +16,19 @@ public struct Console: Sendable {
         out: { FileHandle.standardOutput.write(Data($0.utf8)) },
         error: { FileHandle.standardError.write(Data($0.utf8)) })
 
-    /// Prints a line on standard output.
-    func print(_ line: String = "") { writeOut(line + "\n") }
+    /// Prints one line on standard output. Every line the CLI prints goes
+    /// through here or `note(_:)`, so this is where names from the user's
+    /// files are made safe: control characters are escaped
+    /// (`Printable.escaped`), a newline included, so a line stays one line.
+    func print(_ line: String = "") { writeOut(Printable.escaped(line) + "\n") }
 
-    /// Prints a `layerkit: `-prefixed line on standard error.
-    func note(_ line: String) { writeError("layerkit: \(line)\n") }
+    /// Prints lines of the CLI's own text (the usage), one `print` each.
+    func printLines(_ text: String) {
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) { print(String(line)) }
+    }
+
+    /// Prints a `layerkit: `-prefixed line on standard error, escaped as
+    /// `print` does and cut to about 1,000 characters (`Printable.elided`):
+    /// an error may quote a huge formula or a long chain of names.
+    func note(_ line: String) { writeError("layerkit: \(Printable.escaped(Printable.elided(line)))\n") }
 }

@@ -40,6 +40,8 @@ public enum LayerKitCommands {
           fused, as one pass. e.g. --op Linear --param scale=2 --op Swish --param beta=0.5
           or --expr "max(x, alpha * x)" --param alpha=0.1
 
+        --repeat and --warmup take 1 to 100000 and 0 to 100000 (ValueParsing.maximumCount).
+
         environment:
           LAYERKIT_DEVICE=<index|name>  pick a Vulkan device
           LAYERKIT_VALIDATION=1         enable Khronos validation
@@ -65,7 +67,7 @@ public enum LayerKitCommands {
             case "bench": return try BenchCommand.run(rest, console: console)
             case "profile": return try ProfileCommand.run(rest, console: console)
             case "help", "--help", "-h":
-                console.print(usage)
+                console.printLines(usage)
                 return 0
             default:
                 throw UsageError("unknown command '\(command)' (try: layerkit help)")

@@ -37,13 +37,13 @@ enum ModelFiles {
         }
     }
 
-    /// The model's inputs from `--input FILE` (a one-input model) or
-    /// repeated `--input NAME=FILE`; PNG images are resized and normalized
+    /// The model's inputs from the files `files(_:for:option:)` found for
+    /// `--input FILE` (a one-input model) or repeated `--input NAME=FILE`,
+    /// by input name; PNG images are resized and normalized
     /// as asked and their channels fitted to the input (gray to RGB, RGBA to
     /// RGB); `.npy` files are taken as they are.
-    static func inputs(_ specs: [String], of model: Model, resize: (width: Int, height: Int)?,
+    static func inputs(_ files: [String: String], of model: Model, resize: (width: Int, height: Int)?,
                        normalization: PixelNormalization) throws -> [String: Tensor] {
-        let files = try files(specs, for: model.inputs.map(\.name), option: "--input")
         var tensors: [String: Tensor] = [:]
         for input in model.inputs {
             guard let path = files[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }

@@ -51,6 +51,11 @@ enum ProfileCommand {
         let tracePath = arguments.value("--trace")
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: [path]) }
         let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        let inputFiles = try ModelFiles.files(arguments.values("--input"), for: model.inputs.map(\.name),
+                                              option: "--input")
+        if let tracePath {
+            try ReportFile.check(tracePath, fileExtension: "json", notAmong: Array(inputFiles.values) + [path])
+        }
         var inputs: [String: Tensor] = [:]
         if arguments.values("--input").isEmpty {
             for (i, input) in model.inputs.enumerated() {
@@ -58,7 +63,7 @@ enum ProfileCommand {
                                                         seed: UInt64(i + 1))
             }
         } else {
-            inputs = try ModelFiles.inputs(arguments.values("--input"), of: model, resize: nil, normalization: .unit)
+            inputs = try ModelFiles.inputs(inputFiles, of: model, resize: nil, normalization: .unit)
         }
         let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
         for _ in 0..<warmup { _ = try model.predict(inputs: inputs) }

@@ -4,23 +4,18 @@ import LayerKit
 /// Writes a report file (a plot, a trace): atomically, never over a file
 /// the command reads.
 enum ReportFile {
-    /// Throws unless `path` ends in `.<fileExtension>` and is none of `inputs`.
+    /// Throws unless `path` ends in `.<fileExtension>` and is none of
+    /// `inputs` by identity (`FileIdentity`).
     static func check(_ path: String, fileExtension: String, notAmong inputs: [String]) throws {
         guard path.lowercased().hasSuffix(".\(fileExtension)") else {
             throw UsageError("\(path): expected a .\(fileExtension) file name")
         }
-        let target = URL(fileURLWithPath: path).standardizedFileURL.path
-        for input in inputs where URL(fileURLWithPath: input).standardizedFileURL.path == target {
-            throw LayerKitError.file("output \(path) is also an input (\(input)); refusing to overwrite it")
-        }
+        try FileIdentity.refuseOverwrite(of: path, readingFrom: inputs)
     }
 
-    /// Writes `data` to `path` through a temporary file renamed into place.
+    /// Writes `data` to `path` as `.npy` and PNG outputs are written:
+    /// unnamed until whole (`AtomicFile.write`).
     static func write(_ data: Data, to path: String) throws {
-        do {
-            try data.write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw LayerKitError.file("cannot write \(path): \(error.localizedDescription)")
-        }
+        try AtomicFile.write(data, to: path)
     }
 }

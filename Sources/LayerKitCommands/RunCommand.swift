@@ -17,9 +17,12 @@ enum RunCommand {
         let model = try ModelFiles.load(path, computeUnits: units, console: console)
         let outputFiles = try ModelFiles.files(arguments.values("--output"), for: model.outputs.map(\.name),
                                                option: "--output")
-        let inputFiles = inputSpecs.map { $0.split(separator: "=", maxSplits: 1).last.map(String.init) ?? $0 }
-        for file in outputFiles.values { try TensorFiles.checkOutput(file, notAmong: inputFiles + [path]) }
-        let inputs = try ModelFiles.inputs(inputSpecs, of: model, resize: resize, normalization: normalization)
+        // The files as the reader takes them: a spec is split at `=` only where the model has that name.
+        let inputFiles = try ModelFiles.files(inputSpecs, for: model.inputs.map(\.name), option: "--input")
+        for file in outputFiles.values {
+            try TensorFiles.checkOutput(file, notAmong: Array(inputFiles.values) + [path])
+        }
+        let inputs = try ModelFiles.inputs(inputFiles, of: model, resize: resize, normalization: normalization)
 
         console.print(ModelFiles.deviceLine(model.backend))
         let profiler = arguments.has("--profile") ? Profiler() : nil

@@ -27,16 +27,14 @@ enum TensorFiles {
         }
     }
 
-    /// Throws unless `output` has a writable extension and is not one of
-    /// `inputs` (which would overwrite the user's file).
+    /// Throws unless `output` has a writable extension and is none of
+    /// `inputs` by identity (`FileIdentity`: overwriting it would destroy
+    /// the user's file).
     static func checkOutput(_ output: String, notAmong inputs: [String]) throws {
         guard writable.contains(fileExtension(output)) else {
             throw LayerKitError.unsupported("\(output): unknown output type (expected .npy or .png)")
         }
-        let target = canonical(output)
-        for input in inputs where canonical(input) == target {
-            throw LayerKitError.file("output \(output) is also an input (\(input)); refusing to overwrite it")
-        }
+        try FileIdentity.refuseOverwrite(of: output, readingFrom: inputs)
     }
 
     /// Reads Float32 weights from a `.npy` file as little-endian bytes.
@@ -47,11 +45,5 @@ enum TensorFiles {
 
     private static func fileExtension(_ path: String) -> String {
         URL(fileURLWithPath: path).pathExtension.lowercased()
-    }
-
-    /// The absolute path with symbolic links resolved, so `./x.npy` and a
-    /// link to it compare equal.
-    private static func canonical(_ path: String) -> String {
-        URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
     }
 }

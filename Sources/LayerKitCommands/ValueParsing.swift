@@ -24,12 +24,15 @@ package enum ValueParsing {
         return (width, height)
     }
 
-    /// `-10,10` → `-10...10` (finite, low < high).
+    /// `-10,10` → `-10...10`: finite ends, low < high, and a width
+    /// (HIGH - LOW) that is itself a finite Float, since a random value is
+    /// drawn as LOW + u * (HIGH - LOW) (-3.4e38,3.4e38 is refused).
     package static func range(_ text: String) throws -> ClosedRange<Float> {
         let parts = text.split(separator: ",").map { Float($0.trimmingCharacters(in: .whitespaces)) }
         guard parts.count == 2, let low = parts[0], let high = parts[1],
-              low.isFinite, high.isFinite, low < high else {
-            throw UsageError("--range \(text): expected LOW,HIGH with finite LOW < HIGH, e.g. -10,10")
+              low.isFinite, high.isFinite, low < high, (high - low).isFinite else {
+            throw UsageError("--range \(text): expected LOW,HIGH with finite LOW < HIGH and a finite width "
+                             + "HIGH - LOW (at most \(Float.greatestFiniteMagnitude)), e.g. -10,10")
         }
         return low...high
     }
@@ -81,11 +84,17 @@ package enum ValueParsing {
 
     private static let backendWords: [String: ComputeUnits] = ["cpu": .cpuOnly, "gpu": .gpu, "auto": .automatic]
 
-    /// A whole number of at least `minimum`, the value of option `name`
-    /// (e.g. `--repeat 30`).
-    package static func count(_ text: String, option name: String, minimum: Int) throws -> Int {
-        guard let number = Int(text), number >= minimum else {
-            throw UsageError("\(name) \(text): expected a whole number >= \(minimum)")
+    /// The most any count option (`--repeat`, `--warmup`) takes: a count
+    /// sizes loops and the arrays of timings, so an absurd one must be a
+    /// usage error, not a reservation abort or a run that never ends.
+    package static let maximumCount = 100_000
+
+    /// A whole number from `minimum` to `maximum`, the value of option
+    /// `name` (e.g. `--repeat 30`).
+    package static func count(_ text: String, option name: String, minimum: Int,
+                              maximum: Int = maximumCount) throws -> Int {
+        guard let number = Int(text), number >= minimum, number <= maximum else {
+            throw UsageError("\(name) \(text): expected a whole number from \(minimum) to \(maximum)")
         }
         return number
     }

@@ -22,7 +22,8 @@ public final class Tensor: @unchecked Sendable {
         let memory = Tensor.physicalMemory
         guard UInt64(count) * 4 <= memory else {
             throw LayerKitError.shapeMismatch(
-                "shape \(Tensor.describe(shape)) needs \(UInt64(count) * 4 >> 20) MiB, more than this machine's "
+                // Parenthesized: Swift's >> binds tighter than *, so `count * 4 >> 20` was count * 0.
+                "shape \(Tensor.describe(shape)) needs \((UInt64(count) * 4 + (1 << 20) - 1) >> 20) MiB, more than this machine's "
                 + "\(memory >> 20) MiB of memory")
         }
         self.count = count

@@ -44,12 +44,7 @@ extension ONNXModel {
     /// Reads and decodes the `.onnx` file at `url`. Throws
     /// `LayerKitError.file` when it cannot be read.
     public init(contentsOf url: URL) throws {
-        let data: Data
-        do {
-            data = try Data(contentsOf: url)
-        } catch {
-            throw LayerKitError.file("cannot read '\(url.path)': \(error.localizedDescription)")
-        }
+        let data = try RegularFile.contents(url.path)
         try self.init(data: data, source: url.lastPathComponent)
     }
 }

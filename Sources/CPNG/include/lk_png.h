@@ -25,14 +25,16 @@ typedef struct lk_png_image {
     void *samples;      /* owned; release with lk_png_free */
 } lk_png_image;
 
-/* Decodes the PNG file at `path` into `out`. */
-int lk_png_read(const char *path, lk_png_image *out, char *err, size_t errlen);
+/* Decodes the PNG file open for reading on `fd` into `out`; the descriptor
+   is always closed (the caller opens it, checking the file's type). */
+int lk_png_read(int fd, lk_png_image *out, char *err, size_t errlen);
 
 /* Frees the samples of an image filled by lk_png_read; safe on a zeroed image. */
 void lk_png_free(lk_png_image *image);
 
-/* Writes `width` x `height` 8-bit gray pixels, row-major, to a PNG file at `path`. */
-int lk_png_write_gray8(const char *path, const uint8_t *pixels, uint32_t width,
+/* Writes `width` x `height` 8-bit gray pixels, row-major, as a PNG file to
+   `fd` (a new, empty file open for writing); the caller keeps and closes `fd`. */
+int lk_png_write_gray8(int fd, const uint8_t *pixels, uint32_t width,
                        uint32_t height, char *err, size_t errlen);
 
 #endif

@@ -13,12 +13,7 @@ extension Tensor {
     /// malformed or truncated, and `LayerKitError.unsupported` for dtypes
     /// other than `<f2`, `<f4`, `<f8`, Fortran order, or unknown versions.
     public convenience init(npyFile path: String) throws {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw LayerKitError.file("cannot read '\(path)': \(error.localizedDescription)")
-        }
+        let data = try RegularFile.contents(path)
         try self.init(npyData: data, source: "'\(path)'")
     }
 
@@ -71,8 +66,8 @@ extension Tensor {
 
     /// Writes the tensor to `path` as a `.npy` file (see `npyData()`).
     ///
-    /// The bytes go to a temporary file beside `path` that is then renamed
-    /// into place, so `path` never holds a partial file. Throws
+    /// The file is written unnamed and put in place whole
+    /// (`writeAtomically(to:using:)`), so `path` never holds a partial file. Throws
     /// `LayerKitError.file` if the file cannot be written.
     public func writeNPY(to path: String) throws {
         try writeAtomically(npyData(), to: path)

@@ -13,7 +13,8 @@ extension Tensor {
     /// cannot be read or decoded.
     public convenience init(pngFile path: String) throws {
         var image = lk_png_image()
-        if let message = cMessageOnFailure({ lk_png_read(path, &image, $0, $1) }) {
+        let descriptor = try RegularFile.open(path)  // lk_png_read closes it
+        if let message = cMessageOnFailure({ lk_png_read(descriptor, &image, $0, $1) }) {
             throw LayerKitError.file("cannot read PNG '\(path)': \(message)")
         }
         defer { lk_png_free(&image) }
@@ -50,7 +51,7 @@ extension Tensor {
     /// minimum (0) to maximum (255) of the finite values; NaN draws as 0,
     /// +infinity as 255, -infinity as 0, and a constant tensor as 128.
     ///
-    /// The file is written to a temporary file and renamed into place, so a
+    /// The file is written unnamed and put in place whole, so a
     /// failed write leaves `path` untouched. Throws for an empty tensor, a
     /// rank above 4, a picture over 16384 pixels a side or 2^26 pixels, or a
     /// file that cannot be written.
@@ -84,9 +85,9 @@ extension Tensor {
                 }
             }
         }
-        try writeAtomically(to: path) { temporaryPath in
+        try writeAtomically(to: path) { descriptor in
             if let message = cMessageOnFailure({
-                lk_png_write_gray8(temporaryPath, pixels, UInt32(width), UInt32(height), $0, $1)
+                lk_png_write_gray8(descriptor, pixels, UInt32(width), UInt32(height), $0, $1)
             }) {
                 throw LayerKitError.file("cannot write PNG '\(path)': \(message)")
             }

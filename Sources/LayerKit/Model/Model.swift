@@ -63,10 +63,7 @@ public final class Model: @unchecked Sendable {
     /// model makes its backend, to a shared backend's own `notice` otherwise.
     public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                             registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
-        let data: Data
-        do { data = try Data(contentsOf: url) } catch {
-            throw LayerKitError.file("cannot read \(url.path): \(error.localizedDescription)")
-        }
+        let data = try RegularFile.contents(url.path)
         try self.init(data: data, name: url.lastPathComponent, computeUnits: computeUnits, backend: backend,
                       registry: registry, notice: notice)
     }

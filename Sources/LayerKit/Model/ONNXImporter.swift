@@ -82,8 +82,8 @@ struct ONNXImporter {
             let outputShapes: [[Int]]
             do {
                 outputShapes = try layer.outputShapes(forInputShapes: inputs.map { graph.values[$0].shape })
-            } catch let failure as LayerKitError {
-                throw context.error("\(failure)")
+            } catch {
+                throw context.naming(error)
             }
             guard outputShapes.count == outputNames.count, outputNames.count == node.outputs.count else {
                 throw context.error("has \(node.outputs.count) outputs; LayerKit's layer makes \(outputShapes.count)")
@@ -117,9 +117,10 @@ struct ONNXImporter {
                 throw node.error("op '\(opType)' is not supported by LayerKit (supported: "
                                  + "\(ONNXOperators.supportedOps.joined(separator: ", ")))")
             }
-            return try converter(node)
+            // Constructors throw their own messages: the node is named here, for every op.
+            do { return try converter(node) } catch { throw node.naming(error) }
         }
-        return try customLayer(node)
+        do { return try customLayer(node) } catch { throw node.naming(error) }
     }
 
     /// A node of another domain: the registry's layer of that op type, made
@@ -147,9 +148,8 @@ struct ONNXImporter {
                 }
             }
             if !weights.isEmpty { try layer.setWeightData(weights) }
-        } catch let failure as LayerKitError {
-            if case .invalidModel = failure { throw failure }
-            throw node.error("\(failure)")
+        } catch {
+            throw node.naming(error)
         }
         return ConvertedNode(layer: layer, inputs: inputs)
     }

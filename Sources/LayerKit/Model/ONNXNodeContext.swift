@@ -19,6 +19,14 @@ struct ONNXNodeContext {
     /// An `invalidModel` error about this node.
     func error(_ message: String) -> LayerKitError { .invalidModel("\(label): \(message)") }
 
+    /// `failure` as an error that names this node: any error a layer's
+    /// constructor, parameters or shape rules throw ("Conv: group must be
+    /// >= 1") gets the node's label, once.
+    func naming(_ failure: any Error) -> LayerKitError {
+        if let failure = failure as? LayerKitError, failure.description.hasPrefix(label + ": ") { return failure }
+        return error("\(failure)")
+    }
+
     /// Whether input `i` is given (present and not the empty name).
     func has(_ i: Int) -> Bool { i < inputShapes.count && inputShapes[i] != nil }
 

@@ -16,7 +16,14 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 
 extension Tensor {
     /// A tensor of `shape` filled uniformly from `range` by `SeededGenerator(seed:)`.
+    /// Throws `invalidParameter` unless the ends and the width of `range` are finite Floats.
     public static func uniform(shape: [Int], in range: ClosedRange<Float>, seed: UInt64) throws -> Tensor {
+        // Float.random(in:) traps on a range whose width overflows (e.g. -3.4e38...3.4e38).
+        guard range.lowerBound.isFinite, range.upperBound.isFinite,
+              (range.upperBound - range.lowerBound).isFinite else {
+            throw LayerKitError.invalidParameter(
+                "random range \(range.lowerBound)...\(range.upperBound): the ends and their difference must be finite")
+        }
         let tensor = try Tensor(shape: shape)
         var generator = SeededGenerator(seed: seed)
         for i in 0..<tensor.count { tensor[i] = Float.random(in: range, using: &generator) }

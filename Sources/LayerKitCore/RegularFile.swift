@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// Opening the files LayerKit reads (`.npy`, `.png`, `.onnx`): only
+/// regular files, checked on the open descriptor, so a FIFO with no writer
+/// cannot hang the open and a device such as `/dev/zero` cannot stream
+/// forever; each refusal says what the file is.
+package enum RegularFile {
+    /// Opens `path` for reading. The open itself does not block
+    /// (`O_NONBLOCK`, which a FIFO would otherwise wait in for a writer);
+    /// the descriptor's own type is checked, so nothing can swap the file
+    /// between a check and the open. The caller closes the descriptor.
+    package static func open(_ path: String) throws -> Int32 {
+        let descriptor = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw LayerKitError.file("cannot read '\(path)': \(String(cString: strerror(errno)))")
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let text = String(cString: strerror(errno))
+            close(descriptor)
+            throw LayerKitError.file("cannot read '\(path)': \(text)")
+        }
+        guard (status.st_mode & S_IFMT) == S_IFREG else {
+            close(descriptor)
+            throw LayerKitError.file("cannot read '\(path)': \(kindDescription(status.st_mode))")
+        }
+        // Reads of a regular file never block; clear the flag all the same.
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        return descriptor
+    }
+
+    /// The whole of the regular file at `path`.
+    package static func contents(_ path: String) throws -> Data {
+        let descriptor = try open(path)
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            return try handle.readToEnd() ?? Data()
+        } catch {
+            throw LayerKitError.file("cannot read '\(path)': \(error.localizedDescription)")
+        }
+    }
+
+    /// `not a regular file (a FIFO)`, and so on: why a file of this mode is
+    /// neither read nor replaced.
+    package static func kindDescription(_ mode: mode_t) -> String {
+        let kind: String
+        switch mode & S_IFMT {
+        case S_IFDIR: kind = "a directory"
+        case S_IFCHR: kind = "a character device"
+        case S_IFBLK: kind = "a block device"
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFSOCK: kind = "a socket"
+        case S_IFLNK: kind = "a symbolic link"
+        default: kind = "of an unknown kind"
+        }
+        return "not a regular file (\(kind))"
+    }
+}
