@@ -79,7 +79,12 @@ open class ElementwiseLayer: PerElementLayer, @unchecked Sendable {
         channelValues = values
     }
 
-    open func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
+    /// The inputs' shapes; throws when per-channel values do not have one
+    /// value per channel (axis 1) of an input, so a model names the node at load.
+    open func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        try chain.checkShapes(inputShapes)
+        return inputShapes
+    }
 
     open func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         try evaluate(inputs: inputs, outputs: outputs, threadCount: nil)

@@ -50,6 +50,12 @@ struct FormulaChain: Sendable {
         }
     }
 
+    /// Throws unless every input shape has the channel count (axis 1) the
+    /// chain's per-channel values were given for.
+    func checkShapes(_ shapes: [[Int]]) throws {
+        for shape in shapes { try checkChannels(CPUEvaluator.channels(of: shape)) }
+    }
+
     /// Runs the chain on the CPU: `output = chain(input)` for each pair, on
     /// `threadCount` threads (nil: one per active processor).
     func evaluate(inputs: [Tensor], outputs: [Tensor], threadCount: Int? = nil) throws {

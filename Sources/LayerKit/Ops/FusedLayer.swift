@@ -35,7 +35,11 @@ public final class FusedLayer: PerElementLayer, @unchecked Sendable {
         }
     }
 
-    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] { inputShapes }
+    /// The inputs' shapes; throws when per-channel values do not fit them.
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        try chain.checkShapes(inputShapes)
+        return inputShapes
+    }
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         try chain.evaluate(inputs: inputs, outputs: outputs)
