@@ -132,7 +132,7 @@ struct FormulaChain: Sendable {
                     parameters.append(value)
                 }
             }
-            functions.append("vec4 lk_stage\(index)(vec4 x) { return \(try stage.formula.glsl(slots: slots)); }")
+            functions.append("vec4 lk_stage\(index)(vec4 x) { precise vec4 y = \(try stage.formula.glsl(slots: slots)); return y; }")
         }
         guard parameters.count <= PerElementKernel.maxParameters else {
             throw LayerKitError.invalidParameter(
