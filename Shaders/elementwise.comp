@@ -7,6 +7,15 @@
 // LayerKit defines LK_BODY(x) when it instantiates the template; on its own
 // the template is the identity, so offline compilers can check it.
 #extension GL_GOOGLE_include_directive : require
+// IEEE results for ±0, ±inf and NaN: LayerKit defines LK_IEEE where the
+// device offers SignedZeroInfNanPreserve (VK_KHR_shader_float_controls), so
+// drivers that honour it keep `x * 0` and friends. lavapipe (Mesa 22.3)
+// folds literal zeros even so, hence `lk_zero` below; the formulas' stages
+// are also `precise` (NoContraction), which is what keeps `x - x` there.
+#ifdef LK_IEEE
+#extension GL_EXT_spirv_intrinsics : require
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
+#endif
 #include "layerkit.glsl"
 #include "ops.glsl"
 
@@ -19,7 +28,12 @@ layout(rgba16f, binding = 0) readonly uniform image2DArray source;
 layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
 // Weight set k for channel c sits at k * slices * 4 + c (padded per set).
 layout(std430, binding = 2) readonly buffer Weights { float weights[]; };
-layout(push_constant) uniform Shape { LK_SHAPE_FIELDS; float params[8]; } shape;
+// `zero` is always 0: formulas' zero literals read it (as `lk_zero`), since
+// the driver folds `x * 0.0`, `x / 0.0`, `x + 0.0` and `0.0 - x` even under
+// `precise` and SignedZeroInfNanPreserve (lavapipe, measured), but cannot
+// fold a value it does not know.
+layout(push_constant) uniform Shape { LK_SHAPE_FIELDS; float params[8]; float zero; } shape;
+#define lk_zero shape.zero
 
 uint lk_slice;
 

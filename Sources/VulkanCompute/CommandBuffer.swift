@@ -251,6 +251,23 @@ public final class CommandBuffer: @unchecked Sendable {
         if !errors.isEmpty { throw VulkanError.validation(errors) }
     }
 
+    /// The first timestamp on the host's `CLOCK_MONOTONIC`, in ns, where the
+    /// device calibrates its clock against it (`VK_EXT_calibrated_timestamps`);
+    /// nil before completion, without marks or without calibration.
+    public func firstTimestampOnMonotonicClock() throws -> Double? {
+        guard state == .completed, let queryPool, !timestampLabels.isEmpty,
+              let clocks = device.calibratedClocks() else { return nil }
+        var first: UInt64 = 0
+        try check(vkGetQueryPoolResults(device.handle, queryPool, 0, 1, 8, &first, 8,
+                                        VK_QUERY_RESULT_64_BIT.rawValue | VK_QUERY_RESULT_WAIT_BIT.rawValue),
+                  "vkGetQueryPoolResults")
+        let bits = device.info.timestampValidBits
+        let mask: UInt64 = bits >= 64 ? .max : (1 << UInt64(bits)) - 1
+        // Ticks from the first mark to the calibration, under the mask (a wrap survives).
+        let elapsed = Double(((clocks.deviceTicks & mask) &- (first & mask)) & mask) * Double(device.info.timestampPeriod)
+        return Double(clocks.monotonicNanoseconds) - elapsed
+    }
+
     /// The recorded timestamps, relative to the first, scaled by
     /// `timestampPeriod` and masked to `timestampValidBits`. Empty before
     /// completion or without timestamp support.

@@ -51,8 +51,10 @@ public final class Device: @unchecked Sendable {
         var f16 = VkPhysicalDeviceShaderFloat16Int8Features()
         f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES
         f16.shaderFloat16 = VkBool32(physicalDevice.supportsFloat16 ? VK_TRUE : VK_FALSE)
-        let extensions = physicalDevice.hasFloat16Extension && physicalDevice.supportsFloat16
-            ? ["VK_KHR_shader_float16_int8"] : []
+        let extensions = (physicalDevice.hasFloat16Extension && physicalDevice.supportsFloat16
+            ? ["VK_KHR_shader_float16_int8"] : [])
+            + (physicalDevice.supportsSignedZeroInfNanPreserve32 ? ["VK_KHR_shader_float_controls"] : [])
+            + (physicalDevice.supportsCalibratedTimestamps ? ["VK_EXT_calibrated_timestamps"] : [])
         var device: VkDevice?
         let result = withUnsafePointer(to: &priority) { priorityPointer in
             queueInfo.pQueuePriorities = priorityPointer
@@ -182,4 +184,24 @@ final class LiveObjectCounter: @unchecked Sendable {
     private var value = 0
     var count: Int { lock.lock(); defer { lock.unlock() }; return value }
     func add(_ n: Int) { lock.lock(); value += n; lock.unlock() }
+}
+
+extension Device {
+    /// The device's timestamp counter and the host's `CLOCK_MONOTONIC` (ns)
+    /// read together (`VK_EXT_calibrated_timestamps`), or nil where the
+    /// device cannot (`info.supportsCalibratedTimestamps`) or the call fails.
+    public func calibratedClocks() -> (deviceTicks: UInt64, monotonicNanoseconds: UInt64)? {
+        guard info.supportsCalibratedTimestamps,
+              let raw = vkGetDeviceProcAddr(handle, "vkGetCalibratedTimestampsEXT") else { return nil }
+        let calibrate = unsafeBitCast(raw, to: PFN_vkGetCalibratedTimestampsEXT.self)
+        var infos = [VkCalibratedTimestampInfoEXT](repeating: VkCalibratedTimestampInfoEXT(), count: 2)
+        for (i, domain) in [VK_TIME_DOMAIN_DEVICE_EXT, VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT].enumerated() {
+            infos[i].sType = VK_STRUCTURE_TYPE_CALIBRATED_TIMESTAMP_INFO_EXT
+            infos[i].timeDomain = domain
+        }
+        var values: [UInt64] = [0, 0]
+        var deviation: UInt64 = 0
+        guard calibrate(handle, 2, &infos, &values, &deviation) == VK_SUCCESS else { return nil }
+        return (values[0], values[1])
+    }
 }

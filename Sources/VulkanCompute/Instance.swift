@@ -112,7 +112,7 @@ public final class Instance: @unchecked Sendable {
         var devices = [VkPhysicalDevice?](repeating: nil, count: Int(count))
         try check(vkEnumeratePhysicalDevices(handle, &count, &devices), "vkEnumeratePhysicalDevices")
         return devices.prefix(Int(count)).enumerated().compactMap { index, device in
-            device.map { PhysicalDeviceInfo(index: index, handle: $0) }
+            device.map { PhysicalDeviceInfo(index: index, handle: $0, instance: handle) }
         }
     }
 

@@ -36,6 +36,13 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
     /// Whether compute queues support timestamps (`timestampComputeAndGraphics`
     /// and non-zero `timestampValidBits` on the compute family).
     public let supportsTimestamps: Bool
+    /// Whether shaders may declare SPIR-V's `SignedZeroInfNanPreserve` for
+    /// fp32 (`VK_KHR_shader_float_controls`): the driver then keeps IEEE
+    /// results for ±0, ±inf and NaN (no folding of `x * 0` to 0).
+    public let supportsSignedZeroInfNanPreserve32: Bool
+    /// Whether the device's timestamps can be read together with the host's
+    /// `CLOCK_MONOTONIC` (`VK_EXT_calibrated_timestamps`).
+    public let supportsCalibratedTimestamps: Bool
     /// Nanoseconds per timestamp tick.
     public let timestampPeriod: Float
     /// Valid bits of the compute queue family's timestamps.
@@ -55,7 +62,7 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
     /// Whether LayerKit can run on it: a compute queue and rgba16f storage images.
     public var isUsable: Bool { computeQueueFamily != nil && supportsRGBA16FStorage }
 
-    init(index: Int, handle: VkPhysicalDevice) {
+    init(index: Int, handle: VkPhysicalDevice, instance: VkInstance) {
         self.index = index
         self.handle = handle
         var properties = VkPhysicalDeviceProperties()
@@ -93,6 +100,11 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
         // shaderFloat16 lives in VK_KHR_shader_float16_int8 (core in 1.2).
         let extensions = PhysicalDeviceInfo.extensionNames(handle)
         hasFloat16Extension = extensions.contains("VK_KHR_shader_float16_int8")
+        supportsSignedZeroInfNanPreserve32 = extensions.contains("VK_KHR_shader_float_controls")
+            && PhysicalDeviceInfo.signedZeroInfNanPreserve32(handle)
+        supportsCalibratedTimestamps = supportsTimestamps
+            && extensions.contains("VK_EXT_calibrated_timestamps")
+            && PhysicalDeviceInfo.calibratesWithMonotonicClock(handle, instance: instance)
         let apiAtLeast12 = (v >> 22 & 0x7F) > 1 || (v >> 12 & 0x3FF) >= 2
         if hasFloat16Extension || apiAtLeast12 {
             var f16 = VkPhysicalDeviceShaderFloat16Int8Features()
@@ -107,6 +119,30 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
         } else {
             supportsFloat16 = false
         }
+    }
+
+    private static func signedZeroInfNanPreserve32(_ device: VkPhysicalDevice) -> Bool {
+        var controls = VkPhysicalDeviceFloatControlsProperties()
+        controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES
+        return withUnsafeMutablePointer(to: &controls) { pointer in
+            var properties = VkPhysicalDeviceProperties2()
+            properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+            properties.pNext = UnsafeMutableRawPointer(pointer)
+            vkGetPhysicalDeviceProperties2(device, &properties)
+            return pointer.pointee.shaderSignedZeroInfNanPreserveFloat32 != 0
+        }
+    }
+
+    /// Whether the device and `CLOCK_MONOTONIC` are both calibrateable time domains.
+    private static func calibratesWithMonotonicClock(_ device: VkPhysicalDevice, instance: VkInstance) -> Bool {
+        guard let raw = vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCalibrateableTimeDomainsEXT") else { return false }
+        let domainsOf = unsafeBitCast(raw, to: PFN_vkGetPhysicalDeviceCalibrateableTimeDomainsEXT.self)
+        var count: UInt32 = 0
+        guard domainsOf(device, &count, nil) == VK_SUCCESS, count > 0 else { return false }
+        var domains = [VkTimeDomainEXT](repeating: VK_TIME_DOMAIN_DEVICE_EXT, count: Int(count))
+        guard domainsOf(device, &count, &domains) == VK_SUCCESS else { return false }
+        let found = Set(domains.prefix(Int(count)).map(\.rawValue))
+        return found.contains(VK_TIME_DOMAIN_DEVICE_EXT.rawValue) && found.contains(VK_TIME_DOMAIN_CLOCK_MONOTONIC_EXT.rawValue)
     }
 
     private static func extensionNames(_ device: VkPhysicalDevice) -> Set<String> {

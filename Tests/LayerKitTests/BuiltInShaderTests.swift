@@ -60,7 +60,7 @@ struct BuiltInShaderTests {
     /// go through the reflection.
     @Test func theStructSizesAreTheBlocksCountedByHand() {
         #expect(MemoryLayout<ShapeConstants>.size == 5 * 4)
-        #expect(MemoryLayout<PerElementConstants>.size == 5 * 4 + 8 * 4)
+        #expect(MemoryLayout<PerElementConstants>.size == 5 * 4 + 8 * 4 + 4)
         #expect(MemoryLayout<ConvolutionConstants>.size == 5 * 4 + 14 * 4)
         #expect(MemoryLayout<PoolConstants>.size == 5 * 4 + 12 * 4)
         #expect(MemoryLayout<BinaryConstants>.size == 5 * 4 + 8 * 4)

@@ -38,10 +38,13 @@ enum BuiltInShaders {
     static let softmax = BuiltInShader<ShapeConstants>(file: "softmax.comp", images: 2, buffers: 0)
 }
 
-/// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]`.
+/// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]; float zero`.
 struct PerElementConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var parameters: (Float, Float, Float, Float, Float, Float, Float, Float)
+    /// Always 0: the template's `lk_zero`, a zero the shader compiler cannot
+    /// prove (see `Expr.glslLiteral`).
+    var zero: Float = 0
 
     /// All fields zero.
     static let zero = PerElementConstants(

@@ -163,7 +163,10 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     /// Waits for the work, then fills the tensors of `download` calls.
     public func waitUntilCompleted() throws {
         try hostStep(.wait, "fence wait") { try commands.waitUntilCompleted() }
-        try profile?.finish(stamps: commands.timestamps())
+        if let profile {
+            profile.finish(stamps: try commands.timestamps(),
+                           firstOnMonotonicClock: try commands.firstTimestampOnMonotonicClock())
+        }
         defer {
             // Only now is the GPU done with the staging buffers.
             staging.forEach(context.stagingPool.giveBack)

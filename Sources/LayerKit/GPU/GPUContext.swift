@@ -197,7 +197,8 @@ public final class GPUContext: @unchecked Sendable {
         }
         return try BuiltInShaders.elementwise.kernel(
             on: self, name: "\(kernel.name) (elementwise.comp)",
-            defines: [("LK_BODY(x)", "(\(kernel.body))"), ("LK_FUNCTIONS", kernel.functions)])
+            defines: [("LK_BODY(x)", "(\(kernel.body))"), ("LK_FUNCTIONS", kernel.functions)]
+                + (device.info.supportsSignedZeroInfNanPreserve32 ? [("LK_IEEE", "1")] : []))
     }
 
     /// The text of built-in shader `Shaders/<name>`.

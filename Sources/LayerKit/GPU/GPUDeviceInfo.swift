@@ -41,6 +41,13 @@ public struct GPUDeviceInfo: Sendable, Equatable {
     public var supportsRGBA16FStorage: Bool { physical.supportsRGBA16FStorage }
     /// Whether GPU work can be timed (compute-queue timestamps).
     public var supportsTimestamps: Bool { physical.supportsTimestamps }
+    /// Whether GPU timestamps are put on the host's clock by calibration
+    /// (`VK_EXT_calibrated_timestamps` with `CLOCK_MONOTONIC`); otherwise the
+    /// profiler places them by the fence wait (see `Profiler`).
+    public var supportsCalibratedTimestamps: Bool { physical.supportsCalibratedTimestamps }
+    /// Whether shaders declare `SignedZeroInfNanPreserve` for fp32
+    /// (`VK_KHR_shader_float_controls`); formulas keep IEEE results either way.
+    public var supportsSignedZeroInfNanPreserve: Bool { physical.supportsSignedZeroInfNanPreserve32 }
     /// How many bits of a timestamp are valid (0 without timestamps).
     public var timestampValidBits: UInt32 { physical.timestampValidBits }
     /// How many nanoseconds one timestamp tick is.

@@ -45,8 +45,13 @@ extension Expr {
     }
 
     /// A GLSL float literal that is exactly `c` (9 significant digits
-    /// round-trip a Float); non-finite values by their bit patterns.
+    /// round-trip a Float); non-finite values by their bit patterns. Zeros
+    /// are the template's `lk_zero` (a push constant that is always 0, with
+    /// the sign of `c`): drivers fold a literal zero (`x * 0.0` to 0,
+    /// `x / 0.0` to 0, `x + 0.0` to x, `0.0 - x` to -x, lavapipe measured)
+    /// even in `precise` code, which breaks IEEE results for ±0, ±inf, NaN.
     static func glslLiteral(_ c: Float) -> String {
+        if c == 0 { return c.sign == .minus ? "(-lk_zero)" : "lk_zero" }
         if c.isNaN { return "uintBitsToFloat(0x7FC00000u)" }
         if c.isInfinite { return c < 0 ? "uintBitsToFloat(0xFF800000u)" : "uintBitsToFloat(0x7F800000u)" }
         var text = "\(c)"  // Swift prints the shortest round-tripping digits

@@ -56,18 +56,45 @@ final class GPUWorkProfile {
         return try profiler.measure(kind, name, shape: shape, bytes: bytes, body)
     }
 
-    /// Turns the completed buffer's marks (`stamps`, ns from its first mark)
-    /// into GPU spans; once.
-    func finish(stamps: [CommandBuffer.Timestamp]) {
-        guard !finished, let last = stamps.last, stamps.count == markOwners.count,
+    /// Turns the completed buffer's marks (`stamps`, ns from its first mark;
+    /// `firstOnMonotonicClock`, the first mark on `CLOCK_MONOTONIC` where the
+    /// device calibrates) into GPU spans; once.
+    func finish(stamps: [CommandBuffer.Timestamp], firstOnMonotonicClock: Double?) {
+        guard !finished, stamps.count == markOwners.count, !stamps.isEmpty,
               let submitStart, let waitEnd else { return }
         finished = true
-        let anchor = max(submitStart, waitEnd - last.nanoseconds)
+        let first = firstOnMonotonicClock.map { profiler.timeline(monotonicNanoseconds: $0) }
+        let times = GPUWorkProfile.place(stamps.map(\.nanoseconds), first: first, submit: submitStart, waitEnd: waitEnd)
         for (item, op, begin, end) in items {
-            let start = stamps[begin].nanoseconds
-            profiler.record(ProfileSpan(kind: item.kind, name: item.name, start: anchor + start,
-                                        duration: stamps[end].nanoseconds - start, timedOnGPU: true, op: op,
+            profiler.record(ProfileSpan(kind: item.kind, name: item.name, start: times[begin],
+                                        duration: times[end] - times[begin], timedOnGPU: true, op: op,
                                         shape: item.shape, workgroupSize: item.workgroupSize, bytes: item.bytes))
+        }
+    }
+
+    /// Host times of GPU marks `stamps` (ns from the first mark, in order):
+    /// from `first` (the first mark on the host timeline, calibrated) when
+    /// given, else with the last mark at `waitEnd` — compressed into
+    /// [submit, waitEnd] when the GPU's total is longer than that — and then
+    /// clamped into [submit, waitEnd]. The result is non-decreasing and
+    /// inside the interval for any input, so spans made from it lie inside
+    /// it, in order, with durations >= 0.
+    static func place(_ stamps: [Double], first: Double?, submit: Double, waitEnd: Double) -> [Double] {
+        let end = max(submit, waitEnd)
+        let total = stamps.last ?? 0
+        let times: [Double]
+        if let first {
+            times = stamps.map { first + $0 }
+        } else if total > end - submit {
+            let scale = total > 0 ? (end - submit) / total : 0
+            times = stamps.map { submit + $0 * scale }
+        } else {
+            times = stamps.map { end - total + $0 }
+        }
+        var previous = submit
+        return times.map { time in
+            previous = min(max(time, previous), end)
+            return previous
         }
     }
 }

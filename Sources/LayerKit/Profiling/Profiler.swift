@@ -7,15 +7,19 @@ import Foundation
 /// `measure`. `ProfileSummary` makes the per-layer table of it and
 /// `ChromeTrace` a trace file.
 ///
-/// GPU timestamps count from the command buffer's first mark on the
-/// device's clock; they are placed on the host timeline so that the GPU's
-/// work ends no later than the fence wait returns and starts no earlier than
-/// the submit: its first mark at the later of the submit's start and the
-/// wait's end minus the GPU's total.
+/// GPU timestamps count on the device's clock. Where the device calibrates
+/// that clock against the host's `CLOCK_MONOTONIC` (the profiler's clock;
+/// `VK_EXT_calibrated_timestamps`, lavapipe has it) they are put on the host
+/// timeline by that calibration; otherwise the GPU's last mark is placed at
+/// the end of the fence wait (its first no earlier than the submit, a GPU
+/// total longer than the host interval compressed into it). Either way every
+/// GPU span is then clamped into [submit start, wait end]: whatever the load,
+/// GPU spans lie inside that interval, in order, never overlapping, with
+/// durations >= 0 (`GPUWorkProfile.place`).
 ///
 /// Thread-safe, but `op` labels are one per profiler: profile one run at a time.
 public final class Profiler: @unchecked Sendable {
-    private let origin = DispatchTime.now().uptimeNanoseconds
+    private let origin = Profiler.monotonicNanoseconds()
     private let lock = NSLock()
     private var recorded: [ProfileSpan] = []
     private var currentOp: String?
@@ -25,7 +29,17 @@ public final class Profiler: @unchecked Sendable {
 
     /// Nanoseconds since the profiler was made.
     public func now() -> Double {
-        Double(DispatchTime.now().uptimeNanoseconds &- origin)
+        Double(Profiler.monotonicNanoseconds() &- origin)
+    }
+
+    /// `monotonic` (ns of `CLOCK_MONOTONIC`) on this profiler's timeline.
+    func timeline(monotonicNanoseconds monotonic: Double) -> Double { monotonic - Double(origin) }
+
+    /// `CLOCK_MONOTONIC` in ns: the clock calibrated GPU timestamps are given on.
+    static func monotonicNanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
     /// The spans so far, in the order they were recorded.
