@@ -16,10 +16,10 @@ public struct CPUEvaluator: Sendable {
     /// force the portable path (see ``forcing(_:)``).
     private(set) var isa: lk_isa
 
-    /// Makes an evaluator that uses `threadCount` threads, by default one per
-    /// active processor.
+    /// Makes an evaluator that uses `threadCount` threads, by default the
+    /// current run's (a backend's `threads`), else one per active processor.
     public init(threadCount: Int? = nil) {
-        self.threadCount = threadCount ?? activeProcessorCount
+        self.threadCount = threadCount ?? CPUThreads.current
         self.isa = lk_kernels_isa()
     }
 

@@ -34,13 +34,15 @@ func forEachChunk(count: Int, chunkSize: Int = defaultChunkSize, threadCount: In
     let chunkCount = (count - 1) / chunkSize + 1
     let workers = min(max(1, threadCount), chunkCount)
     let chunk = { @Sendable (i: Int) in i * chunkSize..<min(count, (i + 1) * chunkSize) }
+    let nested = WorkerPool.isInsideJob
+    CPUThreads.record(nested ? 1 : workers)
     guard workers > 1 else {
         // No dispatch at all for one thread: small tensors pay nothing.
         for i in 0..<chunkCount { body(chunk(i)) }
         return
     }
     // Nested inside another chunk: every thread is busy already.
-    if WorkerPool.isInsideJob {
+    if nested {
         for i in 0..<chunkCount { body(chunk(i)) }
         return
     }

@@ -46,6 +46,10 @@ public final class Backend: @unchecked Sendable {
     /// Whether GPU runs record their `start`/`upload`/`kernel`/`download`
     /// timestamps (`LayerRun.gpuTimestamps`); off, a run records none.
     public let timestamps: Bool
+    /// The threads the CPU evaluator uses in this backend's runs (every
+    /// CPU layer of a model and single-layer runs); nil: one per processor
+    /// the process may use.
+    public let threads: Int?
     private let notice: @Sendable (String) -> Void
     private let lock = NSLock()
     private var announced: Set<String> = []
@@ -54,9 +58,16 @@ public final class Backend: @unchecked Sendable {
     /// a missing device is not an error: the backend runs on the CPU and says
     /// so; with `.gpu` it throws `LayerKitError.gpuUnavailable`.
     /// Pass `context` to share an open device.
-    /// `timestamps` false leaves GPU runs without timestamps.
+    /// `timestamps` false leaves GPU runs without timestamps. `threads`
+    /// sets the CPU evaluator's thread count (nil: the cores the process may
+    /// use); it throws `LayerKitError.invalidParameter` below 1.
     public init(computeUnits: ComputeUnits = .automatic, context: GPUContext? = nil, validation: Bool? = nil,
-                timestamps: Bool = true, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                timestamps: Bool = true, threads: Int? = nil,
+                notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        if let threads, threads < 1 {
+            throw LayerKitError.invalidParameter("threads must be at least 1, got \(threads)")
+        }
+        self.threads = threads
         self.computeUnits = computeUnits
         self.timestamps = timestamps
         self.notice = notice
@@ -97,7 +108,7 @@ public final class Backend: @unchecked Sendable {
         let plan = try ModelPlan(graph: ModelGraph(layer: layer, inputShapes: inputs.map(\.shape)), backend: self)
         announce(plan)
         let run = ModelRun(plan: plan, gpu: gpu, inputs: inputs, profiler: profiler, marksTimestamps: timestamps)
-        let outputs = try run.run()
+        let outputs = try CPUThreads.with(threads) { try run.run() }
         return LayerRun(outputs: outputs, placement: plan.placements[0], gpuTimestamps: run.timestamps)
     }
 

@@ -55,7 +55,7 @@ public final class BinaryLayer: Layer, Sendable {
         try LayerChecks.requireOutput(outputs, plan.shape, layer: layerName)
         let op = primitive
         let (x, y, result) = (inputs[0], inputs[1], outputs[0])
-        forEachChunk(count: outputs[0].count, threadCount: activeProcessorCount) { range in
+        forEachChunk(count: outputs[0].count, threadCount: CPUThreads.current) { range in
             plan.forEachRun(in: range) { output, a, b, n in
                 lk_binary_f32(op, x.dataPointer + a, plan.runStrideA, y.dataPointer + b, plan.runStrideB,
                               result.dataPointer + output, n)

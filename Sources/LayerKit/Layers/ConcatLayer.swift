@@ -56,7 +56,7 @@ public final class ConcatLayer: Layer, Sendable {
             offset += input.shape[axis] * inner
         }
         let (output, runs) = (outputs[0], pieces)
-        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / outRun), threadCount: activeProcessorCount) { range in
+        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / outRun), threadCount: CPUThreads.current) { range in
             for o in range {
                 for piece in runs {
                     (output.dataPointer + o * outRun + piece.offset)

@@ -28,7 +28,8 @@ public final class Convolution: Layer {
     /// The number of groups: input and output channels split into this many
     /// independent convolutions.
     public let group: Int
-    /// The most threads `evaluate` uses (one per core by default); work too
+    /// The most threads `evaluate` uses (one per core by default; a run's
+    /// `Backend.threads` caps it); work too
     /// small to gain from threads runs on the calling thread alone.
     public var threadCount = activeProcessorCount
 
@@ -134,7 +135,7 @@ public final class Convolution: Layer {
         // Whole output rows a chunk (the direct loop copies each chunk's input
         // rows and blocks whole rows), at least 64 pixels, two chunks a thread
         // for balance.
-        let threads = min(threadCount, max(1, work / Self.minimumWorkPerThread))
+        let threads = min(threadCount, CPUThreads.current, max(1, work / Self.minimumWorkPerThread))
         let rowsPerChunk = max((g.outWidth + 63) / g.outWidth, (g.outHeight + 2 * threads - 1) / (2 * threads))
         let chunk = threads == 1 ? pixels : rowsPerChunk * g.outWidth
         let chunksPerImage = (pixels + chunk - 1) / chunk

@@ -24,7 +24,8 @@ public final class Gemm: Layer {
     public let inputFeatures: Int
     /// M: the output's columns.
     public let outputFeatures: Int
-    /// The most threads `evaluate` uses (one per core by default); small
+    /// The most threads `evaluate` uses (one per core by default; a run's
+    /// `Backend.threads` caps it); small
     /// products run on the calling thread alone.
     public var threadCount = activeProcessorCount
 
@@ -132,7 +133,7 @@ public final class Gemm: Layer {
         let (a, y, weights, addend, alpha) = (inputs[0], outputs[0], weights, addend, alpha)
         let (n, m, k) = (expected[0][0], outputFeatures, inputFeatures)
         let (aRow, aCol) = transA ? (1, n) : (k, 1)
-        let threads = min(threadCount, max(1, n * m * k / Convolution.minimumWorkPerThread))
+        let threads = min(threadCount, CPUThreads.current, max(1, n * m * k / Convolution.minimumWorkPerThread))
         let chunk = threads == 1 ? m : max(64, ((m + 2 * threads - 1) / (2 * threads) + 63) & ~63)
         let failed = Atomic(false)
         forEachChunk(count: m, chunkSize: chunk, threadCount: threads) { columns in

@@ -91,7 +91,7 @@ public final class Pooling: Layer, Sendable {
         let chunk = max(1, defaultChunkSize / max(inPlane, 1))
         if Pooling.isGlobal(kind) {
             let max: Int32 = kind == .globalMax ? 1 : 0
-            forEachChunk(count: planes, chunkSize: chunk, threadCount: activeProcessorCount) { range in
+            forEachChunk(count: planes, chunkSize: chunk, threadCount: CPUThreads.current) { range in
                 lk_global_pool_f32(max, input.dataPointer + range.lowerBound * inPlane,
                                    output.dataPointer + range.lowerBound, inPlane, range.count)
             }
@@ -99,7 +99,7 @@ public final class Pooling: Layer, Sendable {
         }
         let params = try kernelParameters(input.shape)
         let outPlane = shape[2] * shape[3]
-        forEachChunk(count: planes, chunkSize: chunk, threadCount: activeProcessorCount) { range in
+        forEachChunk(count: planes, chunkSize: chunk, threadCount: CPUThreads.current) { range in
             var p = params
             // On the stack for any real window: no allocation per call.
             withUnsafeTemporaryAllocation(of: Float.self, capacity: lk_pool2d_scratch_floats(&p)) { scratch in

@@ -36,7 +36,7 @@ public final class Softmax: Layer, Sendable {
         let block = length * inner
         guard block > 0 else { return }
         let (input, output) = (inputs[0], outputs[0])
-        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / block), threadCount: activeProcessorCount) { range in
+        forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / block), threadCount: CPUThreads.current) { range in
             let scratch = UnsafeMutablePointer<Float>.allocate(capacity: 2 * inner)
             defer { scratch.deallocate() }
             lk_softmax_f32(input.dataPointer + range.lowerBound * block, output.dataPointer + range.lowerBound * block,

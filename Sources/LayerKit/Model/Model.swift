@@ -61,19 +61,28 @@ public final class Model: @unchecked Sendable {
     /// Loads the ONNX model at `url`. `computeUnits` picks the backend
     /// unless `backend` shares one. Placement notices go to `notice` when the
     /// model makes its backend, to a shared backend's own `notice` otherwise.
+    /// `threads` is the CPU evaluator's thread count of the backend the model
+    /// makes (nil: the cores the process may use); a shared backend keeps its
+    /// own, so giving both is an error.
     public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
-                            registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                            threads: Int? = nil, registry: LayerRegistry = .shared,
+                            notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
         let data = try RegularFile.contents(url.path)
         try self.init(data: data, name: url.lastPathComponent, computeUnits: computeUnits, backend: backend,
-                      registry: registry, notice: notice)
+                      threads: threads, registry: registry, notice: notice)
     }
 
     /// Loads an ONNX model from its bytes; `name` names it in errors.
     public init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
-                registry: LayerRegistry = .shared, notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                threads: Int? = nil, registry: LayerRegistry = .shared,
+                notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+        if backend != nil, threads != nil {
+            throw LayerKitError.invalidParameter("threads sets the thread count of the backend a model makes; "
+                                                 + "a shared backend has its own (Backend(threads:))")
+        }
         let model = try ONNXModel(data: data, source: name)
         importer = ONNXImporter(model: model, registry: registry)
-        self.backend = try backend ?? Backend(computeUnits: computeUnits, notice: notice)
+        self.backend = try backend ?? Backend(computeUnits: computeUnits, threads: threads, notice: notice)
         irVersion = model.irVersion
         producer = model.producerName
         opsets = model.opsetImports.map { ($0.domain, $0.version) }
@@ -143,7 +152,9 @@ public final class Model: @unchecked Sendable {
         }
         lastPlan = plan
         let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: tensors, profiler: profiler)
-        let values = try profiler.map { try $0.measure(.run, "run \(name)", run.run) } ?? run.run()
+        let values = try CPUThreads.with(backend.threads) {
+            try profiler.map { try $0.measure(.run, "run \(name)", run.run) } ?? run.run()
+        }
         return Dictionary(uniqueKeysWithValues: zip(outputs.map(\.name), values))
     }
 
