@@ -5,7 +5,7 @@ import LayerKit
 /// `.npy`/`.png` output.
 enum ApplyCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--input", "--output", "--backend"]))
+        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--input", "--output", "--backend", Arguments.threadsOption]))
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
         let inputPath = try arguments.required("--input")
         let outputPath = try arguments.required("--output")
@@ -13,7 +13,7 @@ enum ApplyCommand {
         try TensorFiles.checkOutput(outputPath, notAmong: [inputPath] + options.weightFiles)
         let input = try TensorFiles.read(inputPath)
 
-        let backend = try Backend(computeUnits: units, notice: { console.note($0) })
+        let backend = try Backend(computeUnits: units, threads: try arguments.threads(), notice: { console.note($0) })
         let start = ContinuousClock.now
         let result = try backend.run(options.layer, inputs: [input])
         let elapsed = ContinuousClock.now - start

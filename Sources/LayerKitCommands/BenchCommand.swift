@@ -3,15 +3,23 @@ import LayerKit
 
 /// `layerkit bench`: one layer's kernel and end-to-end times on the CPU
 /// and the GPU (median, min, p90, elements/s, GB/s), as a table or one JSON
-/// record; `--sweep` measures sizes 8x8 to 1024x1024 instead and draws them.
+/// record; `--sweep` measures sizes 8x8 to 1024x1024 instead and draws them;
+/// `bench model.onnx` times a whole model (`BenchModel`).
 enum BenchCommand {
     static let defaultShape = "1x64x256x256"
 
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, valued: LayerOptions.valued.union(
-            ["--shape", "--repeat", "--warmup", "--backend", "--plot"]), flags: ["--json", "--sweep"])
-        guard arguments.positional.isEmpty else {
-            throw UsageError("bench takes no file (\(arguments.positional[0])); give the layer with --op NAME")
+            ["--shape", "--repeat", "--warmup", "--backend", "--plot", "--input", Arguments.threadsOption]),
+            flags: ["--json", "--sweep"])
+        let threads = try arguments.threads()
+        return try CPUThreads.with(threads) { try run(arguments, console: console) }
+    }
+
+    private static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
+        if !arguments.positional.isEmpty { return try BenchModel.run(arguments, console: console) }
+        guard arguments.values("--input").isEmpty else {
+            throw UsageError("--input gives a model's inputs: bench model.onnx --input FILE")
         }
         let repeats = try arguments.count("--repeat", default: arguments.has("--sweep") ? 10 : 30, minimum: 1)
         let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
@@ -33,13 +41,22 @@ enum BenchCommand {
         let (cpu, context) = try targets(backendWord, layer: options.layer, console: console)
 
         var measurements: [BenchMeasurement] = []
-        if cpu { measurements += try BenchWorkloads.cpu(options.layer, input: input, warmup: warmup, runs: repeats) }
+        // Runs: the CPU's two measures, the GPU's two backends a run.
+        let progress = ProgressBar("bench \(options.name)", total: (warmup + repeats) * ((cpu ? 2 : 0) + (context == nil ? 0 : 1)),
+                                   console: console)
+        defer { progress.finish() }
+        if cpu {
+            measurements += try BenchWorkloads.cpu(options.layer, input: input, warmup: warmup, runs: repeats,
+                                                   progress: progress)
+        }
         var overhead: Double?
         if let context {
-            let result = try BenchWorkloads.gpu(options.layer, input: input, context: context, warmup: warmup, runs: repeats)
+            let result = try BenchWorkloads.gpu(options.layer, input: input, context: context, warmup: warmup, runs: repeats,
+                                                progress: progress)
             measurements += result.measurements
             overhead = result.timestampOverhead
         }
+        progress.finish()
         let record = BenchRecord(op: options.name, parameters: options.parameterText, shape: shape,
                                  elements: input.count, repeats: repeats, warmup: warmup, context: context,
                                  results: measurements, timestampOverhead: overhead)

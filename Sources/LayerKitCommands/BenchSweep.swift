@@ -49,7 +49,10 @@ enum BenchSweep {
         let layer = options.layer
         let threads = CPUEvaluator().threadCount
         var points: [Point] = []
+        let progress = ProgressBar("bench --sweep", total: sizes.count, console: console)
+        defer { progress.finish() }
         for size in sizes {
+            defer { progress.advance() }
             let input = try Tensor.uniform(shape: [1, channels, size, size], in: -10...10, seed: 1)
             let runs = max(5, Int(Double(repeats) * min(1, Double(fullRunElements) / Double(input.count))))
             let warm = min(warmup, runs)
@@ -69,9 +72,11 @@ enum BenchSweep {
                 point.gpuEndToEndMs = rows.first { $0.measure == "endToEnd" }?.stats.medianMs
             }
             points.append(point)
-            if !json { console.note("sweep: \(size)x\(size) done (\(runs) runs)") }
+            // On a terminal the bar says it; in a log, one line a size.
+            if !json && !progress.isVisible { console.note("sweep: \(size)x\(size) done (\(runs) runs)") }
         }
         let overhead = try dispatchOverhead(layer, context: context, cpu: cpu, repeats: max(repeats, 30))
+        progress.finish()
         let record = Record(op: options.name, channels: channels,
                             cpu: BenchRecord.CPU(instructionSet: CPUEvaluator.instructionSet, threads: threads),
                             device: context.map { BenchRecord.Device(name: $0.deviceInfo.name, kind: $0.deviceInfo.kind.rawValue,

@@ -19,12 +19,17 @@ enum BenchWorkloads {
 
     /// The CPU evaluation into preallocated outputs (`kernel`) and
     /// `Backend.run` with its output allocation (`endToEnd`).
-    static func cpu(_ layer: Layer, input: Tensor, warmup: Int, runs: Int) throws -> [BenchMeasurement] {
+    static func cpu(_ layer: Layer, input: Tensor, warmup: Int, runs: Int,
+                    progress: ProgressBar? = nil) throws -> [BenchMeasurement] {
         let outputs = try layer.outputShapes(forInputShapes: [input.shape]).map { try Tensor(shape: $0) }
         let bytes = try tensorBytes(layer, input: input)
-        let kernel = try Timing.measure(warmup: warmup, runs: runs) { try layer.evaluate(inputs: [input], outputs: outputs) }
+        let kernel = try Timing.measure(warmup: warmup, runs: runs, progress: progress) {
+            try layer.evaluate(inputs: [input], outputs: outputs)
+        }
         let backend = try Backend(computeUnits: .cpuOnly)
-        let endToEnd = try Timing.measure(warmup: warmup, runs: runs) { _ = try backend.run(layer, inputs: [input]) }
+        let endToEnd = try Timing.measure(warmup: warmup, runs: runs, progress: progress) {
+            _ = try backend.run(layer, inputs: [input])
+        }
         return [BenchMeasurement("cpu", "kernel", samples: kernel, elements: input.count, bytes: bytes),
                 BenchMeasurement("cpu", "endToEnd", samples: endToEnd, elements: input.count, bytes: bytes)]
             .compactMap { $0 }
@@ -37,13 +42,14 @@ enum BenchWorkloads {
     /// marks. Also the timestamps' overhead: the relative difference of the
     /// two end-to-end medians (0 without `compareTimestamps`).
     static func gpu(_ layer: Layer, input: Tensor, context: GPUContext, warmup: Int, runs: Int,
-                    compareTimestamps: Bool = true) throws -> (measurements: [BenchMeasurement], timestampOverhead: Double) {
+                    compareTimestamps: Bool = true, progress: ProgressBar? = nil) throws -> (measurements: [BenchMeasurement], timestampOverhead: Double) {
         let stamped = try Backend(computeUnits: .gpu, context: context)
         let plain = try Backend(computeUnits: .gpu, context: context, timestamps: false)
         let order = compareTimestamps ? [[stamped, plain], [plain, stamped]] : [[stamped], [stamped]]
         var on: [Double] = [], off: [Double] = [], kernel: [Double] = [], upload: [Double] = [], download: [Double] = []
         let clock = ContinuousClock()
         for run in 0..<(warmup + runs) {
+            defer { progress?.advance() }
             var marks: [String: Double] = [:]
             // Alternate which goes first.
             for backend in order[run % 2] {

@@ -5,16 +5,24 @@ import Foundation
 public struct Console: Sendable {
     let writeOut: @Sendable (String) -> Void
     let writeError: @Sendable (String) -> Void
+    /// Whether the error stream is a terminal: only then does long work
+    /// draw a progress bar there (`ProgressBar`).
+    let errorIsTerminal: Bool
 
-    public init(out: @escaping @Sendable (String) -> Void, error: @escaping @Sendable (String) -> Void) {
+    /// `errorIsTerminal` says whether `error` writes to a terminal (false:
+    /// no progress bars, as for a pipe or a file).
+    public init(out: @escaping @Sendable (String) -> Void, error: @escaping @Sendable (String) -> Void,
+                errorIsTerminal: Bool = false) {
         writeOut = out
         writeError = error
+        self.errorIsTerminal = errorIsTerminal
     }
 
     /// The process's stdout and stderr.
     public static let standard = Console(
         out: { FileHandle.standardOutput.write(Data($0.utf8)) },
-        error: { FileHandle.standardError.write(Data($0.utf8)) })
+        error: { FileHandle.standardError.write(Data($0.utf8)) },
+        errorIsTerminal: isatty(STDERR_FILENO) != 0)
 
     /// Prints one line on standard output. Every line the CLI prints goes
     /// through here or `note(_:)`, so this is where names from the user's

@@ -7,7 +7,8 @@ import LayerKit
 /// image, on the GPU and the CPU side by side.
 enum DemoCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--output"])
+        let arguments = try Arguments(words, valued: ["--output", Arguments.threadsOption])
+        let threads = try arguments.threads()
         let outputPath = arguments.value("--output")
         if let outputPath {
             guard outputPath.lowercased().hasSuffix(".npy") else {
@@ -18,7 +19,7 @@ enum DemoCommand {
         guard let data = BuiltInModels.data(named: BuiltInModels.articleName) else {
             throw LayerKitError.unsupported("this binary was built without Models/\(BuiltInModels.articleName)")
         }
-        let cpuModel = try Model(data: data, computeUnits: .cpuOnly)
+        let cpuModel = try Model(data: data, computeUnits: .cpuOnly, threads: threads)
         guard let input = cpuModel.inputs.first, let side = Int(input.dimensions.last ?? "") else {
             throw LayerKitError.invalidModel("the built-in model has no fixed-size image input")
         }
@@ -31,7 +32,7 @@ enum DemoCommand {
         // The GPU side even on an emulated device: the comparison is the point.
         let gpuModel: Model?
         do {
-            gpuModel = try Model(data: data, computeUnits: .gpu, notice: { console.note($0) })
+            gpuModel = try Model(data: data, computeUnits: .gpu, threads: threads, notice: { console.note($0) })
         } catch LayerKitError.gpuUnavailable(let why) {
             gpuModel = nil
             console.note("no GPU: \(why); showing the CPU only")

@@ -13,9 +13,10 @@ enum ModelFiles {
     }
 
     /// Loads the model, announcing CPU fallbacks on standard error; with
-    /// `--backend gpu` a missing GPU is an error.
-    static func load(_ path: String, computeUnits: ComputeUnits, console: Console) throws -> Model {
-        try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits, notice: { console.note($0) })
+    /// `--backend gpu` a missing GPU is an error. `threads`: `--threads`.
+    static func load(_ path: String, computeUnits: ComputeUnits, threads: Int? = nil, console: Console) throws -> Model {
+        try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits, threads: threads,
+                  notice: { console.note($0) })
     }
 
     /// `device: llvmpipe (cpu; GPU timings are emulated)` or why there is none.
@@ -55,6 +56,23 @@ enum ModelFiles {
             tensors[input.name] = tensor
         }
         return tensors
+    }
+
+    /// The model's inputs from `--input` files, or, with none given, seeded
+    /// uniform [0, 1) tensors of the model's shapes (symbolic dimensions 1),
+    /// input `i` from seed `i + 1`; `seeded` says which.
+    static func inputsOrSeeded(_ specs: [String], of model: Model) throws -> (inputs: [String: Tensor], files: [String: String],
+                                                                             seeded: Bool) {
+        guard specs.isEmpty else {
+            let files = try files(specs, for: model.inputs.map(\.name), option: "--input")
+            return (try inputs(files, of: model, resize: nil, normalization: .unit), files, false)
+        }
+        var tensors: [String: Tensor] = [:]
+        for (i, input) in model.inputs.enumerated() {
+            tensors[input.name] = try Tensor.uniform(shape: input.dimensions.map { Int($0) ?? 1 }, in: 0...1,
+                                                     seed: UInt64(i + 1))
+        }
+        return (tensors, [:], true)
     }
 
     /// `FILE` (for a model with one such value) or `NAME=FILE` each, by name.

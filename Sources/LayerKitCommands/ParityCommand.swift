@@ -6,23 +6,28 @@ import LayerKit
 /// every catalog op and prints one table.
 enum ParityCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--shape", "--range", "--seed"]),
+        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--shape", "--range", "--seed", Arguments.threadsOption]),
                                       flags: ["--all"])
         let seed = try ValueParsing.seed(arguments.value("--seed") ?? "1")
+        let threads = try arguments.threads()
         let context = try openGPU()
         if arguments.has("--all") {
             guard arguments.value("--op") == nil, arguments.value("--expr") == nil, arguments.value("--range") == nil else {
                 throw UsageError("--all runs every op over its own input range: drop --op, --expr and --range")
             }
             let shape = try ValueParsing.shape(arguments.value("--shape") ?? "1x6x64x64")
-            return try ParityTable.run(shape: shape, seed: seed, context: context, console: console)
+            return try CPUThreads.with(threads) {
+                try ParityTable.run(shape: shape, seed: seed, context: context, console: console)
+            }
         }
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? "1x6x256x256")
         let range = try ValueParsing.range(arguments.value("--range") ?? "-10,10")
         let options = try LayerOptions(arguments)
         // Both sides read the same fp16-rounded values: the GPU stores fp16.
         let input = try Tensor.uniform(shape: shape, in: range, seed: seed).roundedToHalf()
-        let (report, gpu, cpu) = try ParityReport.compare(options.layer, input: input, context: context)
+        let (report, gpu, cpu) = try CPUThreads.with(threads) {
+            try ParityReport.compare(options.layer, input: input, context: context)
+        }
         console.print("\(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape)) "
                       + "range [\(range.lowerBound), \(range.upperBound)] seed \(seed)")
         console.print("device: \(context.deviceInfo.name) (\(context.deviceInfo.kind.rawValue))")

@@ -37,8 +37,12 @@ enum ParityTable {
         let header = ["op", "parameters", "max abs", "max rel", "ulps", "NMSE", "non-finite", "result"]
         var rows: [[String]] = []
         var failed = 0
+        let allCases = OpDefinition.catalog.flatMap { cases(for: $0) }
+        let progress = ProgressBar("parity --all", total: allCases.count, console: console)
+        defer { progress.finish() }
         for definition in OpDefinition.catalog {
             for testCase in cases(for: definition) {
+                defer { progress.advance() }
                 let layer = try ElementwiseLayer(definition: definition, parameters: testCase.parameters)
                 if testCase.perChannel {
                     // Seeded per-channel values in [0.25, 2]: positive, so every op stays in range.
@@ -56,6 +60,7 @@ enum ParityTable {
                              report.passed ? "PASS" : "FAIL"])
             }
         }
+        progress.finish()
         for line in TextTable.lines(header: header, rows: rows) { console.print(line) }
         console.print(failed == 0 ? "PASS: all \(rows.count) cases within |gpu-cpu| <= 0.001 * max(1,|cpu|)"
                                   : "FAIL: \(failed) of \(rows.count) cases")

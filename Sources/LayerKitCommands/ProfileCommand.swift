@@ -8,7 +8,13 @@ import LayerKit
 enum ProfileCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, valued: LayerOptions.valued.union(
-            ["--shape", "--backend", "--trace", "--warmup", "--repeat", "--input"]))
+            ["--shape", "--backend", "--trace", "--warmup", "--repeat", "--input", Arguments.threadsOption]),
+            flags: ["--json"])
+        let threads = try arguments.threads()
+        return try CPUThreads.with(threads) { try run(arguments, console: console) }
+    }
+
+    private static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
         if !arguments.positional.isEmpty { return try profileModel(arguments, console: console) }
         let options = try LayerOptions(arguments)
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? BenchCommand.defaultShape)
@@ -20,22 +26,23 @@ enum ProfileCommand {
         let input = try Tensor.uniform(shape: shape, in: -10...10, seed: 1)
         // Warm-up: pipelines, staging buffers, and memory the allocator has touched before.
         let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
-        for _ in 0..<warmup {
-            _ = try backend.run(options.layer, inputs: [input])
-        }
         // Several profiled runs; the one with the median wall time is shown.
         let repeats = try arguments.count("--repeat", default: 5, minimum: 1)
-        let runs = try (0..<repeats).map { _ in
+        let runs = try ProgressBar.forEach("profile \(options.name)", total: warmup + repeats, console: console) { i -> (Profiler, ProfileSummary)? in
+            guard i >= warmup else {
+                _ = try backend.run(options.layer, inputs: [input])
+                return nil
+            }
             let profiler = Profiler()
             _ = try profiler.measure(.run, "run \(options.name)") {
                 try backend.run(options.layer, inputs: [input], profiler: profiler)
             }
             return (profiler, ProfileSummary(spans: profiler.spans))
-        }.sorted { $0.1.wallNanoseconds < $1.1.wallNanoseconds }
+        }.compactMap { $0 }.sorted { $0.1.wallNanoseconds < $1.1.wallNanoseconds }
         let (profiler, summary) = runs[(runs.count - 1) / 2]
 
         try report("\(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape))", backend: backend,
-                   repeats: repeats, warmup: warmup, median: (profiler, summary), tracePath: tracePath, console: console)
+                   repeats: repeats, warmup: warmup, median: (profiler, summary), tracePath: tracePath, json: arguments.has("--json"), console: console)
         return 0
     }
 
@@ -51,38 +58,43 @@ enum ProfileCommand {
         let tracePath = arguments.value("--trace")
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: [path]) }
         let model = try ModelFiles.load(path, computeUnits: units, console: console)
-        let inputFiles = try ModelFiles.files(arguments.values("--input"), for: model.inputs.map(\.name),
-                                              option: "--input")
+        let (inputs, inputFiles, _) = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: model)
         if let tracePath {
             try ReportFile.check(tracePath, fileExtension: "json", notAmong: Array(inputFiles.values) + [path])
         }
-        var inputs: [String: Tensor] = [:]
-        if arguments.values("--input").isEmpty {
-            for (i, input) in model.inputs.enumerated() {
-                inputs[input.name] = try Tensor.uniform(shape: input.dimensions.map { Int($0) ?? 1 }, in: 0...1,
-                                                        seed: UInt64(i + 1))
-            }
-        } else {
-            inputs = try ModelFiles.inputs(inputFiles, of: model, resize: nil, normalization: .unit)
-        }
         let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
-        for _ in 0..<warmup { _ = try model.predict(inputs: inputs) }
         let repeats = try arguments.count("--repeat", default: 5, minimum: 1)
-        let runs = try (0..<repeats).map { _ in
+        let runs = try ProgressBar.forEach("profile \(URL(fileURLWithPath: path).lastPathComponent)", total: warmup + repeats,
+                                           console: console) { i -> (Profiler, ProfileSummary)? in
+            guard i >= warmup else {
+                _ = try model.predict(inputs: inputs)
+                return nil
+            }
             let profiler = Profiler()
             _ = try model.predict(inputs: inputs, profiler: profiler)
             return (profiler, ProfileSummary(spans: profiler.spans))
-        }.sorted { $0.1.wallNanoseconds < $1.1.wallNanoseconds }
+        }.compactMap { $0 }.sorted { $0.1.wallNanoseconds < $1.1.wallNanoseconds }
         try report("model \(path)", backend: model.backend, repeats: repeats, warmup: warmup,
-                   median: runs[(runs.count - 1) / 2], tracePath: tracePath, console: console)
+                   median: runs[(runs.count - 1) / 2], tracePath: tracePath, json: arguments.has("--json"),
+                   console: console)
         return 0
     }
 
     /// Prints the device, the median run's table and, with `tracePath`, writes its trace.
     private static func report(_ what: String, backend: Backend, repeats: Int, warmup: Int,
                                median: (profiler: Profiler, summary: ProfileSummary), tracePath: String?,
-                               console: Console) throws {
+                               json: Bool = false, console: Console) throws {
         let device = backend.gpu.map { "GPU: " + DeviceNote.describe($0) } ?? "CPU evaluator: \(DeviceNote.cpu)"
+        if let tracePath {
+            let title = "layerkit profile \(what) — \(device)"
+            try ReportFile.write(ChromeTrace.json(median.profiler.spans, title: title, metadata: ["device": device]),
+                                 to: tracePath)
+        }
+        if json {
+            console.print(try JSONText.line(ProfileRecord(what, backend: backend, repeats: repeats, warmup: warmup,
+                                                          summary: median.summary, trace: tracePath)))
+            return
+        }
         console.print("profile \(what), the run with the median wall time of \(repeats) after \(warmup) warm-up")
         console.print(device)
         if let context = backend.gpu {
@@ -94,9 +106,6 @@ enum ProfileCommand {
         console.print("")
         for line in ProfileTable.lines(median.summary) { console.print(line) }
         if let tracePath {
-            let title = "layerkit profile \(what) — \(device)"
-            try ReportFile.write(ChromeTrace.json(median.profiler.spans, title: title, metadata: ["device": device]),
-                                 to: tracePath)
             console.print("")
             console.print("trace: \(tracePath) (open in ui.perfetto.dev or chrome://tracing)")
         }
