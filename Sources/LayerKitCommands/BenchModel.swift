@@ -89,9 +89,7 @@ enum BenchModel {
             inputs: models[0].model.inputs.map { Record.Input(name: $0.name, shape: inputs[$0.name]?.shape ?? [],
                                                                file: files[$0.name]) },
             repeats: repeats, warmup: warmup,
-            cpu: BenchRecord.CPU(instructionSet: CPUEvaluator.instructionSet, threads: CPUEvaluator().threadCount),
-            device: context.map { BenchRecord.Device(name: $0.deviceInfo.name, kind: $0.deviceInfo.kind.rawValue,
-                                                     emulated: DeviceNote.isEmulated($0)) },
+            cpu: .current, device: BenchRecord.Device(context),
             results: results)
         if arguments.has("--json") {
             console.print(try JSONText.line(record))

@@ -20,6 +20,9 @@ struct BenchRecord: Encodable {
     struct CPU: Encodable {
         let instructionSet: String
         let threads: Int
+
+        /// The CPU evaluator of the current run (`--threads`).
+        static var current: CPU { CPU(instructionSet: CPUEvaluator.instructionSet, threads: CPUEvaluator().threadCount) }
     }
 
     struct Device: Encodable {
@@ -27,16 +30,23 @@ struct BenchRecord: Encodable {
         let kind: String
         /// True on a CPU-type device (lavapipe): its GPU figures are emulated.
         let emulated: Bool
+
+        init(name: String, kind: String, emulated: Bool) { (self.name, self.kind, self.emulated) = (name, kind, emulated) }
+
+        /// `context`'s device; nil without one.
+        init?(_ context: GPUContext?) {
+            guard let context else { return nil }
+            self.init(name: context.deviceInfo.name, kind: context.deviceInfo.kind.rawValue,
+                      emulated: DeviceNote.isEmulated(context))
+        }
     }
 
     init(op: String, parameters: String, shape: [Int], elements: Int, repeats: Int, warmup: Int,
          context: GPUContext?, results: [BenchMeasurement], timestampOverhead: Double?) {
         (self.op, self.parameters, self.shape, self.elements) = (op, parameters, shape, elements)
         (self.repeats, self.warmup, self.results) = (repeats, warmup, results)
-        cpu = CPU(instructionSet: CPUEvaluator.instructionSet, threads: CPUEvaluator().threadCount)
-        device = context.map {
-            Device(name: $0.deviceInfo.name, kind: $0.deviceInfo.kind.rawValue, emulated: DeviceNote.isEmulated($0))
-        }
+        cpu = .current
+        device = Device(context)
         timestampOverheadPercent = timestampOverhead.map { $0 * 100 }
     }
 

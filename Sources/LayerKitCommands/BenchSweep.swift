@@ -78,9 +78,7 @@ enum BenchSweep {
         let overhead = try dispatchOverhead(layer, context: context, cpu: cpu, repeats: max(repeats, 30))
         progress.finish()
         let record = Record(op: options.name, channels: channels,
-                            cpu: BenchRecord.CPU(instructionSet: CPUEvaluator.instructionSet, threads: threads),
-                            device: context.map { BenchRecord.Device(name: $0.deviceInfo.name, kind: $0.deviceInfo.kind.rawValue,
-                                                                     emulated: DeviceNote.isEmulated($0)) },
+                            cpu: .current, device: BenchRecord.Device(context),
                             points: points, dispatchOverhead: overhead, copyThreads: threads)
         if json {
             let encoder = JSONEncoder()

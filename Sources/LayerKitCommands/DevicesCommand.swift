@@ -4,7 +4,12 @@ import LayerKit
 /// `layerkit devices`: every Vulkan device, what it supports, which is chosen and why.
 enum DevicesCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        _ = try Arguments(words, valued: [])
+        let arguments = try Arguments(words, valued: [], flags: ["--json"])
+        if arguments.has("--json") {
+            let survey = try? GPUContext.availableDevices()
+            console.print(try JSONText.line(InfoRecords.Devices(survey, reason: survey?.reason)))
+            return 0
+        }
         console.print("CPU evaluator: \(CPUEvaluator.instructionSet), \(ProcessInfo.processInfo.activeProcessorCount) threads")
         let survey: GPUDeviceSurvey
         do {

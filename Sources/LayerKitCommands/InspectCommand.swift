@@ -6,10 +6,14 @@ import LayerKit
 /// input and output details.
 enum InspectCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--backend"])
+        let arguments = try Arguments(words, valued: ["--backend"], flags: ["--json"])
         let path = try ModelFiles.modelPath(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
         let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        if arguments.has("--json") {
+            console.print(try JSONText.line(InfoRecords.Inspect(model, path: path)))
+            return 0
+        }
         console.print("model: \(path) (ONNX IR \(model.irVersion)"
                       + (model.producer.isEmpty ? ")" : ", produced by \(model.producer))"))
         console.print("opsets: " + model.opsets.map { "\($0.domain.isEmpty ? "ai.onnx" : $0.domain) \($0.version)" }

@@ -5,7 +5,17 @@ import LayerKit
 /// weights, formula and backends; `--markdown` prints the README's table.
 enum OpsCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: [], flags: ["--markdown"])
+        let arguments = try Arguments(words, valued: [], flags: ["--markdown", "--json"])
+        if arguments.has("--json") {
+            let ops = try LayerRegistry.shared.all.map(row).map { cells in
+                InfoRecords.Ops.Op(name: cells[0], parameters: cells[1] == "-" || cells[1] == "(custom layer)" ? []
+                                       : cells[1].components(separatedBy: ", "),
+                                   weights: cells[2] == "-" || cells[2].isEmpty ? [] : cells[2].components(separatedBy: ", "),
+                                   formula: cells[3] == "-" ? nil : cells[3], cpu: cells[4] == "yes", gpu: cells[5] == "yes")
+            }
+            console.print(try JSONText.line(InfoRecords.Ops(ops: ops)))
+            return 0
+        }
         let header = ["op", "parameters (defaults)", "per-channel weights", "formula", "CPU", "GPU"]
         let rows = try LayerRegistry.shared.all.map(row)
         if arguments.has("--markdown") {

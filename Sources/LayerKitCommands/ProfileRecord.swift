@@ -33,10 +33,8 @@ struct ProfileRecord: Encodable {
 
     init(_ subject: String, backend: Backend, repeats: Int, warmup: Int, summary: ProfileSummary, trace: String?) {
         (self.subject, self.repeats, self.warmup, self.trace) = (subject, repeats, warmup, trace)
-        cpu = BenchRecord.CPU(instructionSet: CPUEvaluator.instructionSet, threads: CPUEvaluator().threadCount)
-        device = backend.gpu.map {
-            BenchRecord.Device(name: $0.deviceInfo.name, kind: $0.deviceInfo.kind.rawValue, emulated: DeviceNote.isEmulated($0))
-        }
+        cpu = .current
+        device = BenchRecord.Device(backend.gpu)
         wallMs = summary.wallNanoseconds / 1e6
         layers = summary.layers.map {
             Layer(op: $0.op, backend: $0.onGPU ? "gpu" : "cpu", calls: $0.calls, ms: $0.nanoseconds / 1e6, bytes: $0.bytes,

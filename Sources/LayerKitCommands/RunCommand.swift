@@ -3,41 +3,101 @@ import LayerKit
 
 /// `layerkit run model.onnx --input ...`: runs an ONNX model on `.npy` or
 /// PNG inputs, writes its outputs, and prints their shapes and the top-5
-/// classes of a 2-D output; `--profile` adds the per-layer times.
+/// classes of a 2-D output; `--profile` adds the per-layer times, `--json`
+/// prints one `layerkit-run/1` object instead. A folder (or several files)
+/// as `--input` runs each file (`RunBatch`), `--batch N` of them at a time.
 enum RunCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--input", "--output", "--backend", "--normalize", "--resize"],
-                                      flags: ["--profile"])
+        let arguments = try Arguments(words, valued: ["--input", "--output", "--backend", "--normalize", "--resize",
+                                                      "--batch", "--top", Arguments.threadsOption],
+                                      flags: ["--profile", "--json"])
+        let threads = try arguments.threads()
+        return try CPUThreads.with(threads) { try run(arguments, console: console) }
+    }
+
+    private static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
         let path = try ModelFiles.modelPath(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
         let normalization = try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
         let resize = try arguments.value("--resize").map(ValueParsing.size)
+        let batch = try arguments.count("--batch", default: 1, minimum: 1)
+        let top = try arguments.count("--top", default: 5, minimum: 1)
+        let json = arguments.has("--json")
         let inputSpecs = arguments.values("--input")
         guard !inputSpecs.isEmpty else { throw UsageError("missing --input") }
         let model = try ModelFiles.load(path, computeUnits: units, console: console)
-        let outputFiles = try ModelFiles.files(arguments.values("--output"), for: model.outputs.map(\.name),
-                                               option: "--output")
-        // The files as the reader takes them: a spec is split at `=` only where the model has that name.
-        let inputFiles = try ModelFiles.files(inputSpecs, for: model.inputs.map(\.name), option: "--input")
-        for file in outputFiles.values {
-            try TensorFiles.checkOutput(file, notAmong: Array(inputFiles.values) + [path])
-        }
-        let inputs = try ModelFiles.inputs(inputFiles, of: model, resize: resize, normalization: normalization)
-
-        console.print(ModelFiles.deviceLine(model.backend))
-        let profiler = arguments.has("--profile") ? Profiler() : nil
-        let start = ContinuousClock.now
-        let outputs = try model.predict(inputs: inputs, profiler: profiler)
-        let elapsed = Timing.milliseconds(ContinuousClock.now - start)
-        console.print("ran \(path) in " + String(format: "%.3f", elapsed) + " ms")
-        for description in model.outputs {
-            guard let output = outputs[description.name] else { continue }
-            console.print("output '\(description.name)': \(Tensor.describe(output.shape))")
-            if output.shape.count == 2 { printTop5(output, console: console) }
-            if let file = outputFiles[description.name] {
-                try TensorFiles.write(output, to: file)
-                console.print("  wrote \(file)")
+        // Each run: its input files by input name (one per item of a batch) and its outputs' files.
+        var runs: [(inputs: [String: [String]], outputs: [String: [String]])] = []
+        if let batchFiles = try RunBatch.files(inputSpecs, model: model) {
+            guard !arguments.has("--profile") else { throw UsageError("--profile profiles one run: give one input") }
+            let folder = arguments.values("--output").last
+            guard arguments.values("--output").count <= 1 else { throw UsageError("--output: give one folder for a batch") }
+            try RunBatch.check(batch: batch, count: batchFiles.count, input: model.inputs[0])
+            let items = try RunBatch.items(batchFiles, model: model, modelPath: path, folder: folder)
+            for start in stride(from: 0, to: items.count, by: batch) {
+                let group = items[start..<min(items.count, start + batch)]
+                runs.append(([model.inputs[0].name: group.map(\.input)],
+                             Dictionary(uniqueKeysWithValues: model.outputs.map { o in (o.name, group.compactMap { $0.outputs[o.name] }) })))
             }
+        } else {
+            guard batch == 1 else { throw UsageError("--batch N stacks the files of a folder: give --input DIR/") }
+            let outputFiles = try ModelFiles.files(arguments.values("--output"), for: model.outputs.map(\.name),
+                                                   option: "--output")
+            // The files as the reader takes them: a spec is split at `=` only where the model has that name.
+            let inputFiles = try ModelFiles.files(inputSpecs, for: model.inputs.map(\.name), option: "--input")
+            for file in outputFiles.values {
+                try TensorFiles.checkOutput(file, notAmong: Array(inputFiles.values) + [path])
+            }
+            runs.append((inputFiles.mapValues { [$0] }, outputFiles.mapValues { [$0] }))
+        }
+
+        if !json { console.print(ModelFiles.deviceLine(model.backend)) }
+        let profiler = arguments.has("--profile") ? Profiler() : nil
+        let progress = ProgressBar("run \(URL(fileURLWithPath: path).lastPathComponent)",
+                                   total: runs.count > 1 ? runs.count : 0, console: console)
+        var records: [RunRecord.Run] = []
+        for run in runs {
+            var inputs: [String: Tensor] = [:]
+            for input in model.inputs {
+                guard let files = run.inputs[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }
+                let tensors = try files.map { try ModelFiles.inputs([input.name: $0], of: model, resize: resize,
+                                                                    normalization: normalization)[input.name] }.compactMap { $0 }
+                inputs[input.name] = try RunBatch.stacked(tensors, files: files, batch: batch, input: input)
+            }
+            let start = ContinuousClock.now
+            let outputs = try model.predict(inputs: inputs, profiler: profiler)
+            let elapsed = Timing.milliseconds(ContinuousClock.now - start)
+            let items = run.inputs.values.first?.count ?? 1
+            var record = RunRecord.Run(inputs: model.inputs.map { RunRecord.Value(name: $0.name, shape: inputs[$0.name]?.shape ?? [],
+                                                                              files: run.inputs[$0.name] ?? []) },
+                                       ms: elapsed, outputs: [])
+            if !json {
+                let source = runs.count > 1 ? (run.inputs.values.first ?? []).joined(separator: ", ") : path
+                progress.finish()
+                console.print("ran \(source) in " + String(format: "%.3f", elapsed) + " ms")
+            }
+            for description in model.outputs {
+                guard let output = outputs[description.name] else { continue }
+                let files = run.outputs[description.name] ?? []
+                for (i, file) in files.enumerated() {
+                    try TensorFiles.write(RunBatch.item(i, of: output, items: items, name: description.name), to: file)
+                }
+                let best = output.shape.count == 2 ? topK(output, k: top) : nil
+                record.outputs.append(RunRecord.Value(name: description.name, shape: output.shape, files: files, top: best))
+                guard !json else { continue }
+                console.print("output '\(description.name)': \(Tensor.describe(output.shape))")
+                for (row, classes) in (best ?? []).enumerated().prefix(8) {
+                    console.print("  top-\(top)" + (best?.count ?? 0 > 1 ? " [\(row)]" : "") + ": "
+                                  + classes.map { "\($0.index) (\(String(format: "%.4f", $0.value)))" }.joined(separator: ", "))
+                }
+                for file in files { console.print("  wrote \(file)") }
+            }
+            records.append(record)
+            progress.advance()
+        }
+        progress.finish()
+        if json {
+            console.print(try JSONText.line(RunRecord(model: path, backend: model.backend, runs: records)))
         }
         if let profiler {
             console.print("")
@@ -48,14 +108,49 @@ enum RunCommand {
         return 0
     }
 
-    /// The five largest values of each row (batch item) of an N×K output.
-    private static func printTop5(_ output: Tensor, console: Console) {
+    /// The `k` largest values of each row (batch item) of an N×K output, ties by index.
+    static func topK(_ output: Tensor, k: Int) -> [[RunRecord.Class]] {
         let (rows, columns) = (output.shape[0], output.shape[1])
-        for row in 0..<min(rows, 8) {
-            let values = (0..<columns).map { (index: $0, value: output[row * columns + $0]) }
-            let top = values.sorted { $0.value > $1.value || ($0.value == $1.value && $0.index < $1.index) }.prefix(5)
-            console.print("  top-5" + (rows > 1 ? " [\(row)]" : "") + ": "
-                          + top.map { "\($0.index) (\(String(format: "%.4f", $0.value)))" }.joined(separator: ", "))
+        return (0..<rows).map { row in
+            let values = (0..<columns).map { RunRecord.Class(index: $0, value: output[row * columns + $0]) }
+            return Array(values.sorted { $0.value > $1.value || ($0.value == $1.value && $0.index < $1.index) }.prefix(k))
         }
+    }
+}
+
+/// What `layerkit run --json` prints (fields in Docs/JSON.md).
+struct RunRecord: Encodable {
+    let schema = "layerkit-run/1"
+    let model: String
+    let cpu: BenchRecord.CPU
+    let device: BenchRecord.Device?
+    /// One per model run: one for plain inputs, one per file or `--batch` group for a folder.
+    let runs: [Run]
+
+    struct Run: Encodable {
+        let inputs: [Value]
+        /// The run's wall time (`Model.predict`).
+        let ms: Double
+        var outputs: [Value]
+    }
+
+    struct Value: Encodable {
+        let name: String
+        let shape: [Int]
+        /// Files read (inputs) or written (outputs), one per batch item.
+        let files: [String]
+        /// For a 2-D output: per row, the top classes, largest first.
+        var top: [[Class]]? = nil
+    }
+
+    struct Class: Encodable {
+        let index: Int
+        let value: Float
+    }
+
+    init(model: String, backend: Backend, runs: [Run]) {
+        (self.model, self.runs) = (model, runs)
+        cpu = .current
+        device = BenchRecord.Device(backend.gpu)
     }
 }
