@@ -11,6 +11,9 @@ final class CommandRunner: @unchecked Sendable {
     var out: String { lock.lock(); defer { lock.unlock() }; return outText }
     var error: String { lock.lock(); defer { lock.unlock() }; return errorText }
 
+    /// Appends `text` to what standard error received (for consoles made in a test).
+    func recordError(_ text: String) { lock.lock(); errorText += text; lock.unlock() }
+
     /// Runs `arguments` and returns the exit status.
     func run(_ arguments: [String]) -> Int32 {
         let console = Console(out: { [self] text in lock.lock(); outText += text; lock.unlock() },
