@@ -18,12 +18,16 @@ public enum LayerKitCommands {
                                        inputs, outputs, opsets, and every node with where it runs
           run     MODEL.onnx --input FILE|NAME=FILE ... [--output FILE|NAME=FILE ...]
                   [--backend cpu|gpu|auto] [--resize WxH] [--normalize 0,1|-1,1|mean=..,std=..]
-                  [--profile]          run a model on .npy/.png inputs; top-5 of 2-D outputs
+                  [--top K] [--profile] run a model on .npy/.png inputs; top-5 of 2-D outputs
+          run     MODEL.onnx --input DIR/ [--output DIR/] [--batch N]
+                                       every .npy/.png in a folder; --batch N stacks N into one run
           demo    [--output FILE.npy]  the Core ML article's model (Conv, Swish, pooling, Dense,
                                        softmax) on a built-in image, on GPU and CPU
           bench   [LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend cpu|gpu|auto|both] [--json]
                                        kernel and end-to-end times: median, min, p90, elements/s, GB/s
                                        (default both: the CPU and the GPU side by side)
+          bench   MODEL.onnx [--input FILE ...] [--repeat N] [--warmup N] [--backend cpu|gpu|auto|both] [--json]
+                                       whole-model times: min, median, p90, mean, inferences/s
           bench   --sweep [LAYERS] [--backend cpu|gpu|auto|both] [--plot FILE.svg] [--json]
                                        sizes 1x64x8x8 to 1x64x1024x1024 against the memory-copy ceiling
           profile LAYERS [--shape NxCxHxW] [--backend cpu|gpu|auto] [--trace FILE.json]
@@ -39,6 +43,10 @@ public enum LayerKitCommands {
           --param k=v and --weights k=FILE.npy (one Float32 per channel); several run
           fused, as one pass. e.g. --op Linear --param scale=2 --op Swish --param beta=0.5
           or --expr "max(x, alpha * x)" --param alpha=0.1
+
+        --json (devices, ops, inspect, run, bench, profile): one JSON object with a "schema" field
+          (Docs/JSON.md). --threads N (apply, parity, run, demo, bench, profile): the CPU
+          evaluator's threads, default the cores the process may use.
 
         --repeat and --warmup take 1 to 100000 and 0 to 100000 (ValueParsing.maximumCount).
 
