@@ -8,8 +8,7 @@ enum BenchCommand {
     static let defaultShape = "1x64x256x256"
 
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(
-            ["--shape", "--repeat", "--warmup", "--backend", "--plot"]), flags: ["--json", "--sweep"])
+        let arguments = try Arguments(words, command: .bench)
         guard arguments.positional.isEmpty else {
             throw UsageError("bench takes no file (\(arguments.positional[0])); give the layer with --op NAME")
         }

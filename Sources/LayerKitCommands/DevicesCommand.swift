@@ -4,7 +4,7 @@ import LayerKit
 /// `layerkit devices`: every Vulkan device, what it supports, which is chosen and why.
 enum DevicesCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        _ = try Arguments(words, valued: [])
+        _ = try Arguments(words, command: .devices)
         console.print("CPU evaluator: \(CPUEvaluator.instructionSet), \(ProcessInfo.processInfo.activeProcessorCount) threads")
         let survey: GPUDeviceSurvey
         do {

@@ -7,8 +7,7 @@ import LayerKit
 /// of the wall time accounted for, and with `--trace` a Chrome trace-event file.
 enum ProfileCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(
-            ["--shape", "--backend", "--trace", "--warmup", "--repeat", "--input"]))
+        let arguments = try Arguments(words, command: .profile)
         if !arguments.positional.isEmpty { return try profileModel(arguments, console: console) }
         let options = try LayerOptions(arguments)
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? BenchCommand.defaultShape)
@@ -50,7 +49,8 @@ enum ProfileCommand {
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "gpu")
         let tracePath = arguments.value("--trace")
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: [path]) }
-        let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
+                                        console: console)
         let inputFiles = try ModelFiles.files(arguments.values("--input"), for: model.inputs.map(\.name),
                                               option: "--input")
         if let tracePath {
@@ -63,7 +63,7 @@ enum ProfileCommand {
                                                         seed: UInt64(i + 1))
             }
         } else {
-            inputs = try ModelFiles.inputs(inputFiles, of: model, resize: nil, normalization: .unit)
+            inputs = try ModelFiles.inputs(inputFiles, of: model, resize: nil, normalization: .unit, console: console)
         }
         let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
         for _ in 0..<warmup { _ = try model.predict(inputs: inputs) }

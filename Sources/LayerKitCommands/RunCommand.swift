@@ -6,15 +6,17 @@ import LayerKit
 /// classes of a 2-D output; `--profile` adds the per-layer times.
 enum RunCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--input", "--output", "--backend", "--normalize", "--resize"],
-                                      flags: ["--profile"])
+        let arguments = try Arguments(words, command: .run)
         let path = try ModelFiles.modelPath(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
-        let normalization = try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
+        let normalization = try ValueParsing.onCommandLine {
+            try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
+        }
         let resize = try arguments.value("--resize").map(ValueParsing.size)
         let inputSpecs = arguments.values("--input")
         guard !inputSpecs.isEmpty else { throw UsageError("missing --input") }
-        let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
+                                        console: console)
         let outputFiles = try ModelFiles.files(arguments.values("--output"), for: model.outputs.map(\.name),
                                                option: "--output")
         // The files as the reader takes them: a spec is split at `=` only where the model has that name.
@@ -22,7 +24,8 @@ enum RunCommand {
         for file in outputFiles.values {
             try TensorFiles.checkOutput(file, notAmong: Array(inputFiles.values) + [path])
         }
-        let inputs = try ModelFiles.inputs(inputFiles, of: model, resize: resize, normalization: normalization)
+        let inputs = try ModelFiles.inputs(inputFiles, of: model, resize: resize, normalization: normalization,
+                                           console: console)
 
         console.print(ModelFiles.deviceLine(model.backend))
         let profiler = arguments.has("--profile") ? Profiler() : nil
