@@ -5,7 +5,7 @@ import LayerKit
 /// `.npy`/`.png` output.
 enum ApplyCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--input", "--output", "--backend", Arguments.threadsOption]))
+        let arguments = try Arguments(words, command: .apply)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
         let inputPath = try arguments.required("--input")
         let outputPath = try arguments.required("--output")

@@ -1,3 +1,5 @@
+import LayerKit
+
 /// A usage error: the command line itself is wrong (exit status 2).
 package struct UsageError: Error, CustomStringConvertible {
     package let description: String
@@ -12,6 +14,24 @@ struct Arguments {
     private(set) var options: [(name: String, value: String?)] = []
     /// Words that are not options (e.g. a model path).
     private(set) var positional: [String] = []
+
+    /// Parses `words` as `command` declares its options: an unknown option
+    /// (with the closest known one), a single-value option given twice, or
+    /// more words than the command takes is a usage error.
+    init(_ words: [String], command: CommandHelp) throws {
+        try self.init(words, valued: command.valued, flags: command.flags)
+        for (i, option) in options.enumerated() where !command.repeatable.contains(option.name) {
+            if options[..<i].contains(where: { $0.name == option.name }) {
+                throw UsageError("\(option.name) is given twice; \(command.name) takes it once")
+            }
+        }
+        guard positional.count <= command.positional.upperBound else {
+            let extra = positional[command.positional.upperBound]
+            let takes = command.positional.upperBound == 0 ? "takes no arguments besides its options"
+                : "takes one \(command.name == "ops" ? "op name" : "model file (.onnx)")"
+            throw UsageError("unexpected argument '\(extra)': \(command.name) \(takes) (layerkit help \(command.name))")
+        }
+    }
 
     /// Parses `words` given the option names that take a value and those that don't.
     init(_ words: [String], valued: Set<String>, flags: Set<String> = []) throws {
@@ -38,8 +58,9 @@ struct Arguments {
                     index += 1
                 }
             } else {
-                let known = (valued.union(flags)).sorted().joined(separator: " ")
-                throw UsageError("unknown option \(name) (this command takes: \(known))")
+                let known = (valued.union(flags)).sorted()
+                let hint = NameSuggestion.closest(to: name, among: known).map { "did you mean \($0)? " } ?? ""
+                throw UsageError("unknown option \(name) (\(hint)this command takes: \(known.joined(separator: " ")))")
             }
         }
     }

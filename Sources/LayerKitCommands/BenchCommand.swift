@@ -9,9 +9,7 @@ enum BenchCommand {
     static let defaultShape = "1x64x256x256"
 
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(
-            ["--shape", "--repeat", "--warmup", "--backend", "--plot", "--input", Arguments.threadsOption]),
-            flags: ["--json", "--sweep"])
+        let arguments = try Arguments(words, command: .bench)
         let threads = try arguments.threads()
         return try CPUThreads.with(threads) { try run(arguments, console: console) }
     }

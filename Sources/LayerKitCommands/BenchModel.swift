@@ -63,12 +63,14 @@ enum BenchModel {
         var models: [(word: String, model: Model)] = []
         for (word, units) in wanted {
             do {
-                models.append((word, try ModelFiles.load(path, computeUnits: units, console: console)))
+                models.append((word, try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
+                                                              console: console)))
             } catch LayerKitError.gpuUnavailable(let why) where wanted.count > 1 {
                 console.note("no GPU (\(why)): CPU figures only")
             }
         }
-        let (inputs, files, _) = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: models[0].model)
+        let (inputs, files, _) = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: models[0].model,
+                                                                 console: console)
         let progress = ProgressBar("bench \(URL(fileURLWithPath: path).lastPathComponent)",
                                    total: models.count * (warmup + repeats), console: console)
         defer { progress.finish() }

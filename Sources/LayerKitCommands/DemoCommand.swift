@@ -7,12 +7,12 @@ import LayerKit
 /// image, on the GPU and the CPU side by side.
 enum DemoCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--output", Arguments.threadsOption])
+        let arguments = try Arguments(words, command: .demo)
         let threads = try arguments.threads()
         let outputPath = arguments.value("--output")
         if let outputPath {
             guard outputPath.lowercased().hasSuffix(".npy") else {
-                throw LayerKitError.unsupported("\(outputPath): the demo writes its 10 predictions as .npy")
+                throw UsageError("\(outputPath): the demo writes its 10 predictions as .npy")
             }
             try TensorFiles.checkOutput(outputPath, notAmong: [])
         }

@@ -4,7 +4,7 @@ import LayerKit
 /// `layerkit devices`: every Vulkan device, what it supports, which is chosen and why.
 enum DevicesCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: [], flags: ["--json"])
+        let arguments = try Arguments(words, command: .devices)
         if arguments.has("--json") {
             let survey = try? GPUContext.availableDevices()
             console.print(try JSONText.line(InfoRecords.Devices(survey, reason: survey?.reason)))

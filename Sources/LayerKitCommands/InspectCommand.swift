@@ -6,10 +6,11 @@ import LayerKit
 /// input and output details.
 enum InspectCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--backend"], flags: ["--json"])
+        let arguments = try Arguments(words, command: .inspect)
         let path = try ModelFiles.modelPath(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
-        let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
+                                        console: console)
         if arguments.has("--json") {
             console.print(try JSONText.line(InfoRecords.Inspect(model, path: path)))
             return 0

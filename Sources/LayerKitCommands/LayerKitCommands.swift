@@ -2,39 +2,23 @@ import LayerKit
 
 /// The `layerkit` command line: parses, calls LayerKit, prints.
 public enum LayerKitCommands {
-    static let usage = """
-        usage: layerkit <command> [options]
+    /// The general help: every command with every option it takes (from
+    /// `CommandHelp`, so none is left out), then what they share.
+    static var usage: String {
+        var lines = ["usage: layerkit <command> [options]     (layerkit help <command>: one command in detail)",
+                     "       layerkit --version", "", "commands:"]
+        for command in CommandHelp.all {
+            let synopsis = command.synopsis.map { "layerkit \(command.name) \($0)" }
+            lines += synopsis.flatMap { CommandHelp.wrap($0, after: "  ", column: 4) }
+            let options = command.options.map { "\($0.name)" + ($0.value.map { " " + $0 } ?? "") }
+            if !options.isEmpty { lines += CommandHelp.wrap("options: " + options.joined(separator: ", "), after: "", column: 6) }
+            lines += CommandHelp.wrap(command.summary, after: "", column: 6)
+        }
+        lines += ["  layerkit help [COMMAND]", "      this text, or one command's usage, options with defaults, and examples", ""]
+        return lines.joined(separator: "\n") + "\n" + sharedNotes
+    }
 
-        commands:
-          devices                      list Vulkan devices and which one is chosen
-          ops     [--markdown]         list the ops: parameters, weights, formula, backends
-          apply   LAYERS --input FILE --output FILE [--backend cpu|gpu|auto]
-                                       run layers on a .npy or .png input
-          parity  LAYERS [--shape NxCxHxW] [--range LOW,HIGH] [--seed N]
-                                       compare GPU and CPU on a seeded input (exit 1 on FAIL)
-          parity  --all [--shape NxCxHxW] [--seed N]
-                                       every op, defaults and an example set: one table
-          inspect MODEL.onnx [--backend cpu|gpu|auto]
-                                       inputs, outputs, opsets, and every node with where it runs
-          run     MODEL.onnx --input FILE|NAME=FILE ... [--output FILE|NAME=FILE ...]
-                  [--backend cpu|gpu|auto] [--resize WxH] [--normalize 0,1|-1,1|mean=..,std=..]
-                  [--top K] [--profile] run a model on .npy/.png inputs; top-5 of 2-D outputs
-          run     MODEL.onnx --input DIR/ [--output DIR/] [--batch N]
-                                       every .npy/.png in a folder; --batch N stacks N into one run
-          demo    [--output FILE.npy]  the Core ML article's model (Conv, Swish, pooling, Dense,
-                                       softmax) on a built-in image, on GPU and CPU
-          bench   [LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend cpu|gpu|auto|both] [--json]
-                                       kernel and end-to-end times: median, min, p90, elements/s, GB/s
-                                       (default both: the CPU and the GPU side by side)
-          bench   MODEL.onnx [--input FILE ...] [--repeat N] [--warmup N] [--backend cpu|gpu|auto|both] [--json]
-                                       whole-model times: min, median, p90, mean, inferences/s
-          bench   --sweep [LAYERS] [--backend cpu|gpu|auto|both] [--plot FILE.svg] [--json]
-                                       sizes 1x64x8x8 to 1x64x1024x1024 against the memory-copy ceiling
-          profile LAYERS [--shape NxCxHxW] [--backend cpu|gpu|auto] [--trace FILE.json]
-          profile MODEL.onnx [--input FILE|NAME=FILE ...] [--backend cpu|gpu|auto] [--trace FILE.json]
-                                       where one run's time goes: per-layer table, overhead, Chrome trace
-          help                         show this text
-
+    static let sharedNotes = """
         --backend: cpu (the CPU evaluator), gpu (the chosen Vulkan device, lavapipe included;
           an error without one), auto (the GPU on real GPU hardware, else the CPU; the default
           except for profile: gpu, and bench: both). parity and demo always compare the two.
@@ -47,6 +31,12 @@ public enum LayerKitCommands {
         --json (devices, ops, inspect, run, bench, profile): one JSON object with a "schema" field
           (Docs/JSON.md). --threads N (apply, parity, run, demo, bench, profile): the CPU
           evaluator's threads, default the cores the process may use.
+        --layer OPTYPE='FORMULA' (run, inspect, profile): a model's nodes of that op type, in any
+          domain, run as the formula, e.g. --layer ArticleSwish='x * sigmoid(beta * x)'; the
+          node's attributes are its parameters, its constant inputs its per-channel weights.
+
+        exit status: 0 success; 1 an error in a file, a model or a device, or parity FAIL;
+          2 anything wrong on the command line. An error is one line on standard error.
 
         --repeat and --warmup take 1 to 100000 and 0 to 100000 (ValueParsing.maximumCount).
 
@@ -56,13 +46,39 @@ public enum LayerKitCommands {
         """
 
     /// Runs `arguments` (without the program name); returns the exit status:
-    /// 0 success, 1 failure (error or parity FAIL), 2 usage error.
+    /// 0 success, 1 failure (an error in a file, a model or a device, or
+    /// parity FAIL), 2 usage error (anything wrong on the command line, its
+    /// values included). An error is one line on standard error: the
+    /// command's notices wait until it ends and are dropped when it fails.
     public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
-        guard let command = arguments.first else {
+        guard let first = arguments.first else {
             console.writeError(usage + "\n")
             return 2
         }
+        let command = first.lowercased()
         let rest = Array(arguments.dropFirst())
+        let notes = NoteBuffer(console)
+        do {
+            let status = try dispatch(command, typed: first, rest, console: console.deferringNotes(to: notes))
+            notes.flush()
+            return status
+        } catch let error as UsageError {
+            notes.discard()
+            console.note("error: \(error)")
+            return 2
+        } catch {
+            notes.discard()
+            console.note("error: \(error)")
+            return 1
+        }
+    }
+
+    /// Runs the command `command` (lowercased; `typed` as given).
+    private static func dispatch(_ command: String, typed: String, _ rest: [String], console: Console) throws -> Int32 {
+        if let help = CommandHelp.named(command), rest.contains(where: { $0 == "--help" || $0 == "-h" }) {
+            console.printLines(help.text)
+            return 0
+        }
         do {
             switch command {
             case "devices": return try DevicesCommand.run(rest, console: console)
@@ -75,17 +91,27 @@ public enum LayerKitCommands {
             case "bench": return try BenchCommand.run(rest, console: console)
             case "profile": return try ProfileCommand.run(rest, console: console)
             case "help", "--help", "-h":
-                console.printLines(usage)
+                if rest.count > 1 { throw UsageError("help takes one command name, got \(rest.count)") }
+                if let name = rest.first {
+                    guard let help = CommandHelp.named(name) else { throw unknownCommand(name) }
+                    console.printLines(help.text)
+                } else {
+                    console.printLines(usage)
+                }
+                return 0
+            case "--version", "version":
+                guard rest.isEmpty else { throw UsageError("--version takes no arguments") }
+                console.print("layerkit \(LayerKitVersion.description)")
                 return 0
             default:
-                throw UsageError("unknown command '\(command)' (try: layerkit help)")
+                throw unknownCommand(typed)
             }
-        } catch let error as UsageError {
-            console.note("error: \(error)")
-            return 2
-        } catch {
-            console.note("error: \(error)")
-            return 1
         }
+    }
+
+    private static func unknownCommand(_ word: String) -> UsageError {
+        let names = CommandHelp.all.map(\.name) + ["help"]
+        let hint = NameSuggestion.closest(to: word, among: names).map { "did you mean '\($0)'? " } ?? ""
+        return UsageError("unknown command '\(word)' (\(hint)commands: \(names.joined(separator: ", ")))")
     }
 }

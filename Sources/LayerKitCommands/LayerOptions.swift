@@ -46,12 +46,12 @@ struct LayerOptions {
         if layers.count == 1 {
             layer = layers[0]
         } else {
-            layer = try FusedLayer(layers.map { layer in
+            layer = try ValueParsing.onCommandLine { try FusedLayer(layers.map { layer in
                 guard let elementwise = layer as? ElementwiseLayer else {
                     throw LayerKitError.unsupported("\(layer.layerName) is not a per-element op and cannot be fused")
                 }
                 return elementwise
-            })
+            }) }
         }
         name = layer.layerName
         weightFiles = stages.flatMap { $0.weights.map(\.1) }
@@ -67,10 +67,11 @@ struct LayerOptions {
     private static func layer(_ stage: Stage) throws -> CustomLayer {
         if stage.option == "--op" {
             // Names first: a misspelt weight name is the error to report, not its file.
-            let entry = try LayerRegistry.shared.entry(named: stage.value)
+            let entry = try ValueParsing.onCommandLine { try LayerRegistry.shared.entry(named: stage.value) }
             for (key, _) in stage.weights where !entry.weightNames.contains(key) {
                 let known = entry.weightNames.isEmpty ? "none" : entry.weightNames.joined(separator: ", ")
-                throw LayerKitError.invalidWeights("\(entry.name) has no weights named '\(key)' (known: \(known))")
+                throw UsageError("\(entry.name) has no weights named '\(key)'"
+                                 + NameSuggestion.hint(for: key, among: entry.weightNames) + " (known: \(known))")
             }
         }
         var blobs: [String: Data] = [:]
@@ -79,17 +80,19 @@ struct LayerOptions {
             var scalars: [String: Float] = [:]
             for (key, text) in stage.parameters {
                 guard let value = Float(text), value.isFinite else {
-                    throw LayerKitError.invalidParameter("--param \(key)=\(text): not a finite number")
+                    throw UsageError("--param \(key)=\(text): not a finite number")
                 }
                 scalars[key] = value
             }
             let weightNames = stage.weights.map(\.0)
-            let layer = try FormulaLayer(formula: stage.value, parameters: scalars, weightNames: weightNames)
+            let layer = try ValueParsing.onCommandLine {
+                try FormulaLayer(formula: stage.value, parameters: scalars, weightNames: weightNames)
+            }
             if !weightNames.isEmpty { try layer.setWeightData(layer.definition.weightNames.map { blobs[$0] ?? Data() }) }
             return layer
         }
-        let entry = try LayerRegistry.shared.entry(named: stage.value)
-        let layer = try entry.make(Dictionary(stage.parameters, uniquingKeysWith: { $1 }))
+        let entry = try ValueParsing.onCommandLine { try LayerRegistry.shared.entry(named: stage.value) }
+        let layer = try ValueParsing.onCommandLine { try entry.make(Dictionary(stage.parameters, uniquingKeysWith: { $1 })) }
         if !blobs.isEmpty {
             // One blob per weight name, in order; an empty blob for a name not given.
             try layer.setWeightData(entry.weightNames.map { blobs[$0] ?? Data() })

@@ -13,10 +13,33 @@ enum ModelFiles {
     }
 
     /// Loads the model, announcing CPU fallbacks on standard error; with
-    /// `--backend gpu` a missing GPU is an error. `threads`: `--threads`.
-    static func load(_ path: String, computeUnits: ComputeUnits, threads: Int? = nil, console: Console) throws -> Model {
-        try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits, threads: threads,
-                  notice: { console.note($0) })
+    /// `--backend gpu` a missing GPU is an error. `threads`: `--threads`;
+    /// `layers` are the `--layer OPTYPE=FORMULA` words: nodes of those op
+    /// types run as the formulas.
+    static func load(_ path: String, computeUnits: ComputeUnits, threads: Int? = nil, layers: [String] = [],
+                     console: Console) throws -> Model {
+        let registry = try self.registry(layers)
+        return try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits, threads: threads,
+                         registry: registry, notice: { console.note($0) })
+    }
+
+    /// The shared registry, or with `--layer` words a new one (the built-in
+    /// layers) with each formula registered for its op type.
+    static func registry(_ layers: [String]) throws -> LayerRegistry {
+        guard !layers.isEmpty else { return .shared }
+        let registry = LayerRegistry()
+        var seen: Set<String> = []
+        for word in layers {
+            let parts = word.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].trimmingCharacters(in: .whitespaces).isEmpty else {
+                throw UsageError("--layer \(word): expected OPTYPE=FORMULA, e.g. ArticleSwish='x * sigmoid(beta * x)'")
+            }
+            guard seen.insert(parts[0].lowercased()).inserted else {
+                throw UsageError("--layer \(parts[0]) is given twice")
+            }
+            try ValueParsing.onCommandLine { try registry.register(formula: parts[1], forNodesOfType: parts[0]) }
+        }
+        return registry
     }
 
     /// `device: llvmpipe (cpu; GPU timings are emulated)` or why there is none.
@@ -44,13 +67,13 @@ enum ModelFiles {
     /// as asked and their channels fitted to the input (gray to RGB, RGBA to
     /// RGB); `.npy` files are taken as they are.
     static func inputs(_ files: [String: String], of model: Model, resize: (width: Int, height: Int)?,
-                       normalization: PixelNormalization) throws -> [String: Tensor] {
+                       normalization: PixelNormalization, console: Console) throws -> [String: Tensor] {
         var tensors: [String: Tensor] = [:]
         for input in model.inputs {
             guard let path = files[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }
             var tensor = try TensorFiles.read(path)
             if path.lowercased().hasSuffix(".png") {
-                tensor = try image(tensor, path: path, for: input, resize: resize)
+                tensor = try image(tensor, path: path, for: input, resize: resize, console: console)
                 tensor = try tensor.normalized(normalization)
             }
             tensors[input.name] = tensor
@@ -61,11 +84,11 @@ enum ModelFiles {
     /// The model's inputs from `--input` files, or, with none given, seeded
     /// uniform [0, 1) tensors of the model's shapes (symbolic dimensions 1),
     /// input `i` from seed `i + 1`; `seeded` says which.
-    static func inputsOrSeeded(_ specs: [String], of model: Model) throws -> (inputs: [String: Tensor], files: [String: String],
-                                                                             seeded: Bool) {
+    static func inputsOrSeeded(_ specs: [String], of model: Model, console: Console) throws
+        -> (inputs: [String: Tensor], files: [String: String], seeded: Bool) {
         guard specs.isEmpty else {
             let files = try files(specs, for: model.inputs.map(\.name), option: "--input")
-            return (try inputs(files, of: model, resize: nil, normalization: .unit), files, false)
+            return (try inputs(files, of: model, resize: nil, normalization: .unit, console: console), files, false)
         }
         var tensors: [String: Tensor] = [:]
         for (i, input) in model.inputs.enumerated() {
@@ -75,27 +98,43 @@ enum ModelFiles {
         return (tensors, [:], true)
     }
 
-    /// `FILE` (for a model with one such value) or `NAME=FILE` each, by name.
+    /// `FILE` (for a model with one such value) or `NAME=FILE` each, by
+    /// name. A word before `=` without `/` or `.` is a name, so a name the
+    /// model lacks is an error with the closest one (`./a=b.npy` is a file);
+    /// a value given two files is an error.
     static func files(_ specs: [String], for names: [String], option: String) throws -> [String: String] {
+        let kind = option == "--input" ? "input" : "output"
         var files: [String: String] = [:]
         for spec in specs {
             let parts = spec.split(separator: "=", maxSplits: 1).map(String.init)
+            let name: String
+            let file: String
             if parts.count == 2, names.contains(parts[0]) {
-                files[parts[0]] = parts[1]
+                (name, file) = (parts[0], parts[1])
+            } else if parts.count == 2, !parts[0].isEmpty, !parts[0].contains("/"), !parts[0].contains(".") {
+                throw UsageError("\(option) \(spec): the model has no \(kind) '\(parts[0])'"
+                                 + NameSuggestion.hint(for: parts[0], among: names)
+                                 + " (its \(kind)s: \(names.joined(separator: ", ")))")
             } else if names.count == 1 {
-                files[names[0]] = spec
+                (name, file) = (names[0], spec)
             } else {
                 throw UsageError("\(option) \(spec): the model has \(names.joined(separator: ", ")); "
                                  + "give each as \(option) NAME=FILE")
             }
+            if let earlier = files[name] {
+                throw UsageError("\(option) \(spec): \(kind) '\(name)' already has \(earlier); the model has "
+                                 + "\(names.count) \(kind)\(names.count == 1 ? "" : "s") (\(names.joined(separator: ", ")))")
+            }
+            files[name] = file
         }
         return files
     }
 
     /// A decoded PNG made to fit an NCHW image input: resized when asked,
-    /// gray repeated into the input's colour channels, alpha dropped.
+    /// gray repeated into the input's colour channels, alpha dropped, each
+    /// with a one-line notice.
     private static func image(_ tensor: Tensor, path: String, for input: Model.ValueDescription,
-                              resize: (width: Int, height: Int)?) throws -> Tensor {
+                              resize: (width: Int, height: Int)?, console: Console) throws -> Tensor {
         var tensor = tensor
         if let resize { tensor = try tensor.resized(width: resize.width, height: resize.height) }
         guard input.dimensions.count == 4 else { return tensor }
@@ -109,8 +148,12 @@ enum ModelFiles {
         // Gray repeats into every channel; RGBA loses its alpha.
         let sources: [Int]
         switch (tensor.shape[1], channels) {
-        case (1, _): sources = Array(repeating: 0, count: channels)
-        case (4, 3): sources = [0, 1, 2]
+        case (1, _):
+            sources = Array(repeating: 0, count: channels)
+            console.note("\(path) is gray: its channel is repeated into the \(channels) channels of input '\(input.name)'")
+        case (4, 3):
+            sources = [0, 1, 2]
+            console.note("\(path) is RGBA: its alpha is dropped for the 3 channels of input '\(input.name)'")
         default:
             throw LayerKitError.shapeMismatch("\(path) has \(tensor.shape[1]) colour channels; input '\(input.name)' "
                                               + "takes \(channels)")

@@ -1,11 +1,20 @@
 import Foundation
 import LayerKit
 
-/// `layerkit ops [--markdown]`: the registered ops with their parameters,
-/// weights, formula and backends; `--markdown` prints the README's table.
+/// `layerkit ops [NAME] [--markdown]`: the registered ops with their
+/// parameters, weights, formula and backends, within 100 columns (or one op
+/// in detail); `--markdown` prints the README's table.
 enum OpsCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: [], flags: ["--markdown", "--json"])
+        let arguments = try Arguments(words, command: .ops)
+        if let name = arguments.positional.first {
+            guard !arguments.has("--markdown"), !arguments.has("--json") else {
+                throw UsageError("--markdown and --json list every op: drop \(name)")
+            }
+            let entry = try ValueParsing.onCommandLine { try LayerRegistry.shared.entry(named: name) }
+            detail(try row(entry), console: console)
+            return 0
+        }
         if arguments.has("--json") {
             let ops = try LayerRegistry.shared.all.map(row).map { cells in
                 InfoRecords.Ops.Op(name: cells[0], parameters: cells[1] == "-" || cells[1] == "(custom layer)" ? []
@@ -27,9 +36,32 @@ enum OpsCommand {
                     .joined(separator: " | ") + " |")
             }
         } else {
-            for line in TextTable.lines(header: header, rows: rows) { console.print(line) }
+            // Within 100 columns: each op's formula on its own line(s) under its row.
+            let table = TextTable.lines(header: ["op", "parameters (defaults)", "per-channel weights", "CPU", "GPU"],
+                                        rows: rows.map { [$0[0], $0[1], $0[2], $0[4], $0[5]] })
+            table.prefix(2).forEach { console.print($0) }
+            for (line, row) in zip(table.dropFirst(2), rows) {
+                console.print(line)
+                CommandHelp.wrap(row[3], after: "    y =", column: 8, width: maximumWidth).forEach { console.print($0) }
+            }
+            console.print("(layerkit ops NAME: one op in detail)")
         }
         return 0
+    }
+
+    /// The widest line `ops` prints.
+    static let maximumWidth = 100
+
+    /// `ops NAME`: one op's row as labelled lines.
+    private static func detail(_ row: [String], console: Console) {
+        let labels = ["op", "parameters (defaults)", "per-channel weights", "formula", "CPU evaluator", "GPU kernel"]
+        for (label, value) in zip(labels, row) {
+            let text = label == "formula" && value != "-" && !value.contains(":") ? "y = " + value : value
+            CommandHelp.wrap(text, after: label + ":", column: 23, width: maximumWidth).forEach { console.print($0) }
+        }
+        let example = row[1] == "-" || row[1] == "(custom layer)" ? "" : " --param " + row[1].split(separator: ",")[0].split(separator: "|")[0]
+        console.print("example:".padding(toLength: 23, withPad: " ", startingAt: 0)
+                      + "layerkit apply --op \(row[0])\(example) --input x.npy --output y.npy")
     }
 
     private static func row(_ entry: LayerRegistry.Entry) throws -> [String] {

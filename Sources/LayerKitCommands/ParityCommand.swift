@@ -6,8 +6,7 @@ import LayerKit
 /// every catalog op and prints one table.
 enum ParityCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(["--shape", "--range", "--seed", Arguments.threadsOption]),
-                                      flags: ["--all"])
+        let arguments = try Arguments(words, command: .parity)
         let seed = try ValueParsing.seed(arguments.value("--seed") ?? "1")
         let threads = try arguments.threads()
         let context = try openGPU()

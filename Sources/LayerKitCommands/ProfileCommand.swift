@@ -7,9 +7,7 @@ import LayerKit
 /// of the wall time accounted for, and with `--trace` a Chrome trace-event file.
 enum ProfileCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: LayerOptions.valued.union(
-            ["--shape", "--backend", "--trace", "--warmup", "--repeat", "--input", Arguments.threadsOption]),
-            flags: ["--json"])
+        let arguments = try Arguments(words, command: .profile)
         let threads = try arguments.threads()
         return try CPUThreads.with(threads) { try run(arguments, console: console) }
     }
@@ -57,8 +55,10 @@ enum ProfileCommand {
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "gpu")
         let tracePath = arguments.value("--trace")
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: [path]) }
-        let model = try ModelFiles.load(path, computeUnits: units, console: console)
-        let (inputs, inputFiles, _) = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: model)
+        let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
+                                        console: console)
+        let (inputs, inputFiles, _) = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: model,
+                                                                     console: console)
         if let tracePath {
             try ReportFile.check(tracePath, fileExtension: "json", notAmong: Array(inputFiles.values) + [path])
         }

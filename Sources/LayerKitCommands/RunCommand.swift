@@ -8,9 +8,7 @@ import LayerKit
 /// as `--input` runs each file (`RunBatch`), `--batch N` of them at a time.
 enum RunCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
-        let arguments = try Arguments(words, valued: ["--input", "--output", "--backend", "--normalize", "--resize",
-                                                      "--batch", "--top", Arguments.threadsOption],
-                                      flags: ["--profile", "--json"])
+        let arguments = try Arguments(words, command: .run)
         let threads = try arguments.threads()
         return try CPUThreads.with(threads) { try run(arguments, console: console) }
     }
@@ -18,14 +16,17 @@ enum RunCommand {
     private static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
         let path = try ModelFiles.modelPath(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
-        let normalization = try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
+        let normalization = try ValueParsing.onCommandLine {
+            try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
+        }
         let resize = try arguments.value("--resize").map(ValueParsing.size)
         let batch = try arguments.count("--batch", default: 1, minimum: 1)
         let top = try arguments.count("--top", default: 5, minimum: 1)
         let json = arguments.has("--json")
         let inputSpecs = arguments.values("--input")
         guard !inputSpecs.isEmpty else { throw UsageError("missing --input") }
-        let model = try ModelFiles.load(path, computeUnits: units, console: console)
+        let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
+                                        console: console)
         // Each run: its input files by input name (one per item of a batch) and its outputs' files.
         var runs: [(inputs: [String: [String]], outputs: [String: [String]])] = []
         if let batchFiles = try RunBatch.files(inputSpecs, model: model) {
@@ -61,7 +62,8 @@ enum RunCommand {
             for input in model.inputs {
                 guard let files = run.inputs[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }
                 let tensors = try files.map { try ModelFiles.inputs([input.name: $0], of: model, resize: resize,
-                                                                    normalization: normalization)[input.name] }.compactMap { $0 }
+                                                                    normalization: normalization,
+                                                                    console: console)[input.name] }.compactMap { $0 }
                 inputs[input.name] = try RunBatch.stacked(tensors, files: files, batch: batch, input: input)
             }
             let start = ContinuousClock.now

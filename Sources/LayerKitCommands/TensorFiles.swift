@@ -13,7 +13,7 @@ enum TensorFiles {
         case "npy": return try Tensor(npyFile: path)
         case "png": return try Tensor(pngFile: path)
         default:
-            throw LayerKitError.unsupported("\(path): unknown input type (expected .npy or .png)")
+            throw UsageError("\(path): unknown input type (expected .npy or .png)")
         }
     }
 
@@ -32,7 +32,7 @@ enum TensorFiles {
     /// the user's file).
     static func checkOutput(_ output: String, notAmong inputs: [String]) throws {
         guard writable.contains(fileExtension(output)) else {
-            throw LayerKitError.unsupported("\(output): unknown output type (expected .npy or .png)")
+            throw UsageError("\(output): unknown output type (expected .npy or .png)")
         }
         try FileIdentity.refuseOverwrite(of: output, readingFrom: inputs)
     }

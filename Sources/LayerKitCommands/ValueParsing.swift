@@ -3,6 +3,13 @@ import LayerKit
 /// Parsers for the value syntaxes the commands share; each error says
 /// what was expected.
 package enum ValueParsing {
+    /// Runs `body`, which checks values typed on the command line (an op
+    /// name, a parameter, a formula): whatever it throws is a usage error
+    /// (exit status 2), with the same message.
+    package static func onCommandLine<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as UsageError { throw error } catch { throw UsageError("\(error)") }
+    }
+
     /// `1x6x256x256` → `[1, 6, 256, 256]`: 1 to 4 positive extents.
     package static func shape(_ text: String) throws -> [Int] {
         let parts = text.split(separator: "x", omittingEmptySubsequences: false)

@@ -1,12 +1,20 @@
 // Writes a Swift file holding each GLSL shader given on the command line as a
 // raw string literal, and each .onnx model as base64 text.
-// Usage: shader-embedder OUTPUT.swift SHADER.comp... MODEL.onnx...
+// and the git commit the package is built from.
+// Usage: shader-embedder OUTPUT.swift --commit HASH SHADER.comp... MODEL.onnx...
 import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()
 guard let outputPath = arguments.first else {
     FileHandle.standardError.write(Data("usage: shader-embedder OUTPUT.swift SHADER.comp...\n".utf8))
     exit(2)
+}
+
+var paths = arguments.dropFirst()
+var commit = "unknown"
+if paths.first == "--commit", paths.count >= 2 {
+    commit = paths[paths.startIndex + 1]
+    paths = paths.dropFirst(2)
 }
 
 var swift = """
@@ -17,10 +25,12 @@ enum EmbeddedShaders {
     /// The source of `Shaders/<name>` (e.g. "elementwise.comp", "layerkit.glsl"), or nil if there is no such shader.
     static func source(named name: String) -> String? { sources[name] }
 
+    /// The git commit the package was built from, or "unknown" outside a git checkout.
+    static let commit = "\(commit)"
+
     static let sources: [String: String] = [
 
 """
-let paths = arguments.dropFirst()
 for path in paths where !path.hasSuffix(".onnx") {
     let url = URL(fileURLWithPath: path)
     guard let text = try? String(contentsOf: url, encoding: .utf8) else {

@@ -76,18 +76,19 @@ struct ApplyCommandTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(directory)/beta.npy")) == before)
     }
 
-    /// Each bad command line: its exit status and a word its one-line error must contain.
+    /// Each bad command line: its exit status (2: the command line, values
+    /// included; 1: a file) and a word its one-line error must contain.
     static let badInvocations: [([String], Int32, String)] = [
-        (["apply", "--op", "Swoosh", "--input", "X", "--output", "Y.npy"], 1, "unknown op 'Swoosh'"),
-        (["apply", "--op", "swish", "--param", "alpha=1", "--input", "X", "--output", "Y.npy"], 1, "unknown parameter 'alpha'"),
+        (["apply", "--op", "Swoosh", "--input", "X", "--output", "Y.npy"], 2, "unknown op 'Swoosh'"),
+        (["apply", "--op", "swish", "--param", "alpha=1", "--input", "X", "--output", "Y.npy"], 2, "unknown parameter 'alpha'"),
         (["apply", "--op", "swish", "--param", "beta", "--input", "X", "--output", "Y.npy"], 2, "NAME=VALUE"),
-        (["apply", "--op", "swish", "--param", "beta=fast", "--input", "X", "--output", "Y.npy"], 1, "must be a finite number"),
+        (["apply", "--op", "swish", "--param", "beta=fast", "--input", "X", "--output", "Y.npy"], 2, "must be a finite number"),
         (["apply", "--op", "swish", "--output", "Y.npy"], 2, "missing --input"),
         (["apply", "--op", "swish", "--input", "X"], 2, "missing --output"),
         (["apply", "--op", "swish", "--input", "X", "--output", "Y.npy", "--backend", "tpu"], 2, "cpu, gpu or auto"),
-        (["apply", "--op", "swish", "--input", "X", "--output", "Y.txt"], 1, "unknown output type"),
+        (["apply", "--op", "swish", "--input", "X", "--output", "Y.txt"], 2, "unknown output type"),
         (["apply", "--op", "swish", "--input", "X", "--output", "Y.npy", "--frobnicate"], 2, "unknown option --frobnicate"),
-        (["apply", "--op", "swish", "--weights", "gamma=w.npy", "--input", "X", "--output", "Y.npy"], 1, "no weights named 'gamma'"),
+        (["apply", "--op", "swish", "--weights", "gamma=w.npy", "--input", "X", "--output", "Y.npy"], 2, "no weights named 'gamma'"),
         (["transmogrify"], 2, "unknown command"),
         ([], 2, "usage"),
     ]

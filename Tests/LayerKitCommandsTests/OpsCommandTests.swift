@@ -74,7 +74,7 @@ struct OpsCommandTests {
         #expect(runner.run(["apply", "--op", "gelu", "--param", "approximate=tanh", "--input", "\(directory)/x.npy",
                             "--output", "\(directory)/y.npy", "--backend", "cpu"]) == 0, "\(runner.error)")
         #expect(runner.run(["apply", "--op", "gelu", "--param", "approximate=fast", "--input", "\(directory)/x.npy",
-                            "--output", "\(directory)/y.npy"]) == 1)
+                            "--output", "\(directory)/y.npy"]) == 2)
         #expect(runner.error.contains("none, tanh"))
     }
 }

@@ -82,7 +82,7 @@ struct ParityAndDemoCommandTests {
 
     @Test func demoRefusesAnOutputItCannotWrite() throws {
         let runner = CommandRunner()
-        #expect(runner.run(["demo", "--output", "/tmp/predictions.png"]) == 1)
+        #expect(runner.run(["demo", "--output", "/tmp/predictions.png"]) == 2)
         #expect(runner.error.contains(".npy"))
     }
 

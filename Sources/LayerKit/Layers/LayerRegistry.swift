@@ -16,6 +16,10 @@ public final class LayerRegistry: @unchecked Sendable {
         public let definition: OpDefinition?
         /// Makes the layer from its parameters.
         public let make: ([String: Any]) throws -> CustomLayer
+        /// Makes the layer of a model node from its attributes and its
+        /// constant inputs by name (`register(formula:forNodesOfType:)`);
+        /// nil: `make`, then the constants in input order to `setWeightData`.
+        var makeForNode: (([String: Any], [(name: String, data: Data)]) throws -> CustomLayer)? = nil
     }
 
     /// The process-wide registry, holding the built-in layers.
@@ -67,7 +71,8 @@ public final class LayerRegistry: @unchecked Sendable {
     public func entry(named name: String) throws -> Entry {
         lock.lock(); defer { lock.unlock() }
         guard let entry = entries[name.lowercased()] else {
-            throw LayerKitError.unknownOp("unknown op '\(name)' (layerkit ops lists them)")
+            let hint = NameSuggestion.hint(for: name, among: entries.values.map(\.name).sorted())
+            throw LayerKitError.unknownOp("unknown op '\(name)'\(hint) (layerkit ops lists them)")
         }
         return entry
     }

@@ -139,6 +139,18 @@ struct ONNXImporter {
         var inputs: [Int] = []
         var weights: [Data] = []
         do {
+            if let makeForNode = entry.makeForNode {
+                var constants: [(name: String, data: Data)] = []
+                for i in node.node.inputs.indices where node.has(i) {
+                    if i > 0, node.initializers[i] != nil {
+                        let name = node.node.inputs[i]
+                        constants.append((name, try node.constant(i, "weight '\(name)'").littleEndianData))
+                    } else {
+                        inputs.append(i)
+                    }
+                }
+                return ConvertedNode(layer: try makeForNode(try node.parameters(), constants), inputs: inputs)
+            }
             layer = try entry.make(try node.parameters())
             for i in node.node.inputs.indices where node.has(i) {
                 if i > 0, node.initializers[i] != nil {

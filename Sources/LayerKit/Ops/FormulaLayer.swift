@@ -82,3 +82,37 @@ extension LayerRegistry {
         })
     }
 }
+
+extension LayerRegistry {
+    /// Registers `formula` for the model nodes of op type `opType` (in any
+    /// domain), as `layerkit run --layer OPTYPE=FORMULA` does: each node's
+    /// attributes are the formula's scalar parameters, and its constant
+    /// inputs its per-channel weights, matched by name (an input named as a
+    /// value of the formula, or ending in `.NAME`, `/NAME` or `_NAME`). A value
+    /// the node does not give, or an attribute or constant the formula does
+    /// not use, is an error naming it. The formula's syntax is checked here.
+    public func register(formula: String, forNodesOfType opType: String) throws {
+        let values = try FormulaParser.parse(formula).0.valueNames
+        let make = { (attributes: [String: Any], constants: [(name: String, data: Data)]) throws -> CustomLayer in
+            let reader = LayerParameters(attributes, layer: opType)
+            var scalars: [String: Float] = [:]
+            for key in attributes.keys { scalars[key] = try reader.float(key, default: 0) }
+            var blobs: [String: Data] = [:]
+            for (input, data) in constants {
+                guard let value = values.first(where: { value in
+                    input == value || [".", "/", "_"].contains { input.hasSuffix($0 + value) }
+                }) else {
+                    throw LayerKitError.invalidWeights("\(opType): constant input '\(input)' is named after no value "
+                                                       + "of the formula \(formula) (its values: "
+                                                       + "\(values.isEmpty ? "none" : values.joined(separator: ", ")))")
+                }
+                blobs[value] = data
+            }
+            let layer = try FormulaLayer(formula: formula, name: opType, parameters: scalars,
+                                         weightNames: blobs.keys.sorted())
+            if !blobs.isEmpty { try layer.setWeightData(layer.definition.weightNames.map { blobs[$0] ?? Data() }) }
+            return layer
+        }
+        add(Entry(name: opType, weightNames: [], definition: nil, make: { try make($0, []) }, makeForNode: make))
+    }
+}

@@ -1,0 +1,228 @@
+/// One command's interface, declared once: the options it accepts (which
+/// `Arguments` parses, and nothing else), their defaults, and its help text
+/// (`layerkit CMD --help`, `layerkit help CMD`, the general help's lines).
+struct CommandHelp {
+    /// One option: `--name VALUE` or, without `value`, a `--flag`.
+    struct Option {
+        let name: String
+        /// The value's placeholder (`FILE`, `N`); nil for a flag.
+        let value: String?
+        /// What it is when not given (`none`, `off`, `30`).
+        let defaultValue: String
+        /// Whether it may be given more than once.
+        let repeatable: Bool
+        let text: String
+
+        init(_ name: String, _ value: String?, default defaultValue: String, repeatable: Bool = false, _ text: String) {
+            self.name = name
+            self.value = value
+            self.defaultValue = defaultValue
+            self.repeatable = repeatable
+            self.text = text
+        }
+    }
+
+    let name: String
+    /// What follows `layerkit NAME` in the synopsis.
+    let synopsis: [String]
+    let summary: String
+    let options: [Option]
+    /// How many words that are not options it takes (a model path, an op name).
+    let positional: ClosedRange<Int>
+    let examples: [String]
+
+    var valued: Set<String> { Set(options.filter { $0.value != nil }.map(\.name)) }
+    var flags: Set<String> { Set(options.filter { $0.value == nil }.map(\.name)) }
+    var repeatable: Set<String> { Set(options.filter(\.repeatable).map(\.name)) }
+
+    /// The text of `layerkit NAME --help`.
+    var text: String {
+        var lines = synopsis.enumerated().map { ($0.offset == 0 ? "usage: " : "       ") + "layerkit \(name) \($0.element)" }
+        lines += [""] + Self.wrap(summary, after: "", column: 0)
+        if !options.isEmpty {
+            lines += ["", "options:"]
+            for option in options {
+                let left = "  " + option.name + (option.value.map { " " + $0 } ?? "")
+                let right = option.text + " (default: \(option.defaultValue)"
+                    + (option.repeatable ? "; repeatable)" : ")")
+                lines += Self.wrap(right, after: left, column: 34)
+            }
+        }
+        lines += ["", examples.count == 1 ? "example:" : "examples:"] + examples.map { "  " + $0 }
+        return lines.joined(separator: "\n")
+    }
+
+    /// `left` padded to `column`, then `text` wrapped at 100 columns.
+    static func wrap(_ text: String, after left: String, column: Int, width: Int = 100) -> [String] {
+        var lines: [String] = []
+        var line = left
+        if left.count + 1 <= column {
+            line = left.padding(toLength: column, withPad: " ", startingAt: 0)
+        } else if column > 0 {
+            lines.append(left)
+            line = String(repeating: " ", count: column)
+        }
+        var lineHasWord = false
+        for word in text.split(separator: " ") {
+            if lineHasWord, line.count + 1 + word.count > width {
+                lines.append(line)
+                line = String(repeating: " ", count: column)
+                lineHasWord = false
+            }
+            line += (lineHasWord ? " " : "") + word
+            lineHasWord = true
+        }
+        lines.append(line)
+        return lines
+    }
+
+    /// The help of the command `word` (any letter case), if there is one.
+    static func named(_ word: String) -> CommandHelp? { all.first { $0.name == word.lowercased() } }
+
+    /// Every command, in the order the general help lists them.
+    static let all: [CommandHelp] = [devices, ops, apply, parity, inspect, run, demo, bench, profile]
+
+    // MARK: Options several commands share
+
+    static func backend(_ defaultValue: String, both: Bool = false) -> Option {
+        Option("--backend", both ? "cpu|gpu|auto|both" : "cpu|gpu|auto", default: defaultValue,
+               "where layers run: the CPU evaluator, the GPU (an error without one), or auto"
+               + (both ? "; both: the CPU and the GPU side by side" : ""))
+    }
+
+    static let layerOptions = [
+        Option("--op", "NAME", default: "none", repeatable: true, "an op of `layerkit ops`; several run fused"),
+        Option("--expr", "FORMULA", default: "none", repeatable: true, "a per-element formula, e.g. \"max(x, alpha * x)\""),
+        Option("--param", "NAME=VALUE", default: "the op's defaults", repeatable: true,
+               "a parameter of the --op or --expr before it"),
+        Option("--weights", "NAME=FILE.npy", default: "none", repeatable: true,
+               "per-channel weights (one Float32 per channel) of the --op or --expr before it"),
+    ]
+
+    static let layer = Option("--layer", "OPTYPE=FORMULA", default: "none", repeatable: true,
+                              "run the model's nodes of op type OPTYPE (any domain) as this formula: node attributes "
+                              + "are its parameters, constant inputs its per-channel weights, matched by name")
+
+    static let input = Option("--input", "FILE|NAME=FILE", default: "none", repeatable: true,
+                              "a .npy or .png input; NAME=FILE for each input of a model with several")
+
+    static let threads = Option("--threads", "N", default: "the cores the process may use",
+                                "the CPU evaluator's threads, 1 to 4096")
+
+    static func json(_ schema: String) -> Option {
+        Option("--json", nil, default: "off", "print one \(schema) JSON object instead (Docs/JSON.md)")
+    }
+
+    // MARK: The commands
+
+    static let devices = CommandHelp(
+        name: "devices", synopsis: [""],
+        summary: "Lists the Vulkan devices, what each supports, and which one is chosen and why.",
+        options: [json("layerkit-devices/1")], positional: 0...0,
+        examples: ["layerkit devices", "LAYERKIT_DEVICE=1 layerkit devices"])
+
+    static let ops = CommandHelp(
+        name: "ops", synopsis: ["[NAME] [--markdown|--json]"],
+        summary: "Lists the ops: parameters with defaults, per-channel weights, formula, backends; "
+            + "with NAME, one op in detail.",
+        options: [Option("--markdown", nil, default: "off", "print the list as the README's Markdown table"),
+                  json("layerkit-ops/1")],
+        positional: 0...1, examples: ["layerkit ops", "layerkit ops Swish"])
+
+    static let apply = CommandHelp(
+        name: "apply", synopsis: ["LAYERS --input FILE --output FILE [--backend cpu|gpu|auto]"],
+        summary: "Runs layers on a .npy or .png input and writes a .npy or .png output.",
+        options: layerOptions + [
+            Option("--input", "FILE", default: "required", "the .npy or .png input"),
+            Option("--output", "FILE", default: "required", "the .npy or .png output (a PNG is an activation-map grid)"),
+            backend("auto"), threads,
+        ],
+        positional: 0...0, examples: ["layerkit apply --op Swish --param beta=0.5 --input x.npy --output y.npy"])
+
+    static let parity = CommandHelp(
+        name: "parity", synopsis: ["LAYERS [--shape NxCxHxW] [--range LOW,HIGH] [--seed N]",
+                                   "--all [--shape NxCxHxW] [--seed N]"],
+        summary: "Compares the GPU and the CPU evaluator on the same seeded, fp16-rounded input (exit 1 on FAIL); "
+            + "--all does every op and prints one table.",
+        options: layerOptions + [
+            Option("--shape", "NxCxHxW", default: "1x6x256x256; 1x6x64x64 with --all", "the input's shape"),
+            Option("--range", "LOW,HIGH", default: "-10,10", "the range the input is drawn from"),
+            Option("--seed", "N", default: "1", "the input's seed"),
+            Option("--all", nil, default: "off", "every op, its defaults and an example set, in one table"),
+            threads,
+        ],
+        positional: 0...0, examples: ["layerkit parity --op Swish --param beta=2 --shape 1x6x64x64", "layerkit parity --all"])
+
+    static let inspect = CommandHelp(
+        name: "inspect", synopsis: ["MODEL.onnx [--backend cpu|gpu|auto] [--layer OPTYPE=FORMULA ...] [--json]"],
+        summary: "Shows a model's inputs, outputs and opsets, and every node with where it runs.",
+        options: [backend("auto"), layer, json("layerkit-inspect/1")],
+        positional: 1...1, examples: ["layerkit inspect model.onnx",
+                                      "layerkit inspect model.onnx --layer ArticleSwish='x * sigmoid(beta * x)'"])
+
+    static let run = CommandHelp(
+        name: "run", synopsis: ["MODEL.onnx --input FILE|NAME=FILE ... [--output FILE|NAME=FILE ...] [options]",
+                                "MODEL.onnx --input DIR/ [--output DIR/] [--batch N] [options]"],
+        summary: "Runs an ONNX model on .npy/.png inputs, writes its outputs, and prints their shapes and the top-5 "
+            + "of 2-D outputs.",
+        options: [
+            input,
+            Option("--output", "FILE|NAME=FILE", default: "none", repeatable: true,
+                   "write an output as .npy or .png; NAME=FILE for each output of a model with several"),
+            backend("auto"),
+            Option("--resize", "WxH", default: "none", "resize PNG inputs to W by H pixels"),
+            Option("--normalize", "0,1|-1,1|mean=..,std=..", default: "0,1", "how PNG pixels become input values"),
+            Option("--profile", nil, default: "off", "print the run's per-layer times"),
+            Option("--batch", "N", default: "1", "with a folder of inputs: stack N of them into one NxCxHxW run"),
+            Option("--top", "K", default: "5", "how many classes of a 2-D output to print"),
+            layer, threads, json("layerkit-run/1"),
+        ],
+        positional: 1...1,
+        examples: ["layerkit run model.onnx --input image=cat.png --resize 224x224 --output probabilities=p.npy",
+                   "layerkit run article.onnx --input x.npy --layer ArticleSwish='x * sigmoid(beta * x)'"])
+
+    static let demo = CommandHelp(
+        name: "demo", synopsis: ["[--output FILE.npy]"],
+        summary: "Runs the Core ML article's model (Conv, Swish, pooling, Dense, softmax) on a built-in image, "
+            + "on the GPU and the CPU.",
+        options: [Option("--output", "FILE.npy", default: "none", "write the 10 predictions"), threads],
+        positional: 0...0, examples: ["layerkit demo"])
+
+    static let bench = CommandHelp(
+        name: "bench", synopsis: ["[LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend B] [--json]",
+                                  "--sweep [LAYERS] [--backend B] [--plot FILE.svg] [--json]",
+                                  "MODEL.onnx [--input FILE ...] [--repeat N] [--warmup N] [--backend B] [--json]"],
+        summary: "Times a layer's kernel and end to end (median, min, p90, elements/s, GB/s); --sweep measures "
+            + "sizes 1x64x8x8 to 1x64x1024x1024 against the memory-copy ceiling; with a model, whole-model "
+            + "times (min, median, p90, mean, inferences/s).",
+        options: layerOptions + [
+            Option("--shape", "NxCxHxW", default: "1x64x256x256", "the input's shape"),
+            Option("--repeat", "N", default: "30; 10 with --sweep", "timed runs, 1 to \(ValueParsing.maximumCount)"),
+            Option("--warmup", "N", default: "3", "untimed runs first, 0 to \(ValueParsing.maximumCount)"),
+            backend("both", both: true),
+            Option("--json", nil, default: "off", "print one layerkit-bench/1 JSON record (a model: layerkit-bench-model/1)"),
+            Option("--sweep", nil, default: "off", "measure every size from 8x8 to 1024x1024"),
+            Option("--plot", "FILE.svg", default: "none", "draw the sweep"),
+            input, layer, threads,
+        ],
+        positional: 0...1, examples: ["layerkit bench --op Swish --shape 1x64x256x256 --backend cpu",
+                                      "layerkit bench --sweep --plot sweep.svg",
+                                      "layerkit bench model.onnx --backend cpu --json"])
+
+    static let profile = CommandHelp(
+        name: "profile", synopsis: ["LAYERS [--shape NxCxHxW] [--repeat N] [--warmup N] [--trace FILE.json] [...]",
+                                    "MODEL.onnx [--input FILE|NAME=FILE ...] [--layer OPTYPE=FORMULA ...] [...]"],
+        summary: "Shows where one run's time goes (the run with the median wall time): per-layer table, overhead, "
+            + "and a Chrome trace.",
+        options: layerOptions + [
+            input, layer,
+            Option("--shape", "NxCxHxW", default: "1x64x256x256", "the layer's input shape"),
+            Option("--repeat", "N", default: "5", "profiled runs, 1 to \(ValueParsing.maximumCount)"),
+            Option("--warmup", "N", default: "3", "unprofiled runs first, 0 to \(ValueParsing.maximumCount)"),
+            backend("gpu"),
+            Option("--trace", "FILE.json", default: "none", "write the median run as a Chrome trace-event file"),
+            threads, json("layerkit-profile/1"),
+        ],
+        positional: 0...1, examples: ["layerkit profile --op Swish --shape 1x64x512x512 --trace swish.json",
+                                      "layerkit profile model.onnx --repeat 20"])
+}
