@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 
 /// A Float32 host tensor in row-major (C) order, NCHW for images: the
@@ -22,7 +29,7 @@ public final class Tensor: @unchecked Sendable {
         let memory = Tensor.physicalMemory
         guard UInt64(count) * 4 <= memory else {
             throw LayerKitError.shapeMismatch(
-                "shape \(Tensor.describe(shape)) needs \(UInt64(count) * 4 >> 20) MiB, more than this machine's "
+                "shape \(Tensor.describe(shape)) needs \((UInt64(count) * 4) >> 20) MiB, more than this machine's "
                 + "\(memory >> 20) MiB of memory")
         }
         self.count = count
@@ -30,8 +37,16 @@ public final class Tensor: @unchecked Sendable {
         // Cache-line aligned: vector kernels load 64 bytes at a time, and a
         // load that straddles two lines costs twice (measured: a pass over
         // 1024 floats in L1 took 42 ns at 16-byte alignment, 24 ns at 64).
-        dataPointer = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1) * 4, alignment: 64)
-            .bindMemory(to: Float.self, capacity: max(count, 1))
+        // posix_memalign, not `UnsafeMutableRawPointer.allocate`: that one
+        // traps when the system refuses the memory (`ulimit -v`, overcommit
+        // off), and a refused allocation must be an error the caller sees.
+        var raw: UnsafeMutableRawPointer?
+        guard posix_memalign(&raw, 64, max(count, 1) * 4) == 0, let raw else {
+            throw LayerKitError.shapeMismatch(
+                "cannot allocate \((UInt64(count) * 4) >> 20) MiB for a tensor of shape \(Tensor.describe(shape)): "
+                + "the system refused the memory")
+        }
+        dataPointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         dataPointer.initialize(repeating: 0, count: max(count, 1))
     }
 
@@ -48,7 +63,7 @@ public final class Tensor: @unchecked Sendable {
         }
     }
 
-    deinit { dataPointer.deallocate() }
+    deinit { free(dataPointer) }
 
     /// This machine's memory, read once (Foundation reads it from the system
     /// on every call, 0.4 µs, which a model's small tensors would pay each).
