@@ -120,18 +120,22 @@ public final class Tensor: @unchecked Sendable {
     }
 
     /// The element count of `shape`; throws for negative extents or a count
-    /// too large to allocate.
+    /// too large to allocate. The non-zero extents must multiply within the
+    /// limit too, so that any product of some of a valid shape's extents
+    /// (a plane, a broadcast group) cannot overflow, even when one extent
+    /// is 0 ([0, 2^40, 2^40] holds no element but is refused).
     public static func elementCount(of shape: [Int]) throws -> Int {
-        var total = 1
+        var total = 1, nonZero = 1
         for extent in shape {
             guard extent >= 0 else {
                 throw LayerKitError.shapeMismatch("negative dimension in shape \(describe(shape))")
             }
-            let (product, overflow) = total.multipliedReportingOverflow(by: extent)
+            let (product, overflow) = nonZero.multipliedReportingOverflow(by: max(extent, 1))
             guard !overflow, product <= Int.max / 8 else {
                 throw LayerKitError.shapeMismatch("shape \(describe(shape)) has too many elements")
             }
-            total = product
+            nonZero = product
+            total *= extent
         }
         return total
     }

@@ -73,6 +73,27 @@ struct ResourceLimitTests {
         #expect(throws: Never.self) { _ = try Model(data: small, computeUnits: .cpuOnly) }
     }
 
+    /// Found by the grammar fuzzer (onnx-grammar, seed 1): inputs [0, 2^40, 1]
+    /// and [0, 1, 2^40], each valid (no element), broadcast to
+    /// [0, 2^40, 2^40], whose non-zero extents overflowed in BroadcastPlan's
+    /// arithmetic (a trap).
+    @Test func aBroadcastPastIntIsAnError() throws {
+        let data = G.model(nodes: [ONNXBytes.node("Add", inputs: ["a", "b"], name: "add")],
+                           inputs: [G.value("a", [0, 1 << 40, 1]), G.value("b", [0, 1, 1 << 40])], outputs: [G.value("y", nil)])
+        let (text, _, _) = Self.measure { _ = try Model(data: data, computeUnits: .cpuOnly) }
+        #expect(text?.contains("broadcast to 0x1099511627776x1099511627776, too many elements") == true, "\(text ?? "loaded")")
+        // The fuzzer's second finding: a zero extent hid the overflow of the
+        // others ([0, 2^40, 2^40] has 0 elements), and sub-products trapped.
+        #expect(throws: LayerKitError.self) { _ = try Tensor.elementCount(of: [0, 1 << 40, 1 << 40]) }
+        #expect(try Tensor.elementCount(of: [0, 1 << 20, 1 << 20]) == 0)
+        // Control: [2, 1] + [1, 3] broadcasts to [2, 3] and adds.
+        let small = G.model(nodes: [ONNXBytes.node("Add", inputs: ["a", "b"], name: "add")],
+                            inputs: [G.value("a", [2, 1]), G.value("b", [1, 3])], outputs: [G.value("y", nil)])
+        let y = try Model(data: small, computeUnits: .cpuOnly).predict(inputs: [
+            "a": Tensor(shape: [2, 1], values: [1, 2]), "b": Tensor(shape: [1, 3], values: [10, 20, 30])])["y"]
+        #expect(y?.values == [11, 21, 31, 12, 22, 32])
+    }
+
     /// A 51-byte PNG whose tEXt chunk claims 0x7fffffff bytes made libpng allocate 2.1 GB.
     @Test func aPNGChunkLengthIsCapped() throws {
         let valid = TestPNGEncoder.encode(width: 1, height: 1, bitDepth: 8, colorType: .gray, rows: [[7]])
