@@ -94,6 +94,21 @@ struct ResourceLimitTests {
         #expect(y?.values == [11, 21, 31, 12, 22, 32])
     }
 
+    /// The same class in Concat: zero-size inputs [0, 2^59] concatenated 16
+    /// times along axis 1 add to 2^63, which trapped; now a shape error.
+    @Test func concatExtentsAddWithoutOverflow() throws {
+        let axis = PB.string(1, "axis") + PB.int(3, 1) + PB.int(20, 2)
+        func concat(_ copies: Int, _ dims: [Int]) -> Data {
+            G.model(nodes: [ONNXBytes.node("Concat", inputs: Array(repeating: "x", count: copies), name: "cat", attributes: [axis])],
+                    inputs: [G.value("x", dims)], outputs: [G.value("y", nil)])
+        }
+        let (text, _, _) = Self.measure { _ = try Model(data: concat(16, [0, 1 << 59]), computeUnits: .cpuOnly) }
+        #expect(text?.contains("node 'cat' (Concat)") == true && text?.contains("Int.max") == true, "\(text ?? "loaded")")
+        // Control: [1, 2] twice along axis 1 is [1, 4].
+        let y = try Model(data: concat(2, [1, 2]), computeUnits: .cpuOnly).predict(inputs: ["x": Tensor(shape: [1, 2], values: [5, 6])])["y"]
+        #expect(y?.shape == [1, 4] && y?.values == [5, 6, 5, 6])
+    }
+
     /// A 51-byte PNG whose tEXt chunk claims 0x7fffffff bytes made libpng allocate 2.1 GB.
     @Test func aPNGChunkLengthIsCapped() throws {
         let valid = TestPNGEncoder.encode(width: 1, height: 1, bitDepth: 8, colorType: .gray, rows: [[7]])
