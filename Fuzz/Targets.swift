@@ -23,7 +23,7 @@ struct Target: Sendable {
     var fixup: (@Sendable (inout [UInt8]) -> Void)? = nil
     let run: @Sendable ([UInt8]) -> Outcome
 
-    static let all = [npy, png, formula, cli, onnx]
+    static let all = [npy, png, formula, cli, onnx, onnxGrammar]
 
     /// `Tensor(npyData:)`: `LayerKitError` only; what it accepts re-encodes to the same shape.
     static let npy = Target(

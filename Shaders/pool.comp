@@ -53,7 +53,9 @@ void main() {
             if (x < 0 || x >= shape.inWidth) continue;
             vec4 v = imageLoad(source, ivec3(x, y, id.z));
 #if LK_POOL_KIND == 0
-            result = max(result, v);
+            // GLSL's max() of a NaN is undefined; onnxruntime's MaxPool
+            // propagates NaN, so a NaN cell or result stays NaN (v + result).
+            result = mix(max(result, v), v + result, bvec4(uvec4(isnan(v)) | uvec4(isnan(result))));
 #else
             result += v;
 #endif

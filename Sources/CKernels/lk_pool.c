@@ -46,13 +46,15 @@ static long lk_padded_width(const lk_pool2d_params *p) {
     return windows > input ? windows : input;
 }
 
-// y[i] = max(y[i], x[i]) (NaN in x skipped) or y[i] + x[i], for i < n.
+// y[i] = max(y[i], x[i]) or y[i] + x[i], for i < n. A NaN in the window
+// propagates, as onnxruntime's MaxPool does: once y[i] is NaN it stays (NaN
+// > v is false), and a NaN x[i] is taken (x != x).
 static inline __attribute__((always_inline)) void lk_pool_fold(int is_max, const float *restrict x,
                                                                float *restrict y, long n, long stride) {
     if (is_max) {
         for (long i = 0; i < n; i++) {
             float v = x[i * stride], m = y[i];
-            y[i] = v > m ? v : m;
+            y[i] = (v > m || v != v) ? v : m;
         }
     } else {
         for (long i = 0; i < n; i++) y[i] += x[i * stride];

@@ -23,17 +23,17 @@ static inline float lk_reduce_sum(const float *restrict x, size_t n) {
     return sum;
 }
 
-/// The largest of x[0..<n], NaN skipped (-inf when there is none).
+/// The largest of x[0..<n], NaN if any is NaN (-inf when n is 0).
 static inline float lk_reduce_max(const float *restrict x, size_t n) {
     float acc[LK_REDUCE_LANES];
     for (int j = 0; j < LK_REDUCE_LANES; j++) acc[j] = -INFINITY;
     size_t i = 0;
     for (; i + LK_REDUCE_LANES <= n; i += LK_REDUCE_LANES) {
-        for (int j = 0; j < LK_REDUCE_LANES; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+        for (int j = 0; j < LK_REDUCE_LANES; j++) acc[j] = (x[i + j] > acc[j] || x[i + j] != x[i + j]) ? x[i + j] : acc[j];
     }
     float m = -INFINITY;
-    for (; i < n; i++) m = x[i] > m ? x[i] : m;
-    for (int j = 0; j < LK_REDUCE_LANES; j++) m = acc[j] > m ? acc[j] : m;
+    for (; i < n; i++) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+    for (int j = 0; j < LK_REDUCE_LANES; j++) m = (acc[j] > m || acc[j] != acc[j]) ? acc[j] : m;
     return m;
 }
 

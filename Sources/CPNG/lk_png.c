@@ -67,6 +67,19 @@ int lk_png_read(int fd, lk_png_image *out, char *err, size_t errlen) {
     png_init_io(png, fp);
     png_set_sig_bytes(png, 8);
     png_set_user_limits(png, LK_PNG_MAX_SIDE, LK_PNG_MAX_SIDE);
+    /* A chunk's length is read from the file: a 51-byte file whose tEXt
+       chunk claimed 0x7fffffff bytes made libpng allocate 2 GiB before it
+       found the file short (its over-long-chunk check is only a benign
+       error, a warning on read). The ancillary chunks LayerKit does not use
+       are skipped unread, through a small buffer, as unknown chunks; for
+       the rest, chunk allocations are capped at LK_PNG_MAX_CHUNK bytes and
+       LK_PNG_MAX_CHUNKS chunks. */
+    static const png_byte ignored[] = "bKGD\0cHRM\0eXIf\0gAMA\0hIST\0iCCP\0iTXt\0oFFs\0pCAL\0pHYs\0"
+                                      "sBIT\0sCAL\0sPLT\0sRGB\0tEXt\0tIME\0zTXt";
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, ignored, (int)(sizeof ignored / 5));
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, 0);
+    png_set_chunk_malloc_max(png, LK_PNG_MAX_CHUNK);
+    png_set_chunk_cache_max(png, LK_PNG_MAX_CHUNKS);
     png_read_info(png, info);
 
     png_uint_32 width = png_get_image_width(png, info);

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 
 /// A Float32 host tensor in row-major (C) order, NCHW for images: the
@@ -31,8 +38,16 @@ public final class Tensor: @unchecked Sendable {
         // Cache-line aligned: vector kernels load 64 bytes at a time, and a
         // load that straddles two lines costs twice (measured: a pass over
         // 1024 floats in L1 took 42 ns at 16-byte alignment, 24 ns at 64).
-        dataPointer = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1) * 4, alignment: 64)
-            .bindMemory(to: Float.self, capacity: max(count, 1))
+        // posix_memalign, not `UnsafeMutableRawPointer.allocate`: that one
+        // traps when the system refuses the memory (`ulimit -v`, overcommit
+        // off), and a refused allocation must be an error the caller sees.
+        var raw: UnsafeMutableRawPointer?
+        guard posix_memalign(&raw, 64, max(count, 1) * 4) == 0, let raw else {
+            throw LayerKitError.shapeMismatch(
+                "cannot allocate \((UInt64(count) * 4) >> 20) MiB for a tensor of shape \(Tensor.describe(shape)): "
+                + "the system refused the memory")
+        }
+        dataPointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         dataPointer.initialize(repeating: 0, count: max(count, 1))
     }
 
@@ -49,7 +64,7 @@ public final class Tensor: @unchecked Sendable {
         }
     }
 
-    deinit { dataPointer.deallocate() }
+    deinit { free(dataPointer) }
 
     /// This machine's memory, read once (Foundation reads it from the system
     /// on every call, 0.4 µs, which a model's small tensors would pay each).
@@ -106,18 +121,22 @@ public final class Tensor: @unchecked Sendable {
     }
 
     /// The element count of `shape`; throws for negative extents or a count
-    /// too large to allocate.
+    /// too large to allocate. The non-zero extents must multiply within the
+    /// limit too, so that any product of some of a valid shape's extents
+    /// (a plane, a broadcast group) cannot overflow, even when one extent
+    /// is 0 ([0, 2^40, 2^40] holds no element but is refused).
     public static func elementCount(of shape: [Int]) throws -> Int {
-        var total = 1
+        var total = 1, nonZero = 1
         for extent in shape {
             guard extent >= 0 else {
                 throw LayerKitError.shapeMismatch("negative dimension in shape \(describe(shape))")
             }
-            let (product, overflow) = total.multipliedReportingOverflow(by: extent)
+            let (product, overflow) = nonZero.multipliedReportingOverflow(by: max(extent, 1))
             guard !overflow, product <= Int.max / 8 else {
                 throw LayerKitError.shapeMismatch("shape \(describe(shape)) has too many elements")
             }
-            total = product
+            nonZero = product
+            total *= extent
         }
         return total
     }

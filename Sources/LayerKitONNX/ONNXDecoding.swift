@@ -194,10 +194,11 @@ extension ONNXTensor {
     /// Decodes a `TensorProto`, refusing external, segmented and negative-sized tensors.
     init(decoding reader: inout ProtobufReader) throws {
         self.init(name: "", dims: [], dataType: ONNXDataType(rawValue: 0))
-        var dims: [Int64] = [], external = false
+        var dims: [Int64] = [], external = false, strings = 0
         while let field = try reader.nextField() {
             switch field.number {
             case 1: try reader.appendInt64s(field, "dims", to: &dims)
+            case 6: strings += 1; try reader.skip(field)
             case 2: dataType = ONNXDataType(rawValue: Int(try reader.int32(field, "data_type")))
             case 3: throw reader.error("segmented tensors are not supported", at: field.offset)
             case 4: try reader.appendFloats(field, "float_data", to: &floatData)
@@ -222,6 +223,24 @@ extension ONNXTensor {
             throw reader.error("tensor '\(name)' has negative dims \(dims)", at: reader.offset)
         }
         self.dims = dims.map { Int($0) }
+        // The dims must describe no more elements than the file holds: every
+        // later use (shapes, Flatten's products, allocations) trusts them.
+        let held = heldElements(strings: strings)
+        guard let count = try? elementCount(), count <= held else {
+            throw reader.error("tensor '\(name)' has dims \(dims) but holds data for \(held) elements", at: reader.offset)
+        }
+    }
+
+    /// The most elements the tensor's data fields can hold: `raw_data` at
+    /// the type's width, plus every typed field's values.
+    private func heldElements(strings: Int) -> Int {
+        let typed = floatData.count + int32Data.count + int64Data.count + doubleData.count + strings
+        guard let raw = rawData else { return typed }
+        // Bits per element by ONNX code; unknown codes at the narrowest (2).
+        let bits: [Int: Int] = [1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,
+                                14: 64, 15: 128, 16: 16, 17: 8, 18: 8, 19: 8, 20: 8, 21: 4, 22: 4, 23: 4, 24: 8,
+                                25: 2, 26: 2, 27: 6, 28: 6]
+        return typed + raw.count * 8 / (bits[dataType.rawValue] ?? 2)
     }
 }
 

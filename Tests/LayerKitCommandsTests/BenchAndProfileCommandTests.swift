@@ -130,3 +130,25 @@ struct BenchAndProfileCommandTests {
         }
     }
 }
+
+/// A refused allocation is an error and exit 1, never a signal (issue 14,
+/// class 5: `apply` of a 1 GB `.npy` under `ulimit -v` 2.8 GB died of SIGILL).
+struct OutOfMemoryCommandTests {
+    /// Sanitizers reserve terabytes of address space, which `ulimit -v` forbids.
+    static let isSanitized = dlsym(nil, "__asan_init") != nil || dlsym(nil, "__tsan_init") != nil
+
+    @Test(.enabled(if: !isSanitized))
+    func aRefusedTensorIsAnErrorUnderUlimit() throws {
+        let limit = 1 << 20  // KiB: 1 GiB of address space
+        // Control: a small tensor runs under the same limit.
+        let small = try CommandRunner.runExecutable(["bench", "--op", "Relu", "--shape", "1x4x4x4", "--backend", "cpu",
+                                                     "--repeat", "1"], environment: [:], virtualMemoryKiB: limit)
+        #expect(small.status == 0, "\(small.error)")
+        // 1x256x1024x1024 Float32 is 1 GiB: more than the limit leaves.
+        let big = try CommandRunner.runExecutable(["bench", "--op", "Relu", "--shape", "1x256x1024x1024", "--backend", "cpu",
+                                                   "--repeat", "1"], environment: [:], virtualMemoryKiB: limit)
+        #expect(big.status == 1, "exit \(big.status): \(big.error)")
+        #expect(big.error.contains("cannot allocate 1024 MiB for a tensor of shape 1x256x1024x1024: the system refused the memory"),
+                "\(big.error)")
+    }
+}

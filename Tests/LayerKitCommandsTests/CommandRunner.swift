@@ -31,13 +31,20 @@ final class CommandRunner: @unchecked Sendable {
 
     /// Runs the built `layerkit` executable (beside the test bundle) with
     /// `environment` added, for behaviour that depends on the process
-    /// environment such as a missing Vulkan driver.
-    static func runExecutable(_ arguments: [String], environment: [String: String]) throws
+    /// environment such as a missing Vulkan driver, or (`virtualMemoryKiB`)
+    /// under `ulimit -v`, through /bin/sh.
+    static func runExecutable(_ arguments: [String], environment: [String: String], virtualMemoryKiB: Int? = nil) throws
         -> (status: Int32, out: String, error: String) {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let process = Process()
-        process.executableURL = directory.appendingPathComponent("layerkit")
-        process.arguments = arguments
+        let layerkit = directory.appendingPathComponent("layerkit")
+        if let limit = virtualMemoryKiB {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "ulimit -v \(limit) && exec \"$0\" \"$@\"", layerkit.path] + arguments
+        } else {
+            process.executableURL = layerkit
+            process.arguments = arguments
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         // stderr goes to a file, not a second pipe: reading one pipe to its
         // end while the child fills the other (64 KiB, e.g. a sanitizer

@@ -65,7 +65,7 @@ struct ModelGraphTests {
              "input 'x' is INT64; LayerKit runs float32 inputs"),
             (Self.model(nodes: [ONNXBytes.node("Relu", inputs: ["z"], name: "relu")], inputs: [Self.value("x", [2])],
                         outputs: [Self.value("y", [2])]),
-             "node 'relu' (Relu) reads 'z', which no input, initializer or earlier node makes"),
+             "node 'relu' (Relu) reads 'z', which no graph input, initializer or node makes"),
             (Self.model(nodes: [relu], inputs: [Self.value("x", [2])], outputs: [Self.value("w", [2])]),
              "graph output 'w' is made by no node"),
             (Self.model(nodes: [ONNXBytes.node("AveragePool", name: "pool", attributes: [

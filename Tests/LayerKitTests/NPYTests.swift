@@ -252,3 +252,58 @@ private let fourBytes: [UInt8] = [0, 0, 0x80, 0x3F]
         #expect(try directory.contents() == ["taken"])
     }
 }
+
+/// Files are read and written in pieces (issue 14, class 5): types that are
+/// converted cross the 1 MiB buffer's boundaries, a file is checked against
+/// its length before the tensor is allocated, and peak memory is the tensor.
+@Suite struct NPYStreamingTests {
+    /// `count` elements that differ across every buffer boundary, in Double.
+    static func pattern(_ count: Int) -> [Double] { (0..<count).map { Double($0 % 2000) - 999.5 } }
+
+    @Test(arguments: ["<f2", "<f8", "<f4"])
+    func convertsAcrossBufferBoundariesFromFiles(_ descr: String) throws {
+        let size = ["<f2": 2, "<f4": 4, "<f8": 8][descr]!
+        // 2.5 buffers' worth of elements, so pieces end mid-run and at the end.
+        let count = NPYStreaming.chunkBytes * 5 / 2 / size + 3
+        let values = Self.pattern(count)
+        let payload: [UInt8] = switch size {
+        case 2: littleEndian(values.map { Float16($0).bitPattern })
+        case 4: littleEndian(values.map { Float($0).bitPattern })
+        default: littleEndian(values.map { $0.bitPattern })
+        }
+        let header = "{'descr': '\(descr)', 'fortran_order': False, 'shape': (\(count),), }"
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/x.npy"
+        try npy(header, payload: payload).write(to: URL(fileURLWithPath: path))
+        let tensor = try Tensor(npyFile: path)
+        #expect(tensor.shape == [count])
+        // Every value of the pattern is exact in fp16 and in Float.
+        #expect(tensor.values.elementsEqual(values.map { Float($0) }))
+        // The same file cut one byte short is truncated, named before any allocation.
+        try npy(header, payload: Array(payload.dropLast())).write(to: URL(fileURLWithPath: path))
+        #expect { _ = try Tensor(npyFile: path) } throws: { "\($0)".contains("data is truncated") }
+    }
+
+    @Test func aLyingHeaderIsRefusedByTheFileLengthAlone() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/lie.npy"
+        // 2^40 elements announced, 4 bytes held.
+        try npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }", payload: [0, 0, 128, 63])
+            .write(to: URL(fileURLWithPath: path))
+        #expect { _ = try Tensor(npyFile: path) } throws: { "\($0)".contains("needs 4398046511104 bytes, found 4") }
+        #expect { _ = try Tensor(npyFile: directory.path) } throws: { "\($0)".contains("not a regular file") }
+    }
+
+    @Test func writingStreamsAndReadsBack() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/y.npy"
+        let count = NPYStreaming.chunkBytes / 4 * 3 + 7
+        let tensor = try Tensor(shape: [count], values: Self.pattern(count).map { Float($0) })
+        try tensor.writeNPY(to: path)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        // The file is the bytes npyData() gives (header and little-endian data), and reads back.
+        #expect(bytes == tensor.npyData())
+        #expect(bytes.count == NPYHeader.encoded(shape: [count]).count + 4 * count)
+        #expect(try Tensor(npyFile: path).values == tensor.values)
+    }
+}

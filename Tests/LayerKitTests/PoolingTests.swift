@@ -116,6 +116,54 @@ struct PoolingTests {
         }
     }
 
+    /// MaxPool and GlobalMaxPool propagate NaN as onnxruntime does (issue
+    /// 14, class 9): a window holding a NaN, wherever it sits in the window,
+    /// gives NaN; windows without one give their largest value (the
+    /// negative control: not everything is NaN). Reference in Double.
+    static func nanCase() throws -> (Tensor, [Pooling], [[Double]]) {
+        let x = try OpLayerTest.tensor([1, 5, 4, 4], seed: 14, half: true)
+        // NaN first, inside and last in a channel's windows, in channels 0, 3 and 4 (a second slice).
+        for i in [0, 16 * 3 + 5, 16 * 4 + 15] { x[i] = .nan }
+        let pools = [try Pooling(kind: .max, kernel: [2, 2]),
+                     try Pooling(kind: .max, kernel: [3, 3], padding: .explicit([1, 1, 1, 1])),
+                     try Pooling(kind: .globalMax)]
+        let expected = try pools.map { pool -> [Double] in
+            // The float64 reference with NaN taken over every cell: rebuild it
+            // from windows of a tensor whose NaN cells are +inf, then map the
+            // windows that saw +inf back to NaN (inputs here are finite).
+            let marked = try Tensor(shape: x.shape, values: x.values.map { $0.isNaN ? .infinity : $0 })
+            return try reference(marked, pool).map { $0 == .infinity ? .nan : $0 }
+        }
+        return (x, pools, expected)
+    }
+
+    static func expectSameNaN(_ y: Tensor, _ expected: [Double], tolerance: Double, _ what: String) {
+        #expect(y.count == expected.count, "\(what)")
+        #expect(expected.contains { $0.isNaN } && expected.contains { !$0.isNaN }, "\(what): a vacuous case")
+        for (i, (got, want)) in zip(y.values, expected).enumerated() {
+            if want.isNaN {
+                #expect(got.isNaN, "\(what) [\(i)]: \(got), expected NaN")
+            } else {
+                #expect(abs(Double(got) - want) <= tolerance * max(1, abs(want)), "\(what) [\(i)]: \(got) vs \(want)")
+            }
+        }
+    }
+
+    @Test func maxPoolPropagatesNaNOnTheCPU() throws {
+        let (x, pools, expected) = try Self.nanCase()
+        for (pool, want) in zip(pools, expected) {
+            Self.expectSameNaN(try OpLayerTest.cpu(pool, [x])[0], want, tolerance: 1e-6, "CPU \(pool.layerName)")
+        }
+    }
+
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func maxPoolPropagatesNaNOnTheGPU() throws {
+        let (x, pools, expected) = try Self.nanCase()
+        for (pool, want) in zip(pools, expected) {
+            Self.expectSameNaN(try OpLayerTest.gpu(pool, [x])[0], want, tolerance: 1e-3, "GPU \(pool.layerName)")
+        }
+    }
+
     /// AveragePool along one row of 0, 1, 2, ... as onnxruntime 1.32
     /// computes it: (width, kernel, stride, dilation, pads, ceil, auto_pad,
     /// count_include_pad) -> output. Negative SAME pads, ceil windows past

@@ -12,6 +12,10 @@
    decompression bombs and absurd output pictures. */
 #define LK_PNG_MAX_SIDE 16384
 #define LK_PNG_MAX_PIXELS (1u << 26)
+/* Largest ancillary chunk (tEXt, zTXt, iCCP...) libpng may allocate for, and
+   the most ancillary chunks it keeps: a chunk length is read from the file. */
+#define LK_PNG_MAX_CHUNK (8u << 20)
+#define LK_PNG_MAX_CHUNKS 1000
 
 /* A decoded PNG, samples interleaved row by row. Colour types come out as:
    gray -> 1 channel; gray+alpha, or gray with tRNS -> 4 (RGBA, gray copied to

@@ -22,8 +22,16 @@ public enum AtomicFile {
 /// contents or all of `data`, never a partial file (see
 /// `writeAtomically(to:using:)`).
 func writeAtomically(_ data: Data, to path: String) throws {
+    try writeAtomically(to: path, streaming: { write in try data.withUnsafeBytes { try write($0) } })
+}
+
+/// Writes the bytes `produce` passes to its `write` callback, in order, to
+/// `path` as `writeAtomically(_:to:)` does: they go to the file as they
+/// come, so a large output is never gathered in memory first.
+func writeAtomically(to path: String,
+                     streaming produce: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void) throws {
     try writeAtomically(to: path) { descriptor in
-        try writeAll(data, to: descriptor, reportingAs: path)
+        try produce { bytes in try writeAll(bytes, to: descriptor, reportingAs: path) }
     }
 }
 
@@ -77,21 +85,17 @@ private func fill(_ descriptor: Int32, using write: (Int32) throws -> Void, repo
     }
 }
 
-/// Writes all of `data` to `descriptor`; errors name `shownPath`.
-func writeAll(_ data: Data, to descriptor: Int32, reportingAs shownPath: String) throws {
-    var failure: String?
-    data.withUnsafeBytes { bytes in
-        var offset = 0
-        while offset < bytes.count, failure == nil {
-            let written = Glibc.write(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-            if written > 0 {
-                offset += written
-            } else if written == 0 || errno != EINTR {
-                failure = written == 0 ? "no bytes written" : systemErrorText()
-            }
+/// Writes all of `bytes` to `descriptor`; errors name `shownPath`.
+func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, reportingAs shownPath: String) throws {
+    var offset = 0
+    while offset < bytes.count {
+        let written = Glibc.write(descriptor, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+        if written > 0 {
+            offset += written
+        } else if written == 0 || errno != EINTR {
+            throw LayerKitError.file("cannot write '\(shownPath)': " + (written == 0 ? "no bytes written" : systemErrorText()))
         }
     }
-    if let failure { throw LayerKitError.file("cannot write '\(shownPath)': \(failure)") }
 }
 
 /// Where an atomic write lands: the destination file (a symbolic link's

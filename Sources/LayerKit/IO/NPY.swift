@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 
 /// Reading and writing numpy `.npy` files.
@@ -6,6 +13,12 @@ import Foundation
 /// `<f4`, `<f2` or `<f8` elements in C order; half and double values are
 /// converted to Float (doubles round to nearest, overflowing to infinity).
 /// Writing produces version 1.0 `<f4` files that numpy reads directly.
+///
+/// Files are read and written in pieces: the header is checked against the
+/// file's length before the tensor is allocated, `<f4` elements go straight
+/// between the file and the tensor's storage, and other types through a
+/// buffer of `NPYStreaming.chunkBytes`. Memory is the tensor plus that buffer,
+/// never a copy of the file.
 extension Tensor {
     /// Reads a tensor from the `.npy` file at `path`.
     ///
@@ -13,63 +26,117 @@ extension Tensor {
     /// malformed or truncated, and `LayerKitError.unsupported` for dtypes
     /// other than `<f2`, `<f4`, `<f8`, Fortran order, or unknown versions.
     public convenience init(npyFile path: String) throws {
-        let data = try RegularFile.contents(path)
-        try self.init(npyData: data, source: "'\(path)'")
+        let source = "'\(path)'"
+        // Only a regular file, opened without blocking (RegularFile): a FIFO cannot hang the read.
+        let fd = try RegularFile.open(path)
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw LayerKitError.file("cannot read \(source): \(systemErrorText())") }
+        let length = Int(status.st_size)
+        let read = { (offset: Int, destination: UnsafeMutableRawBufferPointer) throws in
+            guard let base = destination.baseAddress else { return }
+            var done = 0
+            while done < destination.count {
+                let got = pread(fd, base + done, destination.count - done, off_t(offset + done))
+                if got > 0 {
+                    done += got
+                } else if got == 0 || errno != EINTR {
+                    throw LayerKitError.file("cannot read \(source): "
+                                             + (got == 0 ? "the file ended early (was it changed while read?)" : systemErrorText()))
+                }
+            }
+        }
+        try self.init(npyLength: length, source: source, read: read)
     }
 
     /// Reads a tensor from the bytes of a `.npy` file, with the same checks
     /// as `init(npyFile:)`.
     public convenience init(npyData data: Data) throws {
-        try self.init(npyData: data, source: ".npy data")
+        try self.init(npyLength: data.count, source: ".npy data") { offset, destination in
+            data.withUnsafeBytes { bytes in
+                destination.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + destination.count]))
+            }
+        }
     }
 
-    private convenience init(npyData data: Data, source: String) throws {
-        let header = try data.withUnsafeBytes { try NPYHeader(parsing: $0, source: source) }
+    /// Decodes a `.npy` input of `length` bytes that `read` fills pieces of
+    /// (a byte offset, then the buffer to fill from there).
+    private convenience init(npyLength length: Int, source: String,
+                             read: (Int, UnsafeMutableRawBufferPointer) throws -> Void) throws {
+        let prefix = UnsafeMutableRawBufferPointer.allocate(byteCount: min(length, NPYStreaming.maxHeaderBytes),
+                                                            alignment: 8)
+        defer { prefix.deallocate() }
+        try read(0, prefix)
+        let header = try NPYHeader(parsing: UnsafeRawBufferPointer(prefix), totalLength: length, source: source)
         try self.init(shape: header.shape)
-        let elements = self.elements
-        data.withUnsafeBytes { bytes in
-            let base = header.dataOffset
-            switch header.dtype {
-            case .float32:
-                for i in elements.indices {
-                    let bits = bytes.loadUnaligned(fromByteOffset: base + 4 * i, as: UInt32.self)
-                    elements[i] = Float(bitPattern: UInt32(littleEndian: bits))
-                }
-            case .float16:
-                for i in elements.indices {
-                    let bits = bytes.loadUnaligned(fromByteOffset: base + 2 * i, as: UInt16.self)
-                    elements[i] = Float(halfBits: UInt16(littleEndian: bits))
-                }
-            case .float64:
-                for i in elements.indices {
-                    let bits = bytes.loadUnaligned(fromByteOffset: base + 8 * i, as: UInt64.self)
-                    elements[i] = Float(Double(bitPattern: UInt64(littleEndian: bits)))
+        let size = header.dtype.size
+        if header.dtype == .float32 {
+            try read(header.dataOffset, UnsafeMutableRawBufferPointer(start: dataPointer, count: 4 * count))
+            #if _endian(big)
+            for i in elements.indices { elements[i] = Float(bitPattern: UInt32(littleEndian: elements[i].bitPattern)) }
+            #endif
+            return
+        }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: NPYStreaming.chunkBytes, alignment: 8)
+        defer { chunk.deallocate() }
+        let perChunk = NPYStreaming.chunkBytes / size
+        var start = 0
+        while start < count {
+            let n = min(perChunk, count - start)
+            let piece = UnsafeMutableRawBufferPointer(rebasing: chunk[..<(n * size)])
+            try read(header.dataOffset + start * size, piece)
+            let out = dataPointer + start
+            if header.dtype == .float16 {
+                for i in 0..<n { out[i] = Float(halfBits: UInt16(littleEndian: piece.load(fromByteOffset: 2 * i, as: UInt16.self))) }
+            } else {
+                for i in 0..<n {
+                    out[i] = Float(Double(bitPattern: UInt64(littleEndian: piece.load(fromByteOffset: 8 * i, as: UInt64.self))))
                 }
             }
+            start += n
         }
     }
 
     /// The tensor as the bytes of a version 1.0 `.npy` file: `<f4`, C order,
     /// the data aligned to 64 bytes.
     public func npyData() -> Data {
-        let header = NPYHeader.encoded(shape: shape)
-        var data = Data(count: header.count + 4 * count)
-        data.withUnsafeMutableBytes { bytes in
-            bytes.copyBytes(from: header)
-            for (i, value) in elements.enumerated() {
-                bytes.storeBytes(of: value.bitPattern.littleEndian,
-                                 toByteOffset: header.count + 4 * i, as: UInt32.self)
-            }
-        }
+        var data = Data(capacity: NPYHeader.encoded(shape: shape).count + 4 * count)
+        writeNPYBytes { data.append(contentsOf: $0) }
         return data
     }
 
     /// Writes the tensor to `path` as a `.npy` file (see `npyData()`).
     ///
-    /// The file is written unnamed and put in place whole
-    /// (`writeAtomically(to:using:)`), so `path` never holds a partial file. Throws
+    /// The bytes are streamed into a file that is written unnamed and put in
+    /// place whole (`writeAtomically(to:streaming:)`), so `path` never holds
+    /// a partial file and no copy of the tensor is made. Throws
     /// `LayerKitError.file` if the file cannot be written.
     public func writeNPY(to path: String) throws {
-        try writeAtomically(npyData(), to: path)
+        try writeAtomically(to: path, streaming: writeNPYBytes)
     }
+
+    /// Passes the `.npy` bytes to `write` in order: the header, then the
+    /// elements (straight from storage on a little-endian machine).
+    private func writeNPYBytes(_ write: (UnsafeRawBufferPointer) throws -> Void) rethrows {
+        try NPYHeader.encoded(shape: shape).withUnsafeBytes { try write($0) }
+        #if _endian(little)
+        try write(UnsafeRawBufferPointer(start: dataPointer, count: 4 * count))
+        #else
+        var start = 0
+        while start < count {
+            let piece = (start..<min(count, start + NPYStreaming.chunkBytes / 4)).map { elements[$0].bitPattern.littleEndian }
+            try piece.withUnsafeBytes { try write($0) }
+            start += piece.count
+        }
+        #endif
+    }
+}
+
+/// The sizes `.npy` streaming works in.
+enum NPYStreaming {
+    /// The most header bytes read: numpy's headers are a few hundred bytes;
+    /// a file claiming more is refused.
+    static let maxHeaderBytes = 1 << 20
+    /// The buffer converting `<f2`/`<f8` elements.
+    static let chunkBytes = 1 << 20
 }

@@ -35,8 +35,11 @@ struct NPYHeader {
     static let magic: [UInt8] = [0x93] + Array("NUMPY".utf8)
 
     /// Parses the header at the start of `bytes` and checks that the elements
-    /// it announces are all there. `source` names the input in error messages.
-    init(parsing bytes: UnsafeRawBufferPointer, source: String) throws {
+    /// it announces are all there: `bytes` is the whole input, or its first
+    /// bytes when `totalLength` gives the whole input's length (a file read
+    /// in pieces). `source` names the input in error messages.
+    init(parsing bytes: UnsafeRawBufferPointer, totalLength: Int? = nil, source: String) throws {
+        let total = totalLength ?? bytes.count
         func malformed(_ message: String) -> LayerKitError { .file("\(source): \(message)") }
         func unsupported(_ message: String) -> LayerKitError { .unsupported("\(source): \(message)") }
 
@@ -54,8 +57,11 @@ struct NPYHeader {
         let start = 8 + lengthSize
         guard bytes.count >= start else { throw malformed("file ends inside the header length") }
         let headerLength = (0..<lengthSize).reduce(0) { $0 | Int(bytes[8 + $1]) << (8 * $1) }
+        guard headerLength <= total - start else {
+            throw malformed("header length \(headerLength) runs past the end of the data (\(total) bytes)")
+        }
         guard headerLength <= bytes.count - start else {
-            throw malformed("header length \(headerLength) runs past the end of the data (\(bytes.count) bytes)")
+            throw malformed("header length \(headerLength) is more than the \(bytes.count - start) bytes LayerKit reads")
         }
         // 1.0 and 2.0 headers are Latin-1 and 3.0 is UTF-8, but every byte the
         // parser needs to recognise is ASCII, which both decode alike.
@@ -105,8 +111,8 @@ struct NPYHeader {
         // Checked before anything is allocated, so a lying header cannot ask
         // for more memory than the input itself occupies.
         let needed = count * dtype.size
-        guard bytes.count - dataOffset >= needed else {
-            throw malformed("data is truncated: shape \(Self.pythonTuple(shape)) of \(dtype.rawValue) needs \(needed) bytes, found \(bytes.count - dataOffset)")
+        guard total - dataOffset >= needed else {
+            throw malformed("data is truncated: shape \(Self.pythonTuple(shape)) of \(dtype.rawValue) needs \(needed) bytes, found \(total - dataOffset)")
         }
     }
 

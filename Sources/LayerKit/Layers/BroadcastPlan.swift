@@ -32,6 +32,12 @@ struct BroadcastPlan: Sendable {
             }
             shape.append(x == 1 ? y : x)
         }
+        // Two valid shapes can broadcast to one whose count overflows
+        // ([2^32, 1] and [1, 2^32]); checked before the strides multiply.
+        do { _ = try Tensor.elementCount(of: shape) } catch {
+            throw LayerKitError.shapeMismatch(
+                "\(layer): inputs \(Tensor.describe(a)) and \(Tensor.describe(b)) broadcast to \(Tensor.describe(shape)), too many elements")
+        }
         self.shape = shape
         // Groups of axes, innermost first: extent, strides, and which operands broadcast.
         var groups: [(extent: Int, strideA: Int, strideB: Int, pattern: (Bool, Bool))] = []

@@ -35,8 +35,14 @@ public final class ConcatLayer: Layer, Sendable {
                     "\(layerName): input \(Tensor.describe(other)) does not match \(Tensor.describe(inputShapes[0])) "
                     + "except along axis \(axis)")
             }
-            shape[axis] += other[axis]
+            // Zero-size inputs may have huge extents: the sum is checked.
+            let (sum, overflow) = shape[axis].addingReportingOverflow(other[axis])
+            guard !overflow else {
+                throw LayerKitError.shapeMismatch("\(layerName): the inputs' extents along axis \(axis) add past Int.max")
+            }
+            shape[axis] = sum
         }
+        _ = try Tensor.elementCount(of: shape)
         return [shape]
     }
 

@@ -81,7 +81,11 @@ public final class Model: @unchecked Sendable {
                                                  + "a shared backend has its own (Backend(threads:))")
         }
         let model = try ONNXModel(data: data, source: name)
-        importer = ONNXImporter(model: model, registry: registry)
+        do {
+            importer = try ONNXImporter(model: model, registry: registry)
+        } catch LayerKitError.invalidModel(let message) {
+            throw LayerKitError.invalidModel("\(name): \(message)")
+        }
         self.backend = try backend ?? Backend(computeUnits: computeUnits, threads: threads, notice: notice)
         irVersion = model.irVersion
         producer = model.producerName
@@ -155,14 +159,16 @@ public final class Model: @unchecked Sendable {
         let values = try CPUThreads.with(backend.threads) {
             try profiler.map { try $0.measure(.run, "run \(name)", run.run) } ?? run.run()
         }
-        return Dictionary(uniqueKeysWithValues: zip(outputs.map(\.name), values))
+        // Output names are unique (ONNXValidation); a repeat would keep the first, never trap.
+        return Dictionary(zip(outputs.map(\.name), values), uniquingKeysWith: { first, _ in first })
     }
 
     /// The plan for inputs of `shapes`; model errors name the model.
     private static func plan(_ importer: ONNXImporter, inputNames: [String], shapes: [[Int]], backend: Backend,
                              name: String) throws -> ModelPlan {
         do {
-            return try ModelPlan(graph: importer.graph(inputShapes: Dictionary(uniqueKeysWithValues: zip(inputNames, shapes))),
+            return try ModelPlan(graph: importer.graph(inputShapes: Dictionary(zip(inputNames, shapes),
+                                                                           uniquingKeysWith: { first, _ in first })),
                                  backend: backend)
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")

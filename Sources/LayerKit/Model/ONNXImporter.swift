@@ -9,10 +9,29 @@ struct ONNXImporter {
     let model: ONNXModel
     let registry: LayerRegistry
 
+    /// An importer for `model`, validated as onnxruntime validates a graph
+    /// at load (`ONNXValidation`): its nodes are then in a topological order.
+    init(model: ONNXModel, registry: LayerRegistry) throws {
+        self.model = try ONNXValidation.validated(model)
+        self.registry = registry
+    }
+
     /// The most elements one value of a model may have (1 GiB of Float32):
     /// a shape past it is far more likely a bad attribute (pads of 10,000)
     /// than a model, and would otherwise be allocated and run.
     static let maxValueElements = 1 << 28
+
+    /// The most elements all of a model's computed values (its inputs and
+    /// every node's outputs, for one set of input shapes) may hold together
+    /// (2 GiB of Float32): a model of small tensors chained thousands of
+    /// times, or a few at the per-tensor limit, is refused at load instead of
+    /// being planned, allocated and run.
+    static let maxModelElements = 1 << 29
+
+    /// The most channels a per-channel weight made from a scalar (PRelu's
+    /// slope) may spread over: 2^20, far past real models; the GPU's slice
+    /// images hold at most 4 x maxImageArrayLayers channels anyway.
+    static let maxChannels = 1 << 20
 
     /// The default-domain opset the model imports.
     var opset: Int { model.defaultOpset ?? 0 }
@@ -22,6 +41,8 @@ struct ONNXImporter {
         var graph = ModelGraph()
         var valueIndex: [String: Int] = [:]
         var constantIndex: [String: Int] = [:]
+        // Elements of the computed values so far, against maxModelElements.
+        var total = 0
         for input in model.graph.feedInputs {
             guard input.elementType == .float else {
                 throw LayerKitError.invalidModel("input '\(input.name)' is \(input.elementType?.description ?? "untyped"); "
@@ -33,6 +54,11 @@ struct ONNXImporter {
             guard let count = try? Tensor.elementCount(of: shape), count <= ONNXImporter.maxValueElements else {
                 throw LayerKitError.invalidModel("input '\(input.name)' of shape \(Tensor.describe(shape)) would hold more "
                                                  + "than \(ONNXImporter.maxValueElements >> 20)M elements (1 GiB), LayerKit's limit for one tensor")
+            }
+            total += count
+            guard total <= ONNXImporter.maxModelElements else {
+                throw LayerKitError.invalidModel("the inputs up to '\(input.name)' would hold more than "
+                                                 + "\(ONNXImporter.maxModelElements >> 20)M elements (2 GiB), LayerKit's limit for a model")
             }
             let index = graph.addValue(input.name, shape: shape)
             valueIndex[input.name] = index
@@ -91,6 +117,11 @@ struct ONNXImporter {
             for shape in outputShapes where try Tensor.elementCount(of: shape) > ONNXImporter.maxValueElements {
                 throw context.error("its output \(Tensor.describe(shape)) would hold more than "
                                     + "\(ONNXImporter.maxValueElements >> 20)M elements (1 GiB), LayerKit's limit for one tensor")
+            }
+            total += try outputShapes.reduce(0) { $0 + (try Tensor.elementCount(of: $1)) }
+            guard total <= ONNXImporter.maxModelElements else {
+                throw context.error("the model's values up to this node would hold more than "
+                                    + "\(ONNXImporter.maxModelElements >> 20)M elements (2 GiB), LayerKit's limit for a model")
             }
             let outputs = zip(outputNames, outputShapes).map { graph.addValue($0, shape: $1) }
             for (output, index) in zip(outputNames, outputs) { valueIndex[output] = index }

@@ -39,6 +39,28 @@ enum ONNXOperators {
         "Dropout": { _ in ConvertedNode(layer: nil, inputs: [0]) },
     ]
 
+    /// How many inputs and outputs (empty names for omitted optional ones
+    /// included) a node of `opType` may list at `opset`, from the ONNX
+    /// operator spec; onnxruntime refuses a node outside them, and so does
+    /// the load-time validation (`ONNXValidation`). Nil for ops LayerKit
+    /// does not convert.
+    static func arity(of opType: String, opset: Int) -> (inputs: ClosedRange<Int>, outputs: ClosedRange<Int>)? {
+        switch opType {
+        case "Conv": return (2...3, 1...1)
+        case "Gemm": return (opset >= 11 ? 2...3 : 3...3, 1...1)
+        case "MatMul", "Add", "Sub", "Mul", "Div", "PRelu", "Pow": return (2...2, 1...1)
+        case "BatchNormalization": return (5...5, opset >= 14 ? 1...3 : 1...5)
+        case "MaxPool": return (1...1, opset >= 8 ? 1...2 : 1...1)
+        case "Reshape": return (opset >= 5 ? 2...2 : 1...1, 1...1)
+        case "Concat": return (1...Int.max, 1...1)
+        case "Dropout": return (opset >= 12 ? 1...3 : 1...1, 1...2)
+        case "Clip": return (opset >= 11 ? 1...3 : 1...1, 1...1)
+        case "GlobalAveragePool", "GlobalMaxPool", "AveragePool", "Flatten", "Softmax", "Identity":
+            return (1...1, 1...1)
+        default: return catalogOps.contains(opType) ? (1...1, 1...1) : nil
+        }
+    }
+
     /// The catalog's element-wise ops that are standard ONNX ops (Swish and
     /// Linear are LayerKit's own, found as custom layers).
     static let catalogOps: Set<String> = Set(OpDefinition.catalog.map(\.name)).subtracting(["Swish", "Linear"])
@@ -147,6 +169,12 @@ enum ONNXOperators {
     /// a scalar, [C], [C,1,1] or [1,C,1,1].
     static func perChannel(_ tensor: Tensor, of shape: [Int], node: ONNXNodeContext) throws -> Tensor {
         let channels = shape.count > 1 ? shape[1] : 1
+        // A scalar is spread over the channels: memory sized from a declared
+        // shape, not from the file's bytes, so it is capped.
+        guard channels <= ONNXImporter.maxChannels else {
+            throw node.error("input \(Tensor.describe(shape)) has \(channels) channels, more than LayerKit's limit "
+                             + "of \(ONNXImporter.maxChannels) for per-channel weights")
+        }
         if tensor.count == 1 { return try Tensor(shape: [channels], values: Array(repeating: tensor[0], count: channels)) }
         let nonUnit = tensor.shape.enumerated().filter { $0.element != 1 }
         guard nonUnit.count == 1, nonUnit[0].element == channels,
@@ -206,7 +234,7 @@ enum ONNXOperators {
         let axis = try node.int("axis", default: 1)
         let split = axis < 0 ? axis + shape.count : axis
         guard (0...shape.count).contains(split) else { throw node.error("axis \(axis) is out of range") }
-        let output = [shape[..<split].reduce(1, *), shape[split...].reduce(1, *)]
+        let output = [try node.elementCount(Array(shape[..<split])), try node.elementCount(Array(shape[split...]))]
         return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Flatten"), inputs: [0])
     }
 

@@ -1,0 +1,97 @@
+import LayerKitONNX
+
+/// The load-time checks onnxruntime makes on a graph (its `Graph::Resolve`),
+/// before any node becomes a layer: every value name is defined once
+/// (graph inputs, initializers, node outputs), every use is defined, the
+/// graph has no cycle, and each standard node lists as many inputs and
+/// outputs as its op allows at the model's opset. Errors name the node.
+enum ONNXValidation {
+    /// `model` with its nodes in a topological order (the file's order when
+    /// it already is one), or the first violation as `invalidModel`.
+    static func validated(_ model: ONNXModel) throws -> ONNXModel {
+        let graph = model.graph
+        let opset = model.defaultOpset ?? 0
+        var inputNames = Set<String>()
+        for input in graph.inputs {
+            guard !input.name.isEmpty else { throw LayerKitError.invalidModel("a graph input has an empty name") }
+            guard inputNames.insert(input.name).inserted else {
+                throw LayerKitError.invalidModel("graph input '\(input.name)' is declared twice")
+            }
+        }
+        var outputNames = Set<String>()
+        for output in graph.outputs {
+            guard !output.name.isEmpty else { throw LayerKitError.invalidModel("a graph output has an empty name") }
+            guard outputNames.insert(output.name).inserted else {
+                throw LayerKitError.invalidModel("graph output '\(output.name)' is declared twice")
+            }
+        }
+        // Which node makes each node output.
+        var producer: [String: Int] = [:]
+        for (position, node) in graph.nodes.enumerated() {
+            if node.isStandard, let arity = ONNXOperators.arity(of: node.opType, opset: opset) {
+                try check(node.inputs.count, arity.inputs, "inputs", node, opset)
+                try check(node.outputs.count, arity.outputs, "outputs", node, opset)
+            }
+            for output in node.outputs where !output.isEmpty {
+                if inputNames.contains(output) {
+                    throw LayerKitError.invalidModel("\(node.label) writes '\(output)', which is a graph input")
+                }
+                if graph.initializers[output] != nil {
+                    throw LayerKitError.invalidModel("\(node.label) writes '\(output)', which is an initializer")
+                }
+                if let other = producer.updateValue(position, forKey: output) {
+                    let also = other == position ? "twice" : "and so does \(graph.nodes[other].label)"
+                    throw LayerKitError.invalidModel("\(node.label) writes '\(output)' \(also)")
+                }
+            }
+        }
+        // Kahn's algorithm, taking ready nodes in file order.
+        var waiting = [Int](repeating: 0, count: graph.nodes.count)
+        var readers: [Int: [Int]] = [:]
+        for (position, node) in graph.nodes.enumerated() {
+            for input in Set(node.inputs) where !input.isEmpty {
+                if let source = producer[input] {
+                    waiting[position] += 1
+                    readers[source, default: []].append(position)
+                } else if !inputNames.contains(input) && graph.initializers[input] == nil {
+                    throw LayerKitError.invalidModel(
+                        "\(node.label) reads '\(input)', which no graph input, initializer or node makes")
+                }
+            }
+        }
+        var ready = graph.nodes.indices.filter { waiting[$0] == 0 }.reversed() as [Int]
+        var order: [Int] = []
+        order.reserveCapacity(graph.nodes.count)
+        while let next = ready.popLast() {
+            order.append(next)
+            var freed: [Int] = []
+            for reader in readers[next] ?? [] {
+                waiting[reader] -= 1
+                if waiting[reader] == 0 { freed.append(reader) }
+            }
+            // Keep the ready stack's top the earliest node in the file.
+            if !freed.isEmpty { ready = (ready + freed).sorted(by: >) }
+        }
+        if var stuck = graph.nodes.indices.first(where: { waiting[$0] > 0 }) {
+            // Walk back through unfinished producers until one repeats: it is on the cycle.
+            var seen = Set<Int>()
+            while seen.insert(stuck).inserted,
+                  let back = graph.nodes[stuck].inputs.lazy.compactMap({ producer[$0] }).first(where: { waiting[$0] > 0 }) {
+                stuck = back
+            }
+            throw LayerKitError.invalidModel("\(graph.nodes[stuck].label) is on a cycle: it reads, through other nodes, "
+                                             + "a value it makes")
+        }
+        var sorted = model
+        sorted.graph.nodes = order.map { graph.nodes[$0] }
+        return sorted
+    }
+
+    private static func check(_ count: Int, _ allowed: ClosedRange<Int>, _ what: String, _ node: ONNXNode,
+                              _ opset: Int) throws {
+        guard !allowed.contains(count) else { return }
+        let range = allowed.upperBound == Int.max ? "at least \(allowed.lowerBound)"
+            : allowed.count == 1 ? "\(allowed.lowerBound)" : "\(allowed.lowerBound) to \(allowed.upperBound)"
+        throw LayerKitError.invalidModel("\(node.label) lists \(count) \(what); \(node.opType) at opset \(opset) takes \(range)")
+    }
+}
