@@ -81,8 +81,11 @@ struct ImageLimitTests {
             for layer in try Self.perChannelLayers(channels: shape[1]) {
                 let gpuRun = try Backend(computeUnits: .gpu, context: context).run(layer, inputs: [input])
                 #expect(gpuRun.placement == .gpu)
-                #expect(gpuRun.gpuTimestamps.map(\.label) == ["start", "upload", "kernel", "download"]
-                        || !context.deviceInfo.supportsTimestamps)
+                // Streamed: one submission, with its four marks, per piece.
+                let labels = gpuRun.gpuTimestamps.map(\.label)
+                #expect(labels.count >= 8 && labels.count % 4 == 0 || !context.deviceInfo.supportsTimestamps)
+                #expect(labels == Array(repeating: ["start", "upload", "kernel", "download"], count: labels.count / 4)
+                    .flatMap { $0 })
                 let cpu = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [input]).outputs[0]
                 let report = try ParityReport(gpu: gpuRun.outputs[0], cpu: cpu)
                 #expect(report.passed, "\(layer.layerName) \(Tensor.describe(shape)): \(report)")
@@ -124,5 +127,41 @@ struct ImageLimitTests {
         }
         let small = try Tensor(shape: [1, 1, 1, 3], values: [1, -2, 3])
         #expect(try backend.run(layer, inputs: [small]).outputs[0].values == [2, -4, 6])
+    }
+
+    /// A per-element layer run on its own streams a tensor larger than one
+    /// piece (`ModelRun.pieceTexels`) through pieces that each fit it, with
+    /// the CPU's result; a model keeps such a value in one image.
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func aLargeSingleLayerRunIsStreamedInBoundedPieces() throws {
+        let context = try TestGPU.get()
+        // 3 slices of 1024x512 texels: 1.5 pieces' worth, so at least two pieces.
+        let shape = [1, 12, 1024, 512]
+        let input = try Tensor.uniform(shape: shape, in: -6...6, seed: 9).roundedToHalf()
+        #expect(try context.fitsOneImage(input), "fits the device: only the piece bound splits it")
+        let swish = try Swish(beta: 1)
+        let backend = try Backend(computeUnits: .gpu, context: context)
+        let run = try backend.run(swish, inputs: [input])
+        #expect(run.placement == .gpu)
+        if context.deviceInfo.supportsTimestamps { #expect(run.gpuTimestamps.count / 4 >= 2, "\(run.gpuTimestamps.count) marks") }
+        let pieces = ImagePieces(n: 1, c: 12, h: 1024, w: 512, maxDimension: 16384, maxLayers: 2048,
+                                 maxTexels: ModelRun.pieceTexels)
+        #expect(pieces.pieces.count >= 2)
+        #expect(pieces.pieces.allSatisfy { (($0.channels.count + 3) / 4) * $0.rows.count * $0.columns.count <= ModelRun.pieceTexels })
+        let cpu = try Backend(computeUnits: .cpuOnly).run(swish, inputs: [input]).outputs[0]
+        let report = try ParityReport(gpu: run.outputs[0], cpu: cpu)
+        #expect(report.passed, "\(report)")
+        // Control: just under the bound it is one image, one submission.
+        let small = try Tensor.uniform(shape: [1, 8, 1024, 512], in: -6...6, seed: 9).roundedToHalf()
+        let whole = try backend.run(swish, inputs: [small])
+        if context.deviceInfo.supportsTimestamps { #expect(whole.gpuTimestamps.count == 4) }
+    }
+
+    /// One slice larger than a piece is cut into rows and columns too.
+    @Test func aSliceLargerThanAPieceIsCutIntoTiles() {
+        let pieces = ImagePieces(n: 1, c: 3, h: 3000, w: 2000, maxDimension: 16384, maxLayers: 2048,
+                                 maxTexels: 1 << 20)
+        #expect(pieces.pieces.allSatisfy { $0.rows.count * $0.columns.count <= 1 << 20 })
+        #expect(pieces.pieces.reduce(0) { $0 + $1.rows.count * $1.columns.count } == 3000 * 2000 * 1)
     }
 }

@@ -34,6 +34,9 @@ struct ModelGraph {
 
     var values: [Value] = []
     var steps: [Step] = []
+    /// Whether this is a single layer's graph (`init(layer:inputShapes:)`),
+    /// whose tensors start and end on the host.
+    private(set) var isSingleLayer = false
     /// Value indices of the graph's inputs and outputs, in the model's order.
     var inputs: [Int] = []
     var outputs: [Int] = []
@@ -45,6 +48,7 @@ struct ModelGraph {
         inputs = inputShapes.enumerated().map { i, shape in addValue("input \(i)", shape: shape) }
         outputs = outputShapes.enumerated().map { i, shape in addValue("output \(i)", shape: shape) }
         steps = [Step(name: layer.layerName, opType: "", domain: "", layer: layer, inputs: inputs, outputs: outputs)]
+        isSingleLayer = true
     }
 
     init() {}

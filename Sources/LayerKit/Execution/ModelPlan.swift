@@ -37,7 +37,8 @@ final class ModelPlan {
         for step in graph.steps {
             let decision = try step.layer.map {
                 try backend.place($0, inputShapes: step.inputs.map { graph.values[$0].shape },
-                                  outputShapes: step.outputs.map { graph.values[$0].shape })
+                                  outputShapes: step.outputs.map { graph.values[$0].shape },
+                                  fromHost: graph.isSingleLayer)
             }
             cpuReasons.append(decision?.whyNotGPU)
             inPieces.append(decision?.inPieces ?? false)

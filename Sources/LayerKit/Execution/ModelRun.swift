@@ -32,6 +32,12 @@ final class ModelRun {
     /// that each of their transfers and kernels gets its GPU timestamps.
     static let profiledStepsPerCommandBuffer = 32
 
+    /// The most texels of one piece of a step run in pieces: 8 MiB of fp16
+    /// a slice image, 16 MiB of Float32 for the piece on the host. With the
+    /// piece's two images and two staging buffers, a streamed run needs
+    /// about 48 MiB beyond its tensors (measured in RELIABILITY.md).
+    static let pieceTexels = 1 << 20
+
     init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], profiler: Profiler?, marksTimestamps: Bool = false) {
         self.plan = plan
         self.gpu = gpu
@@ -105,46 +111,39 @@ final class ModelRun {
         if profiler != nil, encodedSteps >= ModelRun.profiledStepsPerCommandBuffer { try finishGPUWork() }
     }
 
-    /// Runs a per-element step on tensors too large for one slice image:
-    /// each input is cut into pieces that fit (`ImagePieces`), every piece
-    /// is uploaded, encoded with its channels' values and downloaded in one
-    /// submission, and the pieces are pasted into the outputs on the host.
+    /// Runs a per-element step in pieces, streamed: each input is cut into
+    /// pieces within the device's image limits and `pieceTexels`
+    /// (`ImagePieces`), and each piece is uploaded, encoded with its
+    /// channels' values, downloaded and pasted into the output before the
+    /// next, so the images and staging buffers in use at once stay the size
+    /// of a piece whatever the tensor's size.
     private func runInPieces(_ step: ModelGraph.Step, _ layer: PerElementLayer) throws {
         guard let gpu else { throw LayerKitError.gpuUnavailable("no GPU for \(step.name)") }
         let inputs = try hostInputs(of: step)
         let outputs = try step.outputs.map { try Tensor(shape: graph.values[$0].shape) }
-        struct Work {
-            let output: Tensor, piece: ImagePieces.Piece, featureChannels: Int
-            let inputImage: SliceImage, outputImage: SliceImage
-            /// The piece's input, then (once downloaded) its result.
-            let part: Tensor
-        }
-        var work: [Work] = []
-        let commands = try openCommands()
-        try recording {
-            for (input, output) in zip(inputs, outputs) {
-                let s = try input.nchw()
-                let pieces = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
-                                         maxDimension: Int(gpu.deviceInfo.maxImageDimension2D),
-                                         maxLayers: Int(gpu.deviceInfo.maxImageArrayLayers))
-                for piece in pieces.pieces {
-                    let part = try input.copy(piece)
-                    let image = try gpu.makeSliceImage(like: part)
-                    try commands.upload(part, to: image)  // reads `part` now
-                    work.append(Work(output: output, piece: piece, featureChannels: s.c, inputImage: image,
-                                     outputImage: try gpu.makeSliceImage(like: part), part: part))
+        for (input, output) in zip(inputs, outputs) {
+            let s = try input.nchw()
+            let pieces = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
+                                     maxDimension: Int(gpu.deviceInfo.maxImageDimension2D),
+                                     maxLayers: Int(gpu.deviceInfo.maxImageArrayLayers), maxTexels: ModelRun.pieceTexels)
+            for piece in pieces.pieces {
+                // The piece's input, then (once downloaded) its result.
+                let part = try input.copy(piece)
+                let commands = try openCommands()
+                try recording {
+                    let inputImage = try gpu.makeSliceImage(like: part)
+                    let outputImage = try gpu.makeSliceImage(like: part)
+                    try commands.upload(part, to: inputImage)  // reads `part` now
+                    try mark("upload")
+                    try layer.encode(commandBuffer: commands, inputs: [inputImage], outputs: [outputImage],
+                                     channels: piece.channels, of: s.c)
+                    try mark("kernel")
+                    try commands.download(outputImage, into: part)
                 }
+                try finishGPUWork()
+                try output.paste(part, at: piece)
             }
-            try mark("upload")
-            for item in work {
-                try layer.encode(commandBuffer: commands, inputs: [item.inputImage], outputs: [item.outputImage],
-                                 channels: item.piece.channels, of: item.featureChannels)
-            }
-            try mark("kernel")
-            for item in work { try commands.download(item.outputImage, into: item.part) }
         }
-        try finishGPUWork()
-        for item in work { try item.output.paste(item.part, at: item.piece) }
         for (v, tensor) in zip(step.outputs, outputs) {
             host[v] = tensor
             onGPU[v] = false

@@ -29,6 +29,18 @@ struct ImagePieces: Equatable {
         return !overflow && layers <= maxLayers && h <= maxDimension && w <= maxDimension
     }
 
+    /// Cuts `n × c × h × w` into pieces within the device's limits that also
+    /// hold at most `maxTexels` texels each (rows and columns shortened only
+    /// when one slice alone is larger), so work streamed piece by piece needs
+    /// images and staging buffers of a bounded size.
+    init(n: Int, c: Int, h: Int, w: Int, maxDimension: Int, maxLayers: Int, maxTexels: Int) {
+        var dimension = maxDimension
+        if h * w > maxTexels { dimension = min(dimension, max(1, Int(Double(maxTexels).squareRoot()))) }
+        let sliceTexels = min(h, dimension) * min(w, dimension)
+        self.init(n: n, c: c, h: h, w: w, maxDimension: dimension,
+                  maxLayers: min(maxLayers, max(1, maxTexels / sliceTexels)))
+    }
+
     /// Cuts `n × c × h × w` (all positive) under limits of at least 1.
     init(n: Int, c: Int, h: Int, w: Int, maxDimension: Int, maxLayers: Int) {
         let slices = (c + 3) / 4
