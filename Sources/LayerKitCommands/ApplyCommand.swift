@@ -15,7 +15,10 @@ enum ApplyCommand {
 
         let backend = try Backend(computeUnits: units, threads: try arguments.threads(), notice: { console.note($0) })
         let start = ContinuousClock.now
-        let result = try backend.run(options.layer, inputs: [input])
+        // In place: the layers are per-element, so the input's memory takes the
+        // result and the run needs no second tensor (peak memory: one tensor).
+        let inPlace = options.layer is PerElementLayer
+        let result = try backend.run(options.layer, inputs: [input], outputs: inPlace ? [input] : nil)
         let elapsed = ContinuousClock.now - start
         guard let output = result.outputs.first else {
             throw LayerKitError.shapeMismatch("\(options.name) produced no output")

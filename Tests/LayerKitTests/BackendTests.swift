@@ -64,4 +64,30 @@ struct BackendTests {
         }
         #expect(notices.all == ["Double runs on the CPU: it has no GPU implementation (encode)"])
     }
+
+    /// Caller-provided outputs: written in place of new tensors, also in
+    /// place of a per-element layer's input; wrong shapes and aliasing a
+    /// layer that is not per-element are errors.
+    @Test(arguments: [ComputeUnits.cpuOnly, .gpu])
+    func resultsLandInTheCallersOutputs(units: ComputeUnits) throws {
+        guard units == .cpuOnly || TestGPU.isEnabled else { return }
+        let backend = try Backend(computeUnits: units, context: units == .gpu ? TestGPU.get() : nil)
+        let values: [Float] = [-2, -0.5, 0, 0.5, 2, 3]
+        let input = try Tensor(shape: [1, 2, 1, 3], values: values)
+        let relu = try ElementwiseLayer(parameters: ["op": "Relu"])
+        let output = try Tensor(shape: [1, 2, 1, 3])
+        let run = try backend.run(relu, inputs: [input], outputs: [output])
+        #expect(run.outputs[0] === output)
+        #expect(output.values == values.map { max(0, $0) })
+        #expect(input.values == values, "the input is left alone when the output is another tensor")
+        // In place: the input takes the result.
+        let inPlace = try backend.run(relu, inputs: [input], outputs: [input])
+        #expect(inPlace.outputs[0] === input)
+        #expect(input.values == values.map { max(0, $0) })
+        #expect(throws: LayerKitError.self) {
+            try backend.run(relu, inputs: [input], outputs: [Tensor(shape: [1, 2, 3, 1])])
+        }
+        let conv = try Convolution(weights: Tensor(shape: [2, 2, 1, 1], values: [1, 0, 0, 1]))
+        #expect(throws: LayerKitError.self) { try backend.run(conv, inputs: [input], outputs: [input]) }
+    }
 }

@@ -98,16 +98,34 @@ public final class Backend: @unchecked Sendable {
     }
 
     /// Runs `layer` on `inputs` as a plan of one step, by the executor that
-    /// runs models: outputs are allocated from `outputShapes`; on the GPU,
-    /// inputs past the device's image limits run in pieces when the layer is
-    /// a `PerElementLayer`, and any other layer runs on the CPU and says why.
-    /// With a `profiler`, the run's steps are recorded there: the CPU
-    /// evaluation, or every upload, dispatch, download, recording, submit
-    /// and wait (see `Profiler`).
-    public func run(_ layer: Layer, inputs: [Tensor], profiler: Profiler? = nil) throws -> LayerRun {
-        let plan = try ModelPlan(graph: ModelGraph(layer: layer, inputShapes: inputs.map(\.shape)), backend: self)
+    /// runs models: outputs are allocated from `outputShapes`, or are
+    /// `outputs` when given (of those shapes; a `PerElementLayer` may be
+    /// given its own inputs, to run in place and need no second tensor). On
+    /// the GPU, a `PerElementLayer` past the device's image limits or over
+    /// `ModelRun.pieceTexels` runs streamed in pieces, and any other layer
+    /// past the limits runs on the CPU and says why. With a `profiler`, the
+    /// run's steps are recorded there: the CPU evaluation, or every upload,
+    /// dispatch, download, recording, submit and wait (see `Profiler`).
+    public func run(_ layer: Layer, inputs: [Tensor], outputs: [Tensor]? = nil,
+                    profiler: Profiler? = nil) throws -> LayerRun {
+        let graph = try ModelGraph(layer: layer, inputShapes: inputs.map(\.shape))
+        if let outputs {
+            let shapes = graph.outputs.map { graph.values[$0].shape }
+            guard outputs.map(\.shape) == shapes else {
+                throw LayerKitError.shapeMismatch("\(layer.layerName): outputs of shapes "
+                    + outputs.map { Tensor.describe($0.shape) }.joined(separator: ", ") + " for results of shapes "
+                    + shapes.map(Tensor.describe).joined(separator: ", "))
+            }
+            let inPlace = outputs.contains { output in inputs.contains { $0 === output } }
+            guard !inPlace || layer is PerElementLayer else {
+                throw LayerKitError.invalidParameter(
+                    "\(layer.layerName) is not per-element: its outputs cannot be its inputs")
+            }
+        }
+        let plan = try ModelPlan(graph: graph, backend: self)
         announce(plan)
-        let run = ModelRun(plan: plan, gpu: gpu, inputs: inputs, profiler: profiler, marksTimestamps: timestamps)
+        let run = ModelRun(plan: plan, gpu: gpu, inputs: inputs, outputs: outputs, profiler: profiler,
+                           marksTimestamps: timestamps)
         let outputs = try CPUThreads.with(threads) { try run.run() }
         return LayerRun(outputs: outputs, placement: plan.placements[0], gpuTimestamps: run.timestamps)
     }

@@ -38,11 +38,18 @@ final class ModelRun {
     /// about 48 MiB beyond its tensors (measured in RELIABILITY.md).
     static let pieceTexels = 1 << 20
 
-    init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], profiler: Profiler?, marksTimestamps: Bool = false) {
+    /// Per value: the caller's tensor to write it into (graph outputs only).
+    private var given: [Int: Tensor] = [:]
+
+    /// `outputs`, when given, receive the graph's outputs (of their shapes)
+    /// instead of new tensors.
+    init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], outputs: [Tensor]? = nil, profiler: Profiler?,
+         marksTimestamps: Bool = false) {
         self.plan = plan
         self.gpu = gpu
         self.profiler = profiler
         self.marksTimestamps = marksTimestamps
+        for (index, tensor) in zip(plan.graph.outputs, outputs ?? []) { given[index] = tensor }
         host = plan.graph.values.map(\.constant)
         for (index, tensor) in zip(plan.graph.inputs, inputs) { host[index] = tensor }
         // The plan uploaded every constant that lives in an image.
@@ -120,7 +127,7 @@ final class ModelRun {
     private func runInPieces(_ step: ModelGraph.Step, _ layer: PerElementLayer) throws {
         guard let gpu else { throw LayerKitError.gpuUnavailable("no GPU for \(step.name)") }
         let inputs = try hostInputs(of: step)
-        let outputs = try step.outputs.map { try Tensor(shape: graph.values[$0].shape) }
+        let outputs = try step.outputs.map(hostTensor)
         for (input, output) in zip(inputs, outputs) {
             let s = try input.nchw()
             let pieces = ImagePieces(n: s.n, c: s.c, h: s.h, w: s.w,
@@ -175,7 +182,7 @@ final class ModelRun {
         guard let slot = plan.slots[v], onGPU[v] else {
             throw LayerKitError.unsupported("'\(graph.values[v].name)' is neither on the host nor on the GPU")
         }
-        let tensor = try Tensor(shape: graph.values[v].shape)
+        let tensor = try hostTensor(for: v)
         try openCommands().download(plan.images[slot], into: tensor)
         downloads.append((v, tensor))
     }
@@ -210,9 +217,14 @@ final class ModelRun {
         }
     }
 
+    /// The tensor value `v` lands in on the host: the caller's, or a new one.
+    private func hostTensor(for v: Int) throws -> Tensor {
+        try given[v] ?? Tensor(shape: graph.values[v].shape)
+    }
+
     private func evaluate(_ step: ModelGraph.Step, _ layer: Layer, _ label: String) throws {
         let inputs = try hostInputs(of: step)
-        let outputs = try step.outputs.map { try Tensor(shape: graph.values[$0].shape) }
+        let outputs = try step.outputs.map(hostTensor)
         try profiler.evaluate(layer, inputs: inputs, outputs: outputs, name: label)
         for (v, tensor) in zip(step.outputs, outputs) {
             host[v] = tensor
