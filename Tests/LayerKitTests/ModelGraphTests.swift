@@ -24,6 +24,18 @@ struct ModelGraphTests {
                                                extra: outputs.flatMap { PB.bytes(12, $0) }))
     }
 
+    @Test func elementTypesHaveONNXCodesAndBothNames() {
+        #expect(Model.ElementType(rawValue: 1) == .float32 && Model.ElementType(rawValue: 0) == nil)
+        #expect(Model.ElementType.float16.rawValue == 10 && Model.ElementType.int64.rawValue == 7)
+        #expect(Model.ElementType.float32.description == "float32" && Model.ElementType.float32.onnxName == "FLOAT")
+        #expect(Model.ElementType.float6e3m2.description == "float6e3m2" && Model.ElementType.float6e3m2.onnxName == "FLOAT6E3M2")
+        // Every case is one of ONNX's names, and the Swift-style names are distinct.
+        let cases = Model.ElementType.allCases
+        #expect(cases.allSatisfy { !$0.onnxName.hasPrefix("data type") })
+        #expect(Set(cases.map(\.description)).count == cases.count)
+        #expect(Model.Dimension.symbol("N").description == "N" && Model.Dimension.size(64).description == "64")
+    }
+
     @Test func symbolicBatchIsFixedByEachPredict() throws {
         let data = Self.model(nodes: [ONNXBytes.node("Relu", name: "relu")],
                               inputs: [Self.value("x", ["N", 3, 2, 2])], outputs: [Self.value("y", ["N", 3, 2, 2])])
