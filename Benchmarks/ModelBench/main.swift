@@ -35,7 +35,7 @@ func bench(_ path: String, units: ComputeUnits, context: GPUContext?, runs: Int,
     var generator = SeededGenerator(seed: 1)
     var inputs: [String: Tensor] = [:]
     for input in model.inputs {
-        let shape = input.dimensions.map { Int($0) ?? 1 }
+        let shape = input.shapeWithSymbolsAsOne
         inputs[input.name] = try Tensor(shape: shape,
                                         values: (0..<shape.reduce(1, *)).map { _ in Float.random(in: 0..<1, using: &generator) })
     }

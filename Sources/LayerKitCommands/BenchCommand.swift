@@ -91,11 +91,11 @@ enum BenchCommand {
     /// GPU implementation is measured on the CPU, with a note.
     static func targets(_ word: String, layer: Layer, console: Console) throws -> (cpu: Bool, gpu: GPUContext?) {
         guard let units = try ValueParsing.backendOrBoth(word) else {
-            let backend = try Backend(computeUnits: .automatic)
+            let backend = try Backend(computeUnits: .automatic, notice: { console.note($0) })
             if backend.gpu == nil { console.note("no GPU (\(backend.gpuUnavailableReason ?? "none")): CPU figures only") }
             return (true, backend.gpu)
         }
-        let backend = try Backend(computeUnits: units)
+        let backend = try Backend(computeUnits: units, notice: { console.note($0) })
         let placement = backend.placement(for: layer)
         if case .cpu(let reason?) = placement { console.note(reason) }
         return placement.isGPU ? (false, backend.gpu) : (true, nil)

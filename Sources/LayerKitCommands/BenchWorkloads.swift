@@ -26,7 +26,7 @@ enum BenchWorkloads {
         let kernel = try Timing.measure(warmup: warmup, runs: runs, progress: progress) {
             try layer.evaluate(inputs: [input], outputs: outputs)
         }
-        let backend = try Backend(computeUnits: .cpuOnly)
+        let backend = try Backend(computeUnits: .cpuOnly, notice: { _ in })
         let endToEnd = try Timing.measure(warmup: warmup, runs: runs, progress: progress) {
             _ = try backend.run(layer, inputs: [input])
         }
@@ -43,8 +43,9 @@ enum BenchWorkloads {
     /// two end-to-end medians (0 without `compareTimestamps`).
     static func gpu(_ layer: Layer, input: Tensor, context: GPUContext, warmup: Int, runs: Int,
                     compareTimestamps: Bool = true, progress: ProgressBar? = nil) throws -> (measurements: [BenchMeasurement], timestampOverhead: Double) {
-        let stamped = try Backend(computeUnits: .gpu, context: context)
-        let plain = try Backend(computeUnits: .gpu, context: context, timestamps: false)
+        // `BenchCommand.targets` has noted where the layer runs already.
+        let stamped = try Backend(computeUnits: .gpu, context: context, notice: { _ in })
+        let plain = try Backend(computeUnits: .gpu, context: context, timestamps: false, notice: { _ in })
         let order = compareTimestamps ? [[stamped, plain], [plain, stamped]] : [[stamped], [stamped]]
         var on: [Double] = [], off: [Double] = [], kernel: [Double] = [], upload: [Double] = [], download: [Double] = []
         let clock = ContinuousClock()

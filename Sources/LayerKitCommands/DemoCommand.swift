@@ -19,8 +19,8 @@ enum DemoCommand {
         guard let data = BuiltInModels.data(named: BuiltInModels.articleName) else {
             throw LayerKitError.unsupported("this binary was built without Models/\(BuiltInModels.articleName)")
         }
-        let cpuModel = try Model(data: data, computeUnits: .cpuOnly, threads: threads)
-        guard let input = cpuModel.inputs.first, let side = Int(input.dimensions.last ?? "") else {
+        let cpuModel = try Model(data: data, computeUnits: .cpuOnly, threads: threads, notice: { console.note($0) })
+        guard let input = cpuModel.inputs.first, let side = input.dimensions.last?.size else {
             throw LayerKitError.invalidModel("the built-in model has no fixed-size image input")
         }
         // The CPU reads the same fp16-rounded image the GPU stores (parity, as defined).

@@ -16,7 +16,19 @@ enum InfoRecords {
         let nodes: [Node]
 
         struct Opset: Encodable { let domain: String; let version: Int }
-        struct Value: Encodable { let name: String; let dataType: String; let dimensions: [String] }
+        /// A model input or output; the type by ONNX's name ("FLOAT") and each
+        /// dimension as text ("1", "N").
+        struct Value: Encodable {
+            let name: String
+            let dataType: String
+            let dimensions: [String]
+
+            init(_ value: Model.ValueDescription) {
+                name = value.name
+                dataType = value.dataType?.onnxName ?? "untyped"
+                dimensions = value.dimensions.map(\.description)
+            }
+        }
         struct Node: Encodable {
             let name: String
             let opType: String
@@ -31,8 +43,8 @@ enum InfoRecords {
             (self.model, irVersion, producer) = (path, model.irVersion, model.producer)
             opsets = model.opsets.map { Opset(domain: $0.domain.isEmpty ? "ai.onnx" : $0.domain, version: $0.version) }
             device = BenchRecord.Device(model.backend.gpu)
-            inputs = model.inputs.map { Value(name: $0.name, dataType: $0.dataType, dimensions: $0.dimensions) }
-            outputs = model.outputs.map { Value(name: $0.name, dataType: $0.dataType, dimensions: $0.dimensions) }
+            inputs = model.inputs.map { Value($0) }
+            outputs = model.outputs.map { Value($0) }
             nodes = model.nodes.map {
                 Node(name: $0.name, opType: $0.opType, domain: $0.domain, outputShapes: $0.outputShapes,
                      placement: $0.placement.map { $0.isGPU ? "gpu" : "cpu" }, cpuReason: $0.cpuReason)

@@ -22,7 +22,7 @@ enum InspectCommand {
         console.print(ModelFiles.deviceLine(model.backend))
         for (title, values) in [("inputs", model.inputs), ("outputs", model.outputs)] {
             console.print("\(title):")
-            let rows = values.map { [$0.name, $0.dataType, $0.dimensions.joined(separator: "x")] }
+            let rows = values.map { [$0.name, $0.dataType?.onnxName ?? "untyped", $0.dimensions.map(\.description).joined(separator: "x")] }
             TextTable.lines(header: ["name", "dtype", "shape"], rows: rows).forEach { console.print("  " + $0) }
         }
         let nodes = model.nodes

@@ -67,7 +67,7 @@ struct LayerOptions {
     private static func layer(_ stage: Stage) throws -> CustomLayer {
         if stage.option == "--op" {
             // Names first: a misspelt weight name is the error to report, not its file.
-            let entry = try ValueParsing.onCommandLine { try LayerRegistry.shared.entry(named: stage.value) }
+            let entry = try ValueParsing.registeredOp(stage.value)
             for (key, _) in stage.weights where !entry.weightNames.contains(key) {
                 let known = entry.weightNames.isEmpty ? "none" : entry.weightNames.joined(separator: ", ")
                 throw UsageError("\(entry.name) has no weights named '\(key)'"
@@ -91,7 +91,7 @@ struct LayerOptions {
             if !weightNames.isEmpty { try layer.setWeightData(layer.definition.weightNames.map { blobs[$0] ?? Data() }) }
             return layer
         }
-        let entry = try ValueParsing.onCommandLine { try LayerRegistry.shared.entry(named: stage.value) }
+        let entry = try ValueParsing.registeredOp(stage.value)
         let layer = try ValueParsing.onCommandLine { try entry.make(Dictionary(stage.parameters, uniquingKeysWith: { $1 })) }
         if !blobs.isEmpty {
             // One blob per weight name, in order; an empty blob for a name not given.

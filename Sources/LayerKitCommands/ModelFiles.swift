@@ -92,7 +92,7 @@ enum ModelFiles {
         }
         var tensors: [String: Tensor] = [:]
         for (i, input) in model.inputs.enumerated() {
-            tensors[input.name] = try Tensor.uniform(shape: input.dimensions.map { Int($0) ?? 1 }, in: 0...1,
+            tensors[input.name] = try Tensor.uniform(shape: input.shapeWithSymbolsAsOne, in: 0...1,
                                                      seed: UInt64(i + 1))
         }
         return (tensors, [:], true)
@@ -138,7 +138,7 @@ enum ModelFiles {
         var tensor = tensor
         if let resize { tensor = try tensor.resized(width: resize.width, height: resize.height) }
         guard input.dimensions.count == 4 else { return tensor }
-        let wanted = input.dimensions.map { Int($0) }
+        let wanted = input.dimensions.map(\.size)
         if let height = wanted[2], let width = wanted[3], [height, width] != Array(tensor.shape[2...]) {
             throw LayerKitError.shapeMismatch("\(path) is \(tensor.shape[3])x\(tensor.shape[2]) pixels; input "
                                               + "'\(input.name)' takes \(width)x\(height) (add --resize \(width)x\(height))")

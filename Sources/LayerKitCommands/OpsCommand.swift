@@ -11,7 +11,7 @@ enum OpsCommand {
             guard !arguments.has("--markdown"), !arguments.has("--json") else {
                 throw UsageError("--markdown and --json list every op: drop \(name)")
             }
-            let entry = try ValueParsing.onCommandLine { try LayerRegistry.shared.entry(named: name) }
+            let entry = try ValueParsing.registeredOp(name)
             detail(try row(entry), console: console)
             return 0
         }

@@ -69,7 +69,7 @@ enum RunBatch {
 
     /// Throws unless `count` files fill groups of `batch` the model's input takes.
     static func check(batch: Int, count: Int, input: Model.ValueDescription) throws {
-        guard batch > 1, let fixed = input.dimensions.first.flatMap({ Int($0) }) else { return }
+        guard batch > 1, let fixed = input.dimensions.first?.size else { return }
         guard fixed == batch else {
             throw UsageError("--batch \(batch): input '\(input.name)' has a fixed batch of \(fixed); "
                              + "--batch needs a symbolic batch dimension or \(fixed)")

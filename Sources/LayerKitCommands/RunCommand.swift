@@ -16,7 +16,7 @@ enum RunCommand {
     private static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
         let path = try ModelFiles.modelPath(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
-        let normalization = try ValueParsing.onCommandLine {
+        let normalization = try ValueParsing.onCommandLine(option: "--normalize") {
             try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
         }
         let resize = try arguments.value("--resize").map(ValueParsing.size)

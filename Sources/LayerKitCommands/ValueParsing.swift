@@ -5,9 +5,24 @@ import LayerKit
 package enum ValueParsing {
     /// Runs `body`, which checks values typed on the command line (an op
     /// name, a parameter, a formula): whatever it throws is a usage error
-    /// (exit status 2), with the same message.
-    package static func onCommandLine<T>(_ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as UsageError { throw error } catch { throw UsageError("\(error)") }
+    /// (exit status 2), with the same message, after `option` ("--normalize: ")
+    /// when one is given.
+    package static func onCommandLine<T>(option: String? = nil, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as UsageError { throw error } catch {
+            throw UsageError((option.map { "\($0): " } ?? "") + "\(error)")
+        }
+    }
+
+    /// The shared registry's entry for an op name typed on the command line;
+    /// an unknown name is a usage error that points at `layerkit ops`.
+    package static func registeredOp(_ name: String) throws -> LayerRegistry.Entry {
+        do {
+            return try LayerRegistry.shared.entry(named: name)
+        } catch LayerKitError.unknownOp(let message) {
+            throw UsageError("\(message) (layerkit ops lists them)")
+        } catch {
+            throw UsageError("\(error)")
+        }
     }
 
     /// `1x6x256x256` → `[1, 6, 256, 256]`: 1 to 4 positive extents.

@@ -70,10 +70,21 @@ public final class Tensor: @unchecked Sendable {
     /// on every call, 0.4 µs, which a model's small tensors would pay each).
     private static let physicalMemory = ProcessInfo.processInfo.physicalMemory
 
-    /// Element `i` in storage order.
+    /// Element `i` in storage order; `i` must be in `0..<count`.
+    ///
+    /// Checked with `assert`: a debug build of LayerKitCore traps on an index
+    /// outside the tensor, naming it; an optimized build does not check, so
+    /// hot loops pay nothing (use `elements` for them anyway).
     public subscript(i: Int) -> Float {
-        get { dataPointer[i] }
-        set { dataPointer[i] = newValue }
+        get { assertInBounds(i); return dataPointer[i] }
+        set { assertInBounds(i); dataPointer[i] = newValue }
+    }
+
+    /// Traps in a debug build when `i` is outside `0..<count`; nothing in an
+    /// optimized one.
+    @inline(__always)
+    private func assertInBounds(_ i: Int) {
+        assert(i >= 0 && i < count, "Tensor index \(i) out of range 0..<\(count)")
     }
 
     /// The elements as a buffer, for fast loops.

@@ -79,7 +79,7 @@ struct ApplyCommandTests {
     /// Each bad command line: its exit status (2: the command line, values
     /// included; 1: a file) and a word its one-line error must contain.
     static let badInvocations: [([String], Int32, String)] = [
-        (["apply", "--op", "Swoosh", "--input", "X", "--output", "Y.npy"], 2, "unknown op 'Swoosh'"),
+        (["apply", "--op", "Swoosh", "--input", "X", "--output", "Y.npy"], 2, "unknown op 'Swoosh' (did you mean 'Swish'?): no layer is registered by that name (layerkit ops lists them)"),
         (["apply", "--op", "swish", "--param", "alpha=1", "--input", "X", "--output", "Y.npy"], 2, "unknown parameter 'alpha'"),
         (["apply", "--op", "swish", "--param", "beta", "--input", "X", "--output", "Y.npy"], 2, "NAME=VALUE"),
         (["apply", "--op", "swish", "--param", "beta=fast", "--input", "X", "--output", "Y.npy"], 2, "must be a finite number"),

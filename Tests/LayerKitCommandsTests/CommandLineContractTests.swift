@@ -72,7 +72,7 @@ struct CommandLineContractTests {
             (["run", Self.article, "--input", input, "--backend", "cpu", "--backend", "gpu"], "--backend is given twice"),
             (["devices", "extra"], "unexpected argument 'extra'"),
             (["inspect", Self.article, "extra"], "unexpected argument 'extra'"),
-            (["run", Self.article, "--input", input, "--normalize", "0,2"], "--normalize 0,2"),
+            (["run", Self.article, "--input", input, "--normalize", "0,2"], "--normalize: pixel normalization '0,2'"),
             (["run", Self.article, "--input", input, "--resize", "64"], "--resize 64"),
             (["apply", "--op", "Swish", "--param", "beta=abc", "--input", input, "--output", "\(directory)/y.npy"], "beta"),
             (["apply", "--expr", "x *", "--input", input, "--output", "\(directory)/y.npy"], "column"),

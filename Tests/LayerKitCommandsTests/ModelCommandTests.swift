@@ -81,7 +81,7 @@ struct ModelCommandTests {
             (["run", model1, "--input", input, "--output", input], 1, "refusing to overwrite"),
             (["run", model1, "--input", "nope=\(input)"], 2, "the model has no input 'nope'"),
             (["run", truncated, "--input", input], 1, "runs past the end"),
-            (["run", model1, "--input", input, "--normalize", "mean=1"], 2, "--normalize mean=1"),
+            (["run", model1, "--input", input, "--normalize", "mean=1"], 2, "--normalize: pixel normalization 'mean=1': expected"),
             (["run", model1, "--input", input, "--resize", "0x5"], 2, "--resize 0x5"),
             (["run", Self.fixture("custom_missing.onnx"), "--input", input], 1, "custom layer implementation"),
             (["inspect"], 2, "expected one model file"),

@@ -90,4 +90,35 @@ struct BackendTests {
         let conv = try Convolution(weights: Tensor(shape: [2, 2, 1, 1], values: [1, 0, 0, 1]))
         #expect(throws: LayerKitError.self) { try backend.run(conv, inputs: [input], outputs: [input]) }
     }
+
+    @Test func noticeLinesArePrefixedAndOneLineEach() {
+        #expect(Backend.noticeLine("Double runs on the CPU") == "layerkit: Double runs on the CPU\n")
+        #expect(Backend.noticeLine("two\nlines\r\n") == "layerkit: two lines \n")
+    }
+
+    /// Without a `notice`, a fallback is written to standard error (fd 2,
+    /// redirected to a file for the duration; other tests' writes there in
+    /// that window land in the file too, so this looks for its own line).
+    @Test func withoutANoticeTheFallbackGoesToStandardError() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("lk-notice-\(getpid()).txt")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let captured = open(file.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        try #require(captured >= 0)
+        let saved = dup(STDERR_FILENO)
+        dup2(captured, STDERR_FILENO)
+        let result = Result {
+            let backend = try Backend(computeUnits: .automatic, context: TestGPU.isEnabled ? try TestGPU.get() : nil)
+            return try backend.run(try CPUOnlyDouble(parameters: [:]), inputs: [Tensor(shape: [1, 1, 1, 2])])
+        }
+        dup2(saved, STDERR_FILENO)
+        close(saved)
+        close(captured)
+        let run = try result.get()
+        guard case .cpu(let reason?) = run.placement else {
+            Issue.record("the layer without encode ran on \(run.placement)")
+            return
+        }
+        let text = try String(contentsOf: file, encoding: .utf8)
+        #expect(text.contains("layerkit: \(reason)\n"), "standard error held: \(text)")
+    }
 }

@@ -112,7 +112,8 @@ struct ImageLimitTests {
     @Test(.enabled(if: TestGPU.isEnabled))
     func otherLayersPastTheLimitsRunOnTheCPUNamingTheLimitAndTheDeviceStaysUsable() throws {
         let context = try TestGPU.get()
-        let backend = try Backend(computeUnits: .gpu, context: context)
+        let notices = BackendTests.Notices()
+        let backend = try Backend(computeUnits: .gpu, context: context, notice: notices.append)
         let layer = try OpaqueDouble(parameters: [:])
         let limitNames = ["maxImageArrayLayers", "maxImageArrayLayers", "maxImageDimension2D", "maxImageDimension2D"]
         for (shape, limit) in zip(Self.shapesPastTheLimits(context), limitNames) {
@@ -125,6 +126,8 @@ struct ImageLimitTests {
             #expect(reason.contains(limit), "\(Tensor.describe(shape)): \(reason)")
             #expect(run.outputs[0].values == input.values.map { 2 * $0 })
         }
+        // One notice per shape, each naming its limit.
+        #expect(zip(notices.all, limitNames).allSatisfy { $0.contains($1) } && notices.all.count == limitNames.count)
         let small = try Tensor(shape: [1, 1, 1, 3], values: [1, -2, 3])
         #expect(try backend.run(layer, inputs: [small]).outputs[0].values == [2, -4, 6])
     }

@@ -24,16 +24,30 @@ struct ModelGraphTests {
                                                extra: outputs.flatMap { PB.bytes(12, $0) }))
     }
 
+    @Test func elementTypesHaveONNXCodesAndBothNames() {
+        #expect(Model.ElementType(rawValue: 1) == .float32 && Model.ElementType(rawValue: 0) == nil)
+        #expect(Model.ElementType.float16.rawValue == 10 && Model.ElementType.int64.rawValue == 7)
+        #expect(Model.ElementType.float32.description == "float32" && Model.ElementType.float32.onnxName == "FLOAT")
+        #expect(Model.ElementType.float6e3m2.description == "float6e3m2" && Model.ElementType.float6e3m2.onnxName == "FLOAT6E3M2")
+        // Every case is one of ONNX's names, and the Swift-style names are distinct.
+        let cases = Model.ElementType.allCases
+        #expect(cases.allSatisfy { !$0.onnxName.hasPrefix("data type") })
+        #expect(Set(cases.map(\.description)).count == cases.count)
+        #expect(Model.Dimension.symbol("N").description == "N" && Model.Dimension.size(64).description == "64")
+    }
+
     @Test func symbolicBatchIsFixedByEachPredict() throws {
         let data = Self.model(nodes: [ONNXBytes.node("Relu", name: "relu")],
                               inputs: [Self.value("x", ["N", 3, 2, 2])], outputs: [Self.value("y", ["N", 3, 2, 2])])
         let model = try Model(data: data, computeUnits: .cpuOnly)
-        #expect(model.inputs[0].dimensions == ["N", "3", "2", "2"])
+        #expect(model.inputs[0].dimensions == [.symbol("N"), .size(3), .size(2), .size(2)])
+        #expect(model.inputs[0].dataType == .float32 && model.inputs[0].shapeWithSymbolsAsOne == [1, 3, 2, 2])
+        #expect(model.inputs[0].description == "x: float32 [N, 3, 2, 2]")
         // An output without a shape in the file takes the computed one.
         let unshaped = try Model(data: Self.model(nodes: [ONNXBytes.node("Relu", name: "relu")],
                                                   inputs: [Self.value("x", [2, 3])], outputs: [Self.value("y", nil)]),
                                  computeUnits: .cpuOnly)
-        #expect(unshaped.outputs[0].dimensions == ["2", "3"])
+        #expect(unshaped.outputs[0].dimensions == [.size(2), .size(3)])
         for batch in [2, 5] {
             let values = seededUniform(count: batch * 12, in: -1...1, seed: UInt64(batch))
             let y = try #require(try model.predict(inputs: ["x": Tensor(shape: [batch, 3, 2, 2], values: values)])["y"])

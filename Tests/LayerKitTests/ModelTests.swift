@@ -113,7 +113,7 @@ import LayerKitONNX
         let model = try Model(contentsOf: ModelFixtures.url("small_cnn"), backend: backend)
         // The plan the model made at load, rebuilt here to look at its images.
         let onnx = try ONNXModel(data: Data(contentsOf: ModelFixtures.url("small_cnn")), source: "small_cnn")
-        let shapes = Dictionary(uniqueKeysWithValues: model.inputs.map { ($0.name, $0.dimensions.map { Int($0) ?? 1 }) })
+        let shapes = Dictionary(uniqueKeysWithValues: model.inputs.map { ($0.name, $0.shapeWithSymbolsAsOne) })
         let plan = try ModelPlan(graph: ONNXImporter(model: onnx, registry: .shared).graph(inputShapes: shapes),
                                  backend: backend)
         let gpuValues = plan.slots.compactMap { $0 }.count

@@ -54,6 +54,8 @@ struct SwishLayerTests {
     @Test func registryFindsSwishCaseInsensitively() throws {
         #expect(try LayerRegistry.shared.makeLayer(named: "swish") is Swish)
         #expect(try LayerRegistry.shared.makeLayer(named: "SWISH", parameters: ["beta": 2]) is Swish)
-        #expect(throws: LayerKitError.self) { try LayerRegistry.shared.entry(named: "Swoosh") }
+        #expect(throws: LayerKitError.unknownOp("unknown op 'Swoosh' (did you mean 'Swish'?): no layer is registered by that name")) {
+            try LayerRegistry.shared.entry(named: "Swoosh")
+        }
     }
 }

@@ -35,8 +35,10 @@ public struct LayerRun: Sendable {
 /// Runs layers on the GPU or the CPU according to `ComputeUnits`, the
 /// device, and what each layer implements, like Core ML's dispatcher.
 ///
-/// Every fallback to the CPU is announced once (one line through `notice`),
-/// never silent. Thread-safe: a backend may be shared by threads.
+/// Every fallback to the CPU is announced once (one line through `notice`,
+/// by default `Backend.standardErrorNotice`: `layerkit: ` and the line on
+/// standard error), never silent unless a caller asks for it with a
+/// `notice` of `{ _ in }`. Thread-safe: a backend may be shared by threads.
 public final class Backend: @unchecked Sendable {
     public let computeUnits: ComputeUnits
     /// The GPU, when one could be opened and `computeUnits` allows it.
@@ -61,9 +63,11 @@ public final class Backend: @unchecked Sendable {
     /// `timestamps` false leaves GPU runs without timestamps. `threads`
     /// sets the CPU evaluator's thread count (nil: the cores the process may
     /// use); it throws `LayerKitError.invalidParameter` below 1.
+    /// `notice` receives each placement notice, once per distinct line
+    /// (default: `standardErrorNotice`; `{ _ in }` silences them).
     public init(computeUnits: ComputeUnits = .automatic, context: GPUContext? = nil, validation: Bool? = nil,
                 timestamps: Bool = true, threads: Int? = nil,
-                notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
         if let threads, threads < 1 {
             throw LayerKitError.invalidParameter("threads must be at least 1, got \(threads)")
         }
@@ -87,6 +91,19 @@ public final class Backend: @unchecked Sendable {
                 gpuUnavailableReason = "no usable Vulkan device (\(error))"
             }
         }
+    }
+
+    /// The default `notice` of `Backend` and `Model`: writes `layerkit: `
+    /// and the message, as one line (line breaks become spaces), to
+    /// standard error.
+    public static let standardErrorNotice: @Sendable (String) -> Void = { message in
+        FileHandle.standardError.write(Data(noticeLine(message).utf8))
+    }
+
+    /// `message` as the line `standardErrorNotice` writes, with its newline.
+    static func noticeLine(_ message: String) -> String {
+        let flat = message.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).joined(separator: " ")
+        return "layerkit: \(flat)\n"
     }
 
     /// Where `layer` will run, with the reason when it is the CPU although a

@@ -19,7 +19,7 @@ public enum PixelNormalization: Sendable, Equatable {
         default:
             let syntax = "expected 0,1 or -1,1 or mean=A[,B,C],std=D[,E,F]"
             guard compact.hasPrefix("mean="), let split = compact.range(of: ",std=") else {
-                throw LayerKitError.invalidParameter("--normalize \(text): \(syntax)")
+                throw LayerKitError.invalidParameter("pixel normalization '\(text)': \(syntax)")
             }
             let numbers = { (part: Substring) -> [Float]? in
                 let values = part.split(separator: ",", omittingEmptySubsequences: false).map { Float($0) }
@@ -27,10 +27,10 @@ public enum PixelNormalization: Sendable, Equatable {
             }
             guard let mean = numbers(compact[compact.index(compact.startIndex, offsetBy: 5)..<split.lowerBound]),
                   let std = numbers(compact[split.upperBound...]) else {
-                throw LayerKitError.invalidParameter("--normalize \(text): \(syntax)")
+                throw LayerKitError.invalidParameter("pixel normalization '\(text)': \(syntax)")
             }
             guard (mean + std).allSatisfy(\.isFinite), std.allSatisfy({ $0 != 0 }) else {
-                throw LayerKitError.invalidParameter("--normalize \(text): values must be finite and std non-zero")
+                throw LayerKitError.invalidParameter("pixel normalization '\(text)': values must be finite and std non-zero")
             }
             self = .meanStd(mean: mean, std: std)
         }

@@ -72,7 +72,7 @@ public final class LayerRegistry: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         guard let entry = entries[name.lowercased()] else {
             let hint = NameSuggestion.hint(for: name, among: entries.values.map(\.name).sorted())
-            throw LayerKitError.unknownOp("unknown op '\(name)'\(hint) (layerkit ops lists them)")
+            throw LayerKitError.unknownOp("unknown op '\(name)'\(hint): no layer is registered by that name")
         }
         return entry
     }

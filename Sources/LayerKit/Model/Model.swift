@@ -16,13 +16,22 @@ import Foundation
 /// `predict` may be called from several threads; runs are serialized.
 public final class Model: @unchecked Sendable {
     /// A graph input or output.
-    public struct ValueDescription: Sendable, Equatable {
+    public struct ValueDescription: Sendable, Equatable, CustomStringConvertible {
         public let name: String
-        /// Each dimension as the model gives it: a number, or a symbol ("N")
+        /// Each dimension as the model gives it: a size, or a symbol ("N")
         /// to be fixed by the input given to `predict`.
-        public let dimensions: [String]
-        /// The element type ("float32", ...).
-        public let dataType: String
+        public let dimensions: [Dimension]
+        /// The element type; nil when the file gives none, or a code newer
+        /// than `ElementType`'s list.
+        public let dataType: ElementType?
+
+        /// The shape the load-time plan uses: each symbolic dimension 1.
+        public var shapeWithSymbolsAsOne: [Int] { dimensions.map { $0.size ?? 1 } }
+
+        /// `image: float32 [N, 3, 64, 64]` ("untyped" without a type).
+        public var description: String {
+            "\(name): \(dataType?.description ?? "untyped") [\(dimensions.map(\.description).joined(separator: ", "))]"
+        }
     }
 
     /// A node of the graph, as the model runs it.
@@ -60,13 +69,15 @@ public final class Model: @unchecked Sendable {
 
     /// Loads the ONNX model at `url`. `computeUnits` picks the backend
     /// unless `backend` shares one. Placement notices go to `notice` when the
-    /// model makes its backend, to a shared backend's own `notice` otherwise.
+    /// model makes its backend (default: standard error, `layerkit: ` and one
+    /// line each; `{ _ in }` silences them), to a shared backend's own
+    /// `notice` otherwise.
     /// `threads` is the CPU evaluator's thread count of the backend the model
     /// makes (nil: the cores the process may use); a shared backend keeps its
     /// own, so giving both is an error.
     public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                             threads: Int? = nil, registry: LayerRegistry = .shared,
-                            notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                            notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
         let data = try RegularFile.contents(url.path)
         try self.init(data: data, name: url.lastPathComponent, computeUnits: computeUnits, backend: backend,
                       threads: threads, registry: registry, notice: notice)
@@ -75,7 +86,7 @@ public final class Model: @unchecked Sendable {
     /// Loads an ONNX model from its bytes; `name` names it in errors.
     public init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                 threads: Int? = nil, registry: LayerRegistry = .shared,
-                notice: @escaping @Sendable (String) -> Void = { _ in }) throws {
+                notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
         if backend != nil, threads != nil {
             throw LayerKitError.invalidParameter("threads sets the thread count of the backend a model makes; "
                                                  + "a shared backend has its own (Backend(threads:))")
@@ -101,7 +112,7 @@ public final class Model: @unchecked Sendable {
             throw LayerKitError.invalidModel("\(name): \(message)")
         }
         // Symbolic dimensions are 1 for the load-time plan.
-        let shapes = inputs.map { $0.dimensions.map { Int($0) ?? 1 } }
+        let shapes = inputs.map(\.shapeWithSymbolsAsOne)
         self.name = name
         lastPlan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, backend: self.backend,
                                   name: name)
@@ -176,19 +187,19 @@ public final class Model: @unchecked Sendable {
     }
 
     private static func describe(_ value: ONNXValueInfo, _ dims: [ONNXDimension]) -> ValueDescription {
-        ValueDescription(name: value.name, dimensions: dims.map(\.description),
-                         dataType: value.elementType?.description ?? "untyped")
+        ValueDescription(name: value.name, dimensions: dims.map(Dimension.init),
+                         dataType: value.elementType.flatMap { ElementType(rawValue: $0.rawValue) })
     }
 
     /// Throws unless `shape` has the input's rank and its fixed dimensions.
     private static func check(_ shape: [Int], fits input: ValueDescription) throws {
         let fits = shape.count == input.dimensions.count
             && zip(shape, input.dimensions).allSatisfy { extent, dimension in
-                extent > 0 && (Int(dimension).map { $0 == extent } ?? true)
+                extent > 0 && (dimension.size.map { $0 == extent } ?? true)
             }
         guard fits else {
             throw LayerKitError.shapeMismatch("input '\(input.name)' has shape \(Tensor.describe(shape)); the model "
-                                              + "expects \(input.dimensions.joined(separator: "x"))")
+                                              + "expects \(input.dimensions.map(\.description).joined(separator: "x"))")
         }
     }
 }
