@@ -24,7 +24,7 @@ enum DemoCommand {
             throw LayerKitError.invalidModel("the built-in model has no fixed-size image input")
         }
         // The CPU reads the same fp16-rounded image the GPU stores (parity, as defined).
-        let image = try DemoImage.landscape(size: side).roundedToHalf()
+        let inputs = try ModelParity.rounded([input.name: DemoImage.landscape(size: side)])
         console.print("LayerKit demo: the Core ML custom-layer article's model on a built-in \(side)x\(side) image")
         console.print("model: " + cpuModel.nodes.map { $0.domain.isEmpty ? $0.opType : "\($0.opType) (custom, \($0.domain))" }
             .joined(separator: " -> "))
@@ -37,16 +37,17 @@ enum DemoCommand {
             gpuModel = nil
             console.note("no GPU: \(why); showing the CPU only")
         }
-        let cpu = try profiledRun(cpuModel, [input.name: image])
-        let gpu = try gpuModel.map { try profiledRun($0, [input.name: image]) }
+        let cpu = try profiledRun(cpuModel, inputs)
+        let gpu = try gpuModel.map { try profiledRun($0, inputs) }
         if let info = gpuModel?.backend.gpu?.deviceInfo {
             console.print("GPU: \(info.name) (\(info.kind.rawValue))"
                           + (info.kind == .cpu ? " — timings are emulated, not GPU speed" : ""))
         }
 
         let outputName = cpuModel.outputs[0].name
-        let cpuOut = try value(cpu.outputs, outputName)
-        let gpuOut = try gpu.map { try value($0.outputs, outputName) }
+        let comparison = try gpu.map { try ModelParity.compare(gpu: $0.outputs, cpu: cpu.outputs, outputs: [outputName])[0] }
+        let cpuOut = try comparison?.cpu ?? ModelParity.value(cpu.outputs, outputName)
+        let gpuOut = comparison?.gpu
         console.print("")
         let rows = (0..<cpuOut.count).map { k -> [String] in
             var row = ["\(k)", String(format: "%.6f", cpuOut[k])]
@@ -59,8 +60,7 @@ enum DemoCommand {
         TextTable.lines(header: header, rows: rows).forEach { console.print($0) }
         console.print("")
         var passed = true
-        if let gpuOut {
-            let report = try ParityReport(gpu: gpuOut, cpu: cpuOut)
+        if let report = comparison?.report {
             passed = report.passed
             console.print("parity: \(passed ? "PASS" : "FAIL") (max |GPU-CPU| \(ParityCommand.scientific(report.maxAbsError)), "
                           + "max rel \(ParityCommand.scientific(report.maxRelError)); tolerance 1e-3 * max(1, |cpu|))")
@@ -73,11 +73,6 @@ enum DemoCommand {
             console.print("wrote the \(gpuOut == nil ? "CPU" : "GPU") predictions to \(outputPath)")
         }
         return passed ? 0 : 1
-    }
-
-    private static func value(_ outputs: [String: Tensor], _ name: String) throws -> Tensor {
-        guard let tensor = outputs[name] else { throw LayerKitError.invalidModel("no output '\(name)'") }
-        return tensor
     }
 
     private static func argmax(_ tensor: Tensor) -> Int {

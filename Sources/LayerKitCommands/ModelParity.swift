@@ -1,0 +1,35 @@
+import Foundation
+import LayerKit
+
+/// What `parity MODEL.onnx` and `demo` share: one model's outputs from the
+/// GPU and from the CPU evaluator, compared output by output with the
+/// parity rule.
+enum ModelParity {
+    /// One output of the model, both sides and how far apart they are.
+    struct Output {
+        let name: String
+        let report: ParityReport
+        let gpu: Tensor
+        let cpu: Tensor
+    }
+
+    /// `inputs` rounded to fp16: the GPU stores them so, and the CPU reads
+    /// the same values (parity, as defined).
+    static func rounded(_ inputs: [String: Tensor]) throws -> [String: Tensor] {
+        try inputs.mapValues { try $0.roundedToHalf() }
+    }
+
+    /// The outputs `names` (in that order) of a GPU run against a CPU run.
+    static func compare(gpu: [String: Tensor], cpu: [String: Tensor], outputs names: [String]) throws -> [Output] {
+        try names.map { name in
+            let (g, c) = (try value(gpu, name), try value(cpu, name))
+            return Output(name: name, report: try ParityReport(gpu: g, cpu: c), gpu: g, cpu: c)
+        }
+    }
+
+    /// The output `name` of a run.
+    static func value(_ outputs: [String: Tensor], _ name: String) throws -> Tensor {
+        guard let tensor = outputs[name] else { throw LayerKitError.invalidModel("no output '\(name)'") }
+        return tensor
+    }
+}
