@@ -141,17 +141,22 @@ struct CommandHelp {
 
     static let parity = CommandHelp(
         name: "parity", synopsis: ["LAYERS [--shape NxCxHxW] [--range LOW,HIGH] [--seed N]",
-                                   "--all [--shape NxCxHxW] [--seed N]"],
+                                   "--all [--shape NxCxHxW] [--seed N]",
+                                   "MODEL.onnx [--input FILE|NAME=FILE ...] [--layer OPTYPE=FORMULA ...]"],
         summary: "Compares the GPU and the CPU evaluator on the same seeded, fp16-rounded input (exit 1 on FAIL); "
-            + "--all does every op and prints one table.",
+            + "--all does every op and prints one table; with a model, every output of the model on the same "
+            + "inputs (--input files, or seeded uniform [0, 1)).",
         options: layerOptions + [
             Option("--shape", "NxCxHxW", default: "1x6x256x256; 1x6x64x64 with --all", "the input's shape"),
             Option("--range", "LOW,HIGH", default: "-10,10", "the range the input is drawn from"),
             Option("--seed", "N", default: "1", "the input's seed"),
             Option("--all", nil, default: "off", "every op, its defaults and an example set, in one table"),
-            threads,
+            Option("--input", "FILE|NAME=FILE", default: "seeded uniform [0, 1)", repeatable: true,
+                   "a model's .npy or .png input; NAME=FILE for each input of a model with several"),
+            layer, threads,
         ],
-        positional: 0...0, examples: ["layerkit parity --op Swish --param beta=2 --shape 1x6x64x64", "layerkit parity --all"])
+        positional: 0...1, examples: ["layerkit parity --op Swish --param beta=2 --shape 1x6x64x64", "layerkit parity --all",
+                                      "layerkit parity article.onnx --layer ArticleSwish='x * sigmoid(beta * x)'"])
 
     static let inspect = CommandHelp(
         name: "inspect", synopsis: ["MODEL.onnx [--backend cpu|gpu|auto] [--layer OPTYPE=FORMULA ...] [--json]"],

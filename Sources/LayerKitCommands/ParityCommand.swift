@@ -3,10 +3,24 @@ import LayerKit
 
 /// `layerkit parity`: the same seeded, fp16-rounded input through the GPU
 /// and the CPU evaluator, compared element by element; `--all` does it for
-/// every catalog op and prints one table.
+/// every catalog op and prints one table; with a model, its outputs.
 enum ParityCommand {
+    /// The options of one layer's (or `--all`'s) comparison, and of a model's.
+    static let layerOnly = ["--op", "--expr", "--param", "--weights", "--shape", "--range", "--seed", "--all"]
+    static let modelOnly = ["--input", "--layer"]
+
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, command: .parity)
+        if let path = arguments.positional.first {
+            if let option = layerOnly.first(where: arguments.has) {
+                throw UsageError("\(option) compares one layer; with a model (\(path)) parity compares the model's "
+                                 + "outputs: drop \(option) or the model")
+            }
+            return try model(path, arguments, console: console)
+        }
+        if let option = modelOnly.first(where: arguments.has) {
+            throw UsageError("\(option) is for a model: give MODEL.onnx (layerkit help parity)")
+        }
         let seed = try ValueParsing.seed(arguments.value("--seed") ?? "1")
         let threads = try arguments.threads()
         let context = try openGPU()
@@ -34,6 +48,45 @@ enum ParityCommand {
         return report.passed ? 0 : 1
     }
 
+    /// `parity MODEL.onnx`: the model loaded for the GPU and for the CPU,
+    /// run on the same fp16-rounded inputs (`--input` files, or seeded), a
+    /// report per output; exit status 1 when any fails.
+    static func model(_ path: String, _ arguments: Arguments, console: Console) throws -> Int32 {
+        let threads = try arguments.threads()
+        let layers = arguments.values("--layer")
+        let gpuModel: Model
+        do {
+            gpuModel = try ModelFiles.load(path, computeUnits: .gpu, threads: threads, layers: layers, console: console)
+        } catch LayerKitError.gpuUnavailable(let why) {
+            throw LayerKitError.gpuUnavailable("parity needs a GPU: \(why)")
+        }
+        let cpuModel = try ModelFiles.load(path, computeUnits: .cpuOnly, threads: threads, layers: layers,
+                                           console: console)
+        let given = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: cpuModel, console: console)
+        let inputs = try ModelParity.rounded(given.inputs)
+        let outputs = try ModelParity.compare(gpu: gpuModel.predict(inputs: inputs), cpu: cpuModel.predict(inputs: inputs),
+                                              outputs: cpuModel.outputs.map(\.name))
+        console.print("model: \(path)")
+        console.print(ModelFiles.deviceLine(gpuModel.backend))
+        for input in cpuModel.inputs {
+            let source = given.files[input.name] ?? "seeded uniform [0, 1)"
+            console.print("input '\(input.name)' \(Tensor.describe(inputs[input.name]?.shape ?? [])): \(source), "
+                          + "rounded to fp16")
+        }
+        for output in outputs {
+            console.print("")
+            console.print("output '\(output.name)' \(Tensor.describe(output.cpu.shape)):")
+            for line in describe(output.report, input: nil, gpu: output.gpu, cpu: output.cpu) {
+                console.print("  " + line)
+            }
+        }
+        let failed = outputs.filter { !$0.report.passed }.map(\.name)
+        console.print("")
+        console.print(failed.isEmpty ? "PASS: all \(outputs.count) output\(outputs.count == 1 ? "" : "s") within the parity rule"
+                      : "FAIL: \(failed.count) of \(outputs.count) outputs outside the parity rule (\(failed.joined(separator: ", ")))")
+        return failed.isEmpty ? 0 : 1
+    }
+
     /// The GPU both sides of a comparison need; its absence is an error.
     static func openGPU() throws -> GPUContext {
         do {
@@ -43,8 +96,9 @@ enum ParityCommand {
         }
     }
 
-    /// The report's lines, ending with the PASS/FAIL verdict.
-    static func describe(_ report: ParityReport, input: Tensor, gpu: Tensor, cpu: Tensor) -> [String] {
+    /// The report's lines, ending with the PASS/FAIL verdict; the worst
+    /// element shows its input value when the comparison is per element.
+    static func describe(_ report: ParityReport, input: Tensor?, gpu: Tensor, cpu: Tensor) -> [String] {
         var lines = [
             "elements:              \(report.count)",
             "max abs error:         \(scientific(report.maxAbsError))",
@@ -54,7 +108,8 @@ enum ParityCommand {
             "non-finite mismatches: \(report.nonFiniteMismatches)",
         ]
         if let worst = report.worstIndex {
-            lines.append("worst element:         #\(worst): x=\(input[worst]) gpu=\(gpu[worst]) cpu=\(cpu[worst])")
+            lines.append("worst element:         #\(worst): " + (input.map { "x=\($0[worst]) " } ?? "")
+                         + "gpu=\(gpu[worst]) cpu=\(cpu[worst])")
         }
         let rule = "|gpu-cpu| <= \(report.tolerance) * max(1,|cpu|)"
         lines.append(report.passed
