@@ -6,11 +6,12 @@
 #   make soak   10,000 mixed-size dispatches alone in a process: flat objects and RSS
 #   make fuzz   every user-fed parser under the seeded fuzzer (SECONDS each, default 30)
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
+#   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench
+.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -73,3 +74,20 @@ valgrind: deps
 
 bench: deps
 	swift run -c release SwishBench
+
+# The API reference: symbol graphs of LayerKit and LayerKitCore (whose types
+# LayerKit re-exports), converted by the toolchain's docc into static sites under
+# .build/docs/ (ignored by git). Serve one to read it (Docs/INSTALL.md):
+#   python3 -m http.server --directory .build/docs/LayerKit 8000
+DOCS_DIR := .build/docs
+docs: deps
+	rm -rf $(DOCS_DIR) && mkdir -p $(DOCS_DIR)/symbol-graphs
+	swift package dump-symbol-graph --minimum-access-level public >/dev/null
+	for module in LayerKit LayerKitCore; do \
+		mkdir -p $(DOCS_DIR)/symbol-graphs/$$module && \
+		cp .build/*/symbolgraph/$$module.symbols.json .build/*/symbolgraph/$$module@*.symbols.json $(DOCS_DIR)/symbol-graphs/$$module/ 2>/dev/null; \
+		docc convert --additional-symbol-graph-dir $(DOCS_DIR)/symbol-graphs/$$module \
+			--fallback-display-name $$module --fallback-bundle-identifier org.layerkit.$$module \
+			--transform-for-static-hosting --output-path $(DOCS_DIR)/$$module || exit 1; \
+	done
+	@echo "API reference: $(DOCS_DIR)/LayerKit and $(DOCS_DIR)/LayerKitCore (see Docs/INSTALL.md to open them)"

@@ -1,7 +1,7 @@
 import LayerKit
 
 /// One timed quantity of `layerkit bench`: a row of its table and an entry
-/// of its `--json` record's `results` (the fields are documented in the README).
+/// of its `--json` record's `results` (the fields are documented in Docs/JSON.md).
 struct BenchMeasurement: Encodable {
     /// `cpu` or `gpu`.
     let backend: String

@@ -1,7 +1,7 @@
 import Foundation
 import LayerKit
 
-/// What `layerkit bench --json` prints: one JSON object (fields in the README).
+/// What `layerkit bench --json` prints: one JSON object (fields in Docs/JSON.md).
 struct BenchRecord: Encodable {
     /// The format's name and version.
     let schema = "layerkit-bench/1"

@@ -125,7 +125,7 @@ struct CommandHelp {
         name: "ops", synopsis: ["[NAME] [--markdown|--json]"],
         summary: "Lists the ops: parameters with defaults, per-channel weights, formula, backends; "
             + "with NAME, one op in detail.",
-        options: [Option("--markdown", nil, default: "off", "print the list as the README's Markdown table"),
+        options: [Option("--markdown", nil, default: "off", "print the list as Docs/OPS.md's Markdown table"),
                   json("layerkit-ops/1")],
         positional: 0...1, examples: ["layerkit ops", "layerkit ops Swish"])
 

@@ -3,7 +3,7 @@ import LayerKit
 
 /// `layerkit ops [NAME] [--markdown]`: the registered ops with their
 /// parameters, weights, formula and backends, within 100 columns (or one op
-/// in detail); `--markdown` prints the README's table.
+/// in detail); `--markdown` prints Docs/OPS.md's table.
 enum OpsCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, command: .ops)

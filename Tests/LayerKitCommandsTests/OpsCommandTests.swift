@@ -14,20 +14,20 @@ struct OpsCommandTests {
         #expect(runner.out.contains("approximate=none|tanh"))
     }
 
-    /// The README's op table is `layerkit ops --markdown`, verbatim.
-    @Test func theReadmeCatalogIsGeneratedByOps() throws {
+    /// Docs/OPS.md's op table is `layerkit ops --markdown`, verbatim.
+    @Test func theDocsCatalogIsGeneratedByOps() throws {
         let runner = CommandRunner()
         #expect(runner.run(["ops", "--markdown"]) == 0)
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        // Other tests register layers of their own in the shared registry; the README lists the built-ins.
+        let readme = try String(contentsOf: root.appendingPathComponent("Docs/OPS.md"), encoding: .utf8)
+        // Other tests register layers of their own in the shared registry; Docs/OPS.md lists the built-ins.
         let added = Set(LayerRegistry.shared.all.map(\.name)).subtracting(OpDefinition.catalog.map(\.name))
         let builtins = runner.out.split(separator: "\n").filter { line in
             let first = line.split(separator: "|").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             return !added.contains(first)
         }.joined(separator: "\n")
-        #expect(readme.contains(builtins), "README's catalog differs from `layerkit ops --markdown`")
+        #expect(readme.contains(builtins), "Docs/OPS.md's catalog differs from `layerkit ops --markdown` (run Scripts/update-ops-table)")
     }
 
     @Test(.enabled(if: gpuTestsEnabled))

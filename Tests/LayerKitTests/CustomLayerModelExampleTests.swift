@@ -2,8 +2,8 @@ import Foundation
 import Testing
 import LayerKit
 
-// The README's "A custom layer inside a model" example, verbatim: if this
-// file stops compiling or passing, the README is wrong.
+// Docs/MODELS.md's "A custom layer inside a model" example, verbatim: if this
+// file stops compiling or passing, Docs/MODELS.md is wrong.
 
 // README-EXAMPLE-BEGIN
 /// The op of an ONNX node `MyLayer` (domain `com.example`): y = gain * x.

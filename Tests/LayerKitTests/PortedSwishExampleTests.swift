@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import LayerKit
 
-// The README's "Porting Swish.swift" example, verbatim: if this file stops
+// The README's "Port a Core ML custom layer" example, verbatim: if this file stops
 // compiling or passing, the README is wrong.
 
 // README-EXAMPLE-BEGIN
@@ -54,7 +54,7 @@ struct DocumentedExampleTests {
     /// A document shows the code between an example file's README-EXAMPLE
     /// markers, character for character.
     @Test(arguments: [("PortedSwishExampleTests.swift", "README.md"),
-                      ("CustomLayerModelExampleTests.swift", "README.md"),
+                      ("CustomLayerModelExampleTests.swift", "Docs/MODELS.md"),
                       ("CustomKernelExampleTests.swift", "Docs/CUSTOM_KERNELS.md")])
     func theDocumentShowsTheExample(_ fileName: String, _ document: String) throws {
         let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
