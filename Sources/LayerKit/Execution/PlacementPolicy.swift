@@ -35,39 +35,20 @@ extension Backend {
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
         for shape in inputShapes + outputShapes {
             let image = try Tensor.nchwShape(shape)
-            guard let limit = Backend.limitExceeded(by: image, on: gpu.deviceInfo) else {
-                if perElement, fromHost, Backend.texels(of: image) > ModelRun.pieceTexels {
+            guard let limit = gpu.imageLimitExceeded(shape: image) else {
+                if perElement, fromHost, ImagePieces.texels(ofImageShape: image) > ModelRun.pieceTexels {
                     return PlacementDecision(whyNotGPU: nil, inPieces: true)
                 }
                 continue
             }
             if perElement { return PlacementDecision(whyNotGPU: nil, inPieces: true) }
-            return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor exceeds the device's \(limit)",
+            let named = switch limit {
+            case .arrayLayers: "maxImageArrayLayers (\(gpu.deviceInfo.maxImageArrayLayers) batch x slice layers)"
+            case .dimension2D: "maxImageDimension2D (\(gpu.deviceInfo.maxImageDimension2D) texels a side)"
+            }
+            return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor exceeds the device's \(named)",
                                      inPieces: false)
         }
         return PlacementDecision(whyNotGPU: nil, inPieces: false)
-    }
-
-    /// The texels of a slice image of NCHW `shape` (saturating: a count
-    /// past `Int.max` is past every bound anyway).
-    private static func texels(of shape: [Int]) -> Int {
-        let slices = (shape[1] + 3) / 4
-        return [shape[0], slices, shape[2], shape[3]].reduce(1) { total, extent in
-            let (product, overflow) = total.multipliedReportingOverflow(by: extent)
-            return overflow ? Int.max : product
-        }
-    }
-
-    /// The image limit an NCHW `shape` exceeds on the device, named with its
-    /// value; nil when one slice image holds it.
-    private static func limitExceeded(by shape: [Int], on info: GPUDeviceInfo) -> String? {
-        let (layers, overflow) = shape[0].multipliedReportingOverflow(by: (shape[1] + 3) / 4)
-        if overflow || layers > Int(info.maxImageArrayLayers) {
-            return "maxImageArrayLayers (\(info.maxImageArrayLayers) batch x slice layers)"
-        }
-        if max(shape[2], shape[3]) > Int(info.maxImageDimension2D) {
-            return "maxImageDimension2D (\(info.maxImageDimension2D) texels a side)"
-        }
-        return nil
     }
 }

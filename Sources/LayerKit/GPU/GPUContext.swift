@@ -82,9 +82,14 @@ public final class GPUContext: @unchecked Sendable {
 
     /// Whether an NCHW image `shape` fits one slice image on this device.
     public func fitsOneImage(shape: [Int]) -> Bool {
-        shape.count == 4 && ImagePieces.fits(n: shape[0], c: shape[1], h: shape[2], w: shape[3],
-                                             maxDimension: Int(deviceInfo.maxImageDimension2D),
-                                             maxLayers: Int(deviceInfo.maxImageArrayLayers))
+        shape.count == 4 && imageLimitExceeded(shape: shape) == nil
+    }
+
+    /// The device limit an NCHW image `shape` exceeds, if any.
+    func imageLimitExceeded(shape: [Int]) -> ImagePieces.Limit? {
+        ImagePieces.limitExceeded(n: shape[0], c: shape[1], h: shape[2], w: shape[3],
+                                  maxDimension: Int(deviceInfo.maxImageDimension2D),
+                                  maxLayers: Int(deviceInfo.maxImageArrayLayers))
     }
 
     /// A new command buffer to encode uploads, kernels and downloads into;

@@ -23,10 +23,34 @@ struct ImagePieces: Equatable {
     /// The pieces, in storage order of their first element.
     let pieces: [Piece]
 
+    /// A device limit a slice image can exceed.
+    enum Limit: Equatable {
+        /// Batch × slices array layers over `maxImageArrayLayers`.
+        case arrayLayers
+        /// A width or height over `maxImageDimension2D`.
+        case dimension2D
+    }
+
+    /// The limit a tensor of this NCHW shape exceeds, if any (array layers
+    /// first); nil when it fits one slice image.
+    static func limitExceeded(n: Int, c: Int, h: Int, w: Int, maxDimension: Int, maxLayers: Int) -> Limit? {
+        let (layers, overflow) = n.multipliedReportingOverflow(by: (c + 3) / 4)
+        if overflow || layers > maxLayers { return .arrayLayers }
+        return h > maxDimension || w > maxDimension ? .dimension2D : nil
+    }
+
     /// Whether a tensor of this NCHW shape fits one slice image.
     static func fits(n: Int, c: Int, h: Int, w: Int, maxDimension: Int, maxLayers: Int) -> Bool {
-        let (layers, overflow) = n.multipliedReportingOverflow(by: (c + 3) / 4)
-        return !overflow && layers <= maxLayers && h <= maxDimension && w <= maxDimension
+        limitExceeded(n: n, c: c, h: h, w: w, maxDimension: maxDimension, maxLayers: maxLayers) == nil
+    }
+
+    /// The texels of a slice image of NCHW `shape`: batch × slices × height ×
+    /// width, saturating at `Int.max` (a count that large is past every bound).
+    static func texels(ofImageShape shape: [Int]) -> Int {
+        [shape[0], (shape[1] + 3) / 4, shape[2], shape[3]].reduce(1) { total, extent in
+            let (product, overflow) = total.multipliedReportingOverflow(by: extent)
+            return overflow ? Int.max : product
+        }
     }
 
     /// Cuts `n × c × h × w` into pieces within the device's limits that also

@@ -13,8 +13,7 @@ enum SliceConversion {
 
     /// The number of texels of a slice image shaped like `tensor`.
     static func texelCount(_ tensor: Tensor) throws -> Int {
-        let s = try tensor.nchw()
-        return s.n * ((s.c + 3) / 4) * s.h * s.w
+        ImagePieces.texels(ofImageShape: try Tensor.nchwShape(tensor.shape))
     }
 
     /// Writes `tensor` as the texels of a slice image of its shape at

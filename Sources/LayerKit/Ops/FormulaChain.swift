@@ -77,7 +77,7 @@ struct FormulaChain: Sendable {
     /// Runs the chain on the CPU: `output = chain(input)` for each pair, on
     /// `threadCount` threads (nil: one per active processor).
     func evaluate(inputs: [Tensor], outputs: [Tensor], threadCount: Int? = nil) throws {
-        for input in inputs { try checkChannels(CPUEvaluator.channels(of: input.shape)) }
+        try checkShapes(inputs.map(\.shape))
         let program = try cpuProgram()
         let evaluator = CPUEvaluator(threadCount: threadCount)
         for (input, output) in zip(inputs, outputs) {
