@@ -113,3 +113,25 @@ public struct ONNXTensor: Sendable, Equatable {
         .invalidModel("tensor '\(name)' \(text)")
     }
 }
+
+extension ONNXTensor {
+    /// A FLOAT tensor holding `floats` (row-major), as constant folding
+    /// and tests make them.
+    public init(name: String, dims: [Int], floats: [Float]) {
+        self.init(name: name, dims: dims, dataType: .float)
+        floatData = floats
+    }
+
+    /// An INT64 tensor holding `int64s` (row-major): shapes, indices, axes.
+    public init(name: String, dims: [Int], int64s: [Int64]) {
+        self.init(name: name, dims: dims, dataType: .int64)
+        int64Data = int64s
+    }
+
+    /// Decodes a serialized `TensorProto` (the `input_0.pb` files of the
+    /// onnx package's backend tests); `source` names it in errors.
+    public init(protobuf data: [UInt8], source: String) throws {
+        var reader = ProtobufReader(bytes: data, message: "TensorProto", source: source)
+        try self.init(decoding: &reader)
+    }
+}

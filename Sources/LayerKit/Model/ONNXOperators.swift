@@ -11,54 +11,85 @@ struct ConvertedNode {
     var reshapedConstants: [Int: Tensor] = [:]
 }
 
+/// A standard ONNX op LayerKit converts: how many inputs and outputs
+/// (empty names for omitted optional ones included) a node may list at an
+/// opset, from the ONNX operator spec (onnxruntime refuses a node outside
+/// them, and so does the load-time validation, `ONNXValidation`), and the
+/// conversion of a node to a layer.
+struct ONNXOperator: Sendable {
+    typealias Arity = (inputs: ClosedRange<Int>, outputs: ClosedRange<Int>)
+    let arity: @Sendable (_ opset: Int) -> Arity
+    let convert: ONNXOperators.Converter
+
+    /// An op whose arity does not change across opsets.
+    init(inputs: ClosedRange<Int>, outputs: ClosedRange<Int> = 1...1, _ convert: @escaping ONNXOperators.Converter) {
+        self.arity = { _ in (inputs, outputs) }
+        self.convert = convert
+    }
+
+    /// An op whose arity depends on the opset.
+    init(arity: @escaping @Sendable (_ opset: Int) -> Arity, _ convert: @escaping ONNXOperators.Converter) {
+        self.arity = arity
+        self.convert = convert
+    }
+}
+
 /// The standard ONNX operators LayerKit runs, each a conversion from a node
 /// to a layer. Attribute names and defaults follow the ONNX operator spec.
+/// Each family of ops lives in a file of its own (`ONNXOperators+<Family>`)
+/// and is listed once in `families`.
 enum ONNXOperators {
     typealias Converter = @Sendable (ONNXNodeContext) throws -> ConvertedNode
 
-    /// The converters, by op type.
-    static let converters: [String: Converter] = [
-        "Conv": convolution,
-        "Gemm": gemm,
-        "MatMul": matMul,
-        "Add": { try binary($0, .add) },
-        "Sub": { try binary($0, .sub) },
-        "Mul": { try binary($0, .mul) },
-        "Div": { try binary($0, .div) },
-        "BatchNormalization": batchNormalization,
-        "GlobalAveragePool": { try globalPool($0, .globalAverage) },
-        "GlobalMaxPool": { try globalPool($0, .globalMax) },
-        "AveragePool": { try pool($0, average: true) },
-        "MaxPool": { try pool($0, average: false) },
-        "Flatten": flatten,
-        "Reshape": reshape,
-        "Softmax": softmax,
-        "Concat": concat,
-        "Identity": { _ in ConvertedNode(layer: nil, inputs: [0]) },
-        // Inference: Dropout passes its input through.
-        "Dropout": { _ in ConvertedNode(layer: nil, inputs: [0]) },
-    ]
+    /// Every family's ops; a name listed twice is a programming error,
+    /// caught by `OpTableTests`.
+    static let families: [[String: ONNXOperator]] = [core]
 
-    /// How many inputs and outputs (empty names for omitted optional ones
-    /// included) a node of `opType` may list at `opset`, from the ONNX
-    /// operator spec; onnxruntime refuses a node outside them, and so does
-    /// the load-time validation (`ONNXValidation`). Nil for ops LayerKit
-    /// does not convert.
-    static func arity(of opType: String, opset: Int) -> (inputs: ClosedRange<Int>, outputs: ClosedRange<Int>)? {
-        switch opType {
-        case "Conv": return (2...3, 1...1)
-        case "Gemm": return (opset >= 11 ? 2...3 : 3...3, 1...1)
-        case "MatMul", "Add", "Sub", "Mul", "Div", "PRelu", "Pow": return (2...2, 1...1)
-        case "BatchNormalization": return (5...5, opset >= 14 ? 1...3 : 1...5)
-        case "MaxPool": return (1...1, opset >= 8 ? 1...2 : 1...1)
-        case "Reshape": return (opset >= 5 ? 2...2 : 1...1, 1...1)
-        case "Concat": return (1...Int.max, 1...1)
-        case "Dropout": return (opset >= 12 ? 1...3 : 1...1, 1...2)
-        case "Clip": return (opset >= 11 ? 1...3 : 1...1, 1...1)
-        case "GlobalAveragePool", "GlobalMaxPool", "AveragePool", "Flatten", "Softmax", "Identity":
-            return (1...1, 1...1)
-        default: return catalogOps.contains(opType) ? (1...1, 1...1) : nil
+    /// The ops, by op type.
+    static let table: [String: ONNXOperator] = families.reduce(into: [:]) { table, family in
+        table.merge(family) { first, _ in first }
+    }
+
+    /// The ops this file converts: convolution, dense layers, pooling,
+    /// reshapes and the catalog's element-wise ops.
+    static let core: [String: ONNXOperator] = {
+        var ops: [String: ONNXOperator] = [
+            "Conv": ONNXOperator(inputs: 2...3, convolution),
+            "Gemm": ONNXOperator(arity: { ($0 >= 11 ? 2...3 : 3...3, 1...1) }, gemm),
+            "MatMul": ONNXOperator(inputs: 2...2, matMul),
+            "Add": ONNXOperator(inputs: 2...2) { try binary($0, .add) },
+            "Sub": ONNXOperator(inputs: 2...2) { try binary($0, .sub) },
+            "Mul": ONNXOperator(inputs: 2...2) { try binary($0, .mul) },
+            "Div": ONNXOperator(inputs: 2...2) { try binary($0, .div) },
+            "BatchNormalization": ONNXOperator(arity: { (5...5, $0 >= 14 ? 1...3 : 1...5) }, batchNormalization),
+            "GlobalAveragePool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalAverage) },
+            "GlobalMaxPool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalMax) },
+            "AveragePool": ONNXOperator(inputs: 1...1) { try pool($0, average: true) },
+            "MaxPool": ONNXOperator(arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
+            "Flatten": ONNXOperator(inputs: 1...1, flatten),
+            "Reshape": ONNXOperator(arity: { ($0 >= 5 ? 2...2 : 1...1, 1...1) }, reshape),
+            "Softmax": ONNXOperator(inputs: 1...1, softmax),
+            "Concat": ONNXOperator(inputs: 1...Int.max, concat),
+            "Identity": ONNXOperator(inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },
+            // Inference: Dropout passes its input through.
+            "Dropout": ONNXOperator(arity: { ($0 >= 12 ? 1...3 : 1...1, 1...2) }) { _ in
+                ConvertedNode(layer: nil, inputs: [0])
+            },
+        ]
+        for name in catalogOps {
+            switch name {
+            case "PRelu", "Pow": ops[name] = ONNXOperator(inputs: 2...2, elementwise)
+            case "Clip": ops[name] = ONNXOperator(arity: { ($0 >= 11 ? 1...3 : 1...1, 1...1) }, elementwise)
+            default: ops[name] = ONNXOperator(inputs: 1...1, elementwise)
+            }
         }
+        return ops
+    }()
+
+    /// How many inputs and outputs a node of `opType` may list at `opset`;
+    /// nil for ops LayerKit does not convert.
+    static func arity(of opType: String, opset: Int) -> ONNXOperator.Arity? {
+        table[opType]?.arity(opset)
     }
 
     /// The catalog's element-wise ops that are standard ONNX ops (Swish and
@@ -66,12 +97,9 @@ enum ONNXOperators {
     static let catalogOps: Set<String> = Set(OpDefinition.catalog.map(\.name)).subtracting(["Swish", "Linear"])
 
     /// Every op type `converter(for:)` knows, for error messages and `inspect`.
-    static var supportedOps: [String] { (Array(converters.keys) + catalogOps).sorted() }
+    static var supportedOps: [String] { table.keys.sorted() }
 
-    static func converter(for opType: String) -> Converter? {
-        if let converter = converters[opType] { return converter }
-        return catalogOps.contains(opType) ? elementwise : nil
-    }
+    static func converter(for opType: String) -> Converter? { table[opType]?.convert }
 
     // MARK: - Convolution and dense layers
 
