@@ -1,0 +1,1 @@
+ByJ0Õ&TA€ŒˆAJ~AYhuAÔºHAAì8A78AH?jA\oAØøIA*›~A^ùlA

@@ -1,0 +1,1 @@
+ByJ0 ôAc&Aý$¯A"_§A[¶AJÌ©A3ýpA]PÆA¸o¨A,˜ABOëAKHA
