@@ -57,8 +57,8 @@ struct NormalizationOpsTests {
         }
     }
 
-    /// The GPU run (inputs rounded to fp16, as the GPU stores them) against
-    /// the CPU run on the same rounded inputs, by the parity rule.
+    /// The GPU run against the CPU run and against onnxruntime, by the
+    /// parity rule (the inputs are fp16-exact: rounding them changes nothing).
     @Test(.enabled(if: TestGPU.isEnabled), arguments: cases)
     func gpuMatchesTheCPUOnRoundedInputs(_ name: String) throws {
         let inputs = try Self.tensors(name, "input").map { try $0.roundedToHalf() }
@@ -67,6 +67,15 @@ struct NormalizationOpsTests {
         for (k, (g, c)) in zip(gpu, cpu).enumerated() {
             let failure = Self.excess(g, c) { 1e-3 * max(1, abs($0)) }
             #expect(failure == nil, "\(name) output \(k): \(failure ?? "")")
+        }
+        // The cases' inputs are fp16-exact, so onnxruntime read what the GPU reads.
+        for (k, (g, e)) in zip(gpu, try Self.tensors(name, "output")).enumerated() {
+            let failure = Self.excess(g, e) { 1e-3 * max(1, abs($0)) }
+            #expect(failure == nil, "\(name) output \(k) against onnxruntime: \(failure ?? "")")
+            if ProcessInfo.processInfo.environment["NORM_REPORT"] != nil {
+                let worst = (0..<g.count).map { abs(Double(g[$0]) - Double(e[$0])) / max(1, abs(Double(e[$0]))) }.max() ?? 0
+                print("NORM_REPORT \(name) \(worst)")
+            }
         }
     }
 

@@ -1,1 +1,1 @@
-ByJÂJÛAwlüAœ~ðA
+ByJLÛA@küAÝqðA

@@ -1,1 +1,1 @@
-ByJ0 ôAc&Aý$¯A"_§A[¶AJÌ©A3ýpA]PÆA¸o¨A,˜ABOëAKHA
+ByJ0ŽôAâo&AÐ"¯AÊl§A*¶AÃÂ©AÝqAž`ÆA”j¨Aµ˜A®EëA˜JA

@@ -1,1 +1,1 @@
-ByJ(QERBÚÏA<Z(BYB¨A´ŸA’>6B²BDÂ(BÌ/¤AŽ[B
+ByJ(g:RBiÏA\(BNB¨A¼¸ŸA	56BûB†Ð(Bf&¤A^ZB

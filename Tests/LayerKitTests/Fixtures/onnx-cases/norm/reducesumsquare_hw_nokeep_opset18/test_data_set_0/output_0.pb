@@ -1,1 +1,1 @@
-ByJи╢╘AкlЭA▒┤ЇAфIB╦@DBк╟┘A
+ByJвк╘A╤mЭAlгЇA EBi7DB╛┘A
