@@ -91,67 +91,88 @@ public final class Reduce: Layer, Sendable {
         try LayerChecks.requireOutput(outputs, outputShape, layer: layerName)
         let (input, output) = (inputs[0], outputs[0])
         let shape = input.shape
-        var strides = [Int](repeating: 1, count: shape.count)
-        for axis in shape.indices.reversed().dropFirst() { strides[axis] = strides[axis + 1] * shape[axis + 1] }
-        let kept = shape.indices.filter { !axes.contains($0) }
-        // The offset of every element of one reduction, from the first.
-        var offsets = [0]
-        for axis in axes {
-            offsets = offsets.flatMap { base in (0..<shape[axis]).map { base + $0 * strides[axis] } }
+        guard output.count > 0 else { return }
+        // Runs of adjacent axes that are all reduced or all kept merge into
+        // one (extent-1 axes drop out), so a global pool is one contiguous
+        // run per output and no offset table outgrows the input.
+        var groups: [(extent: Int, stride: Int, reduced: Bool)] = []
+        var stride = 1
+        for axis in shape.indices.reversed() {
+            defer { stride *= shape[axis] }
+            guard shape[axis] != 1 else { continue }
+            let reduced = axes.contains(axis)
+            if let last = groups.last, last.reduced == reduced {
+                groups[groups.count - 1].extent *= shape[axis]
+            } else {
+                groups.append((shape[axis], stride, reduced))
+            }
         }
-        if shape.contains(0) { offsets = [] }
-        let keptExtents = kept.map { shape[$0] }, keptStrides = kept.map { strides[$0] }
-        let count = output.count
+        groups.reverse()
+        let reducedGroups = groups.filter(\.reduced), keptGroups = groups.filter { !$0.reduced }
+        let inner = reducedGroups.last ?? (extent: 1, stride: 1, reduced: true)
+        // The offset of each run of the innermost reduced group, from the first.
+        var offsets = [0]
+        for group in reducedGroups.dropLast() {
+            offsets = offsets.flatMap { base in (0..<group.extent).map { base + $0 * group.stride } }
+        }
         let operation = operation
-        let reductionOffsets = offsets
-        forEachChunk(count: count, chunkSize: max(1, defaultChunkSize / max(1, offsets.count)),
+        let runs = offsets, run = (inner.extent, inner.stride)
+        let perOutput = max(1, offsets.count * inner.extent)
+        forEachChunk(count: output.count, chunkSize: max(1, defaultChunkSize / perOutput),
                      threadCount: CPUThreads.current) { range in
             for o in range {
                 var rest = o, base = 0
-                for k in keptExtents.indices.reversed() {
-                    base += (rest % keptExtents[k]) * keptStrides[k]
-                    rest /= keptExtents[k]
+                for group in keptGroups.reversed() {
+                    base += (rest % group.extent) * group.stride
+                    rest /= group.extent
                 }
-                output.dataPointer[o] = Reduce.reduce(operation, input.dataPointer + base, reductionOffsets)
+                output.dataPointer[o] = Reduce.reduce(operation, input.dataPointer + base, runs, run)
             }
         }
     }
 
-    /// `operation` over `x[offsets]`, in double precision.
-    private static func reduce(_ operation: Operation, _ x: UnsafeMutablePointer<Float>, _ offsets: [Int]) -> Float {
-        switch operation {
-        case .max, .min:
-            var result = operation == .max ? -Double.infinity : Double.infinity
+    /// `operation` over the elements `x[offset + i * run.stride]` (each
+    /// offset, i < run.extent), in double precision.
+    private static func reduce(_ operation: Operation, _ x: UnsafeMutablePointer<Float>, _ offsets: [Int],
+                               _ run: (extent: Int, stride: Int)) -> Float {
+        @inline(__always) func visit(_ body: (Double) -> Void) {
             for offset in offsets {
-                let v = Double(x[offset])
-                if v.isNaN { return .nan }
-                result = operation == .max ? Swift.max(result, v) : Swift.min(result, v)
+                for i in 0..<run.extent { body(Double(x[offset + i * run.stride])) }
             }
+        }
+        let count = Double(offsets.count * run.extent)
+        switch operation {
+        case .max:
+            var result = -Double.infinity
+            visit { result = $0.isNaN || result.isNaN ? .nan : Swift.max(result, $0) }
+            return Float(result)
+        case .min:
+            var result = Double.infinity
+            visit { result = $0.isNaN || result.isNaN ? .nan : Swift.min(result, $0) }
             return Float(result)
         case .product:
             var result = 1.0
-            for offset in offsets { result *= Double(x[offset]) }
+            visit { result *= $0 }
             return Float(result)
         case .logSumExp:
             var m = -Double.infinity
-            for offset in offsets { m = Swift.max(m, Double(x[offset])) }
+            visit { m = Swift.max(m, $0) }
             let shift = m.isFinite ? m : 0
             var sum = 0.0
-            for offset in offsets { sum += Foundation.exp(Double(x[offset]) - shift) }
+            visit { sum += Foundation.exp($0 - shift) }
             return Float(Foundation.log(sum) + shift)
-        case .sum, .mean, .l1, .l2, .sumSquare, .logSum:
+        case .l1:
             var sum = 0.0
-            switch operation {
-            case .l1: for offset in offsets { sum += Swift.abs(Double(x[offset])) }
-            case .l2, .sumSquare: for offset in offsets { let v = Double(x[offset]); sum += v * v }
-            default: for offset in offsets { sum += Double(x[offset]) }
-            }
-            switch operation {
-            case .mean: return Float(sum / Double(offsets.count))
-            case .l2: return Float(sum.squareRoot())
-            case .logSum: return Float(Foundation.log(sum))
-            default: return Float(sum)
-            }
+            visit { sum += Swift.abs($0) }
+            return Float(sum)
+        case .l2, .sumSquare:
+            var sum = 0.0
+            visit { sum += $0 * $0 }
+            return Float(operation == .l2 ? sum.squareRoot() : sum)
+        case .sum, .mean, .logSum:
+            var sum = 0.0
+            visit { sum += $0 }
+            return Float(operation == .mean ? sum / count : operation == .logSum ? Foundation.log(sum) : sum)
         }
     }
 
