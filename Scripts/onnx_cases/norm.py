@@ -18,14 +18,13 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import onnxruntime as ort  # noqa: E402
-from common import save_case as save_with_shapes  # noqa: E402
+from common import reset, save_case as save_with_shapes  # noqa: E402
 
 
 def save_case(family, name, nodes, inputs, outputs, initializers=[], opset=13, input_data={}):
     """save_case with each output's shape filled in from a first onnxruntime run."""
     graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)])
-    model.ir_version = 8
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=['CPUExecutionProvider'])
@@ -35,6 +34,7 @@ def save_case(family, name, nodes, inputs, outputs, initializers=[], opset=13, i
                      input_data=input_data)
 
 FAMILY = 'norm'
+reset(FAMILY)
 rng = np.random.default_rng(20261201)
 
 
