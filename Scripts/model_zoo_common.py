@@ -110,18 +110,68 @@ def fp16_twin(model):
     return model
 
 
-def twin_error(model, feeds, reference):
-    """The worst error of the fp16 twin against the fp32 outputs, per output."""
+JITTERS = 4
+
+
+def twin_error(model, feeds, reference, jitters=JITTERS):
+    """The worst error of the fp16 twin against the fp32 outputs, per output:
+    the max over the twin on `feeds` and on `jitters` copies of `feeds`, each
+    float input scaled by (1 + u), u uniform in +-2^-11 (seeded), below the
+    half-ulp fp16 keeps. A random-weight network amplifies rounding
+    chaotically, so the worst error of one rounding pattern is a noisy
+    statistic: on the narrow MobileNetV3 the jittered twins' errors ran from
+    4.8e-3 to 1.6e-2. Any fp16 implementation is one more such pattern; the
+    max over five is what it should be held to."""
     twin = fp16_twin(model)
-    # The twin's inputs carry the suffixed names.
     sess = session(twin, 2)
     names = [i.name for i in sess.get_inputs()]
-    twin_feeds = {}
-    for name in names:
-        base = name.split("__fp32_")[0]
-        twin_feeds[name] = feeds[base]
-    outs = sess.run(None, twin_feeds)
-    return [relative_error(t, r) for t, r in zip(outs, reference)]
+    worst = [0.0] * len(reference)
+    for k in range(jitters + 1):
+        rng = np.random.default_rng(1000 + k)
+        twin_feeds = {}
+        for name in names:
+            x = feeds[name.split("__fp32_")[0]]
+            if k and x.dtype == np.float32:
+                x = (x * (1 + rng.uniform(-2.0 ** -11, 2.0 ** -11, x.shape))).astype(np.float32)
+            twin_feeds[name] = x
+        outs = sess.run(None, twin_feeds)
+        worst = [max(w, relative_error(t, r)) for w, t, r in zip(worst, outs, reference)]
+    return worst
+
+
+def write_tolerance(folder, twin, notes=None):
+    """tolerance.json from the twin's worst errors (per output)."""
+    tolerance = {
+        "gpu": max(1e-3, 2 * max(twin)),
+        "fp16_twin_error": max(twin),
+        "measure": "max |y - ref| / max(1, |ref|) over every output",
+        "rule": "GPU against output_K.pb: worst error <= gpu; gpu = max(1e-3, 2 x fp16_twin_error), the worst error "
+                "onnxruntime shows on this graph with every node output rounded to fp16, on the input and on "
+                f"{JITTERS} copies jittered below fp16's half ulp (Scripts/model_zoo_common.py)",
+    }
+    if notes:
+        tolerance["notes"] = notes
+    with open(os.path.join(folder, "tolerance.json"), "w") as f:
+        json.dump(tolerance, f, indent=1)
+        f.write("\n")
+    return tolerance
+
+
+def retolerance(folder, standard=None):
+    """Recomputes a written case's tolerance.json from its files (keeping its
+    notes); `standard`: the folder of the standard-op twin of a model with
+    custom nodes, whose graph gives the tolerance."""
+    source = standard or folder
+    model = onnx.load(os.path.join(source, "model.onnx"))
+    inits = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    data = os.path.join(folder, "test_data_set_0")
+    feeds = {n: numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"input_{k}.pb"))) for k, n in enumerate(names)}
+    refs = [numpy_helper.to_array(onnx.load_tensor(os.path.join(data, f"output_{k}.pb")))
+            for k in range(len(model.graph.output))]
+    old = os.path.join(folder, "tolerance.json")
+    notes = json.load(open(old)).get("notes") if os.path.exists(old) else None
+    return write_tolerance(folder, twin_error(model, feeds, refs), notes)
 
 
 def save_case(folder, model, feeds, outputs=None, notes=None, twin_of=None):
@@ -144,18 +194,7 @@ def save_case(folder, model, feeds, outputs=None, notes=None, twin_of=None):
         with open(os.path.join(folder, "test_data_set_0", f"output_{k}.pb"), "wb") as f:
             f.write(tensor.SerializeToString())
     twin = twin_error(standard, feeds, outputs)
-    tolerance = {
-        "gpu": max(1e-3, 2 * max(twin)),
-        "fp16_twin_error": max(twin),
-        "measure": "max |y - ref| / max(1, |ref|) over every output",
-        "rule": "GPU against output_K.pb: worst error <= gpu; gpu = max(1e-3, 2 x fp16_twin_error), the error "
-                "onnxruntime shows on this graph with every node output rounded to fp16 (Scripts/model_zoo_common.py)",
-    }
-    if notes:
-        tolerance["notes"] = notes
-    with open(os.path.join(folder, "tolerance.json"), "w") as f:
-        json.dump(tolerance, f, indent=1)
-        f.write("\n")
+    tolerance = write_tolerance(folder, twin, notes)
     size = sum(os.path.getsize(os.path.join(d, n)) for d, _, ns in os.walk(folder) for n in ns)
     ops = sorted({(n.domain or "ai.onnx") + ":" + n.op_type if n.domain not in ("", "ai.onnx") else n.op_type
                   for n in model.graph.node})
@@ -166,3 +205,16 @@ def save_case(folder, model, feeds, outputs=None, notes=None, twin_of=None):
           f"fp16 twin error {summary['fp16_twin_error']:.2e} -> GPU tolerance {summary['gpu_tolerance']:.2e}",
           flush=True)
     return summary
+
+
+if __name__ == "__main__":
+    # python Scripts/model_zoo_common.py --retolerance CASE_FOLDER ...: tolerance.json again
+    import sys
+    if sys.argv[1:2] != ["--retolerance"]:
+        sys.exit("usage: model_zoo_common.py --retolerance CASE_FOLDER ...")
+    for case in sys.argv[2:]:
+        name = os.path.basename(os.path.normpath(case))
+        standard = os.path.join(os.path.dirname(os.path.normpath(case)), name.replace("_swish", "")) \
+            if "_swish" in name else None
+        t = retolerance(case, standard)
+        print(f"{name}: fp16 twin {t['fp16_twin_error']:.2e} -> GPU tolerance {t['gpu']:.2e}", flush=True)
