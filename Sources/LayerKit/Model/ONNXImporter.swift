@@ -137,6 +137,7 @@ struct ONNXImporter {
             }
             graph.outputs.append(index)
         }
+        graph.fuseChannelShuffles()
         return graph
     }
 
