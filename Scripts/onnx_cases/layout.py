@@ -65,6 +65,28 @@ def shuffle_case(name, shape, groups, relu=False):
               opset=13, input_data={'x': x}, ir_version=IR)
 
 
+def shufflenet_block_case():
+    # A ShuffleNet unit: grouped 1x1 Conv, Relu, channel shuffle, depthwise 3x3 Conv, residual Add.
+    # Values stay near 1, so the fp16 stores between GPU steps stay within the parity rule.
+    n, c, h, w, g = 2, 12, 5, 6, 3
+    x = data(n, c, h, w) / 4
+    nodes = [
+        helper.make_node('Conv', ['x', 'w1', 'b1'], ['c1'], name='conv_grouped', group=g),
+        helper.make_node('Relu', ['c1'], ['r1'], name='relu'),
+        helper.make_node('Reshape', ['r1', 'grouped_shape'], ['grouped'], name='reshape_in'),
+        helper.make_node('Transpose', ['grouped'], ['swapped'], name='shuffle', perm=[0, 2, 1, 3, 4]),
+        helper.make_node('Reshape', ['swapped', 'flat_shape'], ['shuffled'], name='reshape_out'),
+        helper.make_node('Conv', ['shuffled', 'w2'], ['c2'], name='conv_depthwise', group=c, pads=[1, 1, 1, 1]),
+        helper.make_node('Add', ['c2', 'x'], ['y'], name='residual'),
+    ]
+    init = [floats('w1', (R.standard_normal((c, c // g, 1, 1)) * 0.25).astype(np.float32)),
+            floats('b1', (R.standard_normal(c) * 0.1).astype(np.float32)),
+            floats('w2', (R.standard_normal((c, 1, 3, 3)) * 0.2).astype(np.float32)),
+            ints('grouped_shape', [n, g, c // g, h, w]), ints('flat_shape', [n, c, h, w])]
+    save_case(FAMILY, 'shufflenet_block', nodes, [tensor_info('x', x)], [tensor_info('y', (n, c, h, w))],
+              initializers=init, opset=13, input_data={'x': x}, ir_version=IR)
+
+
 def pixel_shuffle_case():
     # Depth to space by 2 (torch's PixelShuffle as the TorchScript exporter writes it).
     x = data(1, 8, 3, 4)
@@ -100,6 +122,7 @@ def pad_cases():
     pad_case('pad_negative_crop', data(2, 3, 5, 6), [0, 0, -1, 2, 0, 0, 1, -2], (2, 3, 5, 6), value=-2.0)
     pad_case('pad_negative_reflect', data(1, 3, 5, 6), [0, 0, -1, 2, 0, 0, 2, -2], (1, 3, 6, 6), mode='reflect')
     pad_case('pad_negative_edge', data(1, 3, 5, 6), [0, 0, 2, -2, 0, 0, -1, 3], (1, 3, 6, 7), mode='edge')
+    pad_case('pad_negative_wrap', data(1, 3, 5, 6), [0, 0, -1, 3, 0, 0, 2, -2], (1, 3, 6, 7), mode='wrap', opset=19)
     pad_case('pad_channels', data(2, 3, 2, 3), [0, 1, 0, 0, 0, 2, 1, 0], (2, 6, 3, 3), value=0.5)
     pad_case('pad_batch_edge', data(2, 3, 2, 3), [1, 0, 0, 0, 0, 0, 0, 0], (3, 3, 2, 3), mode='edge')
     pad_case('pad_rank3_reflect', data(2, 3, 6), [0, 0, 2, 0, 0, 3], (2, 3, 11), mode='reflect')
@@ -214,6 +237,7 @@ if __name__ == '__main__':
     transpose_cases()
     shuffle_case('channel_shuffle_g3', (2, 12, 5, 6), 3)
     shuffle_case('channel_shuffle_g2_c6', (1, 6, 4, 3), 2, relu=True)
+    shufflenet_block_case()
     pixel_shuffle_case()
     pad_cases()
     resize_cases()

@@ -35,6 +35,10 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.concat),
         Variant(BuiltInShaders.reshape),
         Variant(BuiltInShaders.softmax),
+        Variant(BuiltInShaders.transpose),
+        Variant(BuiltInShaders.channelShuffle),
+        Variant(BuiltInShaders.pad),
+        Variant(BuiltInShaders.resize),
     ]
 
     @Test(arguments: variants)
@@ -66,5 +70,9 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<BinaryConstants>.size == 5 * 4 + 8 * 4)
         #expect(MemoryLayout<ConcatConstants>.size == 32 + 2 * 16)
         #expect(MemoryLayout<ReshapeConstants>.size == 5 * 4 + 3 * 4)
+        #expect(MemoryLayout<TransposeConstants>.size == 32 + 16)
+        #expect(MemoryLayout<ChannelShuffleConstants>.size == 5 * 4 + 4)
+        #expect(MemoryLayout<PadConstants>.size == 5 * 4 + 10 * 4)
+        #expect(MemoryLayout<ResizeConstants>.size == 5 * 4 + 5 * 4)
     }
 }

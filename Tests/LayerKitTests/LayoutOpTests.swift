@@ -113,7 +113,17 @@ struct LayoutOpTests {
             let (model, _, _) = try Self.load("channel_shuffle_g2_c6", backend: backend)
             #expect(model.nodes.map(\.opType) == ["Relu", "ChannelShuffle", "Neg"])
             #expect(model.nodes[1].name == "shuffle" && model.nodes[1].domain == "layerkit")
-            if units == .gpu { #expect(model.nodes.allSatisfy { $0.placement == .gpu }) }
+            let (block, inputs, expected) = try Self.load("shufflenet_block", backend: backend)
+            #expect(block.nodes.map(\.opType) == ["Conv", "Relu", "ChannelShuffle", "Conv", "Add"])
+            if units == .gpu {
+                #expect(model.nodes.allSatisfy { $0.placement == .gpu })
+                #expect(block.nodes.allSatisfy { $0.placement == .gpu })
+            }
+            // The block against onnxruntime (the GPU's parity is checked with the other cases).
+            let y = try #require(try block.predict(inputs: inputs)["y"])
+            let worst = (0..<y.count).map { abs(Double(y[$0]) - Double(expected[0][$0])) / max(1, abs(Double(expected[0][$0]))) }
+                .max() ?? 0
+            #expect(worst <= (units == .gpu ? 2e-3 : 1e-5), "\(units): \(worst)")
         }
     }
 
@@ -228,6 +238,12 @@ struct LayoutOpTests {
                         initializers: [Self.floats("s", [1, 1, 2, 2])]), "coordinate_transformation_mode 'centered'"),
             (Self.model("Resize", inputs: ["x", "", "s"], initializers: [Self.floats("s", [2, 2])]), "must hold 4 values"),
             (Self.model("Resize", inputs: ["x"]), "neither scales"),
+            (Self.model("Resize", inputs: ["x", "", "", "z"], initializers: [Self.int64s("z", [1, 3, 1 << 40, 1 << 40])]),
+             "too many elements"),
+            (Self.model("Resize", inputs: ["x", "", "", "z"], initializers: [Self.int64s("z", [1, 3, 1 << 15, 1 << 15])]),
+             "1 GiB"),
+            (Self.model("Resize", inputs: ["x", "", "", "z"], initializers: [Self.int64s("z", [1, 3, 0, 4])]),
+             "would make an empty output"),
         ]
         for (data, words) in cases {
             let message = Self.loadError(data)

@@ -84,6 +84,7 @@ public final class ResizeLayer: Layer, GPUCaseLimited, Sendable {
         guard zip(inputShapes[0], outputShape).allSatisfy({ $0 > 0 || $1 == 0 }) else {
             throw LayerKitError.shapeMismatch("\(layerName): cannot resize an empty axis of \(Tensor.describe(inputShapes[0]))")
         }
+        _ = try Tensor.elementCount(of: outputShape)
         return [outputShape]
     }
 
