@@ -35,7 +35,11 @@ public final class ChannelShuffle: ElementMovingLayer, Sendable {
     func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
                                outputs: [UnsafeMutableBufferPointer<Element>]) throws {
         let shape = try outputShapes(forInputShapes: inputShapes)[0]
-        guard let source = inputs.first?.baseAddress, let destination = outputs.first?.baseAddress else { return }
+        let count = LayerChecks.product(shape[...])
+        guard inputs.count == 1, outputs.count == 1, inputs[0].count == count, outputs[0].count == count else {
+            throw LayerKitError.shapeMismatch("\(layerName): buffers do not match \(Tensor.describe(shape))")
+        }
+        guard let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
         let channels = shape[1], perGroup = shape[1] / groups
         let plane = LayerChecks.product(shape[2...])
         for n in 0..<shape[0] {
