@@ -11,8 +11,6 @@ from common import reset, rng, save_case, tensor_info
 
 FAMILY = 'layout'
 R = rng(7)
-# LayerKit reads IR versions 3 to 10 (onnx 1.23 writes 14 by default).
-IR = 10
 
 
 def data(*shape):
@@ -31,7 +29,7 @@ def one(name, op, x, out_shape, attrs=None, extra_inputs=(), initializers=(), op
     """One node from input x (and constant extra inputs) to y."""
     node = helper.make_node(op, ['x'] + list(extra_inputs), ['y'], name=name, **(attrs or {}))
     save_case(FAMILY, name, [node], [tensor_info('x', x)], [tensor_info('y', out_shape)],
-              initializers=list(initializers), opset=opset, input_data={'x': x}, ir_version=IR)
+              initializers=list(initializers), opset=opset, input_data={'x': x})
 
 
 def transpose_cases():
@@ -62,7 +60,7 @@ def shuffle_case(name, shape, groups, relu=False):
     ]
     save_case(FAMILY, name, nodes, [tensor_info('x', x)], [tensor_info('y', shape)],
               initializers=[ints('grouped_shape', [n, groups, c // groups, h, w]), ints('flat_shape', [n, c, h, w])],
-              opset=13, input_data={'x': x}, ir_version=IR)
+              opset=13, input_data={'x': x})
 
 
 def shufflenet_block_case():
@@ -84,7 +82,7 @@ def shufflenet_block_case():
             floats('w2', (R.standard_normal((c, 1, 3, 3)) * 0.2).astype(np.float32)),
             ints('grouped_shape', [n, g, c // g, h, w]), ints('flat_shape', [n, c, h, w])]
     save_case(FAMILY, 'shufflenet_block', nodes, [tensor_info('x', x)], [tensor_info('y', (n, c, h, w))],
-              initializers=init, opset=13, input_data={'x': x}, ir_version=IR)
+              initializers=init, opset=13, input_data={'x': x})
 
 
 def pixel_shuffle_case():
@@ -96,7 +94,7 @@ def pixel_shuffle_case():
         helper.make_node('Reshape', ['b', 's4'], ['y'], name='reshape_out'),
     ]
     save_case(FAMILY, 'pixel_shuffle', nodes, [tensor_info('x', x)], [tensor_info('y', (1, 2, 6, 8))],
-              initializers=[ints('s6', [1, 2, 2, 2, 3, 4]), ints('s4', [1, 2, 6, 8])], opset=13, input_data={'x': x}, ir_version=IR)
+              initializers=[ints('s6', [1, 2, 2, 2, 3, 4]), ints('s4', [1, 2, 6, 8])], opset=13, input_data={'x': x})
 
 
 def pad_case(name, x, pads, out_shape, mode=None, value=None, axes=None, opset=13):
