@@ -111,6 +111,7 @@ def fp16_twin(model):
 
 
 JITTERS = 4
+CPU_TOLERANCE = 1e-4
 
 
 def twin_error(model, feeds, reference, jitters=JITTERS):
@@ -143,6 +144,11 @@ def write_tolerance(folder, twin, notes=None):
     """tolerance.json from the twin's worst errors (per output)."""
     tolerance = {
         "gpu": max(1e-3, 2 * max(twin)),
+        # The CPU computes in fp32 like onnxruntime, in another order: ONNX's
+        # rtol 1e-3 / atol 1e-7 fails a whole model's near-zero outputs (1.3e-6
+        # off on a 9.8e-4 output of the style net), so it is held to
+        # 1e-4 max(1, |ref|) instead, the bound of Docs/MODELS.md's fixture models.
+        "cpu": CPU_TOLERANCE,
         "fp16_twin_error": max(twin),
         "measure": "max |y - ref| / max(1, |ref|) over every output",
         "rule": "GPU against output_K.pb: worst error <= gpu; gpu = max(1e-3, 2 x fp16_twin_error), the worst error "

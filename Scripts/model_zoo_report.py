@@ -81,8 +81,14 @@ def run_case(layerkit, folder, skip_gpu, timeout):
             np.save(os.path.join(tmp, f"in{k}.npy"), x)
             args += ["--input", f"{name}={os.path.join(tmp, f'in{k}.npy')}"]
         rc, out, err, _ = sh([layerkit, "inspect", model_path, "--backend", "gpu", "--json"], timeout)
-        if rc == 0:
-            info = json.loads(out)
+        try:
+            info = json.loads(out)  # inspect exits 1 but still describes a model it cannot run whole
+        except ValueError:
+            info = None
+        if info is not None and rc != 0:
+            refused = [f"{u['reason']} (x{u['count']})" for u in info.get("unsupported", [])]
+            row["error"] = "; ".join(refused) or short_reason(err)
+        if info is not None and rc == 0:
             work = [n for n in info["nodes"] if n.get("placement")]
             row["work"] = len(work)
             row["gpu_nodes"] = sum(1 for n in work if n["placement"] == "gpu")

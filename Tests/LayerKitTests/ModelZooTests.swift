@@ -30,7 +30,7 @@ import Testing
     }
 
     @Test func aBadToleranceIsAnErrorNamingTheFile() throws {
-        for text in [#"{"gpu": -1}"#, #"{"gpu": "big"}"#, "[1]", "not json"] {
+        for text in [#"{"gpu": -1}"#, #"{"gpu": "big"}"#, #"{"cpu": 0}"#, "[1]", "not json"] {
             let (testCase, directory) = try caseWith(tolerance: text)
             defer { directory.remove() }
             #expect {
@@ -57,8 +57,14 @@ import Testing
         let passed = wide.run(on: gpu, gpuParityAgainst: cpu)
         #expect(passed.passed, "\(passed.message)")
         #expect(passed.worstRatio > 0 && passed.worstRatio < 1)
-        // The CPU ignores it: still ONNX's backend-test tolerance.
+        // Without a "cpu" value the CPU keeps ONNX's backend-test tolerance;
+        // with one, it is held to it.
         #expect(tight.run(on: cpu).passed)
+        let (cpuTight, d3) = try caseWith(tolerance: #"{"gpu": 0.01, "cpu": 1e-12}"#)
+        defer { d3.remove() }
+        #expect(try cpuTight.tolerance() == ONNXTestCase.Tolerance(gpu: 0.01, cpu: 1e-12))
+        #expect(!cpuTight.run(on: cpu).passed)
+        #expect(cpuTight.run(on: gpu, gpuParityAgainst: cpu).passed)
     }
 
     /// Every zoo case carries its fp16-twin tolerance, and the committed
@@ -69,7 +75,8 @@ import Testing
         #expect(cases.count >= 18, "\(cases.count) zoo cases")
         for testCase in cases {
             let tolerance = try testCase.tolerance()
-            #expect(tolerance?.gpu != nil, "\(testCase.name) has no tolerance.json with a gpu value")
+            #expect(tolerance?.gpu != nil && tolerance?.cpu != nil,
+                    "\(testCase.name) has no tolerance.json with gpu and cpu values")
         }
         var bytes = 0
         let enumerator = FileManager.default.enumerator(at: zoo, includingPropertiesForKeys: [.fileSizeKey])
