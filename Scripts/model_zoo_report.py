@@ -87,7 +87,7 @@ def run_case(layerkit, folder, skip_gpu, timeout):
             info = None
         if info is not None and rc != 0:
             refused = [f"{u['reason']} (x{u['count']})" for u in info.get("unsupported", [])]
-            row["error"] = "; ".join(refused) or short_reason(err)
+            row["error"] = "; ".join(refused) or short_reason(err) or None
         if info is not None and rc == 0:
             work = [n for n in info["nodes"] if n.get("placement")]
             row["work"] = len(work)
@@ -131,7 +131,9 @@ def table(rows):
         for suffix in ("_torchscript", "_dynamo"):
             if name.endswith(suffix):
                 name = name[: -len(suffix)]
-        unsupported = r.get("error") or "; ".join(r.get("cpu_reasons", [])) or "-"
+        unsupported = (r.get("error") or r.get("cpu_error") or r.get("gpu_error")
+                       or "; ".join(r.get("cpu_reasons", [])) or "-")
+        unsupported = re.sub(r" \(supported: [^)]*\)?", "", unsupported)
         gpu_ok = "-"
         if r.get("gpu_worst") is not None and r.get("tolerance"):
             gpu_ok = "pass" if r["gpu_worst"] <= r["tolerance"] else "FAIL"
