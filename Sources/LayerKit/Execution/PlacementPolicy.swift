@@ -33,6 +33,16 @@ extension Backend {
         if let why = whyNotGPU(layer) { return PlacementDecision(whyNotGPU: why, inPieces: false) }
         guard let gpu else { return PlacementDecision(whyNotGPU: "no GPU", inPieces: false) }
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
+        // Slice images hold ranks 1 to 4 and at least one element.
+        for shape in inputShapes + outputShapes {
+            if !(1...4).contains(shape.count) {
+                let what = shape.isEmpty ? "a scalar" : "its rank-\(shape.count) tensor \(Tensor.describe(shape))"
+                return PlacementDecision(whyNotGPU: "\(what) cannot be a slice image (ranks 1 to 4)", inPieces: false)
+            }
+            if shape.contains(0) {
+                return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor is empty", inPieces: false)
+            }
+        }
         for shape in inputShapes + outputShapes {
             let image = try Tensor.nchwShape(shape)
             guard let limit = gpu.imageLimitExceeded(shape: image) else {

@@ -1,0 +1,61 @@
+import Foundation
+
+/// ONNX SpaceToDepth, DepthToSpace's DCR inverse: each `blockSize x
+/// blockSize` spatial block of an NCHW input becomes channels,
+/// `[N, C, H, W] -> [N, C b², H / b, W / b]`, block position (i, j) going
+/// to channel `(i b + j) C + c`. CPU only.
+public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
+    public let blockSize: Int
+
+    /// A space-to-depth by `blockSize` (>= 1).
+    public init(blockSize: Int) throws {
+        guard blockSize >= 1, blockSize <= 1 << 16 else {
+            throw LayerKitError.invalidParameter("SpaceToDepth: blocksize \(blockSize) must be from 1 to 65536")
+        }
+        self.blockSize = blockSize
+    }
+
+    public var layerName: String { "SpaceToDepth" }
+
+    /// `[N, C b², H / b, W / b]`; throws unless the input is rank 4 with H and W multiples of b.
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
+        let shape = inputShapes[0]
+        try LayerChecks.requireRank(shape, in: 4...4, layer: layerName)
+        guard shape[2] % blockSize == 0, shape[3] % blockSize == 0 else {
+            throw LayerKitError.shapeMismatch(
+                "\(layerName): height \(shape[2]) and width \(shape[3]) must be multiples of blocksize \(blockSize)")
+        }
+        let (c, overflow) = shape[1].multipliedReportingOverflow(by: blockSize * blockSize)
+        guard !overflow else { throw LayerKitError.shapeMismatch("\(layerName): the output channels overflow") }
+        let output = [shape[0], c, shape[2] / blockSize, shape[3] / blockSize]
+        _ = try Tensor.elementCount(of: output)
+        return [output]
+    }
+
+    /// Output element by output element, in order.
+    func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
+                               outputs: [UnsafeMutableBufferPointer<Element>]) throws {
+        let output = try outputShapes(forInputShapes: inputShapes)[0]
+        guard try Tensor.elementCount(of: output) > 0,
+              let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
+        let (b, shape) = (blockSize, inputShapes[0])
+        let (channels, height, width) = (shape[1], output[2], output[3])
+        var target = destination
+        for n in 0..<output[0] {
+            for i in 0..<b {
+                for j in 0..<b {
+                    for c in 0..<channels {
+                        for h in 0..<height {
+                            let row = source + ((n * channels + c) * shape[2] + h * b + i) * shape[3] + j
+                            for w in 0..<width {
+                                target.pointee = row[w * b]
+                                target += 1
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
