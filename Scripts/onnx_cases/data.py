@@ -125,6 +125,28 @@ case('gather_rank5', [helper.make_node('Gather', ['x', 'i'], ['y'], axis=3)],
 case('gather_rank1_scalar', [helper.make_node('Gather', ['x', 'i'], ['y'])],
      (6,), [('y', ())], [ints('i', 4)], opset=13)
 
+# GatherElements / ScatterElements (the updates are a second graph input)
+case('gather_elements_axis1', [helper.make_node('GatherElements', ['x', 'i'], ['y'], axis=1)],
+     (2, 5, 3), [('y', (2, 2, 3))], [ints('i', r.integers(-5, 5, (2, 2, 3)))], opset=13)
+case('gather_elements_negative_axis_smaller', [helper.make_node('GatherElements', ['x', 'i'], ['y'], axis=-1)],
+     (3, 4), [('y', (2, 6))], [ints('i', r.integers(-4, 4, (2, 6)), np.int32)], opset=11)
+case('gather_elements_rank5', [helper.make_node('GatherElements', ['x', 'i'], ['y'], axis=0)],
+     (3, 2, 2, 1, 2), [('y', (2, 2, 2, 1, 2))], [ints('i', r.integers(-3, 3, (2, 2, 2, 1, 2)))], opset=13)
+
+
+def scatter(name, op, shape, axis, indices, opset, dtype=np.int64):
+    x = r.standard_normal(shape).astype(np.float32)
+    u = r.standard_normal(indices.shape).astype(np.float32)
+    save_case(FAMILY, name, [helper.make_node(op, ['x', 'i', 'u'], ['y'], axis=axis)],
+              [tensor_info('x', x), tensor_info('u', u)], [tensor_info('y', shape)], [ints('i', indices, dtype)],
+              opset=opset, input_data={'x': x, 'u': u}, ir_version=10)
+
+
+scatter('scatter_elements_axis1', 'ScatterElements', (2, 5, 3), 1, np.array([[[0, 4, -1]], [[-5, 2, 3]]]), 13)
+scatter('scatter_elements_negative_axis', 'ScatterElements', (4, 3), -2, np.array([[3, -4, 1], [0, 2, -1]]), 11,
+        np.int32)
+scatter('scatter_opset9', 'Scatter', (3, 3), 0, np.array([[1, 0, 2], [0, 2, 1]]), 9)
+
 # Expand
 case('expand_channels', [helper.make_node('Expand', ['x', 's'], ['y'])],
      (1, 5, 1, 1), [('y', (3, 5, 4, 2))], [ints('s', [3, 5, 4, 2])], opset=13)

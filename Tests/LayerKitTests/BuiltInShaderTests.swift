@@ -35,6 +35,7 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.concat),
         Variant(BuiltInShaders.reshape),
         Variant(BuiltInShaders.softmax),
+        Variant(BuiltInShaders.window),
     ]
 
     @Test(arguments: variants)
@@ -66,5 +67,6 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<BinaryConstants>.size == 5 * 4 + 8 * 4)
         #expect(MemoryLayout<ConcatConstants>.size == 32 + 2 * 16)
         #expect(MemoryLayout<ReshapeConstants>.size == 5 * 4 + 3 * 4)
+        #expect(MemoryLayout<WindowConstants>.size == 32 + 3 * 16)
     }
 }

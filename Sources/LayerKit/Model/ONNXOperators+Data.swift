@@ -2,7 +2,8 @@ import Foundation
 
 /// The ops that move elements without computing on them: reshapes
 /// (Reshape, Flatten, Squeeze, Unsqueeze, all a `ReshapeLayer`), Concat,
-/// Split, Slice, Gather, Expand, Tile, DepthToSpace and SpaceToDepth.
+/// Split, Slice, Gather, GatherElements, ScatterElements, Expand, Tile,
+/// DepthToSpace and SpaceToDepth.
 /// Their shapes, axes, indices and repeats must be constants (the load-time
 /// folding makes the graph's own shape arithmetic constant first).
 extension ONNXOperators {
@@ -16,6 +17,10 @@ extension ONNXOperators {
         "Split": ONNXOperator(arity: { ($0 == 1 || $0 >= 13 ? 1...2 : 1...1, 1...Int.max) }, split),
         "Slice": ONNXOperator(arity: { ($0 >= 10 ? 3...5 : 1...1, 1...1) }, slice),
         "Gather": ONNXOperator(inputs: 2...2, gather),
+        "GatherElements": ONNXOperator(inputs: 2...2, gatherElements),
+        "ScatterElements": ONNXOperator(inputs: 3...3, scatterElements),
+        // Scatter (opsets 9 and 10) is ScatterElements under its old name.
+        "Scatter": ONNXOperator(inputs: 3...3, scatterElements),
         "Expand": ONNXOperator(inputs: 2...2, expand),
         // Tile-1 took (input, tiles, axis); 6 on (input, repeats).
         "Tile": ONNXOperator(arity: { ($0 >= 6 ? 2...2 : 3...3, 1...1) }, tile),
@@ -199,6 +204,29 @@ extension ONNXOperators {
                              + "of input \(Tensor.describe(shape)) (valid: \(-extent) to \(extent - 1))")
         }
         return ConvertedNode(layer: try GatherLayer(axis: axis, indices: indices, indicesShape: indicesShape), inputs: [0])
+    }
+
+    /// GatherElements by constant indices of the input's rank; the layer checks their range.
+    static func gatherElements(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["axis"])
+        let axis = try node.axis(node.int("axis", default: 0), rank: node.shape(0).count)
+        let layer = try GatherElementsLayer(axis: axis, indices: node.constantInts(1, "the indices"),
+                                            indicesShape: node.shape(1))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// ScatterElements (and Scatter) at constant indices, without reduction;
+    /// the layer takes the data and the updates.
+    static func scatterElements(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(node.node.opType == "ScatterElements" && node.opset >= 16 ? ["axis", "reduction"] : ["axis"])
+        let reduction = try node.string("reduction", default: "none")
+        guard reduction == "none" else {
+            throw node.error("reduction '\(reduction)' is not supported (only 'none': the updates replace the data)")
+        }
+        let axis = try node.axis(node.int("axis", default: 0), rank: node.shape(0).count)
+        let layer = try ScatterElementsLayer(axis: axis, indices: node.constantInts(1, "the indices"),
+                                             indicesShape: node.shape(1))
+        return ConvertedNode(layer: layer, inputs: [0, 2])
     }
 
     /// Expand to a constant shape (numpy broadcasting both ways).
