@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Reference cases (family `data`) for the ops that move elements: Split,
-Slice, Squeeze, Unsqueeze, Gather, Expand, Tile, DepthToSpace and
-SpaceToDepth, in every opset form LayerKit reads (attributes before inputs),
-with batch > 1, odd channel counts, negative axes, indices and steps,
-INT64_MAX / INT64_MIN ends, ranks 1 to 5, and the exact shapes of the onnx
-backend tests test_operator_index (Slice+Squeeze), test_operator_chunk
-(Split), test_GLU / test_GLU_dim (Split+Sigmoid+Mul) and
-test_operator_repeat (Tile; its Constant node is an initializer here). The GLU
-cases use opset 7 where the backend test uses 6: onnxruntime has no Mul-6.
+Slice, Squeeze, Unsqueeze, Gather, GatherElements, ScatterElements (and
+Scatter-9), Expand, Tile, DepthToSpace and SpaceToDepth, in every opset form
+LayerKit reads (attributes before inputs), with batch > 1, odd channel
+counts, negative axes, indices and steps, INT64_MAX / INT64_MIN ends, ranks 1
+to 5, and the exact shapes of the onnx backend tests test_operator_index
+(Slice+Squeeze), test_operator_chunk (Split), test_GLU / test_GLU_dim
+(Split+Sigmoid+Mul) and test_operator_repeat (Constant+Tile). The GLU cases
+use opset 7 where the backend tests use 6: onnxruntime has no Mul-6.
 Run: python3 Scripts/onnx_cases/data.py"""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
@@ -28,9 +28,8 @@ def case(name, node_list, x_shape, out_shapes, initializers=(), opset=17):
     """One input `x` of `x_shape`, outputs y0, y1, ... (or `y` for one)."""
     x = r.standard_normal(x_shape).astype(np.float32)
     outputs = [tensor_info(n, s) for n, s in out_shapes]
-    # IR version 10 (onnx 1.16's), which LayerKit reads, for every opset used here.
     save_case(FAMILY, name, node_list, [tensor_info('x', x)], outputs, initializers, opset=opset,
-              input_data={'x': x}, ir_version=10)
+              input_data={'x': x})
 
 
 # Split
@@ -139,7 +138,7 @@ def scatter(name, op, shape, axis, indices, opset, dtype=np.int64):
     u = r.standard_normal(indices.shape).astype(np.float32)
     save_case(FAMILY, name, [helper.make_node(op, ['x', 'i', 'u'], ['y'], axis=axis)],
               [tensor_info('x', x), tensor_info('u', u)], [tensor_info('y', shape)], [ints('i', indices, dtype)],
-              opset=opset, input_data={'x': x, 'u': u}, ir_version=10)
+              opset=opset, input_data={'x': x, 'u': u})
 
 
 scatter('scatter_elements_axis1', 'ScatterElements', (2, 5, 3), 1, np.array([[[0, 4, -1]], [[-5, 2, 3]]]), 13)
@@ -159,8 +158,9 @@ case('expand_rank5', [helper.make_node('Expand', ['x', 's'], ['y'])],
 case('expand_rank1', [helper.make_node('Expand', ['x', 's'], ['y'])], (1,), [('y', (7,))], [ints('s', [7])], opset=13)
 
 # Tile
-case('operator_repeat', [helper.make_node('Tile', ['x', 'p'], ['y'])],
-     (1, 2, 3, 4), [('y', (1, 4, 9, 16))], [ints('p', [1, 2, 3, 4])], opset=9)
+case('operator_repeat', [helper.make_node('Constant', [], ['p'], value=ints('v', [1, 2, 3, 4])),
+                         helper.make_node('Tile', ['x', 'p'], ['y'])],
+     (1, 2, 3, 4), [('y', (1, 4, 9, 16))], opset=9)
 case('tile_rank2', [helper.make_node('Tile', ['x', 'p'], ['y'])], (3, 5), [('y', (6, 5))], [ints('p', [2, 1])],
      opset=13)
 case('tile_batch_channels', [helper.make_node('Tile', ['x', 'p'], ['y'])],

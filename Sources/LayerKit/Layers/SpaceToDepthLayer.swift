@@ -1,18 +1,20 @@
 import Foundation
 
-/// ONNX SpaceToDepth, DepthToSpace's DCR inverse: each `blockSize x
+/// ONNX SpaceToDepth, DepthToSpace's inverse: each `blockSize x
 /// blockSize` spatial block of an NCHW input becomes channels,
-/// `[N, C, H, W] -> [N, C b², H / b, W / b]`, block position (i, j) going
-/// to channel `(i b + j) C + c`. CPU only.
+/// `[N, C, H, W] -> [N, C b², H / b, W / b]`, block position (i, j) of
+/// channel c going to channel `(i b + j) C + c` (DCR, the default) or
+/// `c b² + i b + j` (CRD, opset 28). CPU only.
 public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
     public let blockSize: Int
+    public let mode: DepthToSpaceLayer.Mode
 
-    /// A space-to-depth by `blockSize` (>= 1).
-    public init(blockSize: Int) throws {
+    /// A space-to-depth by `blockSize` (>= 1) in `mode`.
+    public init(blockSize: Int, mode: DepthToSpaceLayer.Mode = .dcr) throws {
         guard blockSize >= 1, blockSize <= 1 << 16 else {
             throw LayerKitError.invalidParameter("SpaceToDepth: blocksize \(blockSize) must be from 1 to 65536")
         }
-        self.blockSize = blockSize
+        (self.blockSize, self.mode) = (blockSize, mode)
     }
 
     public var layerName: String { "SpaceToDepth" }
@@ -33,7 +35,7 @@ public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
         return [output]
     }
 
-    /// Output element by output element, in order.
+    /// Input row by input row (n, c, y), each element to its block's channel.
     func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
                                outputs: [UnsafeMutableBufferPointer<Element>]) throws {
         let output = try outputShapes(forInputShapes: inputShapes)[0]
@@ -41,18 +43,16 @@ public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
               let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
         let (b, shape) = (blockSize, inputShapes[0])
         let (channels, height, width) = (shape[1], output[2], output[3])
-        var target = destination
+        var element = source
         for n in 0..<output[0] {
-            for i in 0..<b {
-                for j in 0..<b {
-                    for c in 0..<channels {
-                        for h in 0..<height {
-                            let row = source + ((n * channels + c) * shape[2] + h * b + i) * shape[3] + j
-                            for w in 0..<width {
-                                target.pointee = row[w * b]
-                                target += 1
-                            }
-                        }
+            for c in 0..<channels {
+                for y in 0..<shape[2] {
+                    let (h, i) = y.quotientAndRemainder(dividingBy: b)
+                    for x in 0..<shape[3] {
+                        let (w, j) = x.quotientAndRemainder(dividingBy: b)
+                        let outC = mode == .dcr ? (i * b + j) * channels + c : (c * b + i) * b + j
+                        destination[((n * output[1] + outC) * height + h) * width + w] = element.pointee
+                        element += 1
                     }
                 }
             }

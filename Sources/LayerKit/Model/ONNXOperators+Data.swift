@@ -19,8 +19,8 @@ extension ONNXOperators {
         "Gather": ONNXOperator(inputs: 2...2, gather),
         "GatherElements": ONNXOperator(inputs: 2...2, gatherElements),
         "ScatterElements": ONNXOperator(inputs: 3...3, scatterElements),
-        // Scatter (opsets 9 and 10) is ScatterElements under its old name.
-        "Scatter": ONNXOperator(inputs: 3...3, scatterElements),
+        // Scatter (opsets 9 and 10) is ScatterElements under its old name; opset 11 deprecated it.
+        "Scatter": ONNXOperator(inputs: 3...3, scatterElements).through(version: 9),
         "Expand": ONNXOperator(inputs: 2...2, expand),
         // Tile-1 took (input, tiles, axis); 6 on (input, repeats).
         "Tile": ONNXOperator(arity: { ($0 >= 6 ? 2...2 : 3...3, 1...1) }, tile),
@@ -260,9 +260,12 @@ extension ONNXOperators {
         return ConvertedNode(layer: try DepthToSpaceLayer(blockSize: blockSize, mode: mode), inputs: [0])
     }
 
+    /// SpaceToDepth; opset 28 added DepthToSpace's modes.
     static func spaceToDepth(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["blocksize"])
+        try node.requireAttributes(node.opset >= 28 ? ["blocksize", "mode"] : ["blocksize"])
         guard let blockSize = try node.node.int("blocksize") else { throw node.error("attribute 'blocksize' is required") }
-        return ConvertedNode(layer: try SpaceToDepthLayer(blockSize: blockSize), inputs: [0])
+        let text = try node.string("mode", default: "DCR")
+        guard let mode = DepthToSpaceLayer.Mode(rawValue: text) else { throw node.error("mode '\(text)' is not DCR or CRD") }
+        return ConvertedNode(layer: try SpaceToDepthLayer(blockSize: blockSize, mode: mode), inputs: [0])
     }
 }
