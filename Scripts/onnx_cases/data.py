@@ -180,3 +180,28 @@ case('space_to_depth_b2', [helper.make_node('SpaceToDepth', ['x'], ['y'], blocks
      (2, 3, 4, 6), [('y', (2, 12, 2, 3))], opset=13)
 case('space_to_depth_b3', [helper.make_node('SpaceToDepth', ['x'], ['y'], blocksize=3)],
      (1, 5, 6, 3), [('y', (1, 45, 2, 1))], opset=1)
+
+# Runtime integer inputs (per-run constants of the plan) and exported shape arithmetic
+x = r.standard_normal((2, 7, 3)).astype(np.float32)
+i = np.array([[6, -1], [0, 3]], dtype=np.int64)
+save_case(FAMILY, 'gather_runtime_indices', [helper.make_node('Gather', ['x', 'i'], ['y'], axis=1)],
+          [tensor_info('x', x), tensor_info('i', i, TensorProto.INT64)], [tensor_info('y', (2, 2, 2, 3))],
+          input_data={'x': x, 'i': i}, opset=13)
+x = r.standard_normal((3, 6, 4)).astype(np.float32)
+# (Runtime integers travel as Float32 and the GPU check rounds them to fp16: no INT64_MIN here.)
+starts, ends = np.array([1, -1], dtype=np.int64), np.array([5, -100], dtype=np.int64)
+save_case(FAMILY, 'slice_runtime_starts_ends',
+          [helper.make_node('Slice', ['x', 's', 'e', 'a', 'p'], ['y'])],
+          [tensor_info('x', x), tensor_info('s', starts, TensorProto.INT64), tensor_info('e', ends, TensorProto.INT64)],
+          [tensor_info('y', (3, 2, 4))], [ints('a', [1, 2]), ints('p', [2, -1])],
+          input_data={'x': x, 's': starts, 'e': ends}, opset=13)
+# TorchScript's flatten: Shape -> Gather -> Unsqueeze -> Concat -> Reshape, folded at load.
+x = r.standard_normal((2, 5, 3, 3)).astype(np.float32)
+save_case(FAMILY, 'shape_gather_unsqueeze_concat_reshape',
+          [helper.make_node('Shape', ['x'], ['shape']),
+           helper.make_node('Gather', ['shape', 'zero'], ['n'], axis=0),
+           helper.make_node('Unsqueeze', ['n', 'axes'], ['n1']),
+           helper.make_node('Concat', ['n1', 'minus1'], ['target'], axis=0),
+           helper.make_node('Reshape', ['x', 'target'], ['y'])],
+          [tensor_info('x', x)], [tensor_info('y', (2, 45))],
+          [ints('zero', 0), ints('axes', [0]), ints('minus1', [-1])], input_data={'x': x}, opset=13)
