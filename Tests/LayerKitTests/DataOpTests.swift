@@ -106,6 +106,34 @@ struct DataOpTests {
         OpLayerTest.expectClose(slice, expectedSlice, tolerance: 0, "slice")
     }
 
+    /// Gather and DepthToSpace on more work than one chunk (threaded), against the index formulas.
+    @Test func threadedGathersMatchTheIndexFormulas() throws {
+        let x = try OpLayerTest.tensor([3, 1000, 70], seed: 8)
+        let picks = (0..<500).map { ($0 * 7919) % 2000 - 1000 }
+        let gathered = try CPUThreads.with(2) {
+            try OpLayerTest.cpu(GatherLayer(axis: 1, indices: picks, indicesShape: [500]), [x])[0]
+        }
+        let expectedGather = (0..<gathered.count).map { i -> Double in
+            let p = OpLayerTest.position(i, in: gathered.shape)
+            let index = picks[p[1]] < 0 ? picks[p[1]] + 1000 : picks[p[1]]
+            return Double(x[(p[0] * 1000 + index) * 70 + p[2]])
+        }
+        OpLayerTest.expectClose(gathered, expectedGather, tolerance: 0, "gather")
+        let deep = try OpLayerTest.tensor([2, 16, 64, 64], seed: 9)
+        for mode in [DepthToSpaceLayer.Mode.dcr, .crd] {
+            let wide = try CPUThreads.with(2) { try OpLayerTest.cpu(DepthToSpaceLayer(blockSize: 2, mode: mode), [deep])[0] }
+            let expected = (0..<wide.count).map { i -> Double in
+                let p = OpLayerTest.position(i, in: wide.shape)
+                let (i2, j2) = (p[2] % 2, p[3] % 2)
+                let c = mode == .dcr ? (i2 * 2 + j2) * 4 + p[1] : p[1] * 4 + i2 * 2 + j2
+                return Double(deep[((p[0] * 16 + c) * 64 + p[2] / 2) * 64 + p[3] / 2])
+            }
+            OpLayerTest.expectClose(wide, expected, tolerance: 0, "depth to space \(mode)")
+            let back = try CPUThreads.with(2) { try OpLayerTest.cpu(SpaceToDepthLayer(blockSize: 2, mode: mode), [wide])[0] }
+            #expect(back.values == deep.values, "space to depth \(mode)")
+        }
+    }
+
     /// SpaceToDepth then DepthToSpace in the same mode is the identity
     /// (opset 28's CRD SpaceToDepth has no onnxruntime reference here).
     @Test func spaceToDepthInvertsDepthToSpaceInBothModes() throws {

@@ -3,7 +3,7 @@ import Foundation
 /// ONNX DepthToSpace: blocks of `blockSize x blockSize` channels of an
 /// NCHW input become spatial blocks, `[N, C, H, W] -> [N, C / b², H b, W b]`.
 /// DCR mode (the default) takes block position (i, j) from channel
-/// `(i b + j) C/b² + c`, CRD mode from `c b² + i b + j`. CPU only.
+/// `(i b + j) C/b² + c`, CRD mode from `c b² + i b + j`. CPU only (threaded).
 public final class DepthToSpaceLayer: ElementMovingLayer, Sendable {
     /// Where a block's channels come from.
     public enum Mode: String, Sendable {
@@ -51,16 +51,24 @@ public final class DepthToSpaceLayer: ElementMovingLayer, Sendable {
         guard try Tensor.elementCount(of: output) > 0,
               let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
         let (b, shape) = (blockSize, inputShapes[0])
-        let (batch, channels, height, width) = (output[0], output[1], shape[2], shape[3])
-        var target = destination
-        for n in 0..<batch {
-            for c in 0..<channels {
+        let (channels, height, width) = (output[1], shape[2], shape[3])
+        let plane = output[2] * output[3]
+        let buffers = SendableBuffers(input: UnsafeBufferPointer(start: source, count: inputs[0].count),
+                                      output: UnsafeMutableBufferPointer(start: destination, count: outputs[0].count))
+        let mode = mode
+        // One output plane (n, c) per work item, written in order.
+        forEachChunk(count: output[0] * channels, chunkSize: max(1, defaultChunkSize / plane),
+                     threadCount: CPUThreads.current) { range in
+            guard let from = buffers.input.baseAddress, let to = buffers.output.baseAddress else { return }
+            for item in range {
+                let (n, c) = item.quotientAndRemainder(dividingBy: channels)
+                var target = to + item * plane
                 for h in 0..<height {
                     for i in 0..<b {
                         for w in 0..<width {
                             for j in 0..<b {
                                 let inC = mode == .dcr ? (i * b + j) * channels + c : (c * b + i) * b + j
-                                target.pointee = source[((n * shape[1] + inC) * height + h) * width + w]
+                                target.pointee = from[((n * shape[1] + inC) * height + h) * width + w]
                                 target += 1
                             }
                         }

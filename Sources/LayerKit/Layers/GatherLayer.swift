@@ -3,8 +3,8 @@ import Foundation
 /// ONNX Gather: entries of the input along one axis picked by constant
 /// indices of any rank (negative ones count from the end), the output's
 /// shape being the input's with that axis replaced by the indices' shape.
-/// CPU only, any rank; for a model's runtime index inputs the importer
-/// makes them per-run constants.
+/// CPU only (threaded), any rank; for a model's runtime index inputs the
+/// importer makes them per-run constants.
 public final class GatherLayer: ElementMovingLayer, Sendable {
     /// The axis indexed (non-negative).
     public let axis: Int
@@ -57,11 +57,15 @@ public final class GatherLayer: ElementMovingLayer, Sendable {
         guard try Tensor.elementCount(of: output) > 0, inner > 0,
               let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
         let extent = shape[axis]
-        var target = destination
-        for o in 0..<outer {
-            for index in picks {
-                target.update(from: source + (o * extent + index) * inner, count: inner)
-                target += inner
+        let buffers = SendableBuffers(input: UnsafeBufferPointer(start: source, count: inputs[0].count),
+                                      output: UnsafeMutableBufferPointer(start: destination, count: outputs[0].count))
+        // One run of `inner` elements per (outer position, index), spread over the run's threads.
+        forEachChunk(count: outer * picks.count, chunkSize: max(1, defaultChunkSize / inner),
+                     threadCount: CPUThreads.current) { range in
+            guard let from = buffers.input.baseAddress, let to = buffers.output.baseAddress else { return }
+            for run in range {
+                let (o, k) = run.quotientAndRemainder(dividingBy: picks.count)
+                (to + run * inner).update(from: from + (o * extent + picks[k]) * inner, count: inner)
             }
         }
     }

@@ -4,7 +4,7 @@ import Foundation
 /// blockSize` spatial block of an NCHW input becomes channels,
 /// `[N, C, H, W] -> [N, C b², H / b, W / b]`, block position (i, j) of
 /// channel c going to channel `(i b + j) C + c` (DCR, the default) or
-/// `c b² + i b + j` (CRD, opset 28). CPU only.
+/// `c b² + i b + j` (CRD, opset 28). CPU only (threaded).
 public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
     public let blockSize: Int
     public let mode: DepthToSpaceLayer.Mode
@@ -43,15 +43,23 @@ public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
               let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
         let (b, shape) = (blockSize, inputShapes[0])
         let (channels, height, width) = (shape[1], output[2], output[3])
-        var element = source
-        for n in 0..<output[0] {
-            for c in 0..<channels {
+        let plane = shape[2] * shape[3]
+        let buffers = SendableBuffers(input: UnsafeBufferPointer(start: source, count: inputs[0].count),
+                                      output: UnsafeMutableBufferPointer(start: destination, count: outputs[0].count))
+        let (mode, outChannels) = (mode, output[1])
+        // One input plane (n, c) per work item: its elements land in b² output planes of its own.
+        forEachChunk(count: output[0] * channels, chunkSize: max(1, defaultChunkSize / plane),
+                     threadCount: CPUThreads.current) { range in
+            guard let from = buffers.input.baseAddress, let to = buffers.output.baseAddress else { return }
+            for item in range {
+                let (n, c) = item.quotientAndRemainder(dividingBy: channels)
+                var element = from + item * plane
                 for y in 0..<shape[2] {
                     let (h, i) = y.quotientAndRemainder(dividingBy: b)
                     for x in 0..<shape[3] {
                         let (w, j) = x.quotientAndRemainder(dividingBy: b)
                         let outC = mode == .dcr ? (i * b + j) * channels + c : (c * b + i) * b + j
-                        destination[((n * output[1] + outC) * height + h) * width + w] = element.pointee
+                        to[((n * outChannels + outC) * height + h) * width + w] = element.pointee
                         element += 1
                     }
                 }
