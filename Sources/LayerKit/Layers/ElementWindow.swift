@@ -66,11 +66,11 @@ struct ElementWindow: Sendable, Equatable {
             var target = row * inner
             if lastStep == 1 {
                 // Contiguous runs: one for a slice, one per repetition for a tile.
-                var position = Self.wrap(lastStart, lastExtent), remaining = inner
                 if lastExtent == 1 {
                     (destination + target).update(repeating: source[base], count: inner)
                     continue
                 }
+                var position = Self.wrap(lastStart, lastExtent), remaining = inner
                 while remaining > 0 {
                     let run = min(remaining, lastExtent - position)
                     (destination + target).update(from: source + base + position, count: run)
