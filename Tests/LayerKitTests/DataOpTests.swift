@@ -37,8 +37,8 @@ struct DataOpTests {
                 #expect(node.placement == .gpu, "\(name): \(node.opType) runs on the CPU: \(node.cpuReason ?? "")")
             }
         }
-        let onCPU = ["split_rank5": "rank-5", "slice_empty": "empty", "gather_channels_nchw": "no GPU implementation",
-                     "depth_to_space_dcr": "no GPU implementation", "squeeze_to_scalar": "a scalar"]
+        let onCPU = ["split_rank5": "has rank 5", "slice_empty": "is empty", "gather_channels_nchw": "no GPU implementation",
+                     "depth_to_space_dcr": "no GPU implementation", "squeeze_to_scalar": "has rank 0"]
         for (name, reason) in onCPU {
             let model = try Model(contentsOf: Self.folder.appendingPathComponent("\(name)/model.onnx"),
                                   backend: try Self.gpuBackend.get())

@@ -32,16 +32,17 @@ extension Backend {
         guard computeUnits != .cpuOnly else { return PlacementDecision(whyNotGPU: nil, inPieces: false) }
         if let why = whyNotGPU(layer) { return PlacementDecision(whyNotGPU: why, inPieces: false) }
         guard let gpu else { return PlacementDecision(whyNotGPU: "no GPU", inPieces: false) }
+        // A slice image holds ranks 1 to 4 (Tensor.nchwShape): a layer whose
+        // GPU form is rank-generic (Softmax, InstanceNormalization) runs a
+        // rank-5 tensor on the CPU.
+        if let shape = (inputShapes + outputShapes).first(where: { !(1...4).contains($0.count) }) {
+            return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor has rank \(shape.count); a slice "
+                                     + "image holds ranks 1 to 4", inPieces: false)
+        }
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
-        // Slice images hold ranks 1 to 4 and at least one element.
-        for shape in inputShapes + outputShapes {
-            if !(1...4).contains(shape.count) {
-                let what = shape.isEmpty ? "a scalar" : "its rank-\(shape.count) tensor \(Tensor.describe(shape))"
-                return PlacementDecision(whyNotGPU: "\(what) cannot be a slice image (ranks 1 to 4)", inPieces: false)
-            }
-            if shape.contains(0) {
-                return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor is empty", inPieces: false)
-            }
+        // A slice image holds at least one element: an empty tensor (a Slice or Split part of extent 0) stays on the CPU.
+        if let shape = (inputShapes + outputShapes).first(where: { $0.contains(0) }) {
+            return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor is empty", inPieces: false)
         }
         for shape in inputShapes + outputShapes {
             let image = try Tensor.nchwShape(shape)

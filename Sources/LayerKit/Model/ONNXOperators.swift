@@ -55,15 +55,15 @@ enum ONNXOperators {
 
     /// Every family's ops; a name listed twice is a programming error,
     /// caught by `OpTableTests`.
-    static let families: [[String: ONNXOperator]] = [core, data]
+    static let families: [[String: ONNXOperator]] = [core, normalization, data]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = families.reduce(into: [:]) { table, family in
         table.merge(family) { first, _ in first }
     }
 
-    /// The ops this file converts: convolution, dense layers, pooling,
-    /// softmax and the catalog's element-wise ops.
+    /// The ops this file converts: convolution, dense layers, pooling and
+    /// the catalog's element-wise ops (reshapes are in `data`).
     static let core: [String: ONNXOperator] = {
         var ops: [String: ONNXOperator] = [
             "Conv": ONNXOperator(inputs: 2...3, convolution),
@@ -78,7 +78,6 @@ enum ONNXOperators {
             "GlobalMaxPool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalMax) },
             "AveragePool": ONNXOperator(inputs: 1...1) { try pool($0, average: true) },
             "MaxPool": ONNXOperator(arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
-            "Softmax": ONNXOperator(inputs: 1...1, softmax),
             "Identity": ONNXOperator(inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },
             // Inference: Dropout passes its input through.
             "Dropout": ONNXOperator(arity: { ($0 >= 12 ? 1...3 : 1...1, 1...2) }) { _ in
@@ -261,19 +260,5 @@ enum ONNXOperators {
         case "VALID": return .valid
         case let other: throw node.error("auto_pad '\(other)' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
         }
-    }
-
-    // MARK: - Softmax
-
-    static func softmax(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["axis"])
-        let rank = try node.shape(0).count
-        // Before opset 13 Softmax flattened the dims from `axis` on (default
-        // 1); that equals one axis only when it is the last.
-        let axis = try node.axis(node.int("axis", default: node.opset >= 13 ? -1 : 1), rank: rank)
-        guard node.opset >= 13 || axis == rank - 1 else {
-            throw node.error("opset \(node.opset) Softmax over axes \(axis)..<\(rank) is not supported (only the last axis)")
-        }
-        return ConvertedNode(layer: try Softmax(axis: axis), inputs: [0])
     }
 }
