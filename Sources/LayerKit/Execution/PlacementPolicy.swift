@@ -8,6 +8,14 @@
 /// `ModelRun.pieceTexels`: streamed piece by piece, its device memory (host
 /// memory, on an emulated device) stays a few pieces beyond the tensors,
 /// for no extra transfer. Inside a model, values stay in whole images.
+/// A layer whose GPU form holds only some shapes: it says why not for the
+/// others, and the policy runs those steps on the CPU (the reason is
+/// announced once, as every other).
+protocol ShapeLimitedGPULayer {
+    /// Why the GPU form cannot run these shapes; nil when it can.
+    func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String?
+}
+
 extension Backend {
     /// Where a step runs: `whyNotGPU` nil means the GPU (in pieces or not).
     struct PlacementDecision {
@@ -32,6 +40,15 @@ extension Backend {
         guard computeUnits != .cpuOnly else { return PlacementDecision(whyNotGPU: nil, inPieces: false) }
         if let why = whyNotGPU(layer) { return PlacementDecision(whyNotGPU: why, inPieces: false) }
         guard let gpu else { return PlacementDecision(whyNotGPU: "no GPU", inPieces: false) }
+        // Images hold tensors of rank 1 to 4 (Tensor.nchwShape).
+        if let shape = (inputShapes + outputShapes).first(where: { !(1...4).contains($0.count) }) {
+            return PlacementDecision(whyNotGPU: "it has a tensor of rank \(shape.count); GPU images hold ranks 1 to 4",
+                                     inPieces: false)
+        }
+        if let limited = layer as? ShapeLimitedGPULayer,
+           let why = limited.whyNotGPU(inputShapes: inputShapes, outputShapes: outputShapes) {
+            return PlacementDecision(whyNotGPU: why, inPieces: false)
+        }
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
         for shape in inputShapes + outputShapes {
             let image = try Tensor.nchwShape(shape)
