@@ -8,6 +8,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "layerkit.glsl"
 #include "ops.glsl"
+#include "broadcast.glsl"
 
 #ifndef LK_OP
 #define LK_OP(a, b) ((a) + (b))
@@ -57,16 +58,6 @@ vec4 lk_imod(vec4 a, vec4 b) {
 
 // Truth values: 1 where non-zero (NaN included), else 0.
 vec4 lk_truth(vec4 a) { return vec4(notEqual(a, vec4(0.0))); }
-
-// The texel of an operand of extents (width, height, channels, batch) that
-// output texel `id` (item n, slice s) reads.
-ivec3 lk_operand_texel(uvec4 extents, uvec3 id, uint n, uint s) {
-    uint x = extents.x == 1u ? 0u : id.x;
-    uint y = extents.y == 1u ? 0u : id.y;
-    uint item = extents.w == 1u ? 0u : n;
-    uint slice = extents.z == 1u ? 0u : s;
-    return ivec3(x, y, item * ((extents.z + 3u) / 4u) + slice);
-}
 
 void main() {
     uvec3 id = gl_GlobalInvocationID;

@@ -135,6 +135,8 @@ case('prelu_width_slope', [node('PRelu', ['x', 's'])], {'x': normal(2, 3, 4)}, i
 # ---- Where
 case('where_broadcast', [node('Greater', ['a', 'zero'], ['c']), node('Where', ['c', 'x', 'y0'])],
      {'a': normal(2, 3, 4), 'x': normal(3, 4), 'y0': normal(1)}, inits={'zero': half(0.0)})
+case('where_images', [node('Greater', ['a', 'zero'], ['c']), node('Where', ['c', 'x', 'y0'])],
+     {'a': normal(2, 5, 3, 4), 'x': normal(2, 5, 1, 1), 'y0': normal(1, 5, 3, 4)}, inits={'zero': half(0.0)})
 case('where_rank5', [node('Less', ['a', 'zero'], ['c']), node('Where', ['c', 'x', 'y0'])],
      {'a': normal(2, 1, 3, 1, 2), 'x': normal(2, 2, 3, 4, 2), 'y0': normal(4, 1)}, inits={'zero': half(0.0)})
 

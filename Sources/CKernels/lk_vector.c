@@ -23,7 +23,7 @@ static inline double lk_softplus_d(double x) {
 static inline float lk_round_even(float v) {
     float r = roundf(v); // ties away from zero
     if (fabsf(r - v) == 0.5f && fmodf(r, 2.0f) != 0.0f) r -= copysignf(1.0f, v);
-    return r;
+    return copysignf(r, v); // round(-0.5) is -0
 }
 
 #define LK_UNARY_SCALAR(EXPR) \

@@ -94,7 +94,7 @@ struct MathOpTests {
             ("add_const_scalar", "Add"), ("sum_densenet", "Sum"), ("min_three_images", "Min"),
             ("mean_three", "Mean"), ("max_binary", "Max"), ("equal_broadcast", "Equal"), ("mod_fmod", "Mod"),
             ("pow_tensor_exponent", "Pow"), ("prelu_full_computed", "PRelu"), ("prelu_4d_c11", "PRelu"),
-            ("sum_one", "Sum"), ("and_broadcast", "And"), ("matmul_const_2d", "MatMul"),
+            ("sum_one", "Sum"), ("and_broadcast", "And"), ("matmul_const_2d", "MatMul"), ("where_images", "Where"),
         ]
         for (name, op) in onGPU {
             let placed = try Self.placements(name)

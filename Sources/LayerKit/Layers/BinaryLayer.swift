@@ -162,12 +162,7 @@ public final class BinaryLayer: Layer, ShapeLimitedGPULayer, Sendable {
     /// Inputs the shader cannot read at their broadcast places: tensors of
     /// another rank than the output (unless one element), ranks outside 1...4.
     func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
-        guard let rank = outputShapes.first?.count else { return nil }
-        for shape in inputShapes where shape.count != rank && shape.reduce(1, *) != 1 {
-            return "its GPU form broadcasts only inputs of the output's rank (or of one element); "
-                + "a computed input of lower rank is not laid out as its padded shape"
-        }
-        return nil
+        BroadcastPlan.whyNotGPU(inputShapes: inputShapes, outputShapes: outputShapes)
     }
 
     /// Creates the pipelines of this operation on `context`, once per context.

@@ -96,4 +96,17 @@ struct BroadcastPlan: Sendable {
     func forEachRun(in range: Range<Int>, _ body: (Int, Int, Int, Int) -> Void) {
         forEachRun(in: range) { output, offsets, n in body(output, offsets[0], offsets[1], n) }
     }
+
+    /// Why broadcasting shaders (`binary.comp`, `where.comp`) cannot read
+    /// these inputs: each must have the output's rank or one element, since
+    /// a tensor of lower rank is not laid out as its padded shape's image
+    /// (`[C, 1, 1]` is C items, `[1, C, 1, 1]` C channels). Nil when they can.
+    static func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
+        guard let rank = outputShapes.first?.count else { return nil }
+        for shape in inputShapes where shape.count != rank && shape.reduce(1, *) != 1 {
+            return "its GPU form broadcasts only inputs of the output's rank (or of one element); "
+                + "a computed input of lower rank is not laid out as its padded shape"
+        }
+        return nil
+    }
 }

@@ -4,8 +4,11 @@ import Foundation
 /// ONNX `Where(condition, X, Y)`: `X` where the condition is non-zero (bool
 /// tensors are float 0/1 in LayerKit; NaN counts as true), else `Y`, the
 /// three inputs broadcast together (numpy's rule, any ranks). The picked
-/// value is copied bit for bit. CPU only.
-public final class WhereLayer: Layer, Sendable {
+/// value is copied bit for bit.
+///
+/// The GPU form (`where.comp`) takes inputs of the output's rank (1 to 4)
+/// or of one element, as `BinaryLayer`'s does; others run on the CPU.
+public final class WhereLayer: Layer, ShapeLimitedGPULayer, Sendable {
     public var layerName: String { "Where" }
 
     public init() {}
@@ -35,5 +38,35 @@ public final class WhereLayer: Layer, Sendable {
                 }
             }
         }
+    }
+
+    public var hasGPUImplementation: Bool { true }
+
+    func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
+        BroadcastPlan.whyNotGPU(inputShapes: inputShapes, outputShapes: outputShapes)
+    }
+
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws {
+        _ = try BuiltInShaders.select.kernel(on: context)
+    }
+
+    /// One invocation per output texel, each operand read at its broadcast texel.
+    public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        guard inputs.count == 3, outputs.count == 1 else {
+            throw LayerKitError.shapeMismatch("Where takes 3 input images and 1 output image")
+        }
+        let output = outputs[0]
+        var operands: [BinaryConstants.Operand] = []
+        for input in inputs {
+            for (extent, full) in zip(input.shape, output.shape) where extent != full && extent != 1 {
+                throw LayerKitError.shapeMismatch(
+                    "Where: input image \(Tensor.describe(input.shape)) does not broadcast to \(Tensor.describe(output.shape))")
+            }
+            operands.append(.init(width: UInt32(input.width), height: UInt32(input.height),
+                                  channels: UInt32(input.featureChannels), batch: UInt32(input.batch)))
+        }
+        let constants = WhereConstants(shape: output.shapeConstants, condition: operands[0], x: operands[1], y: operands[2])
+        try commandBuffer.dispatch(BuiltInShaders.select.kernel(on: commandBuffer.context), images: inputs + [output],
+                                   constants: constants, threads: output.threads)
     }
 }

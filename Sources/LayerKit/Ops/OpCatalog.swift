@@ -78,8 +78,8 @@ extension OpDefinition {
         OpDefinition("Erf", formula: erf(x)),
         OpDefinition("Sin", formula: x.apply(.sin)),
         OpDefinition("Cos", formula: x.apply(.cos)),
-        // 0 and NaN come out as they went in.
-        OpDefinition("Sign", formula: `where`(x > 0, 1, `where`(x < 0, -1, x))),
+        // 0 and NaN come out as they went in. (-1 is written as neg(1), as it reads back from text.)
+        OpDefinition("Sign", formula: `where`(x > 0, 1, `where`(x < 0, -Expr.constant(1), x))),
         OpDefinition("Shrink", values: [.parameter("lambd", 0.5), .parameter("bias", 0)],
                      formula: `where`(x < -v("lambd"), x + v("bias"), `where`(x > v("lambd"), x - v("bias"), 0)),
                      example: ["lambd": "1.5", "bias": "0.5"]),
