@@ -44,6 +44,19 @@ struct MathOpTests {
         return nil
     }
 
+    /// With LAYERKIT_PRINT_ERRORS set, prints a case's largest absolute and
+    /// relative (to max(1, |ref|)) errors over its finite reference elements.
+    static func report(_ name: String, _ backend: String, _ actual: Tensor, _ expected: Tensor) {
+        guard ProcessInfo.processInfo.environment["LAYERKIT_PRINT_ERRORS"] != nil, actual.shape == expected.shape else { return }
+        var (absolute, relative) = (0.0, 0.0)
+        for i in 0..<expected.count where expected[i].isFinite {
+            let error = abs(Double(actual[i]) - Double(expected[i]))
+            absolute = max(absolute, error)
+            relative = max(relative, error / max(1, abs(Double(expected[i]))))
+        }
+        print("math-error \(backend) \(name) abs \(absolute) rel \(relative)")
+    }
+
     @Test func everyCaseIsThere() { #expect(Self.cases.count >= 80) }
 
     @Test(arguments: cases)
@@ -53,6 +66,7 @@ struct MathOpTests {
         let outputs = try model.predict(inputs: inputs)
         for (value, reference) in zip(model.outputs, expected) {
             let output = try #require(outputs[value.name])
+            Self.report(name, "cpu", output, reference)
             #expect(Self.mismatches(output, reference, absolute: 1e-7, relative: 1e-3) == nil,
                     "\(name): \(Self.mismatches(output, reference, absolute: 1e-7, relative: 1e-3) ?? "")")
         }
@@ -67,6 +81,7 @@ struct MathOpTests {
         for (value, reference) in zip(model.outputs, expected) {
             let output = try #require(outputs[value.name])
             // The parity rule: |gpu - ref| <= 1e-3 max(1, |ref|) (inputs are fp16 values already).
+            Self.report(name, "gpu", output, reference)
             let failure = Self.mismatches(output, reference, absolute: 1e-3, relative: 1e-3)
             #expect(failure == nil, "\(name): \(failure ?? "")")
         }
