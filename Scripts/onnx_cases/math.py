@@ -59,8 +59,7 @@ def case(name, nodes, inputs, outputs=('y',), inits=None, opset=17):
     shapes = [y.shape for y in ort.InferenceSession(probe.SerializeToString(), options,
                                                     providers=['CPUExecutionProvider']).run(None, inputs)]
     outs = [helper.make_tensor_value_info(o, FLOAT, list(shape)) for o, shape in zip(outputs, shapes)]
-    save_case(FAMILY, name, nodes, infos, outs, initializers, opset=opset, input_data=inputs,
-              ir_version=10)  # LayerKit reads IR 3 to 10
+    save_case(FAMILY, name, nodes, infos, outs, initializers, opset=opset, input_data=inputs)
 
 
 def node(op, ins, outs=('y',), **attrs):
