@@ -177,6 +177,12 @@ struct MathOpTests {
         let x = try Tensor(shape: [2, 3, 2], values: Array(repeating: 0, count: 12))
         let y = try #require(try model.predict(inputs: ["i0": x])["y"])
         #expect(y.values == [1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3])
+        // PRelu before opset 7: a [C] slope is per channel (axis 1), as PyTorch exported it.
+        let slope = ONNXBytes.tensor("c", dims: [3], type: 1, PB.bytes(9, PB.littleEndian([Float(0.5), 1, 2].map(\.bitPattern))))
+        let prelu = try Model(data: Self.model("PRelu", inputs: [[2, 3, 2]], initializers: [slope], initializerNames: ["c"], opset: 6),
+                              computeUnits: .cpuOnly)
+        let z = try #require(try prelu.predict(inputs: ["i0": try Tensor(shape: [2, 3, 2], values: Array(repeating: -2, count: 12))])["y"])
+        #expect(z.values == [-1, -1, -2, -2, -4, -4, -1, -1, -2, -2, -4, -4])
     }
 
     /// Variadic layers fold any number of inputs; Mean divides once.

@@ -117,21 +117,41 @@ extension ONNXOperators {
     /// PRelu: a constant slope of one value per channel is the catalog's
     /// PRelu (per-channel weights, GPU); any other slope broadcasting to X
     /// (unidirectionally: the output has X's shape) is the binary layer's.
+    /// Before opset 7 the slope is one value, one per channel (axis 1) or X's
+    /// shape, as PyTorch exported it then.
     static func prelu(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes([])
-        let (x, slope) = (try node.shape(0), try node.shape(1))
+        try node.requireAttributes(node.opset < 6 ? ["consumed_inputs"] : [])
+        let x = try node.shape(0)
+        var slope = try node.shape(1)
+        var constant = node.initializers[1] != nil ? try node.constant(1, "slope") : nil
+        if node.opset < 7, slope.reduce(1, *) != 1, slope != x {
+            guard slope.count == 1, x.count >= 2, slope[0] == x[1] else {
+                throw node.error("slope \(Tensor.describe(slope)) is neither one value, one per channel nor X's shape "
+                                 + "\(Tensor.describe(x)) (opset \(node.opset))")
+            }
+            slope = [x[1]] + Array(repeating: 1, count: x.count - 2)
+            guard let given = constant else {
+                throw node.error("a computed per-channel slope needs opset 7 or later (or a constant slope)")
+            }
+            constant = try given.reshaped(to: slope)
+        }
         let shape: [Int]
         do { shape = try BroadcastPlan(x, slope, layer: "PRelu").shape } catch { throw node.naming(error) }
         guard shape == x else {
             throw node.error("slope \(Tensor.describe(slope)) does not broadcast to X \(Tensor.describe(x)) (the output must keep X's shape)")
         }
-        if node.initializers[1] != nil, (1...4).contains(x.count),
-           let perChannel = try? perChannel(node.constant(1, "slope"), of: x, node: node) {
+        if let constant, (1...4).contains(x.count), let perChannel = try? perChannel(constant, of: x, node: node) {
             let layer = try ElementwiseLayer(definition: try catalogDefinition("PRelu", node), parameters: [:])
             try layer.setWeightData([perChannel.littleEndianData])
             return ConvertedNode(layer: layer, inputs: [0])
         }
-        return try binary(node, .prelu)
+        var converted = ConvertedNode(layer: BinaryLayer(.prelu), inputs: [0, 1])
+        if let constant {
+            // Padded to X's rank, so the GPU form can read it.
+            converted.reshapedConstants[1] = try constant.reshaped(
+                to: Array(repeating: 1, count: x.count - constant.shape.count) + constant.shape)
+        }
+        return converted
     }
 
     static func catalogDefinition(_ name: String, _ node: ONNXNodeContext) throws -> OpDefinition {
