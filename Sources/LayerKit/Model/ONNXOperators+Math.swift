@@ -169,12 +169,7 @@ extension ONNXOperators {
         try node.requireAttributes(node.opset < 6 ? ["consumed_inputs"] : [])
         let indices = Array(node.node.inputs.indices)
         guard indices.allSatisfy(node.has) else { throw node.error("an input is omitted (empty name)") }
-        let layer: BinaryLayer
-        if indices.count == 2, !average {
-            layer = BinaryLayer(operation)
-        } else {
-            layer = try BinaryLayer(operation, inputCount: indices.count, average: average, name: node.node.opType)
-        }
+        let layer = try BinaryLayer(operation, inputCount: indices.count, average: average, name: node.node.opType)
         var converted = ConvertedNode(layer: layer, inputs: indices)
         try padConstants(node, indices.map { try node.shape($0) }, into: &converted)
         return converted
