@@ -32,6 +32,8 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.pool, [("LK_POOL_KIND", "1")]),
         Variant(BuiltInShaders.pool, [("LK_POOL_KIND", "2")]),
         Variant(BuiltInShaders.binary, [("LK_OP(a, b)", "(a + b)")]),
+        Variant(BuiltInShaders.binary, [("LK_OP(a, b)", "lk_imod(a, b)")]),
+        Variant(BuiltInShaders.select),
         Variant(BuiltInShaders.concat),
         Variant(BuiltInShaders.reshape),
         Variant(BuiltInShaders.softmax),

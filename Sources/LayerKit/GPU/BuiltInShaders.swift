@@ -32,6 +32,7 @@ enum BuiltInShaders {
     static let conv2d = BuiltInShader<ConvolutionConstants>(file: "conv2d.comp", images: 2, buffers: 2)
     static let pool = BuiltInShader<PoolConstants>(file: "pool.comp", images: 2, buffers: 0)
     static let binary = BuiltInShader<BinaryConstants>(file: "binary.comp", images: 3, buffers: 0)
+    static let select = BuiltInShader<WhereConstants>(file: "where.comp", images: 4, buffers: 0)
     static let concat = BuiltInShader<ConcatConstants>(file: "concat.comp", images: ConcatLayer.inputsPerDispatch + 1,
                                                        buffers: 0)
     static let reshape = BuiltInShader<ReshapeConstants>(file: "reshape.comp", images: 2, buffers: 0)
@@ -104,6 +105,14 @@ struct BinaryConstants: BitwiseCopyable {
     struct Operand: BitwiseCopyable {
         var width, height, channels, batch: UInt32
     }
+}
+
+/// `where.comp`: the output's shape, then the condition's, X's and Y's W, H, C, N.
+struct WhereConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var condition: BinaryConstants.Operand
+    var x: BinaryConstants.Operand
+    var y: BinaryConstants.Operand
 }
 
 /// `concat.comp`: the output's shape, the slices this dispatch writes, its
