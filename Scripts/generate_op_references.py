@@ -266,7 +266,21 @@ def f64_formulas(np):
         "Cos": lambda x, p, w: np.cos(x),
         "Pow": powf,
         "Linear": linear,
+        "Sign": lambda x, p, w: np.sign(x),
+        "Shrink": lambda x, p, w: np.where(x < -p["lambd"], x + p["bias"],
+                                           np.where(x > p["lambd"], x - p["bias"], 0.0)),
+        "Floor": lambda x, p, w: np.floor(x),
+        "Ceil": lambda x, p, w: np.ceil(x),
+        "Round": lambda x, p, w: np.round(x),  # halves to even
+        "IsNaN": lambda x, p, w: np.isnan(x).astype(np.float64),
+        "IsInf": lambda x, p, w: np.where(x == INF, p["detect_positive"],
+                                          np.where(x == -INF, p["detect_negative"], 0.0)),
+        "Not": lambda x, p, w: (x == 0).astype(np.float64),
     }
+
+
+# Ops whose output for a NaN input is not NaN (the float64 formula says what it is).
+NAN_DEFINED = {"Shrink", "IsNaN", "IsInf", "Not"}
 
 
 # ---------------------------------------------------------------- catalog --
@@ -360,6 +374,24 @@ def catalog():
                  onnx_text=f"Pow(x, Y) with scalar initializer Y={e:g}")
         c.inits = {"exponent": (f32(e), [])}
         cases.append(c)
+
+    simple("Sign")
+    simple("Shrink", 0, {"lambd": 0.5, "bias": 0.0})
+    simple("Shrink", 1, {"lambd": 1.5, "bias": 0.5}, {"lambd": f32(1.5), "bias": f32(0.5)})
+    for op in ("Floor", "Ceil", "Round"):
+        simple(op)
+    # Bool outputs (and Not's bool input) cast to and from float: LayerKit's bools are 0/1 floats.
+    to_float = ("Cast", ["b"], ["y"], {"to": 1})
+    cases.append(Case("IsNaN-0", "IsNaN", {}, build=lambda: [("IsNaN", ["x"], ["b"], {}), to_float],
+                      onnx_text="Cast(IsNaN(x), to=FLOAT)"))
+    for cid, dp, dn in ((0, 1, 1), (1, 0, 1)):
+        cases.append(Case(f"IsInf-{cid}", "IsInf", {"detect_positive": f32(dp), "detect_negative": f32(dn)},
+                          build=lambda dp=dp, dn=dn: [("IsInf", ["x"], ["b"],
+                                                       {"detect_positive": dp, "detect_negative": dn}), to_float],
+                          onnx_text=f"Cast(IsInf(x, detect_positive={dp}, detect_negative={dn}), to=FLOAT)"))
+    cases.append(Case("Not-0", "Not", {}, build=lambda: [("Cast", ["x"], ["a"], {"to": 9}),
+                                                         ("Not", ["a"], ["b"], {}), to_float],
+                      onnx_text="Cast(Not(Cast(x, to=BOOL)), to=FLOAT)"))
 
     # Linear (not an ONNX op): y = scale * x + bias.
     lin_build = lambda: [("Mul", ["x", "scale"], ["sx"], {}), ("Add", ["sx", "bias"], ["y"], {})]
@@ -525,7 +557,8 @@ def generate(out_dir):
             x64 = x.astype(np.float64)
             with np.errstate(all="ignore"):
                 f64 = np.asarray(formulas[case.op](x64, p64, w64), dtype=np.float64)
-            f64 = np.where(np.isnan(x64), np.nan, f64)
+            if case.op not in NAN_DEFINED:
+                f64 = np.where(np.isnan(x64), np.nan, f64)
             with np.errstate(all="ignore"):
                 dev = deviation(np, x, y, f64)
 

@@ -1,5 +1,5 @@
 #version 450
-// Element-wise binary arithmetic with ONNX multidirectional broadcasting.
+// Element-wise binary ops with ONNX multidirectional broadcasting.
 //
 // One invocation per output texel. Each operand has the output's rank; an
 // extent of 1 (width, height, batch) is read at coordinate 0, and an operand
@@ -7,6 +7,8 @@
 // LayerKit defines LK_OP(a, b) (vec4 in, vec4 out); alone the shader adds.
 #extension GL_GOOGLE_include_directive : require
 #include "layerkit.glsl"
+#include "ops.glsl"
+#include "broadcast.glsl"
 
 #ifndef LK_OP
 #define LK_OP(a, b) ((a) + (b))
@@ -34,15 +36,28 @@ vec4 lk_div(vec4 a, vec4 b) {
     return vec4(lk_div(a.x, b.x), lk_div(a.y, b.y), lk_div(a.z, b.z), lk_div(a.w, b.w));
 }
 
-// The texel of an operand of extents (width, height, channels, batch) that
-// output texel `id` (item n, slice s) reads.
-ivec3 lk_operand_texel(uvec4 extents, uvec3 id, uint n, uint s) {
-    uint x = extents.x == 1u ? 0u : id.x;
-    uint y = extents.y == 1u ? 0u : id.y;
-    uint item = extents.w == 1u ? 0u : n;
-    uint slice = extents.z == 1u ? 0u : s;
-    return ivec3(x, y, item * ((extents.z + 3u) / 4u) + slice);
+// C's fmod (sign of a) and Python's % (sign of b): a - trunc(a / b) * b,
+// corrected by one b where the quotient rounded across an integer. NaN for
+// b = 0 or an infinite a, a itself for an infinite b (C99), as on the CPU.
+vec4 lk_fmod(vec4 a, vec4 b) {
+    vec4 m = abs(b);
+    vec4 r = abs(a) - trunc(abs(a) / m) * m;
+    r = mix(r, r - m, greaterThanEqual(r, m));
+    r = mix(r, r + m, lessThan(r, vec4(0.0)));
+    r = mix(r, abs(a), isinf(m));
+    r = mix(r, -r, lessThan(a, vec4(0.0)));
+    bvec4 undefined = bvec4(uvec4(equal(m, vec4(0.0))) | uvec4(isinf(a)) | uvec4(lk_either_nan(a, b)));
+    return mix(r, vec4(LK_NAN), undefined);
 }
+
+vec4 lk_imod(vec4 a, vec4 b) {
+    vec4 r = lk_fmod(a, b);
+    bvec4 flip = bvec4(uvec4(notEqual(r, vec4(0.0))) & uvec4(notEqual(lessThan(r, vec4(0.0)), lessThan(b, vec4(0.0)))));
+    return mix(r, r + b, flip);
+}
+
+// Truth values: 1 where non-zero (NaN included), else 0.
+vec4 lk_truth(vec4 a) { return vec4(notEqual(a, vec4(0.0))); }
 
 void main() {
     uvec3 id = gl_GlobalInvocationID;

@@ -19,6 +19,13 @@ static inline double lk_softplus_d(double x) {
     return fmax(x, 0.0) + log1p(exp(-fabs(x)));
 }
 
+// Ties to even whatever the rounding mode (rintf follows the mode).
+static inline float lk_round_even(float v) {
+    float r = roundf(v); // ties away from zero
+    if (fabsf(r - v) == 0.5f && fmodf(r, 2.0f) != 0.0f) r -= copysignf(1.0f, v);
+    return copysignf(r, v); // round(-0.5) is -0
+}
+
 #define LK_UNARY_SCALAR(EXPR) \
     for (size_t i = 0; i < n; i++) { float v = x[i]; (void)v; y[i] = (EXPR); } \
     return
@@ -41,6 +48,9 @@ static void lk_unary_scalar(lk_unary_op op, const float *x, float *y, size_t n) 
     case LK_COS: LK_UNARY_SCALAR((float)cos((double)v));
     case LK_FLOOR: LK_UNARY_SCALAR(floorf(v));
     case LK_CEIL: LK_UNARY_SCALAR(ceilf(v));
+    case LK_ROUND: LK_UNARY_SCALAR(lk_round_even(v));
+    case LK_ISNAN: LK_UNARY_SCALAR(isnan(v) ? 1.0f : 0.0f);
+    case LK_ISINF: LK_UNARY_SCALAR(isinf(v) ? 1.0f : 0.0f);
     case LK_UNARY_OP_COUNT: return;
     }
 }
@@ -78,8 +88,18 @@ static void lk_binary_scalar(lk_binary_op op, const float *a, int a_stride, cons
     case LK_LE: LK_BINARY_SCALAR(u <= v ? 1.0f : 0.0f);
     case LK_EQ: LK_BINARY_SCALAR(u == v ? 1.0f : 0.0f);
     case LK_NE: LK_BINARY_SCALAR(u != v ? 1.0f : 0.0f);
+    case LK_FMOD: LK_BINARY_SCALAR(fmodf(u, v));
+    case LK_IMOD: LK_BINARY_SCALAR(lk_imod(u, v));
+    case LK_AND: LK_BINARY_SCALAR(u != 0.0f && v != 0.0f ? 1.0f : 0.0f);
+    case LK_OR: LK_BINARY_SCALAR(u != 0.0f || v != 0.0f ? 1.0f : 0.0f);
+    case LK_XOR: LK_BINARY_SCALAR((u != 0.0f) != (v != 0.0f) ? 1.0f : 0.0f);
     case LK_BINARY_OP_COUNT: return;
     }
+}
+
+float lk_imod(float a, float b) {
+    float r = fmodf(a, b);
+    return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
 }
 
 static void lk_select_scalar(const float *cond, const float *a, int a_stride, const float *b,

@@ -6,6 +6,11 @@
 
 #include "lk_vector.h"
 
+#include <math.h>
+
+// lk_vector.c: Python's float remainder (LK_IMOD), exact; every path calls it.
+float lk_imod(float a, float b);
+
 #if defined(__x86_64__) && defined(__ELF__)
 #define LK_HAVE_X86_VECTOR 1
 

@@ -99,6 +99,10 @@ LK_TARGET LK_INLINE lk_v lk_sigmoid(lk_v x) {
 }
 
 LK_TARGET LK_INLINE lk_v lk_recip(lk_v x) { return lk_div(lk_set1(1.0f), x); }
+LK_TARGET LK_INLINE lk_v lk_isnan(lk_v x) { return lk_bool(lk_cmp(x, x, _CMP_UNORD_Q)); }
+LK_TARGET LK_INLINE lk_v lk_isinf(lk_v x) {
+    return lk_bool(lk_cmp(lk_abs(x), lk_set1(__builtin_inff()), _CMP_EQ_OQ));
+}
 
 // tanh(x) = sign(x) * tanh(|x|). For |x| < LK_TANH_POLY_MAX, an odd
 // polynomial x + x^3 P(x^2), P of degree 5 fitted minimax (reweighted least
@@ -252,6 +256,9 @@ LK_TARGET void LK_UNARY_NAME(lk_unary_op op, const float *x, float *y, size_t n)
     case LK_COS: LK_SLEEF_UNARY(cos); return;
     case LK_FLOOR: LK_UNARY_LOOP(lk_floor);
     case LK_CEIL: LK_UNARY_LOOP(lk_ceil);
+    case LK_ROUND: LK_UNARY_LOOP(lk_round);
+    case LK_ISNAN: LK_UNARY_LOOP(lk_isnan);
+    case LK_ISINF: LK_UNARY_LOOP(lk_isinf);
     case LK_UNARY_OP_COUNT: return;
     }
 }
@@ -269,6 +276,11 @@ LK_TARGET LK_INLINE lk_v lk_lt(lk_v a, lk_v b) { return lk_bool(lk_cmp(a, b, _CM
 LK_TARGET LK_INLINE lk_v lk_le(lk_v a, lk_v b) { return lk_bool(lk_cmp(a, b, _CMP_LE_OQ)); }
 LK_TARGET LK_INLINE lk_v lk_eq(lk_v a, lk_v b) { return lk_bool(lk_cmp(a, b, _CMP_EQ_OQ)); }
 LK_TARGET LK_INLINE lk_v lk_ne(lk_v a, lk_v b) { return lk_bool(lk_cmp(a, b, _CMP_NEQ_UQ)); }
+// Logic on truth values (non-zero, NaN included, is true), as 1.0f or 0.0f.
+LK_TARGET LK_INLINE lk_v lk_truth(lk_v a) { return lk_ne(a, lk_zero()); }
+LK_TARGET LK_INLINE lk_v lk_and(lk_v a, lk_v b) { return lk_mul(lk_truth(a), lk_truth(b)); }
+LK_TARGET LK_INLINE lk_v lk_or(lk_v a, lk_v b) { return lk_max(lk_truth(a), lk_truth(b)); }
+LK_TARGET LK_INLINE lk_v lk_xor(lk_v a, lk_v b) { return lk_ne(lk_truth(a), lk_truth(b)); }
 
 // The loop for one op F and one stride pair: LA/LB load a full vector,
 // MA/MB a masked one (lanes m); a scalar operand is broadcast once (av/bv).
@@ -350,6 +362,17 @@ LK_TARGET void LK_BINARY_NAME(lk_binary_op op, const float *a, int a_stride, con
     case LK_LE: LK_BINARY(lk_le);
     case LK_EQ: LK_BINARY(lk_eq);
     case LK_NE: LK_BINARY(lk_ne);
+    case LK_AND: LK_BINARY(lk_and);
+    case LK_OR: LK_BINARY(lk_or);
+    case LK_XOR: LK_BINARY(lk_xor);
+    case LK_FMOD:
+    case LK_IMOD:
+        // Exact remainders: the C library's, element by element.
+        for (size_t i = 0; i < n; i++) {
+            float u = a[a_stride ? i : 0], v = b[b_stride ? i : 0];
+            y[i] = op == LK_FMOD ? fmodf(u, v) : lk_imod(u, v);
+        }
+        return;
     case LK_BINARY_OP_COUNT: return;
     }
 }

@@ -159,7 +159,8 @@ struct CommandHelp {
                                       "layerkit parity article.onnx --layer ArticleSwish='x * sigmoid(beta * x)'"])
 
     static let conformance = CommandHelp(
-        name: "conformance", synopsis: ["FOLDER ... [--backend cpu|gpu|both] [--expect FILE] [--passes FILE] [--markdown]"],
+        name: "conformance", synopsis: ["FOLDER ... [--backend cpu|gpu|both] [--expect FILE] [--passes FILE]",
+                                        "FOLDER ... --markdown"],
         summary: "Runs every test of the onnx package's backend-test layout (CASE/model.onnx with test_data_set_N/ of "
             + "input_K.pb and output_K.pb) under each FOLDER: the CPU against the stored outputs at ONNX's tolerance "
             + "(rtol 1e-3, atol 1e-7), the GPU by the parity rule against the CPU on the same fp16-rounded inputs, "
@@ -175,8 +176,8 @@ struct CommandHelp {
             Option("--markdown", nil, default: "off", "print the tables as Markdown (for the docs)"),
         ],
         positional: 1...Int.max,
-        examples: ["layerkit conformance onnx/backend/test/data/simple onnx/backend/test/data/pytorch-converted",
-                   "layerkit conformance DATA/simple --backend cpu --expect Tests/Conformance/expected-passes.txt"])
+        examples: ["layerkit conformance onnx/backend/test/data/simple onnx/backend/test/data/pytorch-operator",
+                   "layerkit conformance DATA/simple --backend cpu --expect expected-passes.txt"])
 
     static let inspect = CommandHelp(
         name: "inspect", synopsis: ["MODEL.onnx [--backend cpu|gpu|auto] [--layer OPTYPE=FORMULA ...] [--json]"],

@@ -26,12 +26,34 @@ struct BinaryLayerTests {
         return (0..<count).map { i in
             let position = OpLayerTest.position(i, in: shape)
             let (x, y) = (element(a, position), element(b, position))
-            switch operation {
-            case .add: return x + y
-            case .sub: return x - y
-            case .mul: return x * y
-            case .div: return x / y
-            }
+            return Self.reference(operation, x, y)
+        }
+    }
+
+    /// `x op y` in float64, written out independently of the layer.
+    static func reference(_ operation: BinaryLayer.Operation, _ x: Double, _ y: Double) -> Double {
+        func truth(_ c: Bool) -> Double { c ? 1 : 0 }
+        switch operation {
+        case .add: return x + y
+        case .sub: return x - y
+        case .mul: return x * y
+        case .div: return x / y
+        case .pow: return Foundation.pow(x, y)
+        case .max: return x.isNaN || y.isNaN ? .nan : Swift.max(x, y)
+        case .min: return x.isNaN || y.isNaN ? .nan : Swift.min(x, y)
+        case .fmod: return Foundation.fmod(x, y)
+        case .mod:
+            let r = Foundation.fmod(x, y)
+            return r != 0 && (r < 0) != (y < 0) ? r + y : r
+        case .equal: return truth(x == y)
+        case .less: return truth(x < y)
+        case .greater: return truth(x > y)
+        case .lessOrEqual: return truth(x <= y)
+        case .greaterOrEqual: return truth(x >= y)
+        case .and: return truth(x != 0 && y != 0)
+        case .or: return truth(x != 0 || y != 0)
+        case .xor: return truth((x != 0) != (y != 0))
+        case .prelu: return x >= 0 ? x : x * y
         }
     }
 
@@ -88,12 +110,13 @@ struct BinaryLayerTests {
 
     @Test func mismatchedShapesThrow() throws {
         let layer = BinaryLayer(.add)
-        #expect(throws: LayerKitError.shapeMismatch("Add: inputs 2x3 and 2x4 do not broadcast (extents must be equal or 1)")) {
+        #expect(throws: LayerKitError.shapeMismatch(
+            "Add: inputs 2x3 and 2x4 do not broadcast (extents must be equal or 1, counted from the last axis)")) {
             try layer.outputShapes(forInputShapes: [[2, 3], [2, 4]])
         }
-        #expect(throws: LayerKitError.shapeMismatch("Add: inputs 2x3 and 3 differ in rank")) {
-            try layer.outputShapes(forInputShapes: [[2, 3], [3]])
-        }
+        // Lower ranks are padded with leading 1s (numpy's rule).
+        #expect(try layer.outputShapes(forInputShapes: [[2, 3], [3]]) == [[2, 3]])
+        #expect(try layer.outputShapes(forInputShapes: [[4, 1, 3], [2, 1]]) == [[4, 2, 3]])
         #expect(throws: LayerKitError.shapeMismatch("Add takes 2 inputs, got 1")) {
             try layer.outputShapes(forInputShapes: [[2, 3]])
         }

@@ -30,6 +30,9 @@ enum Float64Formula {
             case .cos: return Foundation.cos(a)
             case .floor: return a.rounded(.down)
             case .ceil: return a.rounded(.up)
+            case .round: return a.rounded(.toNearestOrEven)
+            case .isnan: return a.isNaN ? 1 : 0
+            case .isinf: return a.isInfinite ? 1 : 0
             }
         case .binary(let f, let a, let b):
             let (a, b) = (evaluate(a, x, values: values), evaluate(b, x, values: values))

@@ -68,7 +68,8 @@ import Testing
         }
     }
 
-    /// NaN in gives NaN out for every op and every parameter case, and the
+    /// NaN in gives NaN out for every op (but the tests of NaN and the ops
+    /// ONNX defines a number for), and the
     /// ops with exp or tanh inside stay finite for large |x| on both backends.
     @Test(.enabled(if: TestGPU.isEnabled))
     func nanPropagatesAndLargeInputsStayFinite() throws {
@@ -82,7 +83,13 @@ import Testing
             }
             let cpu = try Backend(computeUnits: .cpuOnly).run(layer, inputs: [input]).outputs[0]
             let gpu = try Backend(computeUnits: .gpu, context: context).run(layer, inputs: [input]).outputs[0]
-            #expect(cpu[large.count].isNaN && gpu[large.count].isNaN, "\(definition.name)(NaN)")
+            // Ops whose NaN result ONNX defines otherwise (onnxruntime's Shrink gives 0).
+            let defined: [String: Float] = ["Shrink": 0, "IsNaN": 1, "IsInf": 0, "Not": 0]
+            if let value = defined[definition.name] {
+                #expect(cpu[large.count] == value && gpu[large.count] == value, "\(definition.name)(NaN)")
+            } else {
+                #expect(cpu[large.count].isNaN && gpu[large.count].isNaN, "\(definition.name)(NaN)")
+            }
             if ["Swish", "Sigmoid", "Tanh", "Softplus", "Mish", "Gelu", "Softsign", "Erf", "HardSwish"].contains(definition.name) {
                 for i in large.indices {
                     #expect(cpu[i].isFinite && gpu[i].isFinite, "\(definition.name)(\(large[i])): cpu \(cpu[i]) gpu \(gpu[i])")

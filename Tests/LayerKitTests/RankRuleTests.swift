@@ -105,7 +105,8 @@ struct RankRuleTests {
                 let k = shape.last ?? 1
                 return [("b", [k, 4], (0..<(4 * k)).map { Float($0 % 7) / 5 - 0.6 }), ("c", [4], [0.5, -1, 2, 0])]
             }),
-            Case(name: "MatMul", ranks: [2], initializers: { shape in
+            // numpy matmul: a rank-1 x is one row, higher ranks are batches of rows.
+            Case(name: "MatMul", ranks: all, initializers: { shape in
                 let k = shape.last ?? 1
                 return [("b", [k, 3], (0..<(3 * k)).map { Float($0 % 5) / 4 - 0.5 })]
             }),

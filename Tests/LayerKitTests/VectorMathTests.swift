@@ -87,6 +87,9 @@ private let unaryCases: [UnaryCase] = [
     unary("cos", LK_COS, -1e4...1e4) { cos($0) },
     unary("floor", LK_FLOOR, -100...100, exact: true) { floor($0) },
     unary("ceil", LK_CEIL, -100...100, exact: true) { ceil($0) },
+    unary("round", LK_ROUND, -100...100, exact: true) { $0.rounded(.toNearestOrEven) },
+    unary("isnan", LK_ISNAN, -100...100, exact: true) { $0.isNaN ? 1 : 0 },
+    unary("isinf", LK_ISINF, -100...100, exact: true) { $0.isInfinite ? 1 : 0 },
 ]
 
 /// Values every op sees: signed zeros, tiny and subnormal values, the
@@ -172,6 +175,15 @@ private let exactBinaryCases: [BinaryCase] = [
     binary("le", LK_LE) { truth($0 <= $1) },
     binary("eq", LK_EQ) { truth($0 == $1) },
     binary("ne", LK_NE) { truth($0 != $1) },
+    // fmod is exact in float as in double (the remainder is representable).
+    binary("fmod", LK_FMOD) { fmod($0, $1) },
+    binary("imod", LK_IMOD) { a, b in
+        let r = fmod(a, b)
+        return r != 0 && (r < 0) != (b < 0) ? r + b : r
+    },
+    binary("and", LK_AND) { truth($0 != 0 && $1 != 0) },
+    binary("or", LK_OR) { truth($0 != 0 || $1 != 0) },
+    binary("xor", LK_XOR) { truth(($0 != 0) != ($1 != 0)) },
 ]
 
 /// A binary or select operand: an array (stride 1) or one scalar (stride 0).

@@ -17,7 +17,8 @@
 // - Accuracy: within 2e-7 relative of the exact result (a few float ulps)
 //   where that result is a normal float, within 1e-37 absolute where it is
 //   subnormal; results beyond FLT_MAX are +-inf. Exact ops (abs, neg, add,
-//   sub, mul, div, reciprocal, sqrt, min, max, floor, ceil, comparisons,
+//   sub, mul, div, reciprocal, sqrt, min, max, floor, ceil, round, fmod, imod,
+//   comparisons, logic,
 //   select) are correctly rounded, as IEEE 754 defines them.
 
 #include <stddef.h>
@@ -42,6 +43,9 @@ typedef enum {
     LK_COS,            ///< Cosine (radians), full range reduction.
     LK_FLOOR,          ///< Largest integer <= x.
     LK_CEIL,           ///< Smallest integer >= x.
+    LK_ROUND,          ///< Nearest integer, halves to even (ONNX Round).
+    LK_ISNAN,          ///< 1.0f where x is NaN, else 0.0f.
+    LK_ISINF,          ///< 1.0f where x is +-inf, else 0.0f.
     LK_UNARY_OP_COUNT  ///< Number of unary ops; not an op.
 } lk_unary_op;
 
@@ -64,6 +68,12 @@ typedef enum {
     LK_LE,      ///< a <= b as 1.0f or 0.0f (0 if either is NaN).
     LK_EQ,      ///< a == b as 1.0f or 0.0f (0 if either is NaN; -0 == +0).
     LK_NE,      ///< a != b as 1.0f or 0.0f (1 if either is NaN).
+    LK_FMOD,    ///< fmodf(a, b): the remainder with the sign of a (C99; exact).
+    LK_IMOD,    ///< a - floor(a / b) * b with the sign of b (Python's %), exact:
+                ///< fmodf(a, b), plus b where that is non-zero and its sign differs from b's.
+    LK_AND,     ///< (a != 0) && (b != 0) as 1.0f or 0.0f (NaN counts as true, as in C).
+    LK_OR,      ///< (a != 0) || (b != 0) as 1.0f or 0.0f.
+    LK_XOR,     ///< (a != 0) != (b != 0) as 1.0f or 0.0f.
     LK_BINARY_OP_COUNT ///< Number of binary ops; not an op.
 } lk_binary_op;
 

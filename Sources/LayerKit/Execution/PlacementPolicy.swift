@@ -8,6 +8,14 @@
 /// `ModelRun.pieceTexels`: streamed piece by piece, its device memory (host
 /// memory, on an emulated device) stays a few pieces beyond the tensors,
 /// for no extra transfer. Inside a model, values stay in whole images.
+/// A layer whose GPU form holds only some shapes: it says why not for the
+/// others, and the policy runs those steps on the CPU (the reason is
+/// announced once, as every other).
+protocol ShapeLimitedGPULayer {
+    /// Why the GPU form cannot run these shapes; nil when it can.
+    func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String?
+}
+
 extension Backend {
     /// Where a step runs: `whyNotGPU` nil means the GPU (in pieces or not).
     struct PlacementDecision {
@@ -40,7 +48,15 @@ extension Backend {
         if let limited = layer as? GPUCaseLimited, let why = limited.whyNotGPU(inputShapes: inputShapes) {
             return PlacementDecision(whyNotGPU: why, inPieces: false)
         }
+        if let limited = layer as? ShapeLimitedGPULayer,
+           let why = limited.whyNotGPU(inputShapes: inputShapes, outputShapes: outputShapes) {
+            return PlacementDecision(whyNotGPU: why, inPieces: false)
+        }
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
+        // A slice image holds at least one element: an empty tensor (a Slice or Split part of extent 0) stays on the CPU.
+        if let shape = (inputShapes + outputShapes).first(where: { $0.contains(0) }) {
+            return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor is empty", inPieces: false)
+        }
         for shape in inputShapes + outputShapes {
             let image = try Tensor.nchwShape(shape)
             guard let limit = gpu.imageLimitExceeded(shape: image) else {

@@ -32,10 +32,12 @@ enum BuiltInShaders {
     static let conv2d = BuiltInShader<ConvolutionConstants>(file: "conv2d.comp", images: 2, buffers: 2)
     static let pool = BuiltInShader<PoolConstants>(file: "pool.comp", images: 2, buffers: 0)
     static let binary = BuiltInShader<BinaryConstants>(file: "binary.comp", images: 3, buffers: 0)
+    static let select = BuiltInShader<WhereConstants>(file: "where.comp", images: 4, buffers: 0)
     static let concat = BuiltInShader<ConcatConstants>(file: "concat.comp", images: ConcatLayer.inputsPerDispatch + 1,
                                                        buffers: 0)
     static let reshape = BuiltInShader<ReshapeConstants>(file: "reshape.comp", images: 2, buffers: 0)
     static let softmax = BuiltInShader<ShapeConstants>(file: "softmax.comp", images: 2, buffers: 0)
+    static let window = BuiltInShader<WindowConstants>(file: "window.comp", images: 2, buffers: 0)
     static let reduce = BuiltInShader<ReduceConstants>(file: "reduce.comp", images: 2, buffers: 0)
     static let instanceNormalization = BuiltInShader<InstanceNormalizationConstants>(file: "instancenorm.comp",
                                                                                      images: 2, buffers: 1)
@@ -105,6 +107,14 @@ struct BinaryConstants: BitwiseCopyable {
     }
 }
 
+/// `where.comp`: the output's shape, then the condition's, X's and Y's W, H, C, N.
+struct WhereConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var condition: BinaryConstants.Operand
+    var x: BinaryConstants.Operand
+    var y: BinaryConstants.Operand
+}
+
 /// `concat.comp`: the output's shape, the slices this dispatch writes, its
 /// flags, and the channel offset and count of each input (uvec4s; unused 0).
 struct ConcatConstants: BitwiseCopyable {
@@ -118,6 +128,14 @@ struct ConcatConstants: BitwiseCopyable {
 struct ReshapeConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var inputWidth, inputHeight, inputChannels: UInt32
+}
+
+/// `window.comp`: the output's shape, the input image's W, H, C, then the
+/// window's start, step and input extent per axis (N, C, H, W).
+struct WindowConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight, inputChannels: UInt32
+    var start, step, extent: SIMD4<Int32>
 }
 
 /// `reduce.comp`: the output's shape, then the input's W, H, C and slices.

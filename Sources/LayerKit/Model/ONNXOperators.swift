@@ -55,41 +55,31 @@ enum ONNXOperators {
 
     /// Every family's ops; a name listed twice is a programming error,
     /// caught by `OpTableTests`.
-    static let families: [[String: ONNXOperator]] = [core, normalization, layout]
+    static let families: [[String: ONNXOperator]] = [core, normalization, layout, data, math]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = families.reduce(into: [:]) { table, family in
         table.merge(family) { first, _ in first }
     }
 
-    /// The ops this file converts: convolution, dense layers, pooling,
-    /// reshapes and the catalog's element-wise ops.
+    /// The ops this file converts: convolution, normalization, pooling and
+    /// the catalog's one-input element-wise ops.
     static let core: [String: ONNXOperator] = {
         var ops: [String: ONNXOperator] = [
             "Conv": ONNXOperator(inputs: 2...3, convolution),
-            "Gemm": ONNXOperator(arity: { ($0 >= 11 ? 2...3 : 3...3, 1...1) }, gemm),
-            "MatMul": ONNXOperator(inputs: 2...2, matMul),
-            "Add": ONNXOperator(inputs: 2...2) { try binary($0, .add) },
-            "Sub": ONNXOperator(inputs: 2...2) { try binary($0, .sub) },
-            "Mul": ONNXOperator(inputs: 2...2) { try binary($0, .mul) },
-            "Div": ONNXOperator(inputs: 2...2) { try binary($0, .div) },
             "BatchNormalization": ONNXOperator(arity: { (5...5, $0 >= 14 ? 1...3 : 1...5) }, batchNormalization),
             "GlobalAveragePool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalAverage) },
             "GlobalMaxPool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalMax) },
             "AveragePool": ONNXOperator(inputs: 1...1) { try pool($0, average: true) },
             "MaxPool": ONNXOperator(arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
-            "Flatten": ONNXOperator(inputs: 1...1, flatten),
-            "Reshape": ONNXOperator(arity: { ($0 >= 5 ? 2...2 : 1...1, 1...1) }, reshape),
-            "Concat": ONNXOperator(inputs: 1...Int.max, concat),
             "Identity": ONNXOperator(inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },
             // Inference: Dropout passes its input through.
             "Dropout": ONNXOperator(arity: { ($0 >= 12 ? 1...3 : 1...1, 1...2) }) { _ in
                 ConvertedNode(layer: nil, inputs: [0])
             },
         ]
-        for name in catalogOps {
+        for name in catalogOps.subtracting(mathCatalogOps) {
             switch name {
-            case "PRelu", "Pow": ops[name] = ONNXOperator(inputs: 2...2, elementwise)
             case "Clip": ops[name] = ONNXOperator(arity: { ($0 >= 11 ? 1...3 : 1...1, 1...1) }, elementwise)
             default: ops[name] = ONNXOperator(inputs: 1...1, elementwise)
             }
@@ -129,41 +119,7 @@ enum ONNXOperators {
         return ConvertedNode(layer: layer, inputs: [0])
     }
 
-    static func gemm(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["alpha", "beta", "transA", "transB"])
-        let layer = try Gemm(b: node.constant(1, "B"), c: node.optionalConstant(2, "C"),
-                             alpha: node.float("alpha", default: 1), beta: node.float("beta", default: 1),
-                             transA: node.int("transA", default: 0) != 0, transB: node.int("transB", default: 0) != 0)
-        return ConvertedNode(layer: layer, inputs: [0])
-    }
-
-    static func matMul(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        guard try node.shape(0).count == 2, try node.shape(1).count == 2 else {
-            throw node.error("only 2-D MatMul is supported")
-        }
-        return ConvertedNode(layer: try Gemm(b: node.constant(1, "B"), name: "MatMul"), inputs: [0])
-    }
-
     // MARK: - Element-wise
-
-    /// Add/Sub/Mul/Div with ONNX broadcasting: the lower-rank side is
-    /// padded with leading 1s, which for a constant is done here.
-    static func binary(_ node: ONNXNodeContext, _ operation: BinaryLayer.Operation) throws -> ConvertedNode {
-        try node.requireAttributes([])
-        let (a, b) = (try node.shape(0), try node.shape(1))
-        var converted = ConvertedNode(layer: BinaryLayer(operation), inputs: [0, 1])
-        guard a.count != b.count else { return converted }
-        let low = a.count < b.count ? 0 : 1
-        guard node.initializers[low] != nil else {
-            throw node.error("inputs of ranks \(a.count) and \(b.count): broadcasting a computed tensor of lower rank "
-                             + "is not supported")
-        }
-        let constant = try node.constant(low, "input \(low)")
-        let rank = max(a.count, b.count)
-        converted.reshapedConstants[low] = try constant.reshaped(
-            to: Array(repeating: 1, count: rank - constant.shape.count) + constant.shape)
-        return converted
-    }
 
     static func batchNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["epsilon", "momentum", "training_mode", "spatial"])
@@ -178,18 +134,14 @@ enum ONNXOperators {
     }
 
     /// A catalog op: its attributes are its parameters; extra inputs that
-    /// ONNX gives as tensors (PRelu's slope, Clip's bounds, Pow's exponent)
-    /// become weights or parameters.
+    /// ONNX gives as tensors (Clip's bounds, Pow's scalar exponent) become
+    /// parameters.
     static func elementwise(_ node: ONNXNodeContext) throws -> ConvertedNode {
         guard let definition = OpDefinition.catalog.first(where: { $0.name == node.node.opType }) else {
             throw node.error("not in the catalog")
         }
         var parameters = try node.parameters()
-        var weights: [Data] = []
         switch definition.name {
-        case "PRelu":
-            let slope = try node.constant(1, "slope")
-            weights = [try perChannel(slope, of: node.shape(0), node: node).littleEndianData]
         case "Clip" where node.opset >= 11:
             for (i, name) in [(1, "min"), (2, "max")] {
                 if let bound = try node.optionalConstant(i, name) { parameters[name] = Double(try scalar(bound, name, node)) }
@@ -199,9 +151,7 @@ enum ONNXOperators {
         default:
             guard node.node.inputs.count == 1 else { throw node.error("takes one input") }
         }
-        let layer = try ElementwiseLayer(definition: definition, parameters: parameters)
-        if !weights.isEmpty { try layer.setWeightData(weights) }
-        return ConvertedNode(layer: layer, inputs: [0])
+        return ConvertedNode(layer: try ElementwiseLayer(definition: definition, parameters: parameters), inputs: [0])
     }
 
     /// A constant broadcast over the channel axis as one value per channel:
@@ -263,51 +213,5 @@ enum ONNXOperators {
         case "VALID": return .valid
         case let other: throw node.error("auto_pad '\(other)' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
         }
-    }
-
-    // MARK: - Shapes
-
-    static func flatten(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["axis"])
-        let shape = try node.shape(0)
-        let axis = try node.int("axis", default: 1)
-        let split = axis < 0 ? axis + shape.count : axis
-        guard (0...shape.count).contains(split) else { throw node.error("axis \(axis) is out of range") }
-        let output = [try node.elementCount(Array(shape[..<split])), try node.elementCount(Array(shape[split...]))]
-        return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Flatten"), inputs: [0])
-    }
-
-    static func reshape(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["allowzero"])
-        let input = try node.shape(0)
-        let allowZero = try node.int("allowzero", default: 0) != 0
-        var output = try node.constantInts(1, "the target shape")
-        for (i, extent) in output.enumerated() where extent == 0 && !allowZero {
-            guard i < input.count else { throw node.error("shape entry \(i) is 0 but the input has rank \(input.count)") }
-            output[i] = input[i]
-        }
-        let total = try node.elementCount(input)
-        let unknown = output.indices.filter { output[$0] == -1 }
-        guard unknown.count <= 1, output.allSatisfy({ $0 >= -1 }) else {
-            throw node.error("target shape \(output) is not valid")
-        }
-        if let i = unknown.first {
-            let known = try node.elementCount(output.filter { $0 != -1 })
-            guard known > 0, total % known == 0 else {
-                throw node.error("cannot reshape \(Tensor.describe(input)) to \(output)")
-            }
-            output[i] = total / known
-        }
-        guard try node.elementCount(output) == total else {
-            throw node.error("cannot reshape \(Tensor.describe(input)) (\(total) elements) to \(output)")
-        }
-        return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Reshape"), inputs: [0])
-    }
-
-    static func concat(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["axis"])
-        guard let value = try node.node.int("axis") else { throw node.error("axis is required") }
-        let axis = try node.axis(value, rank: node.shape(0).count)
-        return ConvertedNode(layer: try ConcatLayer(axis: axis), inputs: Array(node.node.inputs.indices))
     }
 }

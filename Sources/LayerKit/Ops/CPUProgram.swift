@@ -315,6 +315,9 @@ extension UnaryFunction {
         case .cos: LK_COS
         case .floor: LK_FLOOR
         case .ceil: LK_CEIL
+        case .round: LK_ROUND
+        case .isnan: LK_ISNAN
+        case .isinf: LK_ISINF
         }
     }
 }

@@ -22,6 +22,8 @@ extension Expr {
             switch f {
             case .neg: return "(-\(arg))"
             case .abs, .floor, .ceil: return "\(f.rawValue)(\(arg))"
+            case .round: return "roundEven(\(arg))"
+            case .isnan, .isinf: return "vec4(\(f.rawValue)(\(arg)))"
             default: return "lk_\(f.rawValue)(\(arg))"
             }
         case .binary(let f, let a, let b):

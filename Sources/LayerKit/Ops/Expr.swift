@@ -40,6 +40,8 @@ public indirect enum Expr: Hashable, Sendable {
 public enum UnaryFunction: String, CaseIterable, Sendable {
     case neg, abs, exp, log, log1p, expm1, sqrt, reciprocal
     case tanh, sigmoid, softplus, erf, sin, cos, floor, ceil
+    /// Nearest integer, halves to even; `isnan` and `isinf` give 1 or 0.
+    case round, isnan, isinf
 }
 
 /// Functions of two arguments. Comparisons give 1 (true) or 0 (false),

@@ -20,6 +20,11 @@ private func erf(_ a: Expr) -> Expr { a.apply(.erf) }
 private func min(_ a: Expr, _ b: Expr) -> Expr { .binary(.min, a, b) }
 private func max(_ a: Expr, _ b: Expr) -> Expr { .binary(.max, a, b) }
 private func pow(_ a: Expr, _ b: Expr) -> Expr { .binary(.pow, a, b) }
+private func round(_ a: Expr) -> Expr { a.apply(.round) }
+private func floor(_ a: Expr) -> Expr { a.apply(.floor) }
+private func ceil(_ a: Expr) -> Expr { a.apply(.ceil) }
+private func isnan(_ a: Expr) -> Expr { a.apply(.isnan) }
+private func isinf(_ a: Expr) -> Expr { a.apply(.isinf) }
 private func `where`(_ c: Expr, _ a: Expr, _ b: Expr) -> Expr { .select(c, a, b) }
 
 /// sqrt(2/pi) and 1/sqrt(2), rounded to Float.
@@ -73,6 +78,20 @@ extension OpDefinition {
         OpDefinition("Erf", formula: erf(x)),
         OpDefinition("Sin", formula: x.apply(.sin)),
         OpDefinition("Cos", formula: x.apply(.cos)),
+        // 0 and NaN come out as they went in. (-1 is written as neg(1), as it reads back from text.)
+        OpDefinition("Sign", formula: `where`(x > 0, 1, `where`(x < 0, -Expr.constant(1), x))),
+        OpDefinition("Shrink", values: [.parameter("lambd", 0.5), .parameter("bias", 0)],
+                     formula: `where`(x < -v("lambd"), x + v("bias"), `where`(x > v("lambd"), x - v("bias"), 0)),
+                     example: ["lambd": "1.5", "bias": "0.5"]),
+        OpDefinition("Floor", formula: floor(x)),
+        OpDefinition("Ceil", formula: ceil(x)),
+        OpDefinition("Round", formula: round(x)),
+        // Bool results are 0/1 floats in LayerKit.
+        OpDefinition("IsNaN", formula: isnan(x)),
+        OpDefinition("IsInf", values: [.parameter("detect_positive", 1), .parameter("detect_negative", 1)],
+                     formula: isinf(x) * `where`(x > 0, v("detect_positive"), v("detect_negative")),
+                     example: ["detect_positive": "0", "detect_negative": "1"]),
+        OpDefinition("Not", formula: .binary(.equal, x, 0)),
         OpDefinition("Pow", values: [.parameter("exponent", 2)], formula: pow(x, v("exponent")),
                      example: ["exponent": "0.5"]),
         OpDefinition("Linear", values: [.parameter("scale", 1, perChannel: true),

@@ -1,0 +1,264 @@
+import Foundation
+import LayerKitONNX
+
+/// Element-wise arithmetic, comparisons and logic on two or more tensors
+/// with broadcasting, the variadic reductions, PRelu and Pow with tensor
+/// operands, Where, MatMul and Gemm in every form, and Cast.
+extension ONNXOperators {
+    static let math: [String: ONNXOperator] = {
+        let ops: [String: ONNXOperator] = [
+            "Add": ONNXOperator(inputs: 2...2) { try binary($0, .add) },
+            "Sub": ONNXOperator(inputs: 2...2) { try binary($0, .sub) },
+            "Mul": ONNXOperator(inputs: 2...2) { try binary($0, .mul) },
+            "Div": ONNXOperator(inputs: 2...2) { try binary($0, .div) },
+            "Pow": ONNXOperator(inputs: 2...2, pow),
+            "Mod": ONNXOperator(inputs: 2...2, mod),
+            "PRelu": ONNXOperator(inputs: 2...2, prelu),
+            "Equal": ONNXOperator(inputs: 2...2) { try binary($0, .equal) },
+            "Less": ONNXOperator(inputs: 2...2) { try binary($0, .less) },
+            "Greater": ONNXOperator(inputs: 2...2) { try binary($0, .greater) },
+            "LessOrEqual": ONNXOperator(inputs: 2...2) { try binary($0, .lessOrEqual) },
+            "GreaterOrEqual": ONNXOperator(inputs: 2...2) { try binary($0, .greaterOrEqual) },
+            "And": ONNXOperator(inputs: 2...2) { try binary($0, .and) },
+            "Or": ONNXOperator(inputs: 2...2) { try binary($0, .or) },
+            "Xor": ONNXOperator(inputs: 2...2) { try binary($0, .xor) },
+            "Sum": ONNXOperator(inputs: 1...Int.max) { try variadic($0, .add) },
+            "Mean": ONNXOperator(inputs: 1...Int.max) { try variadic($0, .add, average: true) },
+            "Max": ONNXOperator(inputs: 1...Int.max) { try variadic($0, .max) },
+            "Min": ONNXOperator(inputs: 1...Int.max) { try variadic($0, .min) },
+            "Where": ONNXOperator(inputs: 3...3, whereOp),
+            "MatMul": ONNXOperator(inputs: 2...2, matMul),
+            "Gemm": ONNXOperator(arity: { ($0 >= 11 ? 2...3 : 3...3, 1...1) }, gemm),
+            "Cast": ONNXOperator(inputs: 1...1, cast),
+            "CastLike": ONNXOperator(inputs: 2...2, castLike),
+        ]
+        return ops
+    }()
+
+    /// Catalog ops this family converts itself (their tensor operands need
+    /// not be constants), so `core` leaves them out.
+    static let mathCatalogOps: Set<String> = ["PRelu", "Pow"]
+
+    // MARK: - Element-wise on two tensors
+
+    /// A two-input op with ONNX broadcasting. A constant operand of lower
+    /// rank is padded with leading 1s here, so the GPU form can read it; a
+    /// computed one is broadcast by the layer (on the CPU). Before opset 7
+    /// (opset 9 for the comparisons' and logic's `broadcast`), the legacy
+    /// `broadcast`/`axis` attributes say how B lines up with A.
+    static func binary(_ node: ONNXNodeContext, _ operation: BinaryLayer.Operation,
+                       attributes: [String] = []) throws -> ConvertedNode {
+        let legacy = node.opset < 7
+        try node.requireAttributes(attributes + (legacy ? ["broadcast", "axis", "consumed_inputs"] : []))
+        var converted = ConvertedNode(layer: BinaryLayer(operation), inputs: [0, 1])
+        let (a, b) = (try node.shape(0), try node.shape(1))
+        if legacy {
+            try legacyBroadcast(node, a, b, into: &converted)
+            return converted
+        }
+        try padConstants(node, [a, b], into: &converted)
+        return converted
+    }
+
+    /// Pads each constant input of lower rank than the output with leading
+    /// 1s (a computed one stays as it is: the layer broadcasts it).
+    static func padConstants(_ node: ONNXNodeContext, _ shapes: [[Int]], into converted: inout ConvertedNode,
+                             indices: [Int]? = nil) throws {
+        let rank = shapes.map(\.count).max() ?? 0
+        for (position, shape) in shapes.enumerated() where shape.count < rank {
+            let i = indices?[position] ?? position
+            guard node.initializers[i] != nil else { continue }
+            let constant = try node.constant(i, "input \(i)")
+            converted.reshapedConstants[i] = try constant.reshaped(
+                to: Array(repeating: 1, count: rank - constant.shape.count) + constant.shape)
+        }
+    }
+
+    /// Opset < 7: without `broadcast` the shapes must be equal; with it, B's
+    /// extents line up with A's from `axis` (default: the trailing axes).
+    static func legacyBroadcast(_ node: ONNXNodeContext, _ a: [Int], _ b: [Int],
+                                into converted: inout ConvertedNode) throws {
+        guard try node.int("broadcast", default: 0) != 0 else {
+            guard a == b else {
+                throw node.error("inputs \(Tensor.describe(a)) and \(Tensor.describe(b)) differ and broadcast is 0 (opset \(node.opset))")
+            }
+            return
+        }
+        let axis = try node.int("axis", default: a.count - b.count)
+        guard b.count <= a.count, (0...(a.count - b.count)).contains(axis),
+              zip(a[axis...], b).allSatisfy({ $0 == $1 || $1 == 1 }) else {
+            throw node.error("B \(Tensor.describe(b)) does not line up with A \(Tensor.describe(a)) at axis \(axis)")
+        }
+        let aligned = Array(repeating: 1, count: axis) + b + Array(repeating: 1, count: a.count - axis - b.count)
+        guard aligned != b else { return }
+        if axis == a.count - b.count, node.initializers[1] == nil { return }  // numpy's rule reads it so
+        let constant = try node.constant(1, "B (broadcast at axis \(axis))")
+        converted.reshapedConstants[1] = try constant.reshaped(to: aligned)
+    }
+
+    /// Pow: a constant scalar exponent is the catalog's per-element Pow (GPU
+    /// in pieces, fused chains); any other exponent broadcasts as a tensor.
+    static func pow(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        if node.opset >= 7, node.initializers[1] != nil, try node.elementCount(node.shape(1)) == 1,
+           try node.shape(1).count <= node.shape(0).count {
+            return try elementwise(node)
+        }
+        return try binary(node, .pow)
+    }
+
+    /// Mod: `fmod` 0 is Python's `%` (sign of the divisor; ONNX means it for
+    /// integers, which are floats here), 1 is C's `fmod`.
+    static func mod(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        let fmod = try node.int("fmod", default: 0)
+        guard fmod == 0 || fmod == 1 else { throw node.error("fmod must be 0 or 1, got \(fmod)") }
+        return try binary(node, fmod == 1 ? .fmod : .mod, attributes: ["fmod"])
+    }
+
+    /// PRelu: a constant slope of one value per channel is the catalog's
+    /// PRelu (per-channel weights, GPU); any other slope broadcasting to X
+    /// (unidirectionally: the output has X's shape) is the binary layer's.
+    /// Before opset 7 the slope is one value, one per channel (axis 1) or X's
+    /// shape, as PyTorch exported it then.
+    static func prelu(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(node.opset < 6 ? ["consumed_inputs"] : [])
+        let x = try node.shape(0)
+        var slope = try node.shape(1)
+        var constant = node.initializers[1] != nil ? try node.constant(1, "slope") : nil
+        if node.opset < 7, slope.reduce(1, *) != 1, slope != x {
+            guard slope.count == 1, x.count >= 2, slope[0] == x[1] else {
+                throw node.error("slope \(Tensor.describe(slope)) is neither one value, one per channel nor X's shape "
+                                 + "\(Tensor.describe(x)) (opset \(node.opset))")
+            }
+            slope = [x[1]] + Array(repeating: 1, count: x.count - 2)
+            guard let given = constant else {
+                throw node.error("a computed per-channel slope needs opset 7 or later (or a constant slope)")
+            }
+            constant = try given.reshaped(to: slope)
+        }
+        let shape: [Int]
+        do { shape = try BroadcastPlan(x, slope, layer: "PRelu").shape } catch { throw node.naming(error) }
+        guard shape == x else {
+            throw node.error("slope \(Tensor.describe(slope)) does not broadcast to X \(Tensor.describe(x)) (the output must keep X's shape)")
+        }
+        if let constant, (1...4).contains(x.count), let perChannel = try? perChannel(constant, of: x, node: node) {
+            let layer = try ElementwiseLayer(definition: try catalogDefinition("PRelu", node), parameters: [:])
+            try layer.setWeightData([perChannel.littleEndianData])
+            return ConvertedNode(layer: layer, inputs: [0])
+        }
+        var converted = ConvertedNode(layer: BinaryLayer(.prelu), inputs: [0, 1])
+        if let constant {
+            // Padded to X's rank, so the GPU form can read it.
+            converted.reshapedConstants[1] = try constant.reshaped(
+                to: Array(repeating: 1, count: x.count - constant.shape.count) + constant.shape)
+        }
+        return converted
+    }
+
+    static func catalogDefinition(_ name: String, _ node: ONNXNodeContext) throws -> OpDefinition {
+        guard let definition = OpDefinition.catalog.first(where: { $0.name == name }) else {
+            throw node.error("\(name) is not in the catalog")
+        }
+        return definition
+    }
+
+    // MARK: - Variadic
+
+    /// Sum, Mean, Max, Min of one or more inputs, broadcast together.
+    static func variadic(_ node: ONNXNodeContext, _ operation: BinaryLayer.Operation,
+                         average: Bool = false) throws -> ConvertedNode {
+        try node.requireAttributes(node.opset < 6 ? ["consumed_inputs"] : [])
+        let indices = Array(node.node.inputs.indices)
+        guard indices.allSatisfy(node.has) else { throw node.error("an input is omitted (empty name)") }
+        let layer = try BinaryLayer(operation, inputCount: indices.count, average: average, name: node.node.opType)
+        var converted = ConvertedNode(layer: layer, inputs: indices)
+        try padConstants(node, indices.map { try node.shape($0) }, into: &converted)
+        return converted
+    }
+
+    // MARK: - Where
+
+    static func whereOp(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes([])
+        return ConvertedNode(layer: WhereLayer(), inputs: [0, 1, 2])
+    }
+
+    // MARK: - Matrix products
+
+    /// MatMul: a 2-D product with a constant B is the `Gemm` layer (GPU
+    /// form); every other (any ranks, computed B) is `MatMulLayer` (CPU).
+    static func matMul(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes([])
+        if try node.shape(0).count == 2, try node.shape(1).count == 2, node.initializers[1] != nil {
+            return ConvertedNode(layer: try Gemm(b: node.constant(1, "B"), name: "MatMul"), inputs: [0])
+        }
+        return ConvertedNode(layer: MatMulLayer(), inputs: [0, 1])
+    }
+
+    /// Gemm: constant B and C (or none) make the `Gemm` layer (GPU form when
+    /// A is not transposed and C is per column); computed ones `MatMulLayer`.
+    /// Before opset 7, `broadcast` 0 requires C of shape [M, N].
+    static func gemm(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["alpha", "beta", "transA", "transB"] + (node.opset < 7 ? ["broadcast"] : []))
+        let (transA, transB) = (try node.int("transA", default: 0) != 0, try node.int("transB", default: 0) != 0)
+        let (alpha, beta) = (try node.float("alpha", default: 1), try node.float("beta", default: 1))
+        let hasC = node.has(2)
+        let (a, b) = (try node.shape(0), try node.shape(1))
+        guard a.count == 2, b.count == 2 else {
+            throw node.error("A and B must be matrices, got \(Tensor.describe(a)) and \(Tensor.describe(b))")
+        }
+        if hasC, node.opset < 7, try node.int("broadcast", default: 0) == 0 {
+            let expected = [transA ? a[1] : a[0], transB ? b[0] : b[1]]
+            guard try node.shape(2) == expected else {
+                throw node.error("C \(Tensor.describe(try node.shape(2))) must be [M, N] = \(Tensor.describe(expected)) "
+                                 + "with broadcast 0 (opset \(node.opset))")
+            }
+        }
+        if node.initializers[1] != nil, !hasC || node.initializers[2] != nil,
+           let layer = try? Gemm(b: node.constant(1, "B"), c: node.optionalConstant(2, "C"), alpha: alpha, beta: beta,
+                                 transA: transA, transB: transB),
+           (try? layer.outputShapes(forInputShapes: [a])) != nil {
+            return ConvertedNode(layer: layer, inputs: [0])
+        }
+        let layer = try MatMulLayer(transA: transA, transB: transB, alpha: alpha, beta: beta, hasC: hasC)
+        return ConvertedNode(layer: layer, inputs: hasC ? [0, 1, 2] : [0, 1])
+    }
+
+    // MARK: - Cast
+
+    /// Cast of a float tensor (LayerKit's runtime tensors are float): to a
+    /// float type the values pass through; to an integer type they are
+    /// truncated toward zero (out-of-range values are not wrapped); to BOOL
+    /// they become `x != 0` (NaN is true).
+    static func cast(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["to", "saturate", "round_mode"])
+        guard let to = try node.node.int("to") else { throw node.error("attribute 'to' is required") }
+        return try castLayer(to: ONNXDataType(rawValue: to), node)
+    }
+
+    /// CastLike: Cast to the element type of its second input, which must be
+    /// an initializer (LayerKit does not track computed tensors' types).
+    static func castLike(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["saturate", "round_mode"])
+        guard node.has(1), let target = node.initializers[1] else {
+            throw node.error("target_type (input 1) must be an initializer: LayerKit knows the element type only of constants")
+        }
+        return try castLayer(to: target.dataType, node)
+    }
+
+    /// The truncation and truth formulas of Cast, as per-element layers.
+    static let castToInteger = "where(x < 0, ceil(x), floor(x))"
+    static let castToBool = "x != 0"
+
+    static func castLayer(to type: ONNXDataType, _ node: ONNXNodeContext) throws -> ConvertedNode {
+        switch type.rawValue {
+        case 1, 10, 11, 16:  // FLOAT, FLOAT16, DOUBLE, BFLOAT16: float values pass through
+            return ConvertedNode(layer: nil, inputs: [0])
+        case 2, 3, 4, 5, 6, 7, 12, 13:  // the integer types
+            return ConvertedNode(layer: try FormulaLayer(formula: castToInteger, name: "Cast"), inputs: [0])
+        case 9:  // BOOL
+            return ConvertedNode(layer: try FormulaLayer(formula: castToBool, name: "Cast"), inputs: [0])
+        default:
+            throw node.error("Cast to \(type) is not supported (LayerKit casts to float, integer and BOOL types)")
+        }
+    }
+}
