@@ -10,7 +10,8 @@ Scripts/light_models.py: folders of CASE/model.onnx).
 Medians of --repeat runs after --warmup untimed ones; the load average is
 printed before and after (the machine is shared: read the ratios, not the
 absolute times). LayerKit runs its seeded uniform [0, 1) inputs, onnxruntime
-the same shapes from numpy (default graph optimizations, as users run it;
+the same shapes from numpy (default graph optimizations, as users run it; a
+model with layerkit::Swish nodes runs its standard-op export there;
 session.run allocating its outputs, as Model.predict does). The GPU is timed
 only for the cases named by --gpu: on lavapipe it is an emulation on the
 same CPU cores, slow and no GPU speed. Uses /work/venv or any Python with
@@ -90,8 +91,10 @@ def main():
             cpu, cpu_note = time_layerkit(args.layerkit, path, "cpu", args.threads, args.warmup, args.repeat)
             g, g_note = (time_layerkit(args.layerkit, path, "gpu", None, 1, max(3, args.repeat // 3))
                          if case in gpu else (None, "not run"))
-            ort1 = time_ort(path, 1, args.warmup, args.repeat)
-            ort2 = time_ort(path, 2, args.warmup, args.repeat)
+            # onnxruntime has no layerkit::Swish: it runs the standard-op export.
+            twin = os.path.join(folder, case.replace("_swish", ""), "model.onnx") if "_swish" in case else path
+            ort1 = time_ort(twin, 1, args.warmup, args.repeat)
+            ort2 = time_ort(twin, 2, args.warmup, args.repeat)
             row = [case, f"{cpu:.1f}" if cpu else f"- ({cpu_note})", f"{g:.1f} ({g_note})" if g else "-",
                    f"{ort1:.1f}", f"{ort2:.1f}", f"{cpu / ort2:.2f}x" if cpu else "-"]
             rows.append(row)
