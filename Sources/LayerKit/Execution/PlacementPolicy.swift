@@ -34,6 +34,13 @@ extension Backend {
         guard let gpu else { return PlacementDecision(whyNotGPU: "no GPU", inPieces: false) }
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
         for shape in inputShapes + outputShapes {
+            // A rank-5 tensor (a 3-D BatchNormalization, a global pool over
+            // a volume) has no slice image: such a step runs on the CPU.
+            guard (1...4).contains(shape.count) else {
+                return PlacementDecision(
+                    whyNotGPU: "its rank-\(shape.count) tensor \(Tensor.describe(shape)) has no slice image (rank 1 to 4)",
+                    inPieces: false)
+            }
             let image = try Tensor.nchwShape(shape)
             guard let limit = gpu.imageLimitExceeded(shape: image) else {
                 if perElement, fromHost, ImagePieces.texels(ofImageShape: image) > ModelRun.pieceTexels {
