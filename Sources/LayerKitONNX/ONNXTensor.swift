@@ -109,7 +109,7 @@ public struct ONNXTensor: Sendable, Equatable {
         }
     }
 
-    private func failure(_ text: String) -> LayerKitError {
+    func failure(_ text: String) -> LayerKitError {
         .invalidModel("tensor '\(name)' \(text)")
     }
 }
