@@ -1,6 +1,6 @@
 import LayerKitCore
 // Decoding of ONNX's protobuf messages (field numbers from onnx.proto, IR
-// version 10). Fields LayerKit does not use are skipped; fields it cannot
+// version 14). Fields LayerKit does not use are skipped; fields it cannot
 // honour (subgraphs, sparse or external tensors) are refused by name.
 
 extension ONNXModel {

@@ -4,13 +4,13 @@ import Foundation
 /// An ONNX model file, decoded: the model's header and its main graph.
 ///
 /// Decoding checks the structure (protobuf framing, field types, IR version
-/// 3 to 10, a default-domain opset of at most 24, a graph) but converts
+/// 3 to 14, a default-domain opset of at most 28, a graph) but converts
 /// nothing: nodes keep their ONNX op types and attributes, initializers
 /// their raw data until `ONNXTensor.floats()` or `int64s()` is called.
 /// Every error is a `LayerKitError.invalidModel` with one line naming the
 /// source, the byte offset and what was being read.
 public struct ONNXModel: Sendable {
-    /// The IR version of the file format (3 to 10).
+    /// The IR version of the file format (3 to 14).
     public var irVersion: Int
     /// The operator sets the model imports: domain ("" is the default ONNX
     /// domain) and version.
@@ -22,10 +22,12 @@ public struct ONNXModel: Sendable {
     /// The main graph.
     public var graph: ONNXGraph
 
-    /// The IR versions LayerKit reads.
-    public static let supportedIRVersions = 3...10
-    /// The newest default-domain opset LayerKit reads.
-    public static let maxOpset = 24
+    /// The IR versions LayerKit reads: 3 to onnx 1.23's (14). A newer IR
+    /// may add fields this decoder would skip, so it is refused.
+    public static let supportedIRVersions = 3...14
+    /// The newest default-domain opset LayerKit reads, onnx 1.23's. Which
+    /// ops a model may use is decided per op (`ONNXOpVersions`), not here.
+    public static let maxOpset = 28
 
     /// The version of the default ONNX domain ("" or "ai.onnx") the model imports.
     public var defaultOpset: Int? {

@@ -13,6 +13,16 @@ public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let int32 = ONNXDataType(rawValue: 6)
     /// 64-bit signed integer.
     public static let int64 = ONNXDataType(rawValue: 7)
+    /// 8-bit unsigned integer.
+    public static let uint8 = ONNXDataType(rawValue: 2)
+    /// 8-bit signed integer.
+    public static let int8 = ONNXDataType(rawValue: 3)
+    /// 16-bit unsigned integer.
+    public static let uint16 = ONNXDataType(rawValue: 4)
+    /// 16-bit signed integer.
+    public static let int16 = ONNXDataType(rawValue: 5)
+    /// Boolean, one byte per element.
+    public static let bool = ONNXDataType(rawValue: 9)
     /// 16-bit IEEE half float.
     public static let float16 = ONNXDataType(rawValue: 10)
     /// 64-bit IEEE double.
@@ -76,15 +86,24 @@ public struct ONNXTensor: Sendable, Equatable {
         }
     }
 
-    /// The values as Ints, from INT64 or INT32 data, in row-major order.
+    /// The values as Ints, from any integer or BOOL data up to 64 bits
+    /// (UINT32/UINT64 excepted), in row-major order.
     public func int64s() throws -> [Int] {
         switch dataType {
         case .int64:
             return try values(typed: int64Data) { Int64(bitPattern: $0) }.map { Int($0) }
         case .int32:
             return try values(typed: int32Data) { Int32(bitPattern: $0) }.map { Int($0) }
+        // Narrow integer and BOOL typed data live in int32_data, one value per element.
+        case .int8, .int16:
+            return try dataType == .int8 ? values(typed: int32Data) { (raw: UInt8) in Int32(Int8(bitPattern: raw)) }.map { Int($0) }
+                : values(typed: int32Data) { (raw: UInt16) in Int32(Int16(bitPattern: raw)) }.map { Int($0) }
+        case .uint8, .bool:
+            return try values(typed: int32Data) { (raw: UInt8) in Int32(raw) }.map { Int($0) }
+        case .uint16:
+            return try values(typed: int32Data) { (raw: UInt16) in Int32(raw) }.map { Int($0) }
         default:
-            throw failure("has type \(dataType); an INT64 or INT32 tensor was expected")
+            throw failure("has type \(dataType); an integer or BOOL tensor was expected")
         }
     }
 
