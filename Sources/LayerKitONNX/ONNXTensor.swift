@@ -128,7 +128,7 @@ public struct ONNXTensor: Sendable, Equatable {
         }
     }
 
-    func failure(_ text: String) -> LayerKitError {
+    private func failure(_ text: String) -> LayerKitError {
         .invalidModel("tensor '\(name)' \(text)")
     }
 }

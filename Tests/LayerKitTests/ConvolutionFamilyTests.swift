@@ -23,8 +23,7 @@ struct ConvolutionFamilyTests {
     static func tensor(_ url: URL) throws -> Tensor {
         let proto = try ONNXTensor(protobuf: [UInt8](try Data(contentsOf: url)), source: url.lastPathComponent)
         let values: [Float] = switch proto.dataType {
-        case .int64, .int32: try proto.int64s().map(Float.init)
-        case .bool: try proto.bools().map { $0 ? 1 : 0 }
+        case .int64, .int32, .bool: try proto.int64s().map(Float.init)
         default: try proto.floats()
         }
         return try Tensor(shape: proto.dims, values: values)

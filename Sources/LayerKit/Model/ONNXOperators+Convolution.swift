@@ -192,10 +192,10 @@ extension ONNXOperators {
             guard let initializer = node.initializers[2] else {
                 throw node.error("training_mode (input 2) is computed by the graph; LayerKit needs it as a constant false")
             }
-            let mode: [Bool]
-            do { mode = try initializer.bools() } catch { throw node.error("training_mode: \(error)") }
+            let mode: [Int]
+            do { mode = try initializer.int64s() } catch { throw node.error("training_mode: \(error)") }
             guard mode.count == 1 else { throw node.error("training_mode must be a scalar, got \(Tensor.describe(initializer.dims))") }
-            guard !mode[0] else {
+            guard mode[0] == 0 else {
                 throw node.error("training_mode true (random dropout) is not supported: LayerKit runs inference")
             }
         }
