@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Reference cases (family `conv`) for the convolution family: Conv in 1-D
 and 3-D, ConvTranspose in 1-D to 3-D, the windowed and global pools in 1-D
-and 3-D (MaxPool's Indices, dilations, ceil mode, count_include_pad),
+and 3-D (MaxPool's Indices, dilations, ceil mode, count_include_pad), LpPool
+and GlobalLpPool,
 BatchNormalization at ranks 2 to 5 and old opsets, Dropout with its mask.
 Odd channel counts, batch > 1, negative values throughout.
 
@@ -252,3 +253,13 @@ save('dropout_opset13_training_mode_false', [node], x, ['y', 'mask'], bool_mask,
      [numpy_helper.from_array(np.array(0.4, np.float32), 'ratio'), numpy_helper.from_array(np.array(False), 'training')], 13)
 case('dropout_opset12_no_mask', 'Dropout', normal(3, 4))
 legacy('dropout_opset6_is_test', 'Dropout', normal(2, 3, 3), dict(is_test=1, ratio=0.2), dict(ratio=0.2))
+
+# ---- LpPool and GlobalLpPool (CPU) ----
+case('lppool1d_p3_pads', 'LpPool', normal(2, 3, 9), dict(kernel_shape=[3], strides=[2], pads=[1, 1], p=3), opset=11)
+case('lppool2d_p1_same_upper', 'LpPool', normal(2, 5, 6, 5), dict(kernel_shape=[2, 3], strides=[2, 2], auto_pad='SAME_UPPER', p=1),
+     opset=11)
+case('lppool2d_dilations_ceil', 'LpPool', normal(1, 3, 7, 8), dict(kernel_shape=[2, 2], strides=[2, 3], dilations=[2, 1], ceil_mode=1),
+     opset=18)
+case('lppool3d_p2', 'LpPool', normal(1, 3, 4, 4, 3), dict(kernel_shape=[2, 2, 2], pads=[1, 0, 0, 0, 1, 1]), opset=11)
+case('globallppool2d_p2', 'GlobalLpPool', normal(2, 5, 4, 3), opset=2)
+case('globallppool3d_p3', 'GlobalLpPool', normal(2, 3, 3, 4, 2), dict(p=3))

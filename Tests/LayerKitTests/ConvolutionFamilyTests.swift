@@ -57,7 +57,7 @@ struct ConvolutionFamilyTests {
     @Test func theFamilyOwnsItsOps() {
         #expect(Set(ONNXOperators.core.keys).isDisjoint(with: ONNXOperators.convolution.keys))
         for op in ["Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-                   "BatchNormalization", "Dropout"] {
+                   "BatchNormalization", "Dropout", "LpPool", "GlobalLpPool"] {
             #expect(ONNXOperators.convolution[op] != nil && ONNXOperators.table[op] != nil, "\(op)")
         }
     }
@@ -229,6 +229,11 @@ struct ConvolutionFamilyTests {
         Self.expectError(Self.model("AveragePool", [1, 2, 6], attributes: [Self.attribute("kernel_shape", ints: [2]),
                                                                           Self.attribute("dilations", ints: [2])], opset: 18),
                          "'dilations' is not part of AveragePool before opset 19")
+        // LpPool dilations before opset 18, and p 0.
+        Self.expectError(Self.model("LpPool", [1, 2, 6], attributes: [Self.attribute("kernel_shape", ints: [2]),
+                                                                     Self.attribute("dilations", ints: [2])], opset: 11),
+                         "'dilations' is not part of LpPool before opset 18")
+        Self.expectError(Self.model("GlobalLpPool", [1, 2, 6], attributes: [Self.attribute("p", int: 0)]), "p 0 must be >= 1")
         // MaxPool storage_order 2.
         Self.expectError(Self.model("MaxPool", [1, 2, 6], outputs: ["y", "i"],
                                     attributes: [Self.attribute("kernel_shape", ints: [2]), Self.attribute("storage_order", int: 2)]),

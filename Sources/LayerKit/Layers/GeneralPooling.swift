@@ -1,13 +1,18 @@
-/// ONNX `MaxPool` and `AveragePool` over 1, 2 or 3 spatial axes on the
-/// CPU, with MaxPool's optional second output, `Indices`: what `Pooling`
-/// (the 1-D and 2-D pools of the CPU kernel and the GPU) does not hold.
+import Foundation
+
+/// ONNX `MaxPool`, `AveragePool` and `LpPool` (and `GlobalLpPool`, one
+/// window over the whole input) over 1, 2 or 3 spatial axes on the CPU,
+/// with MaxPool's optional second output, `Indices`: what `Pooling` (the
+/// 1-D and 2-D pools of the CPU kernel and the GPU) does not hold.
 ///
 /// The window geometry is `Padding.window`'s, axis by axis (pads, auto_pad,
 /// strides, dilations, ceil mode, as onnxruntime). An average divides by
 /// the cells of the window inside the input, or, with `countIncludePad`,
 /// inside the padded extent (with ceil mode, not the cells of a window past
 /// it), the product over the axes, as `Pooling` does. A max window that
-/// covers no input cell gives -inf; a NaN in a window propagates.
+/// covers no input cell gives -inf; a NaN in a window propagates. An Lp
+/// pool is `(sum of |x|^p over the window's input cells)^(1/p)` (pad cells
+/// add 0), summed in double precision.
 ///
 /// `Indices`: per output cell, the flat index of its maximum in the whole
 /// input tensor, `((n * C + c) * D1 + d1) * D2 + ...` (row-major, ONNX
@@ -17,7 +22,17 @@
 /// values, exact up to 2^24: a larger input is refused.
 public final class GeneralPooling: Layer, Sendable {
     /// What a window computes.
-    public let kind: Pooling.Kind
+    public enum Kind: Sendable, Equatable {
+        /// The largest value (MaxPool).
+        case max
+        /// The mean (AveragePool).
+        case average(countIncludePad: Bool)
+        /// The p-norm (LpPool; p >= 1).
+        case lpNorm(p: Int)
+    }
+
+    /// What a window computes.
+    public let kind: Kind
     /// Window extents, one per spatial axis.
     public let kernel: [Int]
     /// Window steps.
@@ -36,28 +51,29 @@ public final class GeneralPooling: Layer, Sendable {
     /// The largest input whose flat indices Float32 holds exactly.
     public static let maxIndexedElements = 1 << 24
 
-    /// A pool of `kind` `.max` or `.average` with 1 to 3 spatial axes (the
-    /// kernel's count). Throws for miscounted or non-positive values, and
-    /// for `outputsIndices` on an average pool.
-    public init(kind: Pooling.Kind, kernel: [Int], strides: [Int]? = nil, dilations: [Int]? = nil,
+    /// A pool of `kind` with 1 to 3 spatial axes (the kernel's count).
+    /// Throws for miscounted or non-positive values (window values past
+    /// 2^20 included), and for `outputsIndices` on any pool but max.
+    public init(kind: Kind, kernel: [Int], strides: [Int]? = nil, dilations: [Int]? = nil,
                 padding: Padding = .valid, ceilMode: Bool = false, outputsIndices: Bool = false,
                 columnMajorIndices: Bool = false) throws {
-        let name = kind == .max ? "MaxPool" : "AveragePool"
+        let name = Self.name(of: kind)
         let rank = kernel.count
-        switch kind {
-        case .max, .average: break
-        default: throw LayerKitError.invalidParameter("\(name): GeneralPooling runs MaxPool and AveragePool only")
+        if case .lpNorm(let p) = kind, p < 1 {
+            throw LayerKitError.invalidParameter("\(name): p must be >= 1, got \(p)")
         }
         guard (1...3).contains(rank) else {
             throw LayerKitError.invalidParameter("\(name): kernel \(kernel) must have 1 to 3 values (spatial axes)")
         }
         let strides = strides ?? Array(repeating: 1, count: rank)
         let dilations = dilations ?? Array(repeating: 1, count: rank)
+        // Bounded as ONNXNodeContext.spatial bounds them: the window arithmetic cannot overflow.
+        let bound = ONNXNodeContext.maxWindowValue
         for (what, values) in [("kernel", kernel), ("strides", strides), ("dilations", dilations)]
-        where values.count != rank || values.contains(where: { $0 <= 0 }) {
-            throw LayerKitError.invalidParameter("\(name): \(what) \(values) must be \(rank) positive values")
+        where values.count != rank || values.contains(where: { $0 <= 0 || $0 > bound }) {
+            throw LayerKitError.invalidParameter("\(name): \(what) \(values) must be \(rank) values from 1 to \(bound)")
         }
-        if case .explicit(let pads) = padding, pads.count != 2 * rank || pads.contains(where: { $0 < 0 }) {
+        if case .explicit(let pads) = padding, pads.count != 2 * rank || pads.contains(where: { $0 < 0 || $0 > bound }) {
             throw LayerKitError.invalidParameter("\(name): pads \(pads) must be \(2 * rank) values >= 0 (all begins, then all ends)")
         }
         guard !outputsIndices || kind == .max else {
@@ -73,7 +89,15 @@ public final class GeneralPooling: Layer, Sendable {
         self.columnMajorIndices = columnMajorIndices
     }
 
-    public var layerName: String { kind == .max ? "MaxPool" : "AveragePool" }
+    public var layerName: String { Self.name(of: kind) }
+
+    private static func name(of kind: Kind) -> String {
+        switch kind {
+        case .max: "MaxPool"
+        case .average: "AveragePool"
+        case .lpNorm: "LpPool"
+        }
+    }
 
     /// The windows of each spatial axis of an input shape.
     private func windows(_ shape: [Int]) throws -> [Padding.Axis] {
@@ -125,6 +149,7 @@ public final class GeneralPooling: Layer, Sendable {
         let inPlane = inExtent.reduce(1, *), outPlane = outExtent.reduce(1, *)
         let planes = input.shape[0] * input.shape[1]
         let isMax = kind == .max, includePad = kind == .average(countIncludePad: true)
+        let p: Int? = if case .lpNorm(let p) = kind { p } else { nil }
         // Per axis and output position: the window's first cell, and the
         // cells its divisor counts.
         var starts: [[Int]] = [], counts: [[Int]] = []
@@ -143,7 +168,7 @@ public final class GeneralPooling: Layer, Sendable {
                 for o0 in 0..<outExtent[0] {
                     for o1 in 0..<outExtent[1] {
                         for o2 in 0..<outExtent[2] {
-                            var best = -Float.infinity, bestIndex = -1, sum: Float = 0
+                            var best = -Float.infinity, bestIndex = -1, sum: Float = 0, norm: Double = 0
                             for k0 in 0..<k[0] {
                                 let i0 = windowStarts[0][o0] + k0 * d[0]
                                 guard i0 >= 0, i0 < inExtent[0] else { continue }
@@ -160,6 +185,9 @@ public final class GeneralPooling: Layer, Sendable {
                                                 best = v
                                                 bestIndex = i0 * flatStrides[0] + i1 * flatStrides[1] + i2 * flatStrides[2]
                                             }
+                                        } else if let p {
+                                            norm += p == 1 ? Double(abs(v)) : p == 2 ? Double(v) * Double(v)
+                                                : pow(Double(abs(v)), Double(p))
                                         } else {
                                             sum += v
                                         }
@@ -169,6 +197,8 @@ public final class GeneralPooling: Layer, Sendable {
                             if isMax {
                                 y[o] = best
                                 indices?.dataPointer[plane * outPlane + o] = Float(plane * inPlane + max(bestIndex, 0))
+                            } else if let p {
+                                y[o] = Float(p == 1 ? norm : p == 2 ? norm.squareRoot() : pow(norm, 1 / Double(p)))
                             } else {
                                 let cells = cellCounts[0][o0] * cellCounts[1][o1] * cellCounts[2][o2]
                                 y[o] = cells > 0 ? sum / Float(cells) : 0

@@ -1,5 +1,5 @@
 /// The convolution family: Conv and ConvTranspose in 1-D to 3-D, the
-/// windowed and global pools, BatchNormalization and Dropout, every opset
+/// windowed and global pools (Lp ones included), BatchNormalization and Dropout, every opset
 /// from 1 (attribute names and defaults from the ONNX operator spec; the
 /// window geometry as onnxruntime computes it).
 extension ONNXOperators {
@@ -12,6 +12,8 @@ extension ONNXOperators {
         "AveragePool": ONNXOperator(inputs: 1...1) { try pool($0, average: true) },
         "MaxPool": ONNXOperator(arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
         "Dropout": ONNXOperator(arity: { ($0 >= 12 ? 1...3 : 1...1, 1...2) }, dropout),
+        "LpPool": ONNXOperator(inputs: 1...1) { try lpPool($0, global: false) },
+        "GlobalLpPool": ONNXOperator(inputs: 1...1) { try lpPool($0, global: true) },
     ]
 
     /// The spatial axes of a windowed op's input (1 to 3), or this node's error.
@@ -131,13 +133,52 @@ extension ONNXOperators {
             throw node.error("storage_order \(storageOrder) must be 0 (row-major) or 1 (column-major)")
         }
         if rank == 3 || indices {
-            let layer = try GeneralPooling(kind: kind, kernel: kernel, strides: strides, dilations: dilations,
+            let layer = try GeneralPooling(kind: average ? .average(countIncludePad: kind == .average(countIncludePad: true)) : .max,
+                                           kernel: kernel, strides: strides, dilations: dilations,
                                            padding: padding, ceilMode: ceilMode, outputsIndices: indices,
                                            columnMajorIndices: storageOrder == 1)
             return ConvertedNode(layer: layer, inputs: [0])
         }
         let layer = try Pooling(kind: kind, kernel: kernel, strides: strides, dilations: dilations, padding: padding,
                                 ceilMode: ceilMode)
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// LpPool (windowed; ceil_mode and dilations from opset 18) and
+    /// GlobalLpPool (one window over every spatial axis), on the CPU. `p`
+    /// is an integer from opset 2; opset 1's float p must be a whole number.
+    static func lpPool(_ node: ONNXNodeContext, global: Bool) throws -> ConvertedNode {
+        try node.requireAttributes(global ? ["p"] : ["auto_pad", "ceil_mode", "dilations", "kernel_shape", "p", "pads", "strides"])
+        for name in ["ceil_mode", "dilations"] where node.node.attributes[name] != nil && node.opset < 18 {
+            throw node.error("attribute '\(name)' is not part of LpPool before opset 18 (the model imports \(node.opset))")
+        }
+        let p: Int
+        switch node.node.attributes["p"] {
+        case .float(let value)?:
+            guard value >= 1, value <= Float(1 << 20), value == value.rounded() else {
+                throw node.error("p \(value) must be a whole number >= 1")
+            }
+            p = Int(value)
+        default:
+            p = try node.int("p", default: 2)
+        }
+        guard (1...(1 << 20)).contains(p) else { throw node.error("p \(p) must be >= 1") }
+        let rank = try spatialRank(node)
+        let layer: GeneralPooling
+        if global {
+            let extents = Array(try node.shape(0)[2...])
+            guard extents.allSatisfy({ (1...ONNXNodeContext.maxWindowValue).contains($0) }) else {
+                throw node.error("input \(Tensor.describe(try node.shape(0))) has a spatial axis past \(ONNXNodeContext.maxWindowValue) cells")
+            }
+            layer = try GeneralPooling(kind: .lpNorm(p: p), kernel: extents)
+        } else {
+            guard node.node.attributes["kernel_shape"] != nil else { throw node.error("kernel_shape is required") }
+            layer = try GeneralPooling(
+                kind: .lpNorm(p: p), kernel: windowValues(node, "kernel_shape", count: rank, fill: 1),
+                strides: windowValues(node, "strides", count: rank, fill: 1),
+                dilations: windowValues(node, "dilations", count: rank, fill: 1), padding: padding(node, spatialRank: rank),
+                ceilMode: node.int("ceil_mode", default: 0) != 0)
+        }
         return ConvertedNode(layer: layer, inputs: [0])
     }
 
