@@ -48,11 +48,15 @@ public final class Convolution3D: Layer {
             throw LayerKitError.invalidWeights(
                 "Conv: bias must be [\(weights.shape[0])] (one per output channel), got \(Tensor.describe(bias.shape))")
         }
-        for (name, values) in [("strides", strides), ("dilations", dilations)] where values.count != 3 || values.contains(where: { $0 < 1 }) {
-            throw LayerKitError.invalidParameter("Conv: \(name) must be three values >= 1, got \(values)")
+        // Bounded as ONNXNodeContext.spatial bounds them: the window arithmetic cannot overflow.
+        let bound = ONNXNodeContext.maxWindowValue
+        for (name, values) in [("strides", strides), ("dilations", dilations), ("kernel", Array(weights.shape[2...]))]
+        where values.count != 3 || values.contains(where: { $0 < 1 || $0 > bound }) {
+            throw LayerKitError.invalidParameter("Conv: \(name) must be three values from 1 to \(bound), got \(values)")
         }
-        if case .explicit(let pads) = padding, pads.count != 6 || pads.contains(where: { $0 < 0 }) {
-            throw LayerKitError.invalidParameter("Conv: pads must be six values >= 0 (three begins, three ends), got \(pads)")
+        if case .explicit(let pads) = padding, pads.count != 6 || pads.contains(where: { $0 < 0 || $0 > bound }) {
+            throw LayerKitError.invalidParameter(
+                "Conv: pads must be six values from 0 to \(bound) (three begins, three ends), got \(pads)")
         }
         self.weights = try Tensor(shape: weights.shape, values: weights.values)
         self.bias = try bias.map { try Tensor(shape: $0.shape, values: $0.values) }
