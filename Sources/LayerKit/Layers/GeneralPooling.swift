@@ -156,6 +156,8 @@ public final class GeneralPooling: Layer, Sendable {
         for a in 0..<3 {
             let first = (0..<outExtent[a]).map { $0 * s[a] - axes[a].begin }
             starts.append(first)
+            // Only an average divides by them.
+            guard case .average = kind else { continue }
             let (lo, hi) = includePad ? (-axes[a].begin, inExtent[a] + axes[a].end) : (0, inExtent[a])
             counts.append(first.map { start in (0..<k[a]).filter { (lo..<hi).contains(start + $0 * d[a]) }.count })
         }
