@@ -34,9 +34,11 @@ def rng(seed=0):
 
 
 def save_case(family, name, nodes, inputs, outputs, initializers=(), opset=17, input_data=None,
-              extra_opsets=(), ir_version=None):
+              extra_opsets=(), ir_version=None, external_data=None):
     """Builds the model, runs onnxruntime on `input_data` (name -> array, in
-    the order of `inputs`) and writes the case. Returns the outputs."""
+    the order of `inputs`) and writes the case. With `external_data` (a
+    file name), every initializer is stored in that file beside the model,
+    as torch saves large models. Returns the outputs."""
     opsets = [helper.make_opsetid('', opset)] + [helper.make_opsetid(d, v) for d, v in extra_opsets]
     graph = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
     model = helper.make_model(graph, opset_imports=opsets, producer_name='layerkit-onnx-cases')
@@ -52,7 +54,11 @@ def save_case(family, name, nodes, inputs, outputs, initializers=(), opset=17, i
     folder = os.path.join(ROOT, family, name)
     data = os.path.join(folder, 'test_data_set_0')
     os.makedirs(data, exist_ok=True)
-    onnx.save(model, os.path.join(folder, 'model.onnx'))
+    if external_data:
+        onnx.save_model(model, os.path.join(folder, 'model.onnx'), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=external_data, size_threshold=0)
+    else:
+        onnx.save(model, os.path.join(folder, 'model.onnx'))
     for i, value in enumerate(inputs):
         tensor = numpy_helper.from_array(np.asarray(feeds[value.name]), value.name)
         with open(os.path.join(data, f'input_{i}.pb'), 'wb') as f:

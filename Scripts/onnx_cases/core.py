@@ -26,3 +26,13 @@ save_case(FAMILY, 'gemm_softmax', [helper.make_node('Gemm', ['x', 'w', 'c'], ['g
                                    helper.make_node('Softmax', ['g'], ['y'], axis=1)],
           [tensor_info('x', x)], [tensor_info('y', (3, 7))],
           [numpy_helper.from_array(w, 'w'), numpy_helper.from_array(c, 'c')], input_data={'x': x})
+
+# The same conv block with its weights in a file beside the model (torch's
+# layout for models over 2 GiB): LayerKit reads them from the model's folder.
+x = r.standard_normal((1, 3, 6, 5)).astype(np.float32)
+w = r.standard_normal((4, 3, 3, 3)).astype(np.float32) * 0.3
+b = r.standard_normal(4).astype(np.float32)
+save_case(FAMILY, 'external_data', [helper.make_node('Conv', ['x', 'w', 'b'], ['y'], pads=[1, 1, 1, 1])],
+          [tensor_info('x', x)], [tensor_info('y', (1, 4, 6, 5))],
+          [numpy_helper.from_array(w, 'w'), numpy_helper.from_array(b, 'b')], input_data={'x': x},
+          external_data='weights.bin')

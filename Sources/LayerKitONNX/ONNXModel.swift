@@ -43,11 +43,60 @@ extension ONNXModel {
         self = try ONNXModel(decoding: &reader)
     }
 
-    /// Reads and decodes the `.onnx` file at `url`. Throws
-    /// `LayerKitError.file` when it cannot be read.
+    /// Reads and decodes the `.onnx` file at `url`, with the external data
+    /// files its tensors name (as torch writes models over 2 GiB: a data
+    /// file beside the model). Throws `LayerKitError.file` when a file
+    /// cannot be read.
     public init(contentsOf url: URL) throws {
         let data = try RegularFile.contents(url.path)
         try self.init(data: data, source: url.lastPathComponent)
+        try loadExternalData(from: url.deletingLastPathComponent())
+    }
+
+    /// The first initializer whose data is still in an external file, if
+    /// any: a model decoded from bytes alone has no folder to read it from.
+    public var unreadExternalTensor: ONNXTensor? {
+        graph.initializerNames.lazy.compactMap { graph.initializers[$0] }.first { $0.hasExternalData }
+    }
+
+    /// Reads every initializer's external data from files in `folder`.
+    /// A location must be a relative path inside the folder (no absolute
+    /// path, no `..`, no symbolic link out of it): a model file must not
+    /// make LayerKit read anything else on the machine.
+    mutating func loadExternalData(from folder: URL) throws {
+        var files: [String: Int32] = [:]
+        defer { files.values.forEach { close($0) } }
+        for name in graph.initializerNames {
+            guard var tensor = graph.initializers[name], let external = tensor.externalData else { continue }
+            let descriptor: Int32
+            if let open = files[external.location] {
+                descriptor = open
+            } else {
+                descriptor = try ONNXModel.openExternal(external.location, in: folder, tensor: name)
+                files[external.location] = descriptor
+            }
+            try tensor.readExternalData(from: descriptor)
+            graph.initializers[name] = tensor
+        }
+    }
+
+    private static func openExternal(_ location: String, in folder: URL, tensor: String) throws -> Int32 {
+        let parts = location.split(separator: "/", omittingEmptySubsequences: false)
+        guard !location.hasPrefix("/"), !parts.contains(where: { $0 == ".." || $0.isEmpty }) else {
+            throw LayerKitError.invalidModel("tensor '\(tensor)': external data location '\(location)' must be a "
+                                             + "relative path inside the model's folder")
+        }
+        let path = folder.appendingPathComponent(location).path
+        let descriptor = try RegularFile.open(path)
+        // The folder's and the file's real paths: a symbolic link may not lead out.
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let base = realpath(folder.path, &buffer).map { String(cString: $0) }
+        let real = realpath(path, &buffer).map { String(cString: $0) }
+        guard let base, let real, real.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
+            close(descriptor)
+            throw LayerKitError.invalidModel("tensor '\(tensor)': external data '\(location)' is outside the model's folder")
+        }
+        return descriptor
     }
 }
 

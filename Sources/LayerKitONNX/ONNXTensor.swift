@@ -1,4 +1,5 @@
 import LayerKitCore
+import Foundation
 /// An ONNX element type (`TensorProto.DataType`), by its code.
 public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The ONNX code (1 = FLOAT, 7 = INT64, 10 = FLOAT16, ...).
@@ -35,6 +36,10 @@ public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringCo
         "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2",
     ]
 
+    /// Whether values of this type are floating point (FLOAT, FLOAT16,
+    /// DOUBLE, BFLOAT16): the others LayerKit reads are integers or BOOL.
+    public var isFloatingPoint: Bool { [1, 10, 11, 16].contains(rawValue) }
+
     /// The ONNX name ("FLOAT16"), or "data type N" for codes ONNX does not define.
     public var description: String {
         Self.names.indices.contains(rawValue) ? Self.names[rawValue] : "data type \(rawValue)"
@@ -59,6 +64,18 @@ public struct ONNXTensor: Sendable, Equatable {
     var int32Data: [Int32] = []
     var int64Data: [Int64] = []
     var doubleData: [Double] = []
+
+    /// Where the data is when the file keeps it outside (`data_location`
+    /// EXTERNAL): a file beside the model, a byte offset, a length.
+    struct ExternalData: Sendable, Equatable {
+        let location: String
+        let offset: Int
+        let length: Int?
+    }
+    var externalData: ExternalData?
+
+    /// Whether the data is in an external file not read yet.
+    public var hasExternalData: Bool { externalData != nil }
 
     /// The number of elements `dims` describe (1 for a scalar).
     public func elementCount() throws -> Int {
@@ -152,5 +169,54 @@ extension ONNXTensor {
     public init(protobuf data: [UInt8], source: String) throws {
         var reader = ProtobufReader(bytes: data, message: "TensorProto", source: source)
         try self.init(decoding: &reader)
+    }
+
+    /// The bytes its elements take (0 for types of no fixed width):
+    /// what `inspect` reports as a model's weight size.
+    public var byteCount: Int {
+        guard let width = elementBytes, let count = try? elementCount() else { return 0 }
+        return count * width
+    }
+
+    /// Bytes per element of the fixed-width types external data may hold.
+    private var elementBytes: Int? {
+        switch dataType {
+        case .float, .int32: return 4
+        case .int64, .double: return 8
+        case .float16, .int16, .uint16: return 2
+        case .int8, .uint8, .bool: return 1
+        default: return nil
+        }
+    }
+
+    /// Reads the external data from the open file `descriptor` into
+    /// `rawData`, checking the length against the dims and the file's size.
+    mutating func readExternalData(from descriptor: Int32) throws {
+        guard let external = externalData else { return }
+        guard let width = elementBytes else {
+            throw LayerKitError.invalidModel("tensor '\(name)' of type \(dataType) cannot be read from external data")
+        }
+        let (bytes, overflow) = try elementCount().multipliedReportingOverflow(by: width)
+        guard !overflow, external.length.map({ $0 == bytes }) ?? true else {
+            throw LayerKitError.invalidModel("tensor '\(name)': external data length \(external.length ?? -1) does not "
+                                             + "match dims \(dims) of \(dataType) (\(bytes) bytes)")
+        }
+        var status = stat()
+        let (end, past) = external.offset.addingReportingOverflow(bytes)
+        guard fstat(descriptor, &status) == 0, !past, end <= Int(status.st_size) else {
+            throw LayerKitError.invalidModel("tensor '\(name)': external data '\(external.location)' holds \(status.st_size) "
+                                             + "bytes, fewer than offset \(external.offset) + \(bytes)")
+        }
+        var data = [UInt8](repeating: 0, count: bytes)
+        var done = 0
+        while done < bytes {
+            let n = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, bytes - done, off_t(external.offset + done)) }
+            guard n > 0 else {
+                throw LayerKitError.file("cannot read external data '\(external.location)' of tensor '\(name)'")
+            }
+            done += n
+        }
+        rawData = data
+        externalData = nil
     }
 }

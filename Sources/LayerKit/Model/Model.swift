@@ -90,20 +90,30 @@ public final class Model: @unchecked Sendable {
     public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                             threads: Int? = nil, registry: LayerRegistry = .shared,
                             notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
-        let data = try RegularFile.contents(url.path)
-        try self.init(data: data, name: url.lastPathComponent, computeUnits: computeUnits, backend: backend,
-                      threads: threads, registry: registry, notice: notice)
+        try self.init(model: ONNXModel(contentsOf: url), name: url.lastPathComponent, computeUnits: computeUnits,
+                      backend: backend, threads: threads, registry: registry, notice: notice)
     }
 
-    /// Loads an ONNX model from its bytes; `name` names it in errors.
-    public init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
-                threads: Int? = nil, registry: LayerRegistry = .shared,
-                notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
+    /// Loads an ONNX model from its bytes; `name` names it in errors. A
+    /// model whose weights are in external files must be loaded with
+    /// `init(contentsOf:)`, which finds them beside it.
+    public convenience init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .automatic,
+                            backend: Backend? = nil, threads: Int? = nil, registry: LayerRegistry = .shared,
+                            notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
+        try self.init(model: ONNXModel(data: data, source: name), name: name, computeUnits: computeUnits,
+                      backend: backend, threads: threads, registry: registry, notice: notice)
+    }
+
+    private init(model: ONNXModel, name: String, computeUnits: ComputeUnits, backend: Backend?, threads: Int?,
+                 registry: LayerRegistry, notice: @escaping @Sendable (String) -> Void) throws {
         if backend != nil, threads != nil {
             throw LayerKitError.invalidParameter("threads sets the thread count of the backend a model makes; "
                                                  + "a shared backend has its own (Backend(threads:))")
         }
-        let model = try ONNXModel(data: data, source: name)
+        if let tensor = model.unreadExternalTensor {
+            throw LayerKitError.invalidModel("\(name): tensor '\(tensor.name)' keeps its data in an external file; "
+                                             + "load the model from its file (Model(contentsOf:)) so LayerKit finds it")
+        }
         do {
             importer = try ONNXImporter(model: model, registry: registry)
         } catch LayerKitError.invalidModel(let message) {
@@ -229,7 +239,7 @@ public final class Model: @unchecked Sendable {
         }
     }
 
-    private static func describe(_ value: ONNXValueInfo, _ dims: [ONNXDimension]) -> ValueDescription {
+    static func describe(_ value: ONNXValueInfo, _ dims: [ONNXDimension]) -> ValueDescription {
         ValueDescription(name: value.name, dimensions: dims.map(Dimension.init),
                          dataType: value.elementType.flatMap { ElementType(rawValue: $0.rawValue) })
     }
