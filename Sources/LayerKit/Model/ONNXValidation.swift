@@ -11,6 +11,7 @@ enum ONNXValidation {
     static func validated(_ model: ONNXModel) throws -> ONNXModel {
         let graph = model.graph
         let opset = model.defaultOpset ?? 0
+        let mlOpset = model.opsetImports.first { $0.domain == ONNXOperators.mlDomain }?.version ?? 1
         var inputNames = Set<String>()
         for input in graph.inputs {
             guard !input.name.isEmpty else { throw LayerKitError.invalidModel("a graph input has an empty name") }
@@ -28,9 +29,12 @@ enum ONNXValidation {
         // Which node makes each node output.
         var producer: [String: Int] = [:]
         for (position, node) in graph.nodes.enumerated() {
-            if node.isStandard, let arity = ONNXOperators.arity(of: node.opType, opset: opset) {
-                try check(node.inputs.count, arity.inputs, "inputs", node, opset)
-                try check(node.outputs.count, arity.outputs, "outputs", node, opset)
+            let arity = node.isStandard ? ONNXOperators.arity(of: node.opType, opset: opset)
+                : node.domain == ONNXOperators.mlDomain ? ONNXOperators.mlTable[node.opType]?.arity(0) : nil
+            if let arity {
+                let version = node.isStandard ? opset : mlOpset
+                try check(node.inputs.count, arity.inputs, "inputs", node, version)
+                try check(node.outputs.count, arity.outputs, "outputs", node, version)
             }
             for output in node.outputs where !output.isEmpty {
                 if inputNames.contains(output) {
