@@ -311,9 +311,9 @@ standard twin, where Swish is `Mul(x, beta) -> Sigmoid -> Mul(x, .)`.
   Both draw weights and input from the same seed, so batch item 0 of
   `small_cnn_batch2` equals `small_cnn`'s input and output.
 - `typed_fields`: initializers in `float_data` / `int64_data` instead of `raw_data`.
+- `dynamic_reshape`: the Reshape target comes from a Shape node (folded at load).
 - Error cases (the lead's converter must refuse these with a clear message):
   `unsupported_op` (Einsum), `custom_missing` (op `MyLayer`, domain `com.example`),
-  `dynamic_reshape` (the Reshape shape comes from a Shape node),
   `opset_too_new` (opset 99; the reader refuses it).
 """
 

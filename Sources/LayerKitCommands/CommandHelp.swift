@@ -80,7 +80,7 @@ struct CommandHelp {
     static func named(_ word: String) -> CommandHelp? { all.first { $0.name == word.lowercased() } }
 
     /// Every command, in the order the general help lists them.
-    static let all: [CommandHelp] = [devices, ops, apply, parity, inspect, run, demo, bench, profile]
+    static let all: [CommandHelp] = [devices, ops, apply, parity, inspect, run, demo, bench, profile, conformance]
 
     // MARK: Options several commands share
 
@@ -157,6 +157,23 @@ struct CommandHelp {
         ],
         positional: 0...1, examples: ["layerkit parity --op Swish --param beta=2 --shape 1x6x64x64", "layerkit parity --all",
                                       "layerkit parity article.onnx --layer ArticleSwish='x * sigmoid(beta * x)'"])
+
+    static let conformance = CommandHelp(
+        name: "conformance", synopsis: ["FOLDER ... [--backend cpu|gpu|both] [--expect FILE] [--markdown]"],
+        summary: "Runs every test of the onnx package's backend-test layout (CASE/model.onnx with test_data_set_N/ of "
+            + "input_K.pb and output_K.pb) under each FOLDER: the CPU against the stored outputs at ONNX's tolerance "
+            + "(rtol 1e-3, atol 1e-7), the GPU by the parity rule against the CPU on the same fp16-rounded inputs. "
+            + "Prints a row per case and the pass counts per folder; exits 1 when a case listed in --expect fails.",
+        options: [
+            Option("--backend", "cpu|gpu|both", default: "both", "which backends run each case"),
+            Option("--expect", "FILE", default: "none",
+                   "lines 'FOLDER/CASE cpu|gpu' that must pass: one that fails is a regression (exit 1); "
+                   + "cases passing but not listed are reported"),
+            Option("--markdown", nil, default: "off", "print the tables as Markdown (for the docs)"),
+        ],
+        positional: 1...Int.max,
+        examples: ["layerkit conformance onnx/backend/test/data/simple onnx/backend/test/data/pytorch-converted",
+                   "layerkit conformance DATA/simple --backend cpu --expect Tests/Conformance/expected-passes.txt"])
 
     static let inspect = CommandHelp(
         name: "inspect", synopsis: ["MODEL.onnx [--backend cpu|gpu|auto] [--layer OPTYPE=FORMULA ...] [--json]"],

@@ -90,6 +90,7 @@ public enum LayerKitCommands {
             case "run": return try RunCommand.run(rest, console: console)
             case "bench": return try BenchCommand.run(rest, console: console)
             case "profile": return try ProfileCommand.run(rest, console: console)
+            case "conformance": return try ConformanceCommand.run(rest, console: console)
             case "help", "--help", "-h":
                 if rest.count > 1 { throw UsageError("help takes one command name, got \(rest.count)") }
                 if let name = rest.first {

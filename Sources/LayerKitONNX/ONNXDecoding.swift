@@ -1,6 +1,6 @@
 import LayerKitCore
 // Decoding of ONNX's protobuf messages (field numbers from onnx.proto, IR
-// version 10). Fields LayerKit does not use are skipped; fields it cannot
+// version 14). Fields LayerKit does not use are skipped; fields it cannot
 // honour (subgraphs, sparse or external tensors) are refused by name.
 
 extension ONNXModel {
@@ -191,10 +191,13 @@ extension ONNXAttribute {
 }
 
 extension ONNXTensor {
-    /// Decodes a `TensorProto`, refusing external, segmented and negative-sized tensors.
+    /// Decodes a `TensorProto`, refusing segmented and negative-sized
+    /// tensors. External data is recorded (`externalData`), read later by
+    /// `ONNXModel.loadExternalData(from:)`.
     init(decoding reader: inout ProtobufReader) throws {
         self.init(name: "", dims: [], dataType: ONNXDataType(rawValue: 0))
         var dims: [Int64] = [], external = false, strings = 0
+        var entries: [String: String] = [:]
         while let field = try reader.nextField() {
             switch field.number {
             case 1: try reader.appendInt64s(field, "dims", to: &dims)
@@ -207,17 +210,35 @@ extension ONNXTensor {
             case 8: name = try reader.string(field, "name")
             case 9: rawData = Array(try reader.bytes(field, "raw_data"))
             case 10: try reader.appendDoubles(field, "double_data", to: &doubleData)
-            case 13: external = true; try reader.skip(field)
+            case 13:
+                var entry = try reader.message(field, "external_data", type: "StringStringEntryProto")
+                var key = "", value = ""
+                while let part = try entry.nextField() {
+                    switch part.number {
+                    case 1: key = try entry.string(part, "key")
+                    case 2: value = try entry.string(part, "value")
+                    default: try entry.skip(part)
+                    }
+                }
+                entries[key] = value
             case 14:
                 let location = try reader.int32(field, "data_location")
                 external = external || location == 1
             default: try reader.skip(field)
             }
         }
-        guard !external else {
-            throw reader.error("tensor '\(name)' keeps its data in an external file, which is not supported; "
-                               + "save the model with its weights inside (onnx.save_model(..., "
-                               + "save_as_external_data=False))", at: reader.offset)
+        if external {
+            guard let location = entries["location"], !location.isEmpty else {
+                throw reader.error("tensor '\(name)' keeps its data outside the file but names no location", at: reader.offset)
+            }
+            func number(_ key: String) throws -> Int? {
+                guard let text = entries[key] else { return nil }
+                guard let value = Int(text), value >= 0 else {
+                    throw reader.error("tensor '\(name)': external data \(key) '\(text)' is not a byte count", at: reader.offset)
+                }
+                return value
+            }
+            externalData = ExternalData(location: location, offset: try number("offset") ?? 0, length: try number("length"))
         }
         guard dims.allSatisfy({ $0 >= 0 }) else {
             throw reader.error("tensor '\(name)' has negative dims \(dims)", at: reader.offset)
@@ -225,6 +246,13 @@ extension ONNXTensor {
         self.dims = dims.map { Int($0) }
         // The dims must describe no more elements than the file holds: every
         // later use (shapes, Flatten's products, allocations) trusts them.
+        // External data is checked the same way once it is read.
+        guard externalData == nil else {
+            guard (try? elementCount()) != nil else {
+                throw reader.error("tensor '\(name)' has dims \(dims) that give no element count", at: reader.offset)
+            }
+            return
+        }
         let held = heldElements(strings: strings)
         guard let count = try? elementCount(), count <= held else {
             throw reader.error("tensor '\(name)' has dims \(dims) but holds data for \(held) elements", at: reader.offset)

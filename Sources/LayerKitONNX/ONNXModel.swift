@@ -4,13 +4,13 @@ import Foundation
 /// An ONNX model file, decoded: the model's header and its main graph.
 ///
 /// Decoding checks the structure (protobuf framing, field types, IR version
-/// 3 to 10, a default-domain opset of at most 24, a graph) but converts
+/// 3 to 14, a default-domain opset of at most 28, a graph) but converts
 /// nothing: nodes keep their ONNX op types and attributes, initializers
 /// their raw data until `ONNXTensor.floats()` or `int64s()` is called.
 /// Every error is a `LayerKitError.invalidModel` with one line naming the
 /// source, the byte offset and what was being read.
 public struct ONNXModel: Sendable {
-    /// The IR version of the file format (3 to 10).
+    /// The IR version of the file format (3 to 14).
     public var irVersion: Int
     /// The operator sets the model imports: domain ("" is the default ONNX
     /// domain) and version.
@@ -22,10 +22,12 @@ public struct ONNXModel: Sendable {
     /// The main graph.
     public var graph: ONNXGraph
 
-    /// The IR versions LayerKit reads.
-    public static let supportedIRVersions = 3...10
-    /// The newest default-domain opset LayerKit reads.
-    public static let maxOpset = 24
+    /// The IR versions LayerKit reads: 3 to onnx 1.23's (14). A newer IR
+    /// may add fields this decoder would skip, so it is refused.
+    public static let supportedIRVersions = 3...14
+    /// The newest default-domain opset LayerKit reads, onnx 1.23's. Which
+    /// ops a model may use is decided per op (`ONNXOpVersions`), not here.
+    public static let maxOpset = 28
 
     /// The version of the default ONNX domain ("" or "ai.onnx") the model imports.
     public var defaultOpset: Int? {
@@ -41,11 +43,60 @@ extension ONNXModel {
         self = try ONNXModel(decoding: &reader)
     }
 
-    /// Reads and decodes the `.onnx` file at `url`. Throws
-    /// `LayerKitError.file` when it cannot be read.
+    /// Reads and decodes the `.onnx` file at `url`, with the external data
+    /// files its tensors name (as torch writes models over 2 GiB: a data
+    /// file beside the model). Throws `LayerKitError.file` when a file
+    /// cannot be read.
     public init(contentsOf url: URL) throws {
         let data = try RegularFile.contents(url.path)
         try self.init(data: data, source: url.lastPathComponent)
+        try loadExternalData(from: url.deletingLastPathComponent())
+    }
+
+    /// The first initializer whose data is still in an external file, if
+    /// any: a model decoded from bytes alone has no folder to read it from.
+    public var unreadExternalTensor: ONNXTensor? {
+        graph.initializerNames.lazy.compactMap { graph.initializers[$0] }.first { $0.hasExternalData }
+    }
+
+    /// Reads every initializer's external data from files in `folder`.
+    /// A location must be a relative path inside the folder (no absolute
+    /// path, no `..`, no symbolic link out of it): a model file must not
+    /// make LayerKit read anything else on the machine.
+    mutating func loadExternalData(from folder: URL) throws {
+        var files: [String: Int32] = [:]
+        defer { files.values.forEach { close($0) } }
+        for name in graph.initializerNames {
+            guard var tensor = graph.initializers[name], let external = tensor.externalData else { continue }
+            let descriptor: Int32
+            if let open = files[external.location] {
+                descriptor = open
+            } else {
+                descriptor = try ONNXModel.openExternal(external.location, in: folder, tensor: name)
+                files[external.location] = descriptor
+            }
+            try tensor.readExternalData(from: descriptor)
+            graph.initializers[name] = tensor
+        }
+    }
+
+    private static func openExternal(_ location: String, in folder: URL, tensor: String) throws -> Int32 {
+        let parts = location.split(separator: "/", omittingEmptySubsequences: false)
+        guard !location.hasPrefix("/"), !parts.contains(where: { $0 == ".." || $0.isEmpty }) else {
+            throw LayerKitError.invalidModel("tensor '\(tensor)': external data location '\(location)' must be a "
+                                             + "relative path inside the model's folder")
+        }
+        let path = folder.appendingPathComponent(location).path
+        let descriptor = try RegularFile.open(path)
+        // The folder's and the file's real paths: a symbolic link may not lead out.
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let base = realpath(folder.path, &buffer).map { String(cString: $0) }
+        let real = realpath(path, &buffer).map { String(cString: $0) }
+        guard let base, let real, real.hasPrefix(base.hasSuffix("/") ? base : base + "/") else {
+            close(descriptor)
+            throw LayerKitError.invalidModel("tensor '\(tensor)': external data '\(location)' is outside the model's folder")
+        }
+        return descriptor
     }
 }
 

@@ -1,4 +1,5 @@
 import LayerKitCore
+import Foundation
 /// An ONNX element type (`TensorProto.DataType`), by its code.
 public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     /// The ONNX code (1 = FLOAT, 7 = INT64, 10 = FLOAT16, ...).
@@ -13,6 +14,16 @@ public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let int32 = ONNXDataType(rawValue: 6)
     /// 64-bit signed integer.
     public static let int64 = ONNXDataType(rawValue: 7)
+    /// 8-bit unsigned integer.
+    public static let uint8 = ONNXDataType(rawValue: 2)
+    /// 8-bit signed integer.
+    public static let int8 = ONNXDataType(rawValue: 3)
+    /// 16-bit unsigned integer.
+    public static let uint16 = ONNXDataType(rawValue: 4)
+    /// 16-bit signed integer.
+    public static let int16 = ONNXDataType(rawValue: 5)
+    /// Boolean, one byte per element.
+    public static let bool = ONNXDataType(rawValue: 9)
     /// 16-bit IEEE half float.
     public static let float16 = ONNXDataType(rawValue: 10)
     /// 64-bit IEEE double.
@@ -50,6 +61,18 @@ public struct ONNXTensor: Sendable, Equatable {
     var int64Data: [Int64] = []
     var doubleData: [Double] = []
 
+    /// Where the data is when the file keeps it outside (`data_location`
+    /// EXTERNAL): a file beside the model, a byte offset, a length.
+    struct ExternalData: Sendable, Equatable {
+        let location: String
+        let offset: Int
+        let length: Int?
+    }
+    var externalData: ExternalData?
+
+    /// Whether the data is in an external file not read yet.
+    public var hasExternalData: Bool { externalData != nil }
+
     /// The number of elements `dims` describe (1 for a scalar).
     public func elementCount() throws -> Int {
         try dims.reduce(1) { count, dim in
@@ -76,15 +99,24 @@ public struct ONNXTensor: Sendable, Equatable {
         }
     }
 
-    /// The values as Ints, from INT64 or INT32 data, in row-major order.
+    /// The values as Ints, from any integer or BOOL data up to 64 bits
+    /// (UINT32/UINT64 excepted), in row-major order.
     public func int64s() throws -> [Int] {
         switch dataType {
         case .int64:
             return try values(typed: int64Data) { Int64(bitPattern: $0) }.map { Int($0) }
         case .int32:
             return try values(typed: int32Data) { Int32(bitPattern: $0) }.map { Int($0) }
+        // Narrow integer and BOOL typed data live in int32_data, one value per element.
+        case .int8, .int16:
+            return try dataType == .int8 ? values(typed: int32Data) { (raw: UInt8) in Int32(Int8(bitPattern: raw)) }.map { Int($0) }
+                : values(typed: int32Data) { (raw: UInt16) in Int32(Int16(bitPattern: raw)) }.map { Int($0) }
+        case .uint8, .bool:
+            return try values(typed: int32Data) { (raw: UInt8) in Int32(raw) }.map { Int($0) }
+        case .uint16:
+            return try values(typed: int32Data) { (raw: UInt16) in Int32(raw) }.map { Int($0) }
         default:
-            throw failure("has type \(dataType); an INT64 or INT32 tensor was expected")
+            throw failure("has type \(dataType); an integer or BOOL tensor was expected")
         }
     }
 
@@ -133,5 +165,47 @@ extension ONNXTensor {
     public init(protobuf data: [UInt8], source: String) throws {
         var reader = ProtobufReader(bytes: data, message: "TensorProto", source: source)
         try self.init(decoding: &reader)
+    }
+
+    /// Bytes per element of the fixed-width types external data may hold.
+    private var elementBytes: Int? {
+        switch dataType {
+        case .float, .int32: return 4
+        case .int64, .double: return 8
+        case .float16, .int16, .uint16: return 2
+        case .int8, .uint8, .bool: return 1
+        default: return nil
+        }
+    }
+
+    /// Reads the external data from the open file `descriptor` into
+    /// `rawData`, checking the length against the dims and the file's size.
+    mutating func readExternalData(from descriptor: Int32) throws {
+        guard let external = externalData else { return }
+        guard let width = elementBytes else {
+            throw LayerKitError.invalidModel("tensor '\(name)' of type \(dataType) cannot be read from external data")
+        }
+        let (bytes, overflow) = try elementCount().multipliedReportingOverflow(by: width)
+        guard !overflow, external.length.map({ $0 == bytes }) ?? true else {
+            throw LayerKitError.invalidModel("tensor '\(name)': external data length \(external.length ?? -1) does not "
+                                             + "match dims \(dims) of \(dataType) (\(bytes) bytes)")
+        }
+        var status = stat()
+        let (end, past) = external.offset.addingReportingOverflow(bytes)
+        guard fstat(descriptor, &status) == 0, !past, end <= Int(status.st_size) else {
+            throw LayerKitError.invalidModel("tensor '\(name)': external data '\(external.location)' holds \(status.st_size) "
+                                             + "bytes, fewer than offset \(external.offset) + \(bytes)")
+        }
+        var data = [UInt8](repeating: 0, count: bytes)
+        var done = 0
+        while done < bytes {
+            let n = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, bytes - done, off_t(external.offset + done)) }
+            guard n > 0 else {
+                throw LayerKitError.file("cannot read external data '\(external.location)' of tensor '\(name)'")
+            }
+            done += n
+        }
+        rawData = data
+        externalData = nil
     }
 }

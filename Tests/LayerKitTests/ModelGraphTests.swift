@@ -70,13 +70,32 @@ struct ModelGraphTests {
         }
     }
 
+    /// Integer inputs are constants of the plan, made at the first predict
+    /// from their values: integer arithmetic on them folds, and a float op
+    /// reading them is refused then, naming the node.
+    @Test func integerInputsAreReadAtPrepare() throws {
+        let add = ONNXBytes.node("Add", inputs: ["x", "c"], outputs: ["y"], name: "add")
+        let data = Self.model(nodes: [add], inputs: [Self.value("x", [3], type: 7)], outputs: [Self.value("y", [3])],
+                              initializers: [ONNXBytes.tensor("c", dims: [1], type: 7, PB.bytes(9, PB.littleEndian([Int64(-5)])))])
+        let model = try Model(data: data, computeUnits: .cpuOnly)
+        #expect(model.nodes.isEmpty)
+        let y = try #require(try model.predict(inputs: ["x": Tensor(shape: [3], values: [1, 2, 40])])["y"])
+        #expect(y.values == [-4, -3, 35])
+        #expect(throws: LayerKitError.self) { _ = try model.predict(inputs: ["x": Tensor(shape: [3], values: [1, 2.5, 3])]) }
+        let relu = Self.model(nodes: [ONNXBytes.node("Relu", name: "relu")], inputs: [Self.value("x", [2], type: 7)],
+                              outputs: [Self.value("y", [2])])
+        #expect {
+            _ = try Model(data: relu, computeUnits: .cpuOnly).predict(inputs: ["x": Tensor(shape: [2], values: [1, -1])])
+        } throws: { error in
+            "\(error)".contains("node 'relu' (Relu)") && "\(error)".contains("INT64")
+        }
+    }
+
     @Test func unresolvableGraphsAreClearErrors() throws {
         let relu = ONNXBytes.node("Relu", name: "relu")
         let cases: [(Data, String)] = [
             (Self.model(nodes: [relu], inputs: [Self.value("x", nil)], outputs: [Self.value("y", nil)]),
              "input 'x' has no shape: its rank cannot be resolved"),
-            (Self.model(nodes: [relu], inputs: [Self.value("x", [2], type: 7)], outputs: [Self.value("y", [2])]),
-             "input 'x' is INT64; LayerKit runs float32 inputs"),
             (Self.model(nodes: [ONNXBytes.node("Relu", inputs: ["z"], name: "relu")], inputs: [Self.value("x", [2])],
                         outputs: [Self.value("y", [2])]),
              "node 'relu' (Relu) reads 'z', which no graph input, initializer or node makes"),

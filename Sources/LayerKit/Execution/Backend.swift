@@ -174,7 +174,9 @@ public final class Backend: @unchecked Sendable {
         }
     }
 
-    private func announce(_ message: String) {
+    /// Sends `message` through `notice` once per backend (a model's
+    /// conversion notices: DOUBLE inputs computed in float32).
+    func announce(_ message: String) {
         lock.lock()
         let isNew = announced.insert(message).inserted
         lock.unlock()

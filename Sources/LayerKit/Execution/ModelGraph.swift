@@ -70,4 +70,17 @@ struct ModelGraph {
         for output in outputs { last[output] = steps.count }
         return last
     }
+
+    /// Drops the steps whose outputs no later step reads and that are not
+    /// graph outputs (Dropout's mask, a branch a model computes and never
+    /// uses), last to first, so what only they read goes too.
+    mutating func removeUnreadSteps() {
+        var read = Set(outputs)
+        var kept: [Step] = []
+        for step in steps.reversed() where step.outputs.contains(where: read.contains) {
+            read.formUnion(step.inputs)
+            kept.append(step)
+        }
+        steps = kept.reversed()
+    }
 }

@@ -69,8 +69,9 @@ final class ModelRun {
         try finishGPUWork()
         return try graph.outputs.map { v in
             guard let tensor = host[v] else { throw LayerKitError.unsupported("output '\(graph.values[v].name)' was not computed") }
-            // Never hand back the caller's own input tensor as an output.
-            return graph.inputs.contains(v) ? try tensor.reshaped(to: tensor.shape) : tensor
+            // Never hand back the caller's own input tensor, or the plan's
+            // constant (an output folded at load), as an output.
+            return graph.inputs.contains(v) || graph.values[v].constant != nil ? try tensor.reshaped(to: tensor.shape) : tensor
         }
     }
 

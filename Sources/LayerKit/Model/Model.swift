@@ -64,8 +64,20 @@ public final class Model: @unchecked Sendable {
     /// How errors name the model (its file name).
     private let name: String
     private let lock = NSLock()
-    private var plans: [[[Int]]: ModelPlan] = [:]
-    private var lastPlan: ModelPlan
+    private var plans: [PlanKey: ModelPlan] = [:]
+    private var lastPlan: ModelPlan?
+
+    /// What a plan is made for: the input shapes, and the values of the
+    /// integer inputs (constants of the plan, `ONNXImporter.graph`).
+    private struct PlanKey: Hashable {
+        let shapes: [[Int]]
+        let integerValues: [[Int64]]
+    }
+
+    /// Whether input `i` is an integer or BOOL input, whose values are read at prepare.
+    private func isIntegerInput(_ i: Int) -> Bool {
+        inputs[i].dataType?.isInteger ?? false
+    }
 
     /// Loads the ONNX model at `url`. `computeUnits` picks the backend
     /// unless `backend` shares one. Placement notices go to `notice` when the
@@ -78,20 +90,30 @@ public final class Model: @unchecked Sendable {
     public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                             threads: Int? = nil, registry: LayerRegistry = .shared,
                             notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
-        let data = try RegularFile.contents(url.path)
-        try self.init(data: data, name: url.lastPathComponent, computeUnits: computeUnits, backend: backend,
-                      threads: threads, registry: registry, notice: notice)
+        try self.init(model: ONNXModel(contentsOf: url), name: url.lastPathComponent, computeUnits: computeUnits,
+                      backend: backend, threads: threads, registry: registry, notice: notice)
     }
 
-    /// Loads an ONNX model from its bytes; `name` names it in errors.
-    public init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
-                threads: Int? = nil, registry: LayerRegistry = .shared,
-                notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
+    /// Loads an ONNX model from its bytes; `name` names it in errors. A
+    /// model whose weights are in external files must be loaded with
+    /// `init(contentsOf:)`, which finds them beside it.
+    public convenience init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .automatic,
+                            backend: Backend? = nil, threads: Int? = nil, registry: LayerRegistry = .shared,
+                            notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
+        try self.init(model: ONNXModel(data: data, source: name), name: name, computeUnits: computeUnits,
+                      backend: backend, threads: threads, registry: registry, notice: notice)
+    }
+
+    private init(model: ONNXModel, name: String, computeUnits: ComputeUnits, backend: Backend?, threads: Int?,
+                 registry: LayerRegistry, notice: @escaping @Sendable (String) -> Void) throws {
         if backend != nil, threads != nil {
             throw LayerKitError.invalidParameter("threads sets the thread count of the backend a model makes; "
                                                  + "a shared backend has its own (Backend(threads:))")
         }
-        let model = try ONNXModel(data: data, source: name)
+        if let tensor = model.unreadExternalTensor {
+            throw LayerKitError.invalidModel("\(name): tensor '\(tensor.name)' keeps its data in an external file; "
+                                             + "load the model from its file (Model(contentsOf:)) so LayerKit finds it")
+        }
         do {
             importer = try ONNXImporter(model: model, registry: registry)
         } catch LayerKitError.invalidModel(let message) {
@@ -111,22 +133,35 @@ public final class Model: @unchecked Sendable {
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")
         }
+        self.name = name
+        for input in inputs where input.dataType == .float64 {
+            self.backend.announce("\(name): input '\(input.name)' is DOUBLE; LayerKit computes in float32 (values converted)")
+        }
+        guard !inputs.contains(where: { $0.dataType?.isInteger ?? false }) else {
+            // Integer inputs are constants of a plan: it is made at the first predict, from their values.
+            outputs = model.graph.outputs.map { Model.describe($0, $0.dims ?? []) }
+            lastPlan = nil
+            return
+        }
         // Symbolic dimensions are 1 for the load-time plan.
         let shapes = inputs.map(\.shapeWithSymbolsAsOne)
-        self.name = name
-        lastPlan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, backend: self.backend,
-                                  name: name)
+        let plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: [:],
+                                  backend: self.backend, name: name)
         // Outputs without a shape in the file show the one the graph computes.
-        outputs = zip(model.graph.outputs, lastPlan.graph.outputs).map { [lastPlan] output, value in
-            Model.describe(output, output.dims ?? lastPlan.graph.values[value].shape.map(ONNXDimension.value))
+        outputs = zip(model.graph.outputs, plan.graph.outputs).map { output, value in
+            Model.describe(output, output.dims ?? plan.graph.values[value].shape.map(ONNXDimension.value))
         }
-        plans[shapes] = lastPlan
-        self.backend.announce(lastPlan, model: name)
+        lastPlan = plan
+        plans[PlanKey(shapes: shapes, integerValues: [])] = plan
+        self.backend.announce(plan, model: name)
     }
 
-    /// The nodes with where they run.
+    /// The nodes with where they run, as planned for the last inputs (the
+    /// declared shapes until the first `predict`; empty before the first
+    /// `predict` of a model with integer inputs, whose plan needs their values).
     public var nodes: [NodeDescription] {
         lock.lock(); defer { lock.unlock() }
+        guard let lastPlan else { return [] }
         let graph = lastPlan.graph
         return graph.steps.enumerated().map { i, step in
             NodeDescription(name: step.name, opType: step.opType, domain: step.domain,
@@ -153,33 +188,51 @@ public final class Model: @unchecked Sendable {
             try Model.check(tensor.shape, fits: input)
             return tensor
         }
+        // Integer inputs come as Float32 tensors of whole numbers; they are read as Int64 here.
+        var values: [String: ONNXTensor] = [:]
+        var integerValues: [[Int64]] = []
+        for (i, tensor) in tensors.enumerated() where isIntegerInput(i) {
+            let integers = try tensor.values.map { value in
+                guard let integer = Int64(exactly: value) else {
+                    throw LayerKitError.invalidParameter("input '\(inputs[i].name)' is \(inputs[i].dataType.map { "\($0)" } ?? "integer"); "
+                                                         + "its value \(value) is not a whole number")
+                }
+                return integer
+            }
+            values[inputs[i].name] = ONNXTensor(name: inputs[i].name, dims: tensor.shape, int64s: integers)
+            integerValues.append(integers)
+        }
+        let floatTensors = tensors.indices.filter { !isIntegerInput($0) }.map { tensors[$0] }
         lock.lock(); defer { lock.unlock() }
         let shapes = tensors.map(\.shape)
+        let key = PlanKey(shapes: shapes, integerValues: integerValues)
         let plan: ModelPlan
-        if let known = plans[shapes] {
+        if let known = plans[key] {
             plan = known
         } else {
-            plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, backend: backend, name: name)
+            plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: values,
+                                  backend: backend, name: name)
             // Plans hold images: keep those of a few recent shapes only.
             if plans.count >= 4 { plans.removeAll() }
-            plans[shapes] = plan
+            plans[key] = plan
             backend.announce(plan, model: name)
         }
         lastPlan = plan
-        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: tensors, profiler: profiler)
-        let values = try CPUThreads.with(backend.threads) {
+        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: floatTensors, profiler: profiler)
+        let results = try CPUThreads.with(backend.threads) {
             try profiler.map { try $0.measure(.run, "run \(name)", run.run) } ?? run.run()
         }
         // Output names are unique (ONNXValidation); a repeat would keep the first, never trap.
-        return Dictionary(zip(outputs.map(\.name), values), uniquingKeysWith: { first, _ in first })
+        return Dictionary(zip(outputs.map(\.name), results), uniquingKeysWith: { first, _ in first })
     }
 
     /// The plan for inputs of `shapes`; model errors name the model.
-    private static func plan(_ importer: ONNXImporter, inputNames: [String], shapes: [[Int]], backend: Backend,
-                             name: String) throws -> ModelPlan {
+    private static func plan(_ importer: ONNXImporter, inputNames: [String], shapes: [[Int]],
+                             values: [String: ONNXTensor], backend: Backend, name: String) throws -> ModelPlan {
         do {
             return try ModelPlan(graph: importer.graph(inputShapes: Dictionary(zip(inputNames, shapes),
-                                                                           uniquingKeysWith: { first, _ in first })),
+                                                                           uniquingKeysWith: { first, _ in first }),
+                                                       inputValues: values),
                                  backend: backend)
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")

@@ -11,6 +11,12 @@ extension Model {
         case float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz
         case uint4, int4, float4e2m1, float8e8m0, uint2, int2, float6e2m3, float6e3m2
 
+        /// Whether values of this type are integers or booleans (not floating point).
+        public var isInteger: Bool {
+            [.uint8, .int8, .uint16, .int16, .int32, .int64, .bool, .uint32, .uint64, .uint4, .int4, .uint2, .int2]
+                .contains(self)
+        }
+
         /// The Swift-style name: "float32", "float16", "int64", ...
         public var description: String { Self.names[rawValue - 1] }
 

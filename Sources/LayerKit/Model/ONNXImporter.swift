@@ -36,17 +36,29 @@ struct ONNXImporter {
     /// The default-domain opset the model imports.
     var opset: Int { model.defaultOpset ?? 0 }
 
-    /// The graph for inputs of `inputShapes` (by input name).
-    func graph(inputShapes: [String: [Int]]) throws -> ModelGraph {
+    /// The graph for inputs of `inputShapes` (by input name), simplified:
+    /// every node whose inputs are known at load is folded into a constant
+    /// (`ONNXFolding`), and steps whose outputs nothing reads are dropped.
+    /// `inputValues` gives the values of integer inputs (indices, shapes),
+    /// which are constants of the plan: a model's integer inputs feed shape
+    /// arithmetic and `Gather` indices, which are resolved at load.
+    func graph(inputShapes: [String: [Int]], inputValues: [String: ONNXTensor] = [:]) throws -> ModelGraph {
         var graph = ModelGraph()
         var valueIndex: [String: Int] = [:]
         var constantIndex: [String: Int] = [:]
+        // Initializers, folded node outputs and integer inputs, by name.
+        var constants = model.graph.initializers
         // Elements of the computed values so far, against maxModelElements.
         var total = 0
         for input in model.graph.feedInputs {
-            guard input.elementType == .float else {
+            if let value = inputValues[input.name] {
+                constants[input.name] = value
+                continue
+            }
+            guard input.elementType == .float || input.elementType == .double else {
                 throw LayerKitError.invalidModel("input '\(input.name)' is \(input.elementType?.description ?? "untyped"); "
-                                                 + "LayerKit runs float32 inputs")
+                                                 + "LayerKit runs float32 inputs (DOUBLE converted), and integer inputs "
+                                                 + "as values given at prepare")
             }
             guard let shape = inputShapes[input.name] else {
                 throw LayerKitError.invalidModel("no shape for input '\(input.name)'")
@@ -71,12 +83,20 @@ struct ONNXImporter {
             let shapes: [[Int]?] = try node.inputs.map { input in
                 if input.isEmpty { return nil }
                 if let index = valueIndex[input] { return graph.values[index].shape }
-                if let initializer = model.graph.initializers[input] { return initializer.dims }
+                if let constant = constants[input] { return constant.dims }
                 throw LayerKitError.invalidModel(
                     "node '\(name)' (\(node.opType)) reads '\(input)', which no input, initializer or earlier node makes")
             }
-            let context = ONNXNodeContext(node: named, opset: opset, inputShapes: shapes,
-                                          initializers: node.inputs.map { valueIndex[$0] == nil ? model.graph.initializers[$0] : nil })
+            let known = node.inputs.map { valueIndex[$0] == nil ? constants[$0] : nil }
+            let context = ONNXNodeContext(node: named, opset: opset, inputShapes: shapes, initializers: known)
+            if node.isStandard, let folded = try fold(context, known) {
+                for (output, tensor) in zip(node.outputs, folded) where !output.isEmpty {
+                    var tensor = tensor
+                    tensor.name = output
+                    constants[output] = tensor
+                }
+                continue
+            }
             let converted = try convert(context)
             var inputs: [Int] = []
             for i in converted.inputs where context.has(i) {
@@ -129,15 +149,75 @@ struct ONNXImporter {
                                      inputs: inputs, outputs: outputs))
         }
         for output in model.graph.outputs {
-            guard let index = valueIndex[output.name] else {
+            if let index = valueIndex[output.name] {
+                graph.outputs.append(index)
+            } else if let constant = constants[output.name] {
+                // A graph output known at load (everything before it folded).
+                let tensor = try Tensor(shape: constant.dims, values: ONNXFolding.isInteger(constant)
+                                        ? constant.int64s().map(Float.init) : constant.floats())
+                graph.outputs.append(graph.addValue(output.name, shape: tensor.shape, constant: tensor))
+            } else {
                 throw LayerKitError.invalidModel("graph output '\(output.name)' is made by no node")
             }
-            guard graph.values[index].constant == nil else {
-                throw LayerKitError.invalidModel("graph output '\(output.name)' is a constant")
-            }
-            graph.outputs.append(index)
         }
+        graph.removeUnreadSteps()
         return graph
+    }
+
+    /// The outputs of `node` computed at load when every input it reads is
+    /// known (`known`, per node input), nil when it must run: the integer
+    /// and shape folding of `ONNXFolding`, else the node's own layer on the
+    /// CPU (its element movement on Int64 for integer data).
+    private func fold(_ node: ONNXNodeContext, _ known: [ONNXTensor?]) throws -> [ONNXTensor]? {
+        if let folded = try ONNXFolding.outputs(of: node, constants: known) { return folded }
+        let given = node.node.inputs.indices.filter { node.has($0) }
+        guard !given.isEmpty, given.allSatisfy({ known[$0] != nil }), ONNXOperators.table[node.node.opType] != nil else {
+            return nil
+        }
+        let converted = try convert(node)
+        let inputs = converted.inputs.filter { node.has($0) }
+        guard let layer = converted.layer else {
+            // Identity, and Dropout without its mask: the input passes through.
+            return node.node.outputs.filter({ !$0.isEmpty }).count == 1 ? inputs.first.map { [known[$0]!] } : nil
+        }
+        let data = inputs.map { converted.reshapedConstants[$0].map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) }
+                                ?? known[$0]! }
+        do {
+            let shapes = try layer.outputShapes(forInputShapes: data.map(\.dims))
+            for shape in shapes { _ = try ONNXFolding.checkedCount(shape, node) }
+            if data.contains(where: ONNXFolding.isInteger) {
+                guard let mover = layer as? ElementMovingLayer else { return nil }
+                let outputs = try ONNXImporter.move(mover, data.map { try $0.int64s().map { Int64($0) } },
+                                                    shapes: data.map(\.dims), outputShapes: shapes)
+                return zip(shapes, outputs).map { ONNXTensor(name: "", dims: $0, int64s: $1) }
+            }
+            let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.floats()) }
+            let outputs = try shapes.map { try Tensor(shape: $0) }
+            try layer.evaluate(inputs: tensors, outputs: outputs)
+            return outputs.map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) }
+        } catch {
+            throw node.naming(error)
+        }
+    }
+
+    /// `mover`'s element movement on Int64 `inputs` of `shapes`, into outputs of `outputShapes`.
+    private static func move(_ mover: ElementMovingLayer, _ inputs: [[Int64]], shapes: [[Int]],
+                             outputShapes: [[Int]]) throws -> [[Int64]] {
+        let sources = inputs.map { values in
+            let buffer = UnsafeMutableBufferPointer<Int64>.allocate(capacity: max(values.count, 1))
+            _ = buffer.initialize(from: values)
+            return buffer
+        }
+        let targets = try outputShapes.map { shape in
+            let count = try Tensor.elementCount(of: shape)
+            let buffer = UnsafeMutableBufferPointer<Int64>.allocate(capacity: max(count, 1))
+            buffer.initialize(repeating: 0)
+            return UnsafeMutableBufferPointer(rebasing: buffer[..<count])
+        }
+        defer { (sources + targets).forEach { $0.baseAddress?.deallocate() } }
+        try mover.moveElements(inputs: zip(sources, inputs).map { UnsafeBufferPointer(rebasing: $0[..<$1.count]) },
+                               inputShapes: shapes, outputs: targets)
+        return targets.map(Array.init)
     }
 
     /// A node as a layer: a standard op, or a custom layer from the registry.

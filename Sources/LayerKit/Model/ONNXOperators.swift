@@ -20,6 +20,18 @@ struct ONNXOperator: Sendable {
     typealias Arity = (inputs: ClosedRange<Int>, outputs: ClosedRange<Int>)
     let arity: @Sendable (_ opset: Int) -> Arity
     let convert: ONNXOperators.Converter
+    /// The newest version of the op's definition (an opset at which it
+    /// changed, `ONNXOpVersions`) the converter implements; nil when it
+    /// implements every version up to `ONNXOpVersions.newestOpset`.
+    private(set) var newestVersion: Int?
+
+    /// This op, implemented only through `version`: a model whose opset
+    /// resolves the op to a newer definition is refused, naming both.
+    func through(version: Int) -> ONNXOperator {
+        var op = self
+        op.newestVersion = version
+        return op
+    }
 
     /// An op whose arity does not change across opsets.
     init(inputs: ClosedRange<Int>, outputs: ClosedRange<Int> = 1...1, _ convert: @escaping ONNXOperators.Converter) {

@@ -29,12 +29,15 @@ enum ONNXValidation {
         // Which node makes each node output.
         var producer: [String: Int] = [:]
         for (position, node) in graph.nodes.enumerated() {
-            let arity = node.isStandard ? ONNXOperators.arity(of: node.opType, opset: opset)
-                : node.domain == ONNXOperators.mlDomain ? ONNXOperators.mlTable[node.opType]?.arity(0) : nil
-            if let arity {
-                let version = node.isStandard ? opset : mlOpset
-                try check(node.inputs.count, arity.inputs, "inputs", node, version)
-                try check(node.outputs.count, arity.outputs, "outputs", node, version)
+            if node.isStandard, let op = ONNXOperators.table[node.opType] {
+                try checkVersion(op, node, opset)
+                let arity = op.arity(opset)
+                try check(node.inputs.count, arity.inputs, "inputs", node, opset)
+                try check(node.outputs.count, arity.outputs, "outputs", node, opset)
+            } else if node.domain == ONNXOperators.mlDomain, let op = ONNXOperators.mlTable[node.opType] {
+                let arity = op.arity(mlOpset)
+                try check(node.inputs.count, arity.inputs, "inputs", node, mlOpset)
+                try check(node.outputs.count, arity.outputs, "outputs", node, mlOpset)
             }
             for output in node.outputs where !output.isEmpty {
                 if inputNames.contains(output) {
@@ -89,6 +92,19 @@ enum ONNXValidation {
         var sorted = model
         sorted.graph.nodes = order.map { graph.nodes[$0] }
         return sorted
+    }
+
+    /// Throws when the model's opset resolves `node`'s op to a definition
+    /// newer than its converter implements: the version numbers alone do
+    /// not refuse a model, only an op whose meaning LayerKit does not know.
+    private static func checkVersion(_ op: ONNXOperator, _ node: ONNXNode, _ opset: Int) throws {
+        guard let newest = op.newestVersion,
+              let version = ONNXOpVersions.changes[node.opType]?.last(where: { $0 <= opset }), version > newest else {
+            return
+        }
+        throw LayerKitError.invalidModel("\(node.label): \(node.opType) at opset \(opset) is its version \(version), "
+                                         + "which LayerKit does not implement (it implements versions up to \(newest)); "
+                                         + "convert the model to an older opset with onnx.version_converter")
     }
 
     private static func check(_ count: Int, _ allowed: ClosedRange<Int>, _ what: String, _ node: ONNXNode,
