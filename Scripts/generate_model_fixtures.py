@@ -203,6 +203,13 @@ def error_models():
                                                       n('Shape', ['r'], ['s'], name='shape'),
                                                       n('Reshape', ['x', 's'], ['y'], name='reshape')],
                                   [1, 2, 3, 4], [1, 2, 3, 4]),
+        # inspect lists every refusal: Einsum twice, Det (after a refused node), one node not reached.
+        'unsupported_mix': single('unsupported_mix', [n('Relu', ['x'], ['a'], name='relu'),
+                                                      n('Einsum', ['a'], ['b'], name='einsum1', equation='ij->ji'),
+                                                      n('Det', ['b'], ['c'], name='det'),
+                                                      n('Einsum', ['x'], ['d'], name='einsum2', equation='ij->ji'),
+                                                      n('Add', ['c', 'd'], ['y'], name='add')],
+                                  [3, 3], [3, 3], runnable=False),
         'opset_too_new': single('opset_too_new', [n('Relu', ['x'], ['y'], name='relu')], [1, 2, 2, 2], [1, 2, 2, 2],
                                 runnable=False, opset=99),
     }
@@ -314,6 +321,7 @@ standard twin, where Swish is `Mul(x, beta) -> Sigmoid -> Mul(x, .)`.
 - `dynamic_reshape`: the Reshape target comes from a Shape node (folded at load).
 - Error cases (the lead's converter must refuse these with a clear message):
   `unsupported_op` (Einsum), `custom_missing` (op `MyLayer`, domain `com.example`),
+  `unsupported_mix` (two Einsums and a Det: inspect lists every refusal),
   `opset_too_new` (opset 99; the reader refuses it).
 """
 

@@ -11,9 +11,15 @@ enum InfoRecords {
         let producer: String
         let opsets: [Opset]
         let device: BenchRecord.Device?
+        let parameterCount: Int
+        let weightBytes: Int
         let inputs: [Value]
         let outputs: [Value]
         let nodes: [Node]
+        /// Each reason nodes are refused, with its count; empty when the model runs.
+        let unsupported: [Unsupported]
+
+        struct Unsupported: Encodable { let reason: String; let count: Int }
 
         struct Opset: Encodable { let domain: String; let version: Int }
         /// A model input or output; the type by ONNX's name ("FLOAT") and each
@@ -34,20 +40,32 @@ enum InfoRecords {
             let opType: String
             let domain: String
             let outputShapes: [[Int]]
-            /// `cpu`, `gpu`, or absent for a node without work.
+            /// `cpu`, `gpu`, or absent for a node without work (or one that cannot run).
             let placement: String?
             let cpuReason: String?
+            /// For a model that cannot run: `runs`, `folded at load`, `REFUSED: why`, `not reached (...)`.
+            let status: String?
         }
 
-        init(_ model: Model, path: String) {
-            (self.model, irVersion, producer) = (path, model.irVersion, model.producer)
-            opsets = model.opsets.map { Opset(domain: $0.domain.isEmpty ? "ai.onnx" : $0.domain, version: $0.version) }
-            device = BenchRecord.Device(model.backend.gpu)
-            inputs = model.inputs.map { Value($0) }
-            outputs = model.outputs.map { Value($0) }
-            nodes = model.nodes.map {
-                Node(name: $0.name, opType: $0.opType, domain: $0.domain, outputShapes: $0.outputShapes,
-                     placement: $0.placement.map { $0.isGPU ? "gpu" : "cpu" }, cpuReason: $0.cpuReason)
+        /// The survey, with `model`'s placements when it loaded (it runs).
+        init(_ survey: ModelSurvey, model: Model?, path: String) {
+            (self.model, irVersion, producer) = (path, survey.irVersion, survey.producer)
+            opsets = survey.opsets.map { Opset(domain: $0.domain.isEmpty ? "ai.onnx" : $0.domain, version: $0.version) }
+            device = model.flatMap { BenchRecord.Device($0.backend.gpu) }
+            (parameterCount, weightBytes) = (survey.parameterCount, survey.weightBytes)
+            inputs = survey.inputs.map { Value($0) }
+            outputs = (model?.outputs ?? survey.outputs).map { Value($0) }
+            unsupported = survey.unsupported.map { Unsupported(reason: $0.reason, count: $0.count) }
+            if let model {
+                nodes = model.nodes.map {
+                    Node(name: $0.name, opType: $0.opType, domain: $0.domain, outputShapes: $0.outputShapes,
+                         placement: $0.placement.map { $0.isGPU ? "gpu" : "cpu" }, cpuReason: $0.cpuReason, status: nil)
+                }
+            } else {
+                nodes = survey.nodes.map {
+                    Node(name: $0.name, opType: $0.opType, domain: $0.domain, outputShapes: [], placement: nil,
+                         cpuReason: nil, status: InspectCommand.describe($0.status))
+                }
             }
         }
     }

@@ -36,6 +36,10 @@ public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringCo
         "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2",
     ]
 
+    /// Whether values of this type are floating point (FLOAT, FLOAT16,
+    /// DOUBLE, BFLOAT16): the others LayerKit reads are integers or BOOL.
+    public var isFloatingPoint: Bool { [1, 10, 11, 16].contains(rawValue) }
+
     /// The ONNX name ("FLOAT16"), or "data type N" for codes ONNX does not define.
     public var description: String {
         Self.names.indices.contains(rawValue) ? Self.names[rawValue] : "data type \(rawValue)"
@@ -165,6 +169,13 @@ extension ONNXTensor {
     public init(protobuf data: [UInt8], source: String) throws {
         var reader = ProtobufReader(bytes: data, message: "TensorProto", source: source)
         try self.init(decoding: &reader)
+    }
+
+    /// The bytes its elements take (0 for types of no fixed width):
+    /// what `inspect` reports as a model's weight size.
+    public var byteCount: Int {
+        guard let width = elementBytes, let count = try? elementCount() else { return 0 }
+        return count * width
     }
 
     /// Bytes per element of the fixed-width types external data may hold.

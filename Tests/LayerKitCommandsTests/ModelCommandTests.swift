@@ -19,6 +19,32 @@ struct ModelCommandTests {
         }
     }
 
+    /// A model LayerKit cannot run is listed whole: every node, every
+    /// refusal counted (Det, after a refused node, included), exit 1.
+    @Test func inspectListsEveryRefusalWithItsCount() throws {
+        let runner = CommandRunner()
+        #expect(runner.run(["inspect", Self.fixture("unsupported_mix.onnx"), "--backend", "cpu"]) == 1)
+        for text in ["nodes (5):", "relu", "runs", "einsum1", "REFUSED: op 'Einsum' is not supported",
+                     "add", "not reached (reads 'c')", "cannot run: 3 nodes refused for 2 reasons, 1 not reached after them:",
+                     "2      Einsum: op 'Einsum' is not supported by LayerKit", "1      Det: op 'Det' is not supported by LayerKit",
+                     "parameters: 0 (0 B of weights)"] {
+            #expect(runner.out.contains(text), "missing \(text) in \(runner.out)")
+        }
+        let json = CommandRunner()
+        #expect(json.run(["inspect", Self.fixture("unsupported_mix.onnx"), "--json"]) == 1)
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        let unsupported = try #require(record["unsupported"] as? [[String: Any]])
+        #expect(unsupported.map { $0["count"] as? Int } == [2, 1])
+        #expect((record["nodes"] as? [[String: Any]])?.count == 5)
+    }
+
+    @Test func inspectCountsParametersAndWeightBytes() {
+        let runner = CommandRunner()
+        #expect(runner.run(["inspect", Self.fixture("small_cnn.onnx"), "--backend", "cpu"]) == 0, "\(runner.error)")
+        // The onnx package's count of the initializers' elements and bytes (numpy_helper.to_array).
+        #expect(runner.out.contains("parameters: 4140 (16.6 kB of weights)"), "\(runner.out)")
+    }
+
     @Test func inspectFootnotesWhyLayersRunOnTheCPU() throws {
         let runner = CommandRunner()
         #expect(runner.run(["inspect", Self.fixture("article_beta1.onnx"), "--backend", "auto"]) == 0, "\(runner.error)")

@@ -255,13 +255,22 @@ private func decodeFully(_ data: Data) throws {
         #expect(model.opsetImports.map(\.domain) == ["layerkit", "ai.onnx"])
     }
 
-    @Test func externalDataIsRefused() {
-        let location = ONNXBytes.tensor(dims: [2], type: 1, PB.int(14, 1))
-        let entry = ONNXBytes.tensor(dims: [2], type: 1, PB.bytes(13, PB.string(1, "location") + PB.string(2, "w.bin")))
-        for tensor in [location, entry] {
-            #expect(invalidModelMessage { _ = try ONNXBytes.decodeInitializer(tensor) }?
-                .contains("tensor 'w' keeps its data in an external file, which is not supported") == true)
-        }
+    /// External data is recorded at decoding (read later, from the model's
+    /// folder: ExternalDataTests); a tensor marked external without a
+    /// location, or with a location but not marked, is refused.
+    @Test func externalDataIsRecordedOnlyWhenComplete() throws {
+        let entry = PB.bytes(13, PB.string(1, "location") + PB.string(2, "w.bin"))
+        let unnamed = ONNXBytes.tensor(dims: [2], type: 1, PB.int(14, 1))
+        #expect(invalidModelMessage { _ = try ONNXBytes.decodeInitializer(unnamed) }?
+            .contains("tensor 'w' keeps its data outside the file but names no location") == true)
+        let unmarked = ONNXBytes.tensor(dims: [2], type: 1, entry)
+        #expect(invalidModelMessage { _ = try ONNXBytes.decodeInitializer(unmarked) }?
+            .contains("has dims [2] but holds data for 0 elements") == true)
+        let external = try ONNXBytes.decodeInitializer(ONNXBytes.tensor(dims: [2], type: 1, entry + PB.int(14, 1)))
+        #expect(external.hasExternalData)
+        #expect(invalidModelMessage { _ = try ONNXBytes.decodeInitializer(
+            ONNXBytes.tensor(dims: [2], type: 1, entry + PB.bytes(13, PB.string(1, "offset") + PB.string(2, "-4")) + PB.int(14, 1)))
+        }?.contains("external data offset '-4' is not a byte count") == true)
     }
 
     @Test func graphAttributesNameTheNodeAndAttribute() {

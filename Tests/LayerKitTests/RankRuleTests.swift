@@ -64,6 +64,19 @@ struct RankRuleTests {
         cases += ["Add", "Sub", "Mul", "Div"].map { Case(name: $0, ranks: all, extraInputs: ["x2"]) }
         cases += [
             Case(name: "Softmax", ranks: channelRanks, attributes: [int("axis", 1)], opset: 13),
+            Case(name: "LogSoftmax", ranks: channelRanks, attributes: [int("axis", 1)], opset: 13),
+            Case(name: "Hardmax", ranks: channelRanks, attributes: [int("axis", 1)], opset: 13),
+            Case(name: "LRN", ranks: channelRanks, attributes: [int("size", 3)]),
+            Case(name: "InstanceNormalization", ranks: [3, 4], initializers: { shape in
+                let c = channels(shape).count
+                return [("scale", [c], (0..<c).map { 1 + 0.1 * Float($0) }), ("bias", [c], (0..<c).map { Float($0) - 2 })]
+            }),
+            Case(name: "ReduceSumSquare", ranks: channelRanks, attributes: [ints("axes", [1])], opset: 13),
+            Case(name: "ReduceMean", ranks: all, attributes: [int("keepdims", 1)], opset: 18),
+            Case(name: "LayerNormalization", ranks: all, initializers: { shape in
+                let d = shape.last ?? 1
+                return [("scale", [d], (0..<d).map { 1 - 0.1 * Float($0) })]
+            }),
             Case(name: "Concat", ranks: channelRanks, extraInputs: ["x2"], attributes: [int("axis", 1)]),
             // axis may be r: a rank-1 [7] flattens to [7, 1].
             Case(name: "Flatten", ranks: all, attributes: [int("axis", 1)]),

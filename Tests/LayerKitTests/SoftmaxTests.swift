@@ -40,6 +40,54 @@ struct SoftmaxTests {
         }
     }
 
+    /// log(softmax) in float64, and Hardmax: 1 at the first largest value.
+    static func reference(_ x: Tensor, axis: Int, kind: Softmax.Kind) -> [Double] {
+        let inner = x.shape[(axis + 1)...].reduce(1, *), length = x.shape[axis]
+        switch kind {
+        case .softmax: return reference(x, axis: axis)
+        case .logSoftmax: return reference(x, axis: axis).map { log($0) }
+        case .hardmax:
+            return (0..<x.count).map { i in
+                let position = (i / inner) % length, base = i - position * inner
+                let slice = (0..<length).map { x[base + $0 * inner] }
+                return slice.firstIndex(of: slice.max()!) == position ? 1 : 0
+            }
+        }
+    }
+
+    @Test func logSoftmaxAndHardmaxAlongEveryAxisOnTheCPU() throws {
+        for (k, shape) in (Self.channelShapes + [[7], [2, 3, 2, 2, 3]]).enumerated() {
+            let x = try OpLayerTest.tensor(shape, seed: UInt64(k), in: -20...20)
+            for axis in shape.indices {
+                for kind in [Softmax.Kind.logSoftmax, .hardmax] {
+                    OpLayerTest.expectClose(try OpLayerTest.cpu(Softmax(axis: axis, kind: kind), [x])[0],
+                                            Self.reference(x, axis: axis, kind: kind),
+                                            tolerance: OpLayerTest.cpuTolerance, "\(kind) \(shape) axis \(axis)")
+                }
+            }
+        }
+    }
+
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func logSoftmaxAndHardmaxOnTheGPUAlongTheChannelAxis() throws {
+        for kind in [Softmax.Kind.logSoftmax, .hardmax] {
+            let layer = try Softmax(axis: 1, kind: kind)
+            for (k, shape) in Self.channelShapes.enumerated() {
+                let x = try OpLayerTest.tensor(shape, seed: UInt64(k), in: -20...20, half: true)
+                OpLayerTest.expectClose(try OpLayerTest.gpu(layer, [x])[0], Self.reference(x, axis: 1, kind: kind),
+                                        tolerance: OpLayerTest.gpuTolerance, "\(kind) \(shape)")
+            }
+        }
+    }
+
+    /// Before opset 13: the axes from `axis` on, flattened, are one softmax.
+    @Test func flattenedTrailingAxesAreOneSoftmax() throws {
+        let x = try OpLayerTest.tensor([2, 3, 2, 2], seed: 9, in: -5...5)
+        let flat = try x.reshaped(to: [2, 12])
+        let y = try OpLayerTest.cpu(Softmax(axis: 1, flattensTrailingAxes: true), [x])[0]
+        OpLayerTest.expectClose(y, Self.reference(flat, axis: 1), tolerance: OpLayerTest.cpuTolerance, "flattened")
+    }
+
     /// Large values do not overflow: the maximum is subtracted first.
     @Test func largeValuesStayFinite() throws {
         let x = try Tensor(shape: [1, 3], values: [1000, 1000, -1000])

@@ -32,6 +32,13 @@ extension Backend {
         guard computeUnits != .cpuOnly else { return PlacementDecision(whyNotGPU: nil, inPieces: false) }
         if let why = whyNotGPU(layer) { return PlacementDecision(whyNotGPU: why, inPieces: false) }
         guard let gpu else { return PlacementDecision(whyNotGPU: "no GPU", inPieces: false) }
+        // A slice image holds ranks 1 to 4 (Tensor.nchwShape): a layer whose
+        // GPU form is rank-generic (Softmax, InstanceNormalization) runs a
+        // rank-5 tensor on the CPU.
+        if let shape = (inputShapes + outputShapes).first(where: { !(1...4).contains($0.count) }) {
+            return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor has rank \(shape.count); a slice "
+                                     + "image holds ranks 1 to 4", inPieces: false)
+        }
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
         for shape in inputShapes + outputShapes {
             let image = try Tensor.nchwShape(shape)

@@ -36,6 +36,10 @@ enum BuiltInShaders {
                                                        buffers: 0)
     static let reshape = BuiltInShader<ReshapeConstants>(file: "reshape.comp", images: 2, buffers: 0)
     static let softmax = BuiltInShader<ShapeConstants>(file: "softmax.comp", images: 2, buffers: 0)
+    static let reduce = BuiltInShader<ReduceConstants>(file: "reduce.comp", images: 2, buffers: 0)
+    static let instanceNormalization = BuiltInShader<InstanceNormalizationConstants>(file: "instancenorm.comp",
+                                                                                     images: 2, buffers: 1)
+    static let lrn = BuiltInShader<LRNConstants>(file: "lrn.comp", images: 2, buffers: 0)
 }
 
 /// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]; float zero`.
@@ -109,4 +113,23 @@ struct ConcatConstants: BitwiseCopyable {
 struct ReshapeConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var inputWidth, inputHeight, inputChannels: UInt32
+}
+
+/// `reduce.comp`: the output's shape, then the input's W, H, C and slices.
+struct ReduceConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight, inputChannels, inputSlices: UInt32
+}
+
+/// `instancenorm.comp`: the shape, then epsilon.
+struct InstanceNormalizationConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var epsilon: Float
+}
+
+/// `lrn.comp`: the shape, the window's channels below and above, alpha / size, beta, bias.
+struct LRNConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var before, after: Int32
+    var alphaOverSize, beta, bias: Float
 }

@@ -1,23 +1,54 @@
 import CKernels
 
-/// ONNX Softmax (opset 13): `exp(x - max) / sum(exp(x - max))` along one
-/// axis, the maximum subtracted first so exp never overflows.
+/// ONNX Softmax, LogSoftmax and Hardmax: along one axis (opset 13 and
+/// later), `exp(x - max) / sum(exp(x - max))`, its logarithm
+/// `(x - max) - log(sum(exp(x - max)))`, or 1 at the first largest value
+/// and 0 elsewhere. The maximum is subtracted first, so exp never overflows.
+///
+/// Before opset 13 these ops coerced the input to 2-D at `axis`: the op
+/// runs over all the axes from `axis` on, flattened (`flattensTrailingAxes`).
 ///
 /// Any rank on the CPU. On the GPU only along axis 1, the slice image's
 /// channel axis (a rank-2 [N, M] tensor is an N×M×1×1 image).
 public final class Softmax: Layer, Sendable {
-    /// The axis the softmax runs along (non-negative).
+    /// What the layer computes along its axis.
+    public enum Kind: Sendable, Equatable {
+        /// ONNX Softmax.
+        case softmax
+        /// ONNX LogSoftmax.
+        case logSoftmax
+        /// ONNX Hardmax.
+        case hardmax
+    }
+
+    /// The axis the op runs along (non-negative).
     public let axis: Int
+    /// Softmax, LogSoftmax or Hardmax.
+    public let kind: Kind
+    /// Whether the op runs over every axis from `axis` on, flattened (ONNX
+    /// before opset 13), rather than along `axis` alone.
+    public let flattensTrailingAxes: Bool
     /// The pipeline `prepare` made on each context.
     private let gpuKernel = PerContext<GPUKernel<ShapeConstants>>()
 
-    /// A softmax along `axis`, counted from 0 (a converter resolves
-    /// negative ONNX axes first); throws for a negative axis.
-    public init(axis: Int) throws {
-        self.axis = try LayerChecks.nonNegativeAxis(axis, layer: "Softmax")
+    /// `kind` along `axis`, counted from 0 (a converter resolves negative
+    /// ONNX axes first), or over the axes from `axis` on when
+    /// `flattensTrailingAxes`; throws for a negative axis.
+    public init(axis: Int, kind: Kind = .softmax, flattensTrailingAxes: Bool = false) throws {
+        self.kind = kind
+        self.flattensTrailingAxes = flattensTrailingAxes
+        self.axis = try LayerChecks.nonNegativeAxis(axis, layer: Softmax.name(of: kind))
     }
 
-    public var layerName: String { "Softmax" }
+    public var layerName: String { Softmax.name(of: kind) }
+
+    private static func name(of kind: Kind) -> String {
+        switch kind {
+        case .softmax: "Softmax"
+        case .logSoftmax: "LogSoftmax"
+        case .hardmax: "Hardmax"
+        }
+    }
 
     /// The input's shape; throws unless `axis` is one of its axes.
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
@@ -31,34 +62,49 @@ public final class Softmax: Layer, Sendable {
         let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
         try LayerChecks.requireOutput(outputs, shape, layer: layerName)
         let outer = LayerChecks.product(shape[..<axis])
-        let length = shape[axis]
-        let inner = LayerChecks.product(shape[(axis + 1)...])
+        // Coerced to 2-D: [outer, everything from axis on] with inner 1.
+        let length = flattensTrailingAxes ? LayerChecks.product(shape[axis...]) : shape[axis]
+        let inner = flattensTrailingAxes ? 1 : LayerChecks.product(shape[(axis + 1)...])
         let block = length * inner
         guard block > 0 else { return }
         let (input, output) = (inputs[0], outputs[0])
+        let cKind = switch kind {
+        case .softmax: LK_SOFTMAX
+        case .logSoftmax: LK_LOG_SOFTMAX
+        case .hardmax: LK_HARDMAX
+        }
         forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / block), threadCount: CPUThreads.current) { range in
             let scratch = UnsafeMutablePointer<Float>.allocate(capacity: 2 * inner)
             defer { scratch.deallocate() }
             lk_softmax_f32(input.dataPointer + range.lowerBound * block, output.dataPointer + range.lowerBound * block,
-                           range.count, length, inner, scratch)
+                           range.count, length, inner, scratch, cKind)
         }
     }
 
-    /// True along axis 1, the image's channel axis.
-    public var hasGPUImplementation: Bool { axis == 1 }
+    /// True along axis 1 alone, the image's channel axis.
+    public var hasGPUImplementation: Bool { axis == 1 && !flattensTrailingAxes }
 
     /// Creates the pipeline on `context`, once per context.
     public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try kernel(on: context) }
 
     private func kernel(on context: GPUContext) throws -> GPUKernel<ShapeConstants> {
-        try gpuKernel.value(on: context) { try BuiltInShaders.softmax.kernel(on: context) }
+        let define = switch kind {
+        case .softmax: "0"
+        case .logSoftmax: "1"
+        case .hardmax: "2"
+        }
+        return try gpuKernel.value(on: context) {
+            try BuiltInShaders.softmax.kernel(on: context, defines: kind == .softmax ? [] : [("LK_SOFTMAX_KIND", define)])
+        }
     }
 
     /// `Shaders/softmax.comp`: one invocation per (x, y, item) walks the
     /// slices twice (maximum, then sum of exponentials) and writes them all.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         guard hasGPUImplementation else {
-            throw LayerKitError.unsupported("\(layerName) runs on the GPU only along axis 1 (the channel axis), not \(axis)")
+            throw LayerKitError.unsupported(
+                "\(layerName) runs on the GPU only along axis 1 alone (the channel axis), not "
+                + (flattensTrailingAxes ? "axes \(axis) on, flattened" : "\(axis)"))
         }
         guard inputs.count == 1, outputs.count == 1, inputs[0].shape == outputs[0].shape else {
             throw LayerKitError.shapeMismatch("\(layerName) takes 1 input image and 1 output image of the same shape")

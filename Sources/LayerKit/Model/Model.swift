@@ -239,7 +239,7 @@ public final class Model: @unchecked Sendable {
         }
     }
 
-    private static func describe(_ value: ONNXValueInfo, _ dims: [ONNXDimension]) -> ValueDescription {
+    static func describe(_ value: ONNXValueInfo, _ dims: [ONNXDimension]) -> ValueDescription {
         ValueDescription(name: value.name, dimensions: dims.map(Dimension.init),
                          dataType: value.elementType.flatMap { ElementType(rawValue: $0.rawValue) })
     }

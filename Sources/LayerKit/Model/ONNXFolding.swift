@@ -51,13 +51,9 @@ enum ONNXFolding {
     }
 
     /// Whether the tensor holds integers or booleans (not floats).
-    static func isInteger(_ tensor: ONNXTensor) -> Bool {
-        ![ONNXDataType.float, .float16, .double].contains(tensor.dataType)
-    }
+    static func isInteger(_ tensor: ONNXTensor) -> Bool { !tensor.dataType.isFloatingPoint }
 
-    private static func isIntegerType(_ code: Int) -> Bool {
-        !([1, 10, 11, 16] as [Int]).contains(code)
-    }
+    private static func isIntegerType(_ code: Int) -> Bool { !ONNXDataType(rawValue: code).isFloatingPoint }
 
     /// A `Constant` node's tensor, from whichever value attribute it has.
     private static func constant(_ node: ONNXNodeContext) throws -> ONNXTensor {

@@ -42,7 +42,13 @@ struct ONNXImporter {
     /// `inputValues` gives the values of integer inputs (indices, shapes),
     /// which are constants of the plan: a model's integer inputs feed shape
     /// arithmetic and `Gather` indices, which are resolved at load.
-    func graph(inputShapes: [String: [Int]], inputValues: [String: ONNXTensor] = [:]) throws -> ModelGraph {
+    ///
+    /// With `survey`, a node that cannot be converted does not stop the
+    /// import: `survey` hears what became of each node, by position, and
+    /// the graph of the nodes that converted is returned (`inspect`'s view
+    /// of how far a model is from running).
+    func graph(inputShapes: [String: [Int]], inputValues: [String: ONNXTensor] = [:],
+               survey: ((Int, NodeOutcome) -> Void)? = nil) throws -> ModelGraph {
         var graph = ModelGraph()
         var valueIndex: [String: Int] = [:]
         var constantIndex: [String: Int] = [:]
@@ -50,9 +56,16 @@ struct ONNXImporter {
         var constants = model.graph.initializers
         // Elements of the computed values so far, against maxModelElements.
         var total = 0
+        // Names made by nodes that failed (surveying) and everything downstream of them.
+        var unreachable = Set<String>()
         for input in model.graph.feedInputs {
             if let value = inputValues[input.name] {
                 constants[input.name] = value
+                continue
+            }
+            if survey != nil, let type = input.elementType, !type.isFloatingPoint {
+                // Integer inputs are needed as values; a survey has none.
+                unreachable.insert(input.name)
                 continue
             }
             guard input.elementType == .float || input.elementType == .double else {
@@ -76,7 +89,8 @@ struct ONNXImporter {
             valueIndex[input.name] = index
             graph.inputs.append(index)
         }
-        for (position, node) in model.graph.nodes.enumerated() {
+        /// Converts (or folds) one node into `graph`.
+        func add(_ node: ONNXNode, at position: Int) throws {
             let name = node.name.isEmpty ? "\(node.opType)_\(position)" : node.name
             var named = node
             named.name = name
@@ -95,7 +109,7 @@ struct ONNXImporter {
                     tensor.name = output
                     constants[output] = tensor
                 }
-                continue
+                return
             }
             let converted = try convert(context)
             var inputs: [Int] = []
@@ -123,7 +137,7 @@ struct ONNXImporter {
                 valueIndex[outputNames[0]] = source
                 graph.steps.append(.init(name: name, opType: node.opType, domain: node.domain, layer: nil,
                                          inputs: [source], outputs: [source]))
-                continue
+                return
             }
             let outputShapes: [[Int]]
             do {
@@ -148,6 +162,30 @@ struct ONNXImporter {
             graph.steps.append(.init(name: name, opType: node.opType, domain: node.domain, layer: layer,
                                      inputs: inputs, outputs: outputs))
         }
+        for (position, node) in model.graph.nodes.enumerated() {
+            guard let survey else {
+                try add(node, at: position)
+                continue
+            }
+            if let input = node.inputs.first(where: unreachable.contains) {
+                // Its shapes are unknown, but an op LayerKit lacks is named all the same.
+                let known = node.isStandard ? ONNXOperators.table[node.opType] != nil
+                    : (try? registry.entry(named: node.opType)) != nil
+                survey(position, known ? .blocked(by: input)
+                       : .unsupported("node (\(node.opType)): op '\(node.opType)' is not supported by LayerKit"))
+                unreachable.formUnion(node.outputs)
+                continue
+            }
+            let steps = graph.steps.count
+            do {
+                try add(node, at: position)
+                survey(position, graph.steps.count > steps ? .converted : .folded)
+            } catch {
+                survey(position, .unsupported("\(error)"))
+                unreachable.formUnion(node.outputs)
+            }
+        }
+        if survey != nil { return graph }
         for output in model.graph.outputs {
             if let index = valueIndex[output.name] {
                 graph.outputs.append(index)
@@ -162,6 +200,19 @@ struct ONNXImporter {
         }
         graph.removeUnreadSteps()
         return graph
+    }
+
+    /// What the import made of one node.
+    enum NodeOutcome {
+        /// A step of the graph (a layer, or a pass-through).
+        case converted
+        /// Computed at load: its outputs are constants.
+        case folded
+        /// Refused: why, naming the node.
+        case unsupported(String)
+        /// Not reached: it reads `by`, which a refused node makes (or
+        /// reads, further up).
+        case blocked(by: String)
     }
 
     /// The outputs of `node` computed at load when every input it reads is

@@ -55,7 +55,7 @@ enum ONNXOperators {
 
     /// Every family's ops; a name listed twice is a programming error,
     /// caught by `OpTableTests`.
-    static let families: [[String: ONNXOperator]] = [core]
+    static let families: [[String: ONNXOperator]] = [core, normalization]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = families.reduce(into: [:]) { table, family in
@@ -80,7 +80,6 @@ enum ONNXOperators {
             "MaxPool": ONNXOperator(arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
             "Flatten": ONNXOperator(inputs: 1...1, flatten),
             "Reshape": ONNXOperator(arity: { ($0 >= 5 ? 2...2 : 1...1, 1...1) }, reshape),
-            "Softmax": ONNXOperator(inputs: 1...1, softmax),
             "Concat": ONNXOperator(inputs: 1...Int.max, concat),
             "Identity": ONNXOperator(inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },
             // Inference: Dropout passes its input through.
@@ -303,18 +302,6 @@ enum ONNXOperators {
             throw node.error("cannot reshape \(Tensor.describe(input)) (\(total) elements) to \(output)")
         }
         return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Reshape"), inputs: [0])
-    }
-
-    static func softmax(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["axis"])
-        let rank = try node.shape(0).count
-        // Before opset 13 Softmax flattened the dims from `axis` on (default
-        // 1); that equals one axis only when it is the last.
-        let axis = try node.axis(node.int("axis", default: node.opset >= 13 ? -1 : 1), rank: rank)
-        guard node.opset >= 13 || axis == rank - 1 else {
-            throw node.error("opset \(node.opset) Softmax over axes \(axis)..<\(rank) is not supported (only the last axis)")
-        }
-        return ConvertedNode(layer: try Softmax(axis: axis), inputs: [0])
     }
 
     static func concat(_ node: ONNXNodeContext) throws -> ConvertedNode {

@@ -1,0 +1,57 @@
+#version 450
+// ONNX InstanceNormalization on a slice image, in fp32:
+// y = scale[c] * (x - mean) / sqrt(variance + epsilon) + bias[c], the mean
+// and variance over each item's channel plane (H and W).
+//
+// One 8x8 workgroup per array layer (an item's slice, four channels): its
+// 64 invocations stride over the plane and combine in shared memory, first
+// the sum (the mean), then the sum of (x - mean)^2 (the variance, as
+// E[(x - mean)^2]), then each writes its texels.
+#extension GL_GOOGLE_include_directive : require
+#include "layerkit.glsl"
+
+LK_WORKGROUP_SIZE;
+layout(rgba16f, binding = 0) readonly uniform image2DArray source;
+layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
+// scale for slice s at [s], bias at [slices + s]; zero past the last channel.
+layout(std430, binding = 2) readonly buffer Weights { vec4 weights[]; };
+layout(push_constant) uniform Shape { LK_SHAPE_FIELDS; float epsilon; } shape;
+
+shared vec4 partial[64];
+
+vec4 lk_workgroup_sum(vec4 mine, uint index) {
+    partial[index] = mine;
+    barrier();
+    for (uint stride = 32u; stride > 0u; stride >>= 1) {
+        if (index < stride) partial[index] += partial[index + stride];
+        barrier();
+    }
+    vec4 result = partial[0];
+    barrier();
+    return result;
+}
+
+void main() {
+    uint layer = gl_WorkGroupID.z;
+    uint index = gl_LocalInvocationIndex;
+    uint plane = shape.width * shape.height;
+    vec4 sum = vec4(0.0);
+    for (uint t = index; t < plane; t += 64u) sum += imageLoad(source, ivec3(t % shape.width, t / shape.width, layer));
+    vec4 mean = lk_workgroup_sum(sum, index) / float(plane);
+    vec4 squares = vec4(0.0);
+    for (uint t = index; t < plane; t += 64u) {
+        vec4 d = imageLoad(source, ivec3(t % shape.width, t / shape.width, layer)) - mean;
+        squares += d * d;
+    }
+    vec4 variance = lk_workgroup_sum(squares, index) / float(plane);
+    if (layer >= shape.layers) return;
+    uint slice = lk_slice_of(layer, shape.slices);
+    vec4 a = weights[slice] * inversesqrt(variance + shape.epsilon);
+    vec4 b = weights[shape.slices + slice];
+    bvec4 lanes = lk_channel_lanes(slice, shape.channels);
+    for (uint t = index; t < plane; t += 64u) {
+        ivec3 at = ivec3(t % shape.width, t / shape.width, layer);
+        vec4 y = (imageLoad(source, at) - mean) * a + b;
+        imageStore(destination, at, lk_round_half(mix(vec4(0.0), y, lanes)));
+    }
+}

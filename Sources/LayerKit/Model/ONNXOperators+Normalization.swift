@@ -1,0 +1,128 @@
+/// Normalizations, softmaxes and reductions: InstanceNormalization,
+/// LayerNormalization, LRN, Softmax, LogSoftmax, Hardmax and the ten
+/// Reduce ops.
+extension ONNXOperators {
+    static let normalization: [String: ONNXOperator] = {
+        var ops: [String: ONNXOperator] = [
+            "Softmax": ONNXOperator(inputs: 1...1) { try softmax($0, .softmax) },
+            "LogSoftmax": ONNXOperator(inputs: 1...1) { try softmax($0, .logSoftmax) },
+            "Hardmax": ONNXOperator(inputs: 1...1) { try softmax($0, .hardmax) },
+            "InstanceNormalization": ONNXOperator(inputs: 3...3, instanceNormalization),
+            "LayerNormalization": ONNXOperator(inputs: 2...3, outputs: 1...3, layerNormalization),
+            "LRN": ONNXOperator(inputs: 1...1, lrn),
+        ]
+        for operation in Reduce.Operation.allCases {
+            // Axes became an input in opset 13 for ReduceSum, 18 for the rest.
+            let firstWithInput = operation == .sum ? 13 : 18
+            ops[operation.rawValue] = ONNXOperator(arity: { ($0 >= firstWithInput ? 1...2 : 1...1, 1...1) }) {
+                try reduce($0, operation, axesFromInput: $0.opset >= firstWithInput)
+            }
+        }
+        return ops
+    }()
+
+    /// Softmax, LogSoftmax, Hardmax. From opset 13 along `axis` (default
+    /// -1); before, over the axes from `axis` (default 1) on, flattened,
+    /// which is one axis when every later extent is 1.
+    static func softmax(_ node: ONNXNodeContext, _ kind: Softmax.Kind) throws -> ConvertedNode {
+        try node.requireAttributes(["axis"])
+        let shape = try node.shape(0)
+        let axis = try node.axis(node.int("axis", default: node.opset >= 13 ? -1 : 1), rank: shape.count)
+        let flattens = node.opset < 13 && LayerChecks.product(shape[(axis + 1)...]) != 1
+        return ConvertedNode(layer: try Softmax(axis: axis, kind: kind, flattensTrailingAxes: flattens), inputs: [0])
+    }
+
+    /// The Reduce ops: axes from the attribute or, from opset 13 (ReduceSum)
+    /// or 18 (the rest), from a constant input; no axes reduce every axis,
+    /// or none with `noop_with_empty_axes`.
+    static func reduce(_ node: ONNXNodeContext, _ operation: Reduce.Operation, axesFromInput: Bool) throws
+        -> ConvertedNode {
+        try node.requireAttributes(axesFromInput ? ["keepdims", "noop_with_empty_axes"] : ["axes", "keepdims"])
+        let rank = try node.shape(0).count
+        let given = axesFromInput ? (node.has(1) ? try node.constantInts(1, "axes") : []) : (try node.ints("axes") ?? [])
+        var axes: [Int] = []
+        for value in given {
+            let axis = try node.axis(value, rank: rank)
+            guard !axes.contains(axis) else { throw node.error("axes \(given) name axis \(axis) twice") }
+            axes.append(axis)
+        }
+        if axes.isEmpty {
+            if try node.int("noop_with_empty_axes", default: 0) != 0 { return ConvertedNode(layer: nil, inputs: [0]) }
+            axes = Array(0..<rank)
+        }
+        let layer = try Reduce(operation, axes: axes, keepDims: node.int("keepdims", default: 1) != 0, rank: rank)
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    static func instanceNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["epsilon"])
+        let shape = try node.shape(0)
+        guard shape.count >= 3 else {
+            throw node.error("input \(Tensor.describe(shape)) must have rank 3 or more (N, C, spatial axes)")
+        }
+        let scale = try node.constant(1, "scale"), bias = try node.constant(2, "B")
+        for (name, tensor) in [("scale", scale), ("B", bias)] where tensor.shape != [shape[1]] {
+            throw node.error("\(name) has shape \(Tensor.describe(tensor.shape)); the input has \(shape[1]) channels, "
+                             + "so it needs shape \(shape[1])")
+        }
+        let layer = try InstanceNormalization(scale: Array(scale.elements), bias: Array(bias.elements),
+                                              epsilon: node.float("epsilon", default: 1e-5))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// LayerNormalization: Scale and B broadcast over the normalized axes;
+    /// the Mean and InvStdDev outputs when named (an omitted output before a
+    /// named one is refused).
+    static func layerNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["axis", "epsilon", "stash_type"])
+        let shape = try node.shape(0)
+        let axis = try node.axis(node.int("axis", default: -1), rank: shape.count)
+        let normalized = Array(shape[axis...])
+        let scale = try broadcast(node.constant(1, "Scale"), to: normalized, "Scale", node)
+        let bias = try node.optionalConstant(2, "B").map { try broadcast($0, to: normalized, "B", node) }
+        guard !node.node.outputs.contains(where: \.isEmpty) else {
+            throw node.error("an omitted (empty-named) output is not supported: name Y, Y and Mean, or all three")
+        }
+        let layer = try LayerNormalization(axis: axis, epsilon: node.float("epsilon", default: 1e-5), scale: scale,
+                                           bias: bias, outputCount: node.node.outputs.count)
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// `tensor`'s values spread over `shape` by ONNX's unidirectional
+    /// broadcasting (its extents right-aligned, each equal or 1).
+    static func broadcast(_ tensor: Tensor, to shape: [Int], _ what: String, _ node: ONNXNodeContext) throws -> [Float] {
+        var source = tensor.shape
+        while source.count > shape.count, source.first == 1 { source.removeFirst() }
+        source = Array(repeating: 1, count: max(0, shape.count - source.count)) + source
+        guard source.count == shape.count, zip(source, shape).allSatisfy({ $0 == $1 || $0 == 1 }) else {
+            throw node.error("\(what) of shape \(Tensor.describe(tensor.shape)) does not broadcast to the normalized "
+                             + "axes \(Tensor.describe(shape))")
+        }
+        let count = try node.elementCount(shape)
+        guard count <= ONNXImporter.maxValueElements else {
+            throw node.error("the normalized axes \(Tensor.describe(shape)) hold more than LayerKit's limit for one tensor")
+        }
+        if source == shape { return Array(tensor.elements) }
+        var strides = [Int](repeating: 0, count: shape.count), stride = 1
+        for i in shape.indices.reversed() where source[i] != 1 {
+            strides[i] = stride
+            stride *= source[i]
+        }
+        return (0..<count).map { index in
+            var rest = index, offset = 0
+            for i in shape.indices.reversed() {
+                offset += (rest % shape[i]) * strides[i]
+                rest /= shape[i]
+            }
+            return tensor[offset]
+        }
+    }
+
+    static func lrn(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["alpha", "beta", "bias", "size"])
+        guard let size = try node.node.int("size") else { throw node.error("size is required") }
+        let layer = try LRN(size: size, alpha: node.float("alpha", default: 1e-4), beta: node.float("beta", default: 0.75),
+                            bias: node.float("bias", default: 1))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+}

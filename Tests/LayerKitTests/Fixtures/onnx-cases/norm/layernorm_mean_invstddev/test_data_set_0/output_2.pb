@@ -1,0 +1,1 @@
+Binv_std_devJZô ?Ît4?´]?QÕ€?”y?tpC?
