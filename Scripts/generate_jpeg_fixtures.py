@@ -6,15 +6,19 @@ Small seeded images (16x12 and odd sizes) in the forms cameras and tools
 write: baseline RGB with 4:2:0 and 4:4:4 chroma, progressive, gray (one
 channel), an odd size with 4:2:2, plus files LayerKit must refuse with a
 clear error: a CMYK JPEG, a truncated file and one with a corrupt header.
+The valid ones are also the seeds of the fuzzer's jpeg target.
 Run with /work/venv/bin/python (numpy, Pillow).
 """
 import io
 import os
+import shutil
 
 import numpy as np
 from PIL import Image
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests', 'LayerKitTests', 'Fixtures', 'jpeg')
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
+OUT = os.path.join(ROOT, 'Tests', 'LayerKitTests', 'Fixtures', 'jpeg')
+SEEDS = os.path.join(ROOT, 'Fuzz', 'corpus', 'jpeg')  # the fuzzer's jpeg target starts from these
 
 
 def picture(width, height, seed):
@@ -54,6 +58,9 @@ def main():
     corrupt[sof + 5:sof + 9] = b'\x00\x00\x00\x00'  # height and width 0
     with open(os.path.join(OUT, 'zero_size.jpg'), 'wb') as f:
         f.write(bytes(corrupt))
+    os.makedirs(SEEDS, exist_ok=True)
+    for name in ['rgb_420', 'gray', 'progressive', 'odd_422']:
+        shutil.copy(os.path.join(OUT, name + '.jpg'), SEEDS)
 
 
 if __name__ == '__main__':
