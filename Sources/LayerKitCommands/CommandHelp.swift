@@ -159,7 +159,7 @@ struct CommandHelp {
                                       "layerkit parity article.onnx --layer ArticleSwish='x * sigmoid(beta * x)'"])
 
     static let conformance = CommandHelp(
-        name: "conformance", synopsis: ["FOLDER ... [--backend cpu|gpu|both] [--expect FILE] [--markdown]"],
+        name: "conformance", synopsis: ["FOLDER ... [--backend cpu|gpu|both] [--expect FILE] [--passes FILE] [--markdown]"],
         summary: "Runs every test of the onnx package's backend-test layout (CASE/model.onnx with test_data_set_N/ of "
             + "input_K.pb and output_K.pb) under each FOLDER: the CPU against the stored outputs at ONNX's tolerance "
             + "(rtol 1e-3, atol 1e-7), the GPU by the parity rule against the CPU on the same fp16-rounded inputs. "
@@ -169,6 +169,7 @@ struct CommandHelp {
             Option("--expect", "FILE", default: "none",
                    "lines 'FOLDER/CASE cpu|gpu' that must pass: one that fails is a regression (exit 1); "
                    + "cases passing but not listed are reported"),
+            Option("--passes", "FILE", default: "none", "write the passing cases, in --expect's form, to FILE"),
             Option("--markdown", nil, default: "off", "print the tables as Markdown (for the docs)"),
         ],
         positional: 1...Int.max,

@@ -69,6 +69,11 @@ enum ConformanceCommand {
         console.print((markdown ? "**Passed**: " : "passed: ") + totals.joined(separator: "; ")
                       + "; all: " + (which != "gpu" ? "CPU \(all.cpu)/\(all.total)" : "")
                       + (which == "both" ? ", " : "") + (gpu != nil ? "GPU \(all.gpu)/\(all.total)" : ""))
+        if let path = arguments.value("--passes") {
+            let text = "# Cases that passed: layerkit conformance " + arguments.positional.joined(separator: " ")
+                + " --backend \(which)\n" + passes.sorted().joined(separator: "\n") + "\n"
+            try ReportFile.write(Data(text.utf8), to: path)
+        }
         let broken = expected.filter { !passes.contains($0) }
         let new = passes.subtracting(expected).sorted()
         if arguments.value("--expect") != nil, !new.isEmpty {

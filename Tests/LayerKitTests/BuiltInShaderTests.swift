@@ -41,6 +41,10 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.reduce, [("LK_REDUCE_OP", "1"), ("LK_REDUCE_SPATIAL", "0")]),
         Variant(BuiltInShaders.instanceNormalization),
         Variant(BuiltInShaders.lrn),
+        Variant(BuiltInShaders.transpose),
+        Variant(BuiltInShaders.channelShuffle),
+        Variant(BuiltInShaders.pad),
+        Variant(BuiltInShaders.resize),
     ]
 
     @Test(arguments: variants)
@@ -75,5 +79,9 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<ReduceConstants>.size == 5 * 4 + 4 * 4)
         #expect(MemoryLayout<InstanceNormalizationConstants>.size == 5 * 4 + 4)
         #expect(MemoryLayout<LRNConstants>.size == 5 * 4 + 5 * 4)
+        #expect(MemoryLayout<TransposeConstants>.size == 32 + 16)
+        #expect(MemoryLayout<ChannelShuffleConstants>.size == 5 * 4 + 4)
+        #expect(MemoryLayout<PadConstants>.size == 5 * 4 + 10 * 4)
+        #expect(MemoryLayout<ResizeConstants>.size == 5 * 4 + 5 * 4)
     }
 }

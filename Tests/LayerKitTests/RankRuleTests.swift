@@ -81,6 +81,13 @@ struct RankRuleTests {
             // axis may be r: a rank-1 [7] flattens to [7, 1].
             Case(name: "Flatten", ranks: all, attributes: [int("axis", 1)]),
             Case(name: "Reshape", ranks: all, initializers: { _ in [("shape", [1], [-1])] }),
+            Case(name: "Transpose", ranks: all),
+            // One before and two after the last axis (on the GPU: W or H; rank 1 and 2 fall back).
+            Case(name: "Pad", ranks: all, attributes: [PB.string(1, "mode") + PB.bytes(4, Array("reflect".utf8))
+                                                       + PB.int(20, 3)], initializers: { shape in
+                let r = shape.count
+                return [("pads", [2 * r], (0..<(2 * r)).map { $0 == r - 1 ? 1 : $0 == 2 * r - 1 ? 2 : 0 })]
+            }),
             Case(name: "BatchNormalization", ranks: channelRanks, initializers: { shape in
                 let c = channels(shape).count
                 return [("scale", [c], (0..<c).map { 1 + 0.1 * Float($0) }), ("bias", [c], (0..<c).map { Float($0) - 2 }),
@@ -114,7 +121,7 @@ struct RankRuleTests {
         var nodeBytes = node
         if !c.domain.isEmpty { nodeBytes += PB.string(7, c.domain) }
         let tensors = initializers.map { i in
-            i.name == "shape"
+            ["shape", "pads"].contains(i.name)
                 ? ONNXBytes.tensor(i.name, dims: i.shape.map(Int64.init), type: 7,
                                    PB.bytes(9, PB.littleEndian(i.values.map { Int64($0) })))
                 : ONNXBytes.tensor(i.name, dims: i.shape.map(Int64.init), type: 1,

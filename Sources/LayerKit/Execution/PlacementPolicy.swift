@@ -32,12 +32,13 @@ extension Backend {
         guard computeUnits != .cpuOnly else { return PlacementDecision(whyNotGPU: nil, inPieces: false) }
         if let why = whyNotGPU(layer) { return PlacementDecision(whyNotGPU: why, inPieces: false) }
         guard let gpu else { return PlacementDecision(whyNotGPU: "no GPU", inPieces: false) }
-        // A slice image holds ranks 1 to 4 (Tensor.nchwShape): a layer whose
-        // GPU form is rank-generic (Softmax, InstanceNormalization) runs a
-        // rank-5 tensor on the CPU.
+        // A slice image holds ranks 1 to 4 (`Tensor.nchwShape`); one reason per rank, announced once.
         if let shape = (inputShapes + outputShapes).first(where: { !(1...4).contains($0.count) }) {
-            return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor has rank \(shape.count); a slice "
-                                     + "image holds ranks 1 to 4", inPieces: false)
+            return PlacementDecision(whyNotGPU: "a rank-\(shape.count) tensor cannot be a slice image (ranks 1 to 4 can)",
+                                     inPieces: false)
+        }
+        if let limited = layer as? GPUCaseLimited, let why = limited.whyNotGPU(inputShapes: inputShapes) {
+            return PlacementDecision(whyNotGPU: why, inPieces: false)
         }
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
         for shape in inputShapes + outputShapes {
@@ -58,4 +59,12 @@ extension Backend {
         }
         return PlacementDecision(whyNotGPU: nil, inPieces: false)
     }
+}
+
+/// A layer whose GPU form holds some of its cases only (a Pad on the
+/// channel axis, a Resize of the batch axis): it says why not for a case,
+/// and the policy runs that case on the CPU with the reason announced.
+protocol GPUCaseLimited: Layer {
+    /// Why the GPU form cannot run inputs of `inputShapes`; nil when it can.
+    func whyNotGPU(inputShapes: [[Int]]) -> String?
 }

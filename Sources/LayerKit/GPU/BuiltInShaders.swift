@@ -40,6 +40,11 @@ enum BuiltInShaders {
     static let instanceNormalization = BuiltInShader<InstanceNormalizationConstants>(file: "instancenorm.comp",
                                                                                      images: 2, buffers: 1)
     static let lrn = BuiltInShader<LRNConstants>(file: "lrn.comp", images: 2, buffers: 0)
+    static let transpose = BuiltInShader<TransposeConstants>(file: "transpose.comp", images: 2, buffers: 0)
+    static let channelShuffle = BuiltInShader<ChannelShuffleConstants>(file: "channel_shuffle.comp", images: 2,
+                                                                       buffers: 0)
+    static let pad = BuiltInShader<PadConstants>(file: "pad.comp", images: 2, buffers: 0)
+    static let resize = BuiltInShader<ResizeConstants>(file: "resize.comp", images: 2, buffers: 1)
 }
 
 /// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]; float zero`.
@@ -132,4 +137,43 @@ struct LRNConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var before, after: Int32
     var alphaOverSize, beta, bias: Float
+}
+
+/// `transpose.comp`: the output's shape, the input's W, H, C, and the
+/// permutation extended to 4 axes (output axis k is input axis perm[k]).
+struct TransposeConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight, inputChannels: UInt32
+    var perm: SIMD4<UInt32>
+}
+
+/// `channel_shuffle.comp`: the shape (input and output alike), then the groups.
+struct ChannelShuffleConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var groups: UInt32
+}
+
+/// `pad.comp`: the output's shape, the input's W and H, the kept region of
+/// the input (its first column and row, its width and height: negative pads
+/// crop), where it starts in the output, the mode (0 constant, 1 reflect,
+/// 2 edge, 3 wrap) and the constant.
+struct PadConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight: Int32
+    var keptX, keptY, keptWidth, keptHeight: Int32
+    var startX, startY: Int32
+    var mode: UInt32
+    var value: Float
+}
+
+/// `resize.comp`: the output's shape, the input's W and H, how many taps
+/// each axis's table entries use, whether an out-of-range entry gives
+/// `extrapolation`, and where the H table starts in the buffer (in entries;
+/// the W table starts at 0). An entry is two vec4s: 4 input indices, 4 weights.
+struct ResizeConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight: UInt32
+    var taps: UInt32
+    var heightTable: UInt32
+    var extrapolation: Float
 }

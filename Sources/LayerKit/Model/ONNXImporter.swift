@@ -199,6 +199,7 @@ struct ONNXImporter {
             }
         }
         graph.removeUnreadSteps()
+        graph.fuseChannelShuffles()
         return graph
     }
 

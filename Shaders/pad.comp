@@ -1,0 +1,56 @@
+#version 450
+// Pad of the W and H axes (the batch and channel axes unpadded).
+//
+// One invocation per output texel. Along each axis the input keeps
+// [kept, kept + keptLength) (negative pads crop), placed at `start` in the
+// output; an index outside it reads the constant (mode 0) or the kept
+// element that reflect (1), edge (2) or wrap (3) maps it to.
+#extension GL_GOOGLE_include_directive : require
+#include "layerkit.glsl"
+
+LK_WORKGROUP_SIZE;
+layout(rgba16f, binding = 0) readonly uniform image2DArray source;
+layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
+layout(push_constant) uniform Shape {
+    LK_SHAPE_FIELDS;  // of the output
+    int inWidth; int inHeight;
+    int keptX; int keptY; int keptWidth; int keptHeight;
+    int startX; int startY;
+    uint mode; float value;
+} shape;
+
+// The kept index output index o maps to, or -1 for the constant.
+int lk_pad_source(int o, int start, int kept, int length) {
+    int p = o - start;
+    if (p >= 0 && p < length) return kept + p;
+    if (shape.mode == 0u || length <= 0) return -1;
+    if (shape.mode == 2u) {
+        p = clamp(p, 0, length - 1);
+    } else if (shape.mode == 1u) {
+        if (length == 1) {
+            p = 0;
+        } else {
+            int period = 2 * (length - 1);
+            p = ((p % period) + period) % period;
+            if (p >= length) p = period - p;
+        }
+    } else {
+        p = ((p % length) + length) % length;
+    }
+    return kept + p;
+}
+
+void main() {
+    uvec3 id = gl_GlobalInvocationID;
+    if (id.x >= shape.width || id.y >= shape.height || id.z >= shape.layers) return;
+    int x = lk_pad_source(int(id.x), shape.startX, shape.keptX, shape.keptWidth);
+    int y = lk_pad_source(int(id.y), shape.startY, shape.keptY, shape.keptHeight);
+    vec4 result;
+    if (x < 0 || y < 0) {
+        result = mix(vec4(0.0), vec4(lk_round_half(shape.value)), lk_channel_lanes(id.z % shape.slices, shape.channels));
+    } else {
+        // Loaded fp16 values store exactly; padding lanes are zero already.
+        result = imageLoad(source, ivec3(x, y, id.z));
+    }
+    imageStore(destination, ivec3(id), result);
+}
