@@ -1,7 +1,7 @@
 """Fixtures of the `ml` family: scikit-learn models exported by skl2onnx
 (the ai.onnx.ml domain: LinearRegressor, LinearClassifier, Scaler,
 Normalizer), with onnxruntime's outputs, in the onnx backend-test layout
-that Scripts/onnx_cases/common.py writes:
+that Scripts/onnx_cases/common.py writes (its ROOT and reset are used):
 
     Tests/LayerKitTests/Fixtures/onnx-cases/ml/<case>/model.onnx
     .../<case>/test_data_set_0/input_0.pb, output_<i>.pb
@@ -14,7 +14,6 @@ scikit-learn exports none of them. Run with /work/venv/bin/python (onnx,
 onnxruntime, scikit-learn, skl2onnx).
 """
 import os
-import shutil
 import warnings
 
 import numpy as np
@@ -26,15 +25,16 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Normalizer, StandardScaler
 
+from common import ROOT, reset
+
 warnings.filterwarnings('ignore')
 FAMILY = 'ml'
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..',
-                    'Tests', 'LayerKitTests', 'Fixtures', 'onnx-cases')
 
 
 def save_model(name, model, x):
     """Runs onnxruntime (CPU, one thread, optimizations off) on `x` and
-    writes the case."""
+    writes the case, as common.save_case does for a model made of nodes
+    (skl2onnx makes the whole model here)."""
     onnx.checker.check_model(model)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -70,7 +70,7 @@ def node_model(name, node, features, outputs):
 
 
 def main():
-    shutil.rmtree(os.path.join(ROOT, FAMILY), ignore_errors=True)
+    reset(FAMILY)
     rng = np.random.default_rng(7)
 
     # House prices: [N, 4] features (rooms, area, age, distance), a price.
