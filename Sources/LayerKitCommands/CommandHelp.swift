@@ -173,8 +173,8 @@ struct CommandHelp {
             Option("--markdown", nil, default: "off", "print the tables as Markdown (for the docs)"),
         ],
         positional: 1...Int.max,
-        examples: ["layerkit conformance onnx/backend/test/data/simple onnx/backend/test/data/pytorch-converted",
-                   "layerkit conformance DATA/simple --backend cpu --expect Tests/Conformance/expected-passes.txt"])
+        examples: ["layerkit conformance onnx/backend/test/data/simple onnx/backend/test/data/pytorch-operator",
+                   "layerkit conformance DATA/simple --backend cpu --expect expected-passes.txt"])
 
     static let inspect = CommandHelp(
         name: "inspect", synopsis: ["MODEL.onnx [--backend cpu|gpu|auto] [--layer OPTYPE=FORMULA ...] [--json]"],

@@ -35,6 +35,7 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.concat),
         Variant(BuiltInShaders.reshape),
         Variant(BuiltInShaders.softmax),
+        Variant(BuiltInShaders.window),
         Variant(BuiltInShaders.softmax, [("LK_SOFTMAX_KIND", "1")]),
         Variant(BuiltInShaders.softmax, [("LK_SOFTMAX_KIND", "2")]),
         Variant(BuiltInShaders.reduce, [("LK_REDUCE_OP", "9"), ("LK_REDUCE_SPATIAL", "1")]),
@@ -76,6 +77,7 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<BinaryConstants>.size == 5 * 4 + 8 * 4)
         #expect(MemoryLayout<ConcatConstants>.size == 32 + 2 * 16)
         #expect(MemoryLayout<ReshapeConstants>.size == 5 * 4 + 3 * 4)
+        #expect(MemoryLayout<WindowConstants>.size == 32 + 3 * 16)
         #expect(MemoryLayout<ReduceConstants>.size == 5 * 4 + 4 * 4)
         #expect(MemoryLayout<InstanceNormalizationConstants>.size == 5 * 4 + 4)
         #expect(MemoryLayout<LRNConstants>.size == 5 * 4 + 5 * 4)

@@ -41,6 +41,10 @@ extension Backend {
             return PlacementDecision(whyNotGPU: why, inPieces: false)
         }
         let perElement = layer is PerElementLayer && inputShapes == outputShapes
+        // A slice image holds at least one element: an empty tensor (a Slice or Split part of extent 0) stays on the CPU.
+        if let shape = (inputShapes + outputShapes).first(where: { $0.contains(0) }) {
+            return PlacementDecision(whyNotGPU: "its \(Tensor.describe(shape)) tensor is empty", inPieces: false)
+        }
         for shape in inputShapes + outputShapes {
             let image = try Tensor.nchwShape(shape)
             guard let limit = gpu.imageLimitExceeded(shape: image) else {

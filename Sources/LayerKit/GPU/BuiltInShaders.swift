@@ -36,6 +36,7 @@ enum BuiltInShaders {
                                                        buffers: 0)
     static let reshape = BuiltInShader<ReshapeConstants>(file: "reshape.comp", images: 2, buffers: 0)
     static let softmax = BuiltInShader<ShapeConstants>(file: "softmax.comp", images: 2, buffers: 0)
+    static let window = BuiltInShader<WindowConstants>(file: "window.comp", images: 2, buffers: 0)
     static let reduce = BuiltInShader<ReduceConstants>(file: "reduce.comp", images: 2, buffers: 0)
     static let instanceNormalization = BuiltInShader<InstanceNormalizationConstants>(file: "instancenorm.comp",
                                                                                      images: 2, buffers: 1)
@@ -118,6 +119,14 @@ struct ConcatConstants: BitwiseCopyable {
 struct ReshapeConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var inputWidth, inputHeight, inputChannels: UInt32
+}
+
+/// `window.comp`: the output's shape, the input image's W, H, C, then the
+/// window's start, step and input extent per axis (N, C, H, W).
+struct WindowConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inputWidth, inputHeight, inputChannels: UInt32
+    var start, step, extent: SIMD4<Int32>
 }
 
 /// `reduce.comp`: the output's shape, then the input's W, H, C and slices.

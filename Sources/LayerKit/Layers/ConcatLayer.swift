@@ -3,7 +3,7 @@ import Foundation
 /// ONNX Concat: its inputs joined along one axis; every other extent must
 /// match. Any number of inputs and any axis on the CPU; on the GPU along
 /// axis 1, the slice image's channel axis.
-public final class ConcatLayer: Layer, Sendable {
+public final class ConcatLayer: ElementMovingLayer, Sendable {
     /// The axis the inputs are joined along (non-negative).
     public let axis: Int
 
@@ -48,25 +48,25 @@ public final class ConcatLayer: Layer, Sendable {
 
     /// Copies each input's contiguous runs (its extent along `axis` times
     /// the inner extents) into place, outer index by outer index.
-    public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
-        let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
-        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
+    func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
+                               outputs: [UnsafeMutableBufferPointer<Element>]) throws {
+        let shape = try outputShapes(forInputShapes: inputShapes)[0]
         let outer = LayerChecks.product(shape[..<axis])
         let inner = LayerChecks.product(shape[(axis + 1)...])
         let outRun = shape[axis] * inner
-        guard outer > 0, outRun > 0 else { return }
+        guard outer > 0, outRun > 0, let destination = outputs[0].baseAddress else { return }
         var offset = 0
-        var pieces: [(source: Tensor, run: Int, offset: Int)] = []
-        for input in inputs {
-            pieces.append((input, input.shape[axis] * inner, offset))
-            offset += input.shape[axis] * inner
+        var pieces: [(source: UnsafePointer<Element>?, run: Int, offset: Int)] = []
+        for (input, inputShape) in zip(inputs, inputShapes) {
+            pieces.append((input.baseAddress, inputShape[axis] * inner, offset))
+            offset += inputShape[axis] * inner
         }
-        let (output, runs) = (outputs[0], pieces)
+        let shared = SendableRuns(output: destination, pieces: pieces)
         forEachChunk(count: outer, chunkSize: max(1, defaultChunkSize / outRun), threadCount: CPUThreads.current) { range in
             for o in range {
-                for piece in runs {
-                    (output.dataPointer + o * outRun + piece.offset)
-                        .update(from: piece.source.dataPointer + o * piece.run, count: piece.run)
+                for piece in shared.pieces where piece.run > 0 {
+                    guard let source = piece.source else { continue }
+                    (shared.output + o * outRun + piece.offset).update(from: source + o * piece.run, count: piece.run)
                 }
             }
         }
@@ -127,4 +127,11 @@ public final class ConcatLayer: Layer, Sendable {
                                        threads: (output.width, output.height, output.batch * sliceCount))
         }
     }
+}
+
+/// The output and the inputs' runs of one concatenation, handed to worker
+/// threads that write disjoint outer positions; the caller keeps the memory alive.
+private struct SendableRuns<Element>: @unchecked Sendable {
+    let output: UnsafeMutablePointer<Element>
+    let pieces: [(source: UnsafePointer<Element>?, run: Int, offset: Int)]
 }

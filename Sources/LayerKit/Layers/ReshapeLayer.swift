@@ -2,8 +2,9 @@ import Foundation
 
 /// A layer that gives its input a new shape with the same elements in the
 /// same row-major order: ONNX Reshape and Flatten (and any other op that
-/// only reshapes), the output shape already resolved by the converter.
-public final class ReshapeLayer: Layer, Sendable {
+/// only reshapes: Squeeze, Unsqueeze), the output shape already resolved
+/// by the converter.
+public final class ReshapeLayer: ElementMovingLayer, Sendable {
     /// The output shape.
     public let outputShape: [Int]
     /// The op this layer stands for ("Reshape", "Flatten", ...).
@@ -32,10 +33,11 @@ public final class ReshapeLayer: Layer, Sendable {
     }
 
     /// A copy of the elements.
-    public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
-        let shape = try outputShapes(forInputShapes: inputs.map(\.shape))[0]
-        try LayerChecks.requireOutput(outputs, shape, layer: layerName)
-        outputs[0].dataPointer.update(from: inputs[0].dataPointer, count: inputs[0].count)
+    func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
+                               outputs: [UnsafeMutableBufferPointer<Element>]) throws {
+        _ = try outputShapes(forInputShapes: inputShapes)
+        guard let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
+        destination.update(from: source, count: min(inputs[0].count, outputs[0].count))
     }
 
     public var hasGPUImplementation: Bool { true }

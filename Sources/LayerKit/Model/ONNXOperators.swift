@@ -55,15 +55,15 @@ enum ONNXOperators {
 
     /// Every family's ops; a name listed twice is a programming error,
     /// caught by `OpTableTests`.
-    static let families: [[String: ONNXOperator]] = [core, normalization, layout]
+    static let families: [[String: ONNXOperator]] = [core, normalization, layout, data]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = families.reduce(into: [:]) { table, family in
         table.merge(family) { first, _ in first }
     }
 
-    /// The ops this file converts: convolution, dense layers, pooling,
-    /// reshapes and the catalog's element-wise ops.
+    /// The ops this file converts: convolution, dense layers, pooling and
+    /// the catalog's element-wise ops (reshapes are in `data`).
     static let core: [String: ONNXOperator] = {
         var ops: [String: ONNXOperator] = [
             "Conv": ONNXOperator(inputs: 2...3, convolution),
@@ -78,9 +78,6 @@ enum ONNXOperators {
             "GlobalMaxPool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalMax) },
             "AveragePool": ONNXOperator(inputs: 1...1) { try pool($0, average: true) },
             "MaxPool": ONNXOperator(arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
-            "Flatten": ONNXOperator(inputs: 1...1, flatten),
-            "Reshape": ONNXOperator(arity: { ($0 >= 5 ? 2...2 : 1...1, 1...1) }, reshape),
-            "Concat": ONNXOperator(inputs: 1...Int.max, concat),
             "Identity": ONNXOperator(inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },
             // Inference: Dropout passes its input through.
             "Dropout": ONNXOperator(arity: { ($0 >= 12 ? 1...3 : 1...1, 1...2) }) { _ in
@@ -263,51 +260,5 @@ enum ONNXOperators {
         case "VALID": return .valid
         case let other: throw node.error("auto_pad '\(other)' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
         }
-    }
-
-    // MARK: - Shapes
-
-    static func flatten(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["axis"])
-        let shape = try node.shape(0)
-        let axis = try node.int("axis", default: 1)
-        let split = axis < 0 ? axis + shape.count : axis
-        guard (0...shape.count).contains(split) else { throw node.error("axis \(axis) is out of range") }
-        let output = [try node.elementCount(Array(shape[..<split])), try node.elementCount(Array(shape[split...]))]
-        return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Flatten"), inputs: [0])
-    }
-
-    static func reshape(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["allowzero"])
-        let input = try node.shape(0)
-        let allowZero = try node.int("allowzero", default: 0) != 0
-        var output = try node.constantInts(1, "the target shape")
-        for (i, extent) in output.enumerated() where extent == 0 && !allowZero {
-            guard i < input.count else { throw node.error("shape entry \(i) is 0 but the input has rank \(input.count)") }
-            output[i] = input[i]
-        }
-        let total = try node.elementCount(input)
-        let unknown = output.indices.filter { output[$0] == -1 }
-        guard unknown.count <= 1, output.allSatisfy({ $0 >= -1 }) else {
-            throw node.error("target shape \(output) is not valid")
-        }
-        if let i = unknown.first {
-            let known = try node.elementCount(output.filter { $0 != -1 })
-            guard known > 0, total % known == 0 else {
-                throw node.error("cannot reshape \(Tensor.describe(input)) to \(output)")
-            }
-            output[i] = total / known
-        }
-        guard try node.elementCount(output) == total else {
-            throw node.error("cannot reshape \(Tensor.describe(input)) (\(total) elements) to \(output)")
-        }
-        return ConvertedNode(layer: try ReshapeLayer(outputShape: output, name: "Reshape"), inputs: [0])
-    }
-
-    static func concat(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["axis"])
-        guard let value = try node.node.int("axis") else { throw node.error("axis is required") }
-        let axis = try node.axis(value, rank: node.shape(0).count)
-        return ConvertedNode(layer: try ConcatLayer(axis: axis), inputs: Array(node.node.inputs.indices))
     }
 }

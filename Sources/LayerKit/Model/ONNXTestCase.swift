@@ -71,7 +71,9 @@ public struct ONNXTestCase: Sendable {
             var inputs: [String: Tensor] = [:]
             for (input, file) in zip(model.inputs, dataSet.inputs) {
                 let tensor = try ONNXTestCase.tensor(file)
-                inputs[input.name] = cpu == nil ? tensor : try tensor.roundedToHalf()
+                // Integer inputs (indices, shapes) are values of the plan, never fp16 images.
+                let isFloat = !(input.dataType?.isInteger ?? false)
+                inputs[input.name] = cpu == nil || !isFloat ? tensor : try tensor.roundedToHalf()
             }
             guard dataSet.inputs.count == model.inputs.count else {
                 throw LayerKitError.invalidModel("\(dataSet.name) has \(dataSet.inputs.count) inputs; the model takes "
