@@ -108,19 +108,7 @@ struct ImageCommandTests {
         #expect(differing.isEmpty, "\(differing.count) samples differ, first at \(differing.first ?? -1)")
     }
 
-    /// False only while the build lacks an op the style network uses (Pad,
-    /// Resize, InstanceNormalization came from other branches).
-    static let styleOpsLanded: Bool = {
-        guard let data = BuiltInModels.data(named: BuiltInModels.styleName) else { return true }
-        do {
-            _ = try Model(data: data, computeUnits: .cpuOnly)
-            return true
-        } catch {
-            return !"\(error)".contains("is not supported by LayerKit")
-        }
-    }()
-
-    @Test(.enabled(if: styleOpsLanded, "the style network's ops are not all in this build"))
+    @Test
     func demoStyleWritesThePictureOnBothBackends() throws {
         let directory = try CommandRunner.scratchDirectory()
         let runner = CommandRunner()

@@ -6,24 +6,7 @@ import Testing
 /// `Scripts/generate_style_model.py`) on the demo's image, against
 /// onnxruntime's output on the same fp16-rounded image: within 1e-3 on the
 /// CPU, within the parity rule on the GPU, every node of it on the GPU.
-/// Whether this build has every op the built-in style network uses.
-enum StyleNetwork {
-    /// False only while the build lacks an op the network uses (Pad, Resize
-    /// and InstanceNormalization came from other branches); any other load
-    /// failure runs the tests, which then fail with it.
-    static let opsLanded: Bool = {
-        guard let data = BuiltInModels.data(named: BuiltInModels.styleName) else { return true }
-        do {
-            _ = try Model(data: data, computeUnits: .cpuOnly)
-            return true
-        } catch {
-            return !"\(error)".contains("is not supported by LayerKit")
-        }
-    }()
-}
-
-@Suite(.enabled(if: StyleNetwork.opsLanded, "the style network's ops (Pad, Resize) are not all in this build"))
-struct StyleModelTests {
+@Suite struct StyleModelTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/style")
 
     /// The demo image as the demo draws it (the commands module's
