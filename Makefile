@@ -1,6 +1,7 @@
 # The two commands of the README's quick start, plus the pieces they use.
 #   make demo   the main job: Swish on a built-in image, GPU and CPU side by side
-#   make test   the suite under Khronos validation, parity --all, the shader checks,
+#   make test   the suite under Khronos validation, parity --all, the onnx package's
+#               backend tests (Scripts/onnx-conformance), the shader checks,
 #               the fuzzer, then the suite under ASan (what CI runs)
 #   make test-asan / test-tsan   the suite under AddressSanitizer+LeakSanitizer / ThreadSanitizer
 #   make soak   10,000 mixed-size dispatches alone in a process: flat objects and RSS
@@ -28,6 +29,7 @@ demo: deps
 test: deps
 	LAYERKIT_VALIDATION=1 swift test
 	LAYERKIT_VALIDATION=1 swift run layerkit parity --all
+	LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
 	$(MAKE) shader-checks
 	$(MAKE) fuzz
 	$(MAKE) valgrind

@@ -23,6 +23,8 @@ let package = Package(
         .systemLibrary(name: "CVulkan", providers: [.apt(["libvulkan-dev"])]),
         .target(name: "CGlslang", linkerSettings: glslangArchives),
         .target(name: "CPNG", linkerSettings: [.linkedLibrary("png16")]),
+        // libjpeg-turbo's libjpeg API (Debian libjpeg62-turbo-dev).
+        .target(name: "CJPEG", linkerSettings: [.linkedLibrary("jpeg")]),
         .target(name: "CKernels", linkerSettings: [.linkedLibrary("sleef")]),
 
         // Build tool: embeds Shaders/*.comp as Swift string constants, so the
@@ -37,7 +39,7 @@ let package = Package(
         // The ONNX file reader (protobuf wire format, ONNX decoding): knows
         // nothing of layers or devices.
         .target(name: "LayerKitONNX", dependencies: ["LayerKitCore"]),
-        .target(name: "LayerKit", dependencies: ["LayerKitCore", "LayerKitONNX", "VulkanCompute", "CPNG", "CKernels"],
+        .target(name: "LayerKit", dependencies: ["LayerKitCore", "LayerKitONNX", "VulkanCompute", "CPNG", "CJPEG", "CKernels"],
                 plugins: ["EmbedShaders"]),
         .target(name: "LayerKitCommands", dependencies: ["LayerKit"]),
         .executableTarget(name: "layerkit", dependencies: ["LayerKitCommands"]),

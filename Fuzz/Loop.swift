@@ -44,7 +44,9 @@ func fuzz(_ target: Target, settings: Settings) -> (executions: Int, findings: I
     // feedback; bounded in number and size (small inputs run fastest).
     var pool = corpus
     var mutator = Mutator(random: SeededGenerator(seed: settings.seed ^ UInt64(target.name.utf8.count) << 32),
-                          dictionary: target.dictionary.map { Array($0.utf8) }, hotOffsets: target.hotOffsets)
+                          dictionary: target.dictionary.map { word in
+                              target.bytes ? word.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) } : Array(word.utf8)
+                          }, hotOffsets: target.hotOffsets)
     let deadline = Date().addingTimeInterval(settings.seconds)
     var executions = 0, findings = 0
     while executions < settings.runs, findings < 10, executions < corpus.count || Date() < deadline {

@@ -17,13 +17,16 @@ enum Outcome {
 /// offsets its mutations favour, and how to run one input.
 struct Target: Sendable {
     let name: String
+    /// Words the mutator inserts, as UTF-8 bytes (`bytes`: as bytes, one
+    /// per scalar below 256, for binary markers such as JPEG's 0xFF xx).
     let dictionary: [String]
     let hotOffsets: [Int]
+    var bytes = false
     /// Applied to most mutated inputs before they run (fix PNG chunk CRCs, the .npy header length).
     var fixup: (@Sendable (inout [UInt8]) -> Void)? = nil
     let run: @Sendable ([UInt8]) -> Outcome
 
-    static let all = [npy, png, formula, cli, onnx, onnxGrammar]
+    static let all = [npy, png, jpeg, formula, cli, onnx, onnxGrammar]
 
     /// `Tensor(npyData:)`: `LayerKitError` only; what it accepts re-encodes to the same shape.
     static let npy = Target(
@@ -59,6 +62,30 @@ struct Target: Sendable {
             let tensor = try Tensor(pngFile: path)
             let shape = tensor.shape
             guard shape.count == 4, shape[0] == 1, [1, 3, 4].contains(shape[1]) else {
+                return .unexpected("decoded shape \(shape)")
+            }
+            return .accepted
+        }
+    }
+
+    /// `Tensor(jpegFile:)` through libjpeg-turbo; the bytes go to a scratch
+    /// file. `LayerKitError` only; what it accepts is 1xCxHxW with C of 1 or 3.
+    static let jpeg = Target(
+        name: "jpeg",
+        dictionary: ["\u{FF}\u{D8}", "\u{FF}\u{D9}", "\u{FF}\u{C0}", "\u{FF}\u{C2}", "\u{FF}\u{C4}", "\u{FF}\u{DA}",
+                     "\u{FF}\u{DB}", "\u{FF}\u{DD}", "\u{FF}\u{E0}", "\u{FF}\u{EE}", "\u{0}\u{0}", "\u{FF}\u{FF}"],
+        hotOffsets: [2, 3, 4, 5, 6],
+        bytes: true
+    ) { bytes in
+        let path = scratchPNGPath + ".jpg"
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+            return .unexpected("cannot write the scratch file \(path)")
+        }
+        defer { unlink(path) }
+        return expecting(LayerKitError.self) {
+            let tensor = try Tensor(jpegFile: path)
+            let shape = tensor.shape
+            guard shape.count == 4, shape[0] == 1, [1, 3].contains(shape[1]) else {
                 return .unexpected("decoded shape \(shape)")
             }
             return .accepted

@@ -132,7 +132,18 @@ void lk_png_free(lk_png_image *image) {
 
 int lk_png_write_gray8(int fd, const uint8_t *pixels, uint32_t width,
                        uint32_t height, char *err, size_t errlen) {
+    return lk_png_write8(fd, pixels, width, height, 1, err, errlen);
+}
+
+int lk_png_write8(int fd, const uint8_t *pixels, uint32_t width, uint32_t height,
+                  uint32_t channels, char *err, size_t errlen) {
     lk_set_error(err, errlen, "unknown error");
+    int color = channels == 1 ? PNG_COLOR_TYPE_GRAY : channels == 3 ? PNG_COLOR_TYPE_RGB
+              : channels == 4 ? PNG_COLOR_TYPE_RGB_ALPHA : -1;
+    if (color < 0) {
+        lk_set_error(err, errlen, "a PNG holds 1 (gray), 3 (RGB) or 4 (RGBA) channels");
+        return -1;
+    }
     if (width == 0 || height == 0 || width > LK_PNG_MAX_SIDE || height > LK_PNG_MAX_SIDE ||
         (uint64_t)width * height > LK_PNG_MAX_PIXELS) {
         lk_set_error(err, errlen, "image size out of range");
@@ -160,10 +171,10 @@ int lk_png_write_gray8(int fd, const uint8_t *pixels, uint32_t width,
         return -1;
     }
     png_init_io(png, fp);
-    png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+    png_set_IHDR(png, info, width, height, 8, color, PNG_INTERLACE_NONE,
                  PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
-    for (uint32_t y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * width);
+    for (uint32_t y = 0; y < height; y++) png_write_row(png, pixels + (size_t)y * width * channels);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     /* A full disk shows up only at flush or close; report it rather than

@@ -23,7 +23,7 @@ enum ApplyCommand {
         guard let output = result.outputs.first else {
             throw LayerKitError.shapeMismatch("\(options.name) produced no output")
         }
-        try TensorFiles.write(output, to: outputPath)
+        try TensorFiles.write(output, to: outputPath, png: .grid)
         let place = result.placement.isGPU ? "GPU (\(backend.gpu?.deviceInfo.name ?? "?"))" : "CPU"
         console.print("\(options.name) [\(options.parameterText)] on \(place): "
                       + "\(Tensor.describe(input.shape)) -> \(Tensor.describe(output.shape)) in "

@@ -104,7 +104,7 @@ struct CommandHelp {
                               + "are its parameters, constant inputs its per-channel weights, matched by name")
 
     static let input = Option("--input", "FILE|NAME=FILE", default: "none", repeatable: true,
-                              "a .npy or .png input; NAME=FILE for each input of a model with several")
+                              "a .npy, .png or .jpg input; NAME=FILE for each input of a model with several")
 
     static let threads = Option("--threads", "N", default: "the cores the process may use",
                                 "the CPU evaluator's threads, 1 to 4096")
@@ -189,15 +189,21 @@ struct CommandHelp {
     static let run = CommandHelp(
         name: "run", synopsis: ["MODEL.onnx --input FILE|NAME=FILE ... [--output FILE|NAME=FILE ...] [options]",
                                 "MODEL.onnx --input DIR/ [--output DIR/] [--batch N] [options]"],
-        summary: "Runs an ONNX model on .npy/.png inputs, writes its outputs, and prints their shapes and the top-5 "
-            + "of 2-D outputs.",
+        summary: "Runs an ONNX model on .npy/.png/.jpg inputs, writes its outputs, and prints their shapes and the top-5 "
+            + "of 2-D outputs. A .png output is a picture (an image-to-image model's: 1, 3 or 4 channels, "
+            + "--normalize undone, clamped to 0..1).",
         options: [
             input,
             Option("--output", "FILE|NAME=FILE", default: "none", repeatable: true,
-                   "write an output as .npy or .png; NAME=FILE for each output of a model with several"),
+                   "write an output as .npy, or as a .png picture (1, 3 or 4 channels); NAME=FILE for each output "
+                   + "of a model with several"),
+            Option("--output-grid", "FILE.png|NAME=FILE.png", default: "none", repeatable: true,
+                   "draw an output's channels as gray tiles (min..max), an activation-map grid"),
             backend("auto"),
-            Option("--resize", "WxH", default: "none", "resize PNG inputs to W by H pixels"),
-            Option("--normalize", "0,1|-1,1|mean=..,std=..", default: "0,1", "how PNG pixels become input values"),
+            Option("--resize", "WxH", default: "none", "resize PNG and JPEG inputs to W by H pixels"),
+            Option("--normalize", "0,1|-1,1|mean=..,std=..", default: "0,1", "how PNG and JPEG pixels become input values"),
+            Option("--denormalize", "0,1|-1,1|mean=..,std=..", default: "the --normalize value",
+                   "how a .png output's values become pixels (x * std + mean), then clamped to 0..1"),
             Option("--profile", nil, default: "off", "print the run's per-layer times"),
             Option("--batch", "N", default: "1", "with a folder of inputs: stack N of them into one NxCxHxW run"),
             Option("--top", "K", default: "5", "how many classes of a 2-D output to print"),
@@ -205,14 +211,19 @@ struct CommandHelp {
         ],
         positional: 1...1,
         examples: ["layerkit run model.onnx --input image=cat.png --resize 224x224 --output probabilities=p.npy",
+                   "layerkit run style.onnx --input photo.jpg --resize 96x96 --output styled.png",
                    "layerkit run article.onnx --input x.npy --layer ArticleSwish='x * sigmoid(beta * x)'"])
 
     static let demo = CommandHelp(
-        name: "demo", synopsis: ["[--output FILE.npy]"],
+        name: "demo", synopsis: ["[--output FILE.npy]", "--style [--output FILE.png]"],
         summary: "Runs the Core ML article's model (Conv, Swish, pooling, Dense, softmax) on a built-in image, "
-            + "on the GPU and the CPU.",
-        options: [Option("--output", "FILE.npy", default: "none", "write the 10 predictions"), threads],
-        positional: 0...0, examples: ["layerkit demo"])
+            + "on the GPU and the CPU; --style runs a built-in style-transfer network (seeded weights) and writes "
+            + "the picture.",
+        options: [Option("--output", "FILE", default: "none; \(DemoCommand.defaultStylePath) with --style",
+                         "write the 10 predictions (.npy), or with --style the picture (.png)"),
+                  Option("--style", nil, default: "off", "run the style-transfer network instead"),
+                  threads],
+        positional: 0...0, examples: ["layerkit demo", "layerkit demo --style --output styled.png"])
 
     static let bench = CommandHelp(
         name: "bench", synopsis: ["[LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend B] [--json]",

@@ -4,11 +4,17 @@ import LayerKit
 /// `layerkit demo`: the main job with a built-in input. The Core ML
 /// custom-layer article's model (Conv → Swish as a custom layer → global
 /// average pooling → Dense → softmax), built into the binary, on a built-in
-/// image, on the GPU and the CPU side by side.
+/// image, on the GPU and the CPU side by side. `--style`: the built-in
+/// style-transfer network (`Models/style.onnx`) on the same kind of image,
+/// written as a PNG picture.
 enum DemoCommand {
+    /// Where `demo --style` writes its picture without `--output`.
+    static let defaultStylePath = "style.png"
+
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, command: .demo)
         let threads = try arguments.threads()
+        if arguments.has("--style") { return try style(arguments, threads: threads, console: console) }
         let outputPath = arguments.value("--output")
         if let outputPath {
             guard outputPath.lowercased().hasSuffix(".npy") else {
@@ -69,9 +75,61 @@ enum DemoCommand {
         console.print("")
         timings(cpu: cpu.profile, gpu: gpu?.profile, console: console)
         if let outputPath {
-            try TensorFiles.write(gpuOut ?? cpuOut, to: outputPath)
+            try TensorFiles.write(gpuOut ?? cpuOut, to: outputPath, png: .grid)
             console.print("wrote the \(gpuOut == nil ? "CPU" : "GPU") predictions to \(outputPath)")
         }
+        return passed ? 0 : 1
+    }
+
+    /// `demo --style`: the style network on the GPU and the CPU, the parity
+    /// of the two, and the picture (the GPU's, or the CPU's without a GPU).
+    private static func style(_ arguments: Arguments, threads: Int?, console: Console) throws -> Int32 {
+        let outputPath = arguments.value("--output") ?? defaultStylePath
+        guard outputPath.lowercased().hasSuffix(".png") else {
+            throw UsageError("\(outputPath): demo --style writes its picture as .png")
+        }
+        try TensorFiles.checkOutput(outputPath, notAmong: [])
+        guard let data = BuiltInModels.data(named: BuiltInModels.styleName) else {
+            throw LayerKitError.unsupported("this binary was built without Models/\(BuiltInModels.styleName)")
+        }
+        let cpuModel = try Model(data: data, name: BuiltInModels.styleName, computeUnits: .cpuOnly, threads: threads,
+                                 notice: { console.note($0) })
+        guard let input = cpuModel.inputs.first, let side = input.dimensions.last?.size, let output = cpuModel.outputs.first else {
+            throw LayerKitError.invalidModel("the built-in style model has no fixed-size image input")
+        }
+        let inputs = try ModelParity.rounded([input.name: DemoImage.landscape(size: side)])
+        console.print("LayerKit demo --style: a fast-style-transfer network (seeded weights) on a built-in \(side)x\(side) image")
+        var counts: [String: Int] = [:]
+        for node in cpuModel.nodes { counts[node.opType, default: 0] += 1 }
+        console.print("model: \(cpuModel.nodes.count) nodes: " + counts.sorted { $0.key < $1.key }
+            .map { "\($0.value) \($0.key)" }.joined(separator: ", "))
+        let gpuModel: Model?
+        do {
+            gpuModel = try Model(data: data, name: BuiltInModels.styleName, computeUnits: .gpu, threads: threads,
+                                 notice: { console.note($0) })
+        } catch LayerKitError.gpuUnavailable(let why) {
+            gpuModel = nil
+            console.note("no GPU: \(why); showing the CPU only")
+        }
+        let cpu = try profiledRun(cpuModel, inputs)
+        let gpu = try gpuModel.map { try profiledRun($0, inputs) }
+        if let gpuModel, let info = gpuModel.backend.gpu?.deviceInfo {
+            let onGPU = gpuModel.nodes.filter { $0.placement?.isGPU == true }.count
+            console.print("GPU: \(info.name) (\(info.kind.rawValue))" + (info.kind == .cpu ? " — timings are emulated, not GPU speed" : "")
+                          + "; \(onGPU) of \(gpuModel.nodes.count) nodes on the GPU")
+        }
+        let comparison = try gpu.map { try ModelParity.compare(gpu: $0.outputs, cpu: cpu.outputs, outputs: [output.name])[0] }
+        let picture = try comparison?.gpu ?? ModelParity.value(cpu.outputs, output.name)
+        var passed = true
+        if let report = comparison?.report {
+            passed = report.passed
+            console.print("parity: \(passed ? "PASS" : "FAIL") (max |GPU-CPU| \(ParityCommand.scientific(report.maxAbsError)), "
+                          + "max rel \(ParityCommand.scientific(report.maxRelError)); tolerance 1e-3 * max(1, |cpu|))")
+        }
+        console.print(String(format: "end to end: CPU %.3f ms", cpu.profile.wallNanoseconds / 1e6)
+                      + (gpu.map { String(format: ", GPU %.3f ms", $0.profile.wallNanoseconds / 1e6) } ?? ""))
+        try picture.writeImagePNG(to: outputPath)
+        console.print("wrote the \(comparison == nil ? "CPU" : "GPU")'s \(side)x\(side) RGB picture to \(outputPath)")
         return passed ? 0 : 1
     }
 

@@ -63,7 +63,7 @@ enum ModelFiles {
 
     /// The model's inputs from the files `files(_:for:option:)` found for
     /// `--input FILE` (a one-input model) or repeated `--input NAME=FILE`,
-    /// by input name; PNG images are resized and normalized
+    /// by input name; PNG and JPEG images are resized and normalized
     /// as asked and their channels fitted to the input (gray to RGB, RGBA to
     /// RGB); `.npy` files are taken as they are.
     static func inputs(_ files: [String: String], of model: Model, resize: (width: Int, height: Int)?,
@@ -72,7 +72,7 @@ enum ModelFiles {
         for input in model.inputs {
             guard let path = files[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }
             var tensor = try TensorFiles.read(path)
-            if path.lowercased().hasSuffix(".png") {
+            if TensorFiles.isImage(path) {
                 tensor = try image(tensor, path: path, for: input, resize: resize, console: console)
                 tensor = try tensor.normalized(normalization)
             }
@@ -130,7 +130,7 @@ enum ModelFiles {
         return files
     }
 
-    /// A decoded PNG made to fit an NCHW image input: resized when asked,
+    /// A decoded PNG or JPEG made to fit an NCHW image input: resized when asked,
     /// gray repeated into the input's colour channels, alpha dropped, each
     /// with a one-line notice.
     private static func image(_ tensor: Tensor, path: String, for input: Model.ValueDescription,

@@ -2,7 +2,7 @@ import Foundation
 import LayerKit
 
 /// `layerkit run model.onnx --input DIR/` (or several files for a
-/// one-input model): every `.npy`/`.png` in the folder, in name order, one
+/// one-input model): every `.npy`/`.png`/`.jpg` in the folder, in name order, one
 /// run each or `--batch N` stacked into one N-item run; with `--output DIR/`
 /// each output is written under the input's name (`.npy`; `NAME.OUTPUT.npy`
 /// for a model with several outputs). Never over an input: the output
@@ -33,7 +33,7 @@ enum RunBatch {
         let files = names.filter { !$0.hasPrefix(".") && TensorFiles.readable.contains(URL(fileURLWithPath: $0).pathExtension.lowercased()) }
             .sorted().map { URL(fileURLWithPath: folders[0]).appendingPathComponent($0).path }
         guard !files.isEmpty else {
-            throw LayerKitError.file("\(folders[0]): no .npy or .png files to run")
+            throw LayerKitError.file("\(folders[0]): no \(TensorFiles.readableText) files to run")
         }
         return files
     }

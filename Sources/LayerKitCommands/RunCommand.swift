@@ -1,9 +1,11 @@
 import Foundation
 import LayerKit
 
-/// `layerkit run model.onnx --input ...`: runs an ONNX model on `.npy` or
-/// PNG inputs, writes its outputs, and prints their shapes and the top-5
-/// classes of a 2-D output; `--profile` adds the per-layer times, `--json`
+/// `layerkit run model.onnx --input ...`: runs an ONNX model on `.npy`,
+/// PNG or JPEG inputs, writes its outputs (a `.png` output is a picture:
+/// `--normalize`, or `--denormalize`, undone; `--output-grid` draws an
+/// activation grid), and prints their shapes and the top-5 classes of a
+/// 2-D output; `--profile` adds the per-layer times, `--json`
 /// prints one `layerkit-run/1` object instead. A folder (or several files)
 /// as `--input` runs each file (`RunBatch`), `--batch N` of them at a time.
 enum RunCommand {
@@ -19,6 +21,10 @@ enum RunCommand {
         let normalization = try ValueParsing.onCommandLine(option: "--normalize") {
             try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
         }
+        // A .png output is a picture in 0...1: the input's normalization undone, unless told otherwise.
+        let denormalization = try ValueParsing.onCommandLine(option: "--denormalize") {
+            try arguments.value("--denormalize").map { try PixelNormalization(parsing: $0) } ?? normalization
+        }
         let resize = try arguments.value("--resize").map(ValueParsing.size)
         let batch = try arguments.count("--batch", default: 1, minimum: 1)
         let top = try arguments.count("--top", default: 5, minimum: 1)
@@ -28,9 +34,12 @@ enum RunCommand {
         let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
                                         console: console)
         // Each run: its input files by input name (one per item of a batch) and its outputs' files.
-        var runs: [(inputs: [String: [String]], outputs: [String: [String]])] = []
+        var runs: [(inputs: [String: [String]], outputs: [String: [String]], grids: [String: String])] = []
         if let batchFiles = try RunBatch.files(inputSpecs, model: model) {
             guard !arguments.has("--profile") else { throw UsageError("--profile profiles one run: give one input") }
+            guard arguments.values("--output-grid").isEmpty else {
+                throw UsageError("--output-grid draws one run's output: give one input")
+            }
             let folder = arguments.values("--output").last
             guard arguments.values("--output").count <= 1 else { throw UsageError("--output: give one folder for a batch") }
             try RunBatch.check(batch: batch, count: batchFiles.count, input: model.inputs[0])
@@ -38,7 +47,8 @@ enum RunCommand {
             for start in stride(from: 0, to: items.count, by: batch) {
                 let group = items[start..<min(items.count, start + batch)]
                 runs.append(([model.inputs[0].name: group.map(\.input)],
-                             Dictionary(uniqueKeysWithValues: model.outputs.map { o in (o.name, group.compactMap { $0.outputs[o.name] }) })))
+                             Dictionary(uniqueKeysWithValues: model.outputs.map { o in (o.name, group.compactMap { $0.outputs[o.name] }) }),
+                             [:]))
             }
         } else {
             guard batch == 1 else { throw UsageError("--batch N stacks the files of a folder: give --input DIR/") }
@@ -46,10 +56,18 @@ enum RunCommand {
                                                    option: "--output")
             // The files as the reader takes them: a spec is split at `=` only where the model has that name.
             let inputFiles = try ModelFiles.files(inputSpecs, for: model.inputs.map(\.name), option: "--input")
+            let gridFiles = try ModelFiles.files(arguments.values("--output-grid"), for: model.outputs.map(\.name),
+                                                 option: "--output-grid")
             for file in outputFiles.values {
                 try TensorFiles.checkOutput(file, notAmong: Array(inputFiles.values) + [path])
             }
-            runs.append((inputFiles.mapValues { [$0] }, outputFiles.mapValues { [$0] }))
+            for file in gridFiles.values {
+                guard !outputFiles.values.contains(file) else {
+                    throw UsageError("--output-grid \(file) is also an --output: give each its own file")
+                }
+                try TensorFiles.checkOutput(file, notAmong: Array(inputFiles.values) + [path], grid: true)
+            }
+            runs.append((inputFiles.mapValues { [$0] }, outputFiles.mapValues { [$0] }, gridFiles))
         }
 
         if !json { console.print(ModelFiles.deviceLine(model.backend)) }
@@ -82,8 +100,11 @@ enum RunCommand {
                 guard let output = outputs[description.name] else { continue }
                 let files = run.outputs[description.name] ?? []
                 for (i, file) in files.enumerated() {
-                    try TensorFiles.write(RunBatch.item(i, of: output, items: items, name: description.name), to: file)
+                    let item = try RunBatch.item(i, of: output, items: items, name: description.name)
+                    try TensorFiles.write(try picture(item, file: file, denormalization: denormalization), to: file, png: .image)
                 }
+                let grid = run.grids[description.name]
+                if let grid { try TensorFiles.write(output, to: grid, png: .grid) }
                 let best = output.shape.count == 2 ? topK(output, k: top) : nil
                 record.outputs.append(RunRecord.Value(name: description.name, shape: output.shape, files: files, top: best))
                 guard !json else { continue }
@@ -93,6 +114,7 @@ enum RunCommand {
                                   + classes.map { "\($0.index) (\(String(format: "%.4f", $0.value)))" }.joined(separator: ", "))
                 }
                 for file in files { console.print("  wrote \(file)") }
+                if let grid { console.print("  wrote \(grid) (activation grid)") }
             }
             records.append(record)
             progress.advance()
@@ -108,6 +130,18 @@ enum RunCommand {
             ProfileTable.lines(ProfileSummary(spans: profiler.spans)).forEach { console.print($0) }
         }
         return 0
+    }
+
+    /// An output as a `.png` picture takes it: with `denormalization`
+    /// undone when it is an image of 1, 3 or 4 channels (anything else is
+    /// left for `writeImagePNG` to refuse, naming `.npy`); a `.npy` output as it is.
+    static func picture(_ output: Tensor, file: String, denormalization: PixelNormalization) throws -> Tensor {
+        let shape = output.shape
+        let channels = shape.count == 4 ? shape[1] : shape.count == 3 ? shape[0] : 0
+        guard file.lowercased().hasSuffix(".png"), denormalization != .unit, [1, 3, 4].contains(channels),
+              shape.count == 3 || shape[0] == 1 else { return output }
+        let image = shape.count == 3 ? try output.reshaped(to: [1] + shape) : output
+        return try ValueParsing.onCommandLine(option: "--denormalize") { try image.denormalized(denormalization) }
     }
 
     /// The `k` largest values of each row (batch item) of an N×K output, ties by index.

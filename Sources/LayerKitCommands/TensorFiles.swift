@@ -1,37 +1,60 @@
 import Foundation
 import LayerKit
 
-/// Reading and writing tensors by file extension (`.npy`, `.png`), with the
-/// checks every command needs before it touches a file.
+/// Reading and writing tensors by file extension (`.npy`, `.png`, `.jpg`),
+/// with the checks every command needs before it touches a file.
 enum TensorFiles {
-    static let readable = ["npy", "png"]
+    static let readable = ["npy", "png", "jpg", "jpeg"]
     static let writable = ["npy", "png"]
+    /// The readable types, as error messages list them.
+    static let readableText = ".npy, .png or .jpg"
 
-    /// Reads a `.npy` or `.png` file as a tensor.
+    /// What a `.png` output holds.
+    enum PNGForm {
+        /// The tensor as a picture (1, 3 or 4 channels in 0...1): an
+        /// image-to-image model's output (`Tensor.writeImagePNG`).
+        case image
+        /// Every channel a gray tile, min..max (`Tensor.writeActivationPNG`).
+        case grid
+    }
+
+    /// Reads a `.npy`, `.png` or `.jpg`/`.jpeg` file as a tensor.
     static func read(_ path: String) throws -> Tensor {
         switch fileExtension(path) {
         case "npy": return try Tensor(npyFile: path)
         case "png": return try Tensor(pngFile: path)
+        case "jpg", "jpeg": return try Tensor(jpegFile: path)
         default:
-            throw UsageError("\(path): unknown input type (expected .npy or .png)")
+            throw UsageError("\(path): unknown input type (expected \(readableText))")
         }
     }
 
-    /// Writes `tensor` as `.npy` (Float32) or `.png` (activation-map grid).
-    static func write(_ tensor: Tensor, to path: String) throws {
+    /// Whether `path` names a picture (PNG or JPEG), which is resized and
+    /// normalized as a model's image input.
+    static func isImage(_ path: String) -> Bool {
+        ["png", "jpg", "jpeg"].contains(fileExtension(path))
+    }
+
+    /// Writes `tensor` as `.npy` (Float32) or `.png` (`png` says which picture).
+    static func write(_ tensor: Tensor, to path: String, png: PNGForm) throws {
         switch fileExtension(path) {
         case "npy": try tensor.writeNPY(to: path)
-        case "png": try tensor.writeActivationPNG(to: path)
+        case "png" where png == .grid: try tensor.writeActivationPNG(to: path)
+        case "png": try tensor.writeImagePNG(to: path)
         default:
             throw LayerKitError.unsupported("\(path): unknown output type (expected .npy or .png)")
         }
     }
 
-    /// Throws unless `output` has a writable extension and is none of
-    /// `inputs` by identity (`FileIdentity`: overwriting it would destroy
-    /// the user's file).
-    static func checkOutput(_ output: String, notAmong inputs: [String]) throws {
-        guard writable.contains(fileExtension(output)) else {
+    /// Throws unless `output` has a writable extension (`.png` alone for
+    /// `grid`) and is none of `inputs` by identity (`FileIdentity`:
+    /// overwriting it would destroy the user's file).
+    static func checkOutput(_ output: String, notAmong inputs: [String], grid: Bool = false) throws {
+        if grid {
+            guard fileExtension(output) == "png" else {
+                throw UsageError("\(output): --output-grid draws a .png picture")
+            }
+        } else if !writable.contains(fileExtension(output)) {
             throw UsageError("\(output): unknown output type (expected .npy or .png)")
         }
         try FileIdentity.refuseOverwrite(of: output, readingFrom: inputs)

@@ -287,7 +287,10 @@ extension ONNXValueInfo {
             }
         }
         if let kind {
-            throw reader.error("value '\(name)' is a \(kind); only tensors are supported", at: reader.offset)
+            // skl2onnx's classifiers end in ZipMap (a list of {class: probability} maps) unless told not to.
+            let hint = kind.hasPrefix("sequence of map") ? " (a scikit-learn classifier's ZipMap output: export it with "
+                + "to_onnx(model, X, options={id(model): {'zipmap': False}}))" : ""
+            throw reader.error("value '\(name)' is a \(kind); only tensors are supported\(hint)", at: reader.offset)
         }
     }
 

@@ -145,7 +145,7 @@ struct JSONBatchAndThreadsCommandTests {
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         let batch2 = ModelCommandTests.fixture("small_cnn_batch2.onnx")
         let cases: [([String], Int32, String)] = [
-            (["run", Self.model, "--input", empty], 1, "no .npy or .png files"),
+            (["run", Self.model, "--input", empty], 1, "no .npy, .png or .jpg files"),
             (["run", Self.model, "--input", folder, "--output", folder], 2, "is the folder of the inputs"),
             (["run", batch2, "--input", folder, "--batch", "2"], 2, "3 files do not fill batches of 2"),
             (["run", Self.model, "--input", folder, "--batch", "2"], 2, "fixed batch of 1"),

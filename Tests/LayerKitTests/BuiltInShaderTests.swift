@@ -28,6 +28,7 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.conv2d, [("LK_CONV_DENSE", "1")]),
         Variant(BuiltInShaders.conv2d, [("LK_CONV_DEPTHWISE", "1")]),
         Variant(BuiltInShaders.conv2d, [("LK_CONV_GROUPED", "1")]),
+        Variant(BuiltInShaders.convTranspose2d),
         Variant(BuiltInShaders.pool, [("LK_POOL_KIND", "0")]),
         Variant(BuiltInShaders.pool, [("LK_POOL_KIND", "1")]),
         Variant(BuiltInShaders.pool, [("LK_POOL_KIND", "2")]),

@@ -239,7 +239,11 @@ struct ConvolutionTests {
 
     @Test func badWeightsAndAttributesThrow() throws {
         let w = try Tensor(shape: [4, 2, 3, 3])
-        #expect(throws: LayerKitError.self) { try Convolution(weights: Tensor(shape: [4, 2, 3])) }
+        // Rank 3 is a 1-D convolution; ranks 2 and 5 are neither (3-D is Convolution3D's).
+        #expect(throws: LayerKitError.self) { try Convolution(weights: Tensor(shape: [4, 2])) }
+        #expect(throws: LayerKitError.self) { try Convolution(weights: Tensor(shape: [4, 2, 3, 3, 3])) }
+        #expect(throws: LayerKitError.self) { try Convolution(weights: Tensor(shape: [4, 2, 3]), strides: [1, 2]) }
+        #expect(throws: LayerKitError.self) { try Convolution(weights: Tensor(shape: [4, 2, 3]), padding: .explicit([0, 1, 0, 0])) }
         #expect(throws: LayerKitError.self) { try Convolution(weights: Tensor(shape: [4, 0, 3, 3])) }
         #expect(throws: LayerKitError.self) { try Convolution(weights: w, group: 3) }
         #expect(throws: LayerKitError.self) { try Convolution(weights: w, group: 0) }

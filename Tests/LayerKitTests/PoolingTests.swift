@@ -197,10 +197,14 @@ struct PoolingTests {
     }
 
     @Test func badParametersAndShapesThrow() throws {
-        #expect(throws: LayerKitError.invalidParameter("MaxPool: kernel [3] must be 2 positive values (2D pooling)")) {
-            try Pooling(kind: .max, kernel: [3])
+        // One value is a 1-D pool; three are GeneralPooling's.
+        #expect(throws: LayerKitError.invalidParameter("MaxPool: kernel [3, 3, 3] must be 1 or 2 values (1-D or 2-D pooling)")) {
+            try Pooling(kind: .max, kernel: [3, 3, 3])
         }
-        #expect(throws: LayerKitError.invalidParameter("AveragePool: strides [0, 1] must be 2 positive values (2D pooling)")) {
+        #expect(throws: LayerKitError.invalidParameter("MaxPool: strides [2, 2] must be 1 positive value(s)")) {
+            try Pooling(kind: .max, kernel: [3], strides: [2, 2])
+        }
+        #expect(throws: LayerKitError.invalidParameter("AveragePool: strides [0, 1] must be 2 positive value(s)")) {
             try Pooling(kind: .average(countIncludePad: false), kernel: [2, 2], strides: [0, 1])
         }
         #expect(throws: LayerKitError.invalidParameter("MaxPool: pads [1, -1, 0, 0] must be 4 values >= 0 [top, left, bottom, right]")) {

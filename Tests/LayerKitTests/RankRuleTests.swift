@@ -93,8 +93,9 @@ struct RankRuleTests {
                 return [("scale", [c], (0..<c).map { 1 + 0.1 * Float($0) }), ("bias", [c], (0..<c).map { Float($0) - 2 }),
                         ("mean", [c], (0..<c).map { 0.3 * Float($0) }), ("var", [c], (0..<c).map { 0.5 + Float($0) })]
             }),
-            Case(name: "GlobalAveragePool", ranks: [4]),
-            Case(name: "GlobalMaxPool", ranks: [4]),
+            // ONNX defines global pools for [N, C, spatial...], rank 3 or more.
+            Case(name: "GlobalAveragePool", ranks: [3, 4]),
+            Case(name: "GlobalMaxPool", ranks: [3, 4]),
             Case(name: "AveragePool", ranks: [4], attributes: [ints("kernel_shape", [2, 2])]),
             Case(name: "MaxPool", ranks: [4], attributes: [ints("kernel_shape", [2, 2])]),
             Case(name: "Conv", ranks: [4], attributes: [ints("pads", [1, 1, 1, 1])], initializers: { shape in

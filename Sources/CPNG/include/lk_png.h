@@ -41,4 +41,10 @@ void lk_png_free(lk_png_image *image);
 int lk_png_write_gray8(int fd, const uint8_t *pixels, uint32_t width,
                        uint32_t height, char *err, size_t errlen);
 
+/* Writes `width` x `height` pixels of `channels` 8-bit samples each (1: gray,
+   3: RGB, 4: RGBA), interleaved row-major, as a PNG file to `fd`, as
+   lk_png_write_gray8 does. */
+int lk_png_write8(int fd, const uint8_t *pixels, uint32_t width, uint32_t height,
+                  uint32_t channels, char *err, size_t errlen);
+
 #endif

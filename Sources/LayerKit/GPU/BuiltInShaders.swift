@@ -30,6 +30,7 @@ struct BuiltInShader<Constants: BitwiseCopyable>: Sendable {
 enum BuiltInShaders {
     static let elementwise = BuiltInShader<PerElementConstants>(file: "elementwise.comp", images: 2, buffers: 1)
     static let conv2d = BuiltInShader<ConvolutionConstants>(file: "conv2d.comp", images: 2, buffers: 2)
+    static let convTranspose2d = BuiltInShader<ConvolutionConstants>(file: "conv_transpose2d.comp", images: 2, buffers: 2)
     static let pool = BuiltInShader<PoolConstants>(file: "pool.comp", images: 2, buffers: 0)
     static let binary = BuiltInShader<BinaryConstants>(file: "binary.comp", images: 3, buffers: 0)
     static let select = BuiltInShader<WhereConstants>(file: "where.comp", images: 4, buffers: 0)
@@ -75,7 +76,8 @@ struct PerElementConstants: BitwiseCopyable {
     }
 }
 
-/// `conv2d.comp`: the output's shape, then the input's and the window's geometry.
+/// `conv2d.comp` and `conv_transpose2d.comp`: the output's shape, then the
+/// input's and the window's geometry.
 struct ConvolutionConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var inputWidth, inputHeight, inputChannels, inputSlices: UInt32

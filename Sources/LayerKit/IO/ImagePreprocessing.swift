@@ -72,6 +72,33 @@ extension Tensor {
         return output
     }
 
+    /// The NCHW image with `normalization` undone: model values back to
+    /// 0...1 pixels (`x * std + mean`), for an image-to-image model's
+    /// output. Nothing is clamped here.
+    public func denormalized(_ normalization: PixelNormalization) throws -> Tensor {
+        let (n, c, h, w) = try nchw()
+        let result = try reshaped(to: shape)
+        let plane = h * w
+        for item in 0..<n {
+            for channel in 0..<c {
+                let (scale, offset): (Float, Float)
+                switch normalization {
+                case .unit: (scale, offset) = (1, 0)
+                case .signed: (scale, offset) = (0.5, 0.5)
+                case .meanStd(let mean, let std):
+                    guard mean.count == 1 || mean.count == c, std.count == 1 || std.count == c else {
+                        throw LayerKitError.invalidParameter(
+                            "denormalization gives \(mean.count) means and \(std.count) stds for \(c) channels")
+                    }
+                    (scale, offset) = (std[std.count == 1 ? 0 : channel], mean[mean.count == 1 ? 0 : channel])
+                }
+                let base = result.dataPointer + (item * c + channel) * plane
+                for i in 0..<plane { base[i] = base[i] * scale + offset }
+            }
+        }
+        return result
+    }
+
     /// The NCHW image with `normalization` applied to every channel.
     public func normalized(_ normalization: PixelNormalization) throws -> Tensor {
         let (n, c, h, w) = try nchw()

@@ -94,6 +94,54 @@ extension Tensor {
         }
     }
 
+    /// Writes the tensor as a picture: a 1xCxHxW (or CxHxW) image with
+    /// values in 0...1, as `init(pngFile:)` reads them, becomes an 8-bit
+    /// PNG, gray for C = 1, RGB for 3 and RGBA for 4. Values are clamped to
+    /// 0...1 and rounded to the nearest of 256 levels; NaN writes 0.
+    ///
+    /// The file is written unnamed and put in place whole, as
+    /// `writeActivationPNG(to:)` does. Throws `unsupported` for another
+    /// channel count or batch (naming `.npy`, which holds any tensor, and
+    /// the activation grid), or a picture over the PNG size limits.
+    public func writeImagePNG(to path: String) throws {
+        let dims: (c: Int, h: Int, w: Int)
+        switch shape.count {
+        case 4 where shape[0] == 1: dims = (shape[1], shape[2], shape[3])
+        case 3: dims = (shape[0], shape[1], shape[2])
+        default:
+            throw LayerKitError.unsupported(
+                "\(path): a PNG holds one image, 1xCxHxW; shape \(Tensor.describe(shape)) is not one (write .npy, "
+                + "which holds any tensor, or draw its channels with --output-grid)")
+        }
+        guard [1, 3, 4].contains(dims.c) else {
+            throw LayerKitError.unsupported(
+                "\(path): shape \(Tensor.describe(shape)) has \(dims.c) channels; a PNG image holds 1 (gray), "
+                + "3 (RGB) or 4 (RGBA) (write .npy, or draw the channels with --output-grid)")
+        }
+        guard dims.w >= 1, dims.h >= 1, dims.w <= LK_PNG_MAX_SIDE, dims.h <= LK_PNG_MAX_SIDE,
+              dims.w * dims.h <= LK_PNG_MAX_PIXELS else {
+            throw LayerKitError.unsupported(
+                "\(path): a \(dims.w)x\(dims.h) picture; the limit is \(LK_PNG_MAX_SIDE) pixels a side and \(LK_PNG_MAX_PIXELS) in all")
+        }
+        let plane = dims.h * dims.w
+        var pixels = [UInt8](repeating: 0, count: plane * dims.c)
+        for channel in 0..<dims.c {
+            let source = dataPointer + channel * plane
+            for i in 0..<plane {
+                let value = source[i]
+                // NaN fails both comparisons and stays 0.
+                pixels[i * dims.c + channel] = value >= 1 ? 255 : value > 0 ? UInt8((value * 255).rounded()) : 0
+            }
+        }
+        try writeAtomically(to: path) { descriptor in
+            if let message = cMessageOnFailure({
+                lk_png_write8(descriptor, pixels, UInt32(dims.w), UInt32(dims.h), UInt32(dims.c), $0, $1)
+            }) {
+                throw LayerKitError.file("cannot write PNG '\(path)': \(message)")
+            }
+        }
+    }
+
     /// The mapping from element values to gray levels described in
     /// `writeActivationPNG(to:)`.
     private func grayLevels() -> (Float) -> UInt8 {
@@ -115,7 +163,7 @@ extension Tensor {
 
 /// Runs a C call that returns 0 on success or nonzero with a message in the
 /// buffer it is given; returns that message on failure and nil on success.
-private func cMessageOnFailure(_ call: (UnsafeMutablePointer<CChar>, Int) -> Int32) -> String? {
+func cMessageOnFailure(_ call: (UnsafeMutablePointer<CChar>, Int) -> Int32) -> String? {
     var buffer = [CChar](repeating: 0, count: 256)
     let status = buffer.withUnsafeMutableBufferPointer { buffer -> Int32 in
         guard let base = buffer.baseAddress else { return -1 }

@@ -4,7 +4,10 @@ import Synchronization
 
 /// ONNX `Conv` in two dimensions: `[N, C, H, W]` to `[N, M, OH, OW]` with
 /// weights `[M, C/group, kH, kW]`, an optional bias `[M]`, strides,
-/// dilations, pads and groups.
+/// dilations, pads and groups; or in one: `[N, C, L]` to `[N, M, OL]` with
+/// weights `[M, C/group, k]`, run as the 2-D convolution of the
+/// `[N, C, L, 1]` image that tensor is by the rank rule (the kernel along
+/// the height axis, a unit width), so it runs on the GPU as well.
 ///
 /// CPU: `lk_conv2d_f32`: most convolutions run as a direct loop over
 /// zero-padded input rows, a 1x1 kernel of stride 1 without pads as a matrix
@@ -15,15 +18,19 @@ import Synchronization
 public final class Convolution: Layer {
     /// "Conv".
     public var layerName: String { "Conv" }
-    /// The weights, `[M, C/group, kH, kW]` (a copy of the ones given).
+    /// The weights, `[M, C/group, kH, kW]` (a copy of the ones given; a
+    /// 1-D convolution's `[M, C/group, k]` as `[M, C/group, k, 1]`).
     public let weights: Tensor
+    /// 1 for a 1-D convolution (`[N, C, L]` input), 2 for a 2-D one.
+    public let spatialRank: Int
     /// The bias, `[M]`, if any (a copy).
     public let bias: Tensor?
-    /// Strides along height and width.
+    /// Strides along height and width (1-D: the stride, then 1).
     public let strides: [Int]
-    /// Dilations along height and width.
+    /// Dilations along height and width (1-D: the dilation, then 1).
     public let dilations: [Int]
-    /// The padding rule (ONNX `pads` / `auto_pad`).
+    /// The padding rule (ONNX `pads` / `auto_pad`; 1-D explicit pads
+    /// `[begin, end]` are held as `[begin, 0, end, 0]`).
     public let padding: Padding
     /// The number of groups: input and output channels split into this many
     /// independent convolutions.
@@ -50,12 +57,17 @@ public final class Convolution: Layer {
 
     /// Makes the layer; throws `LayerKitError.invalidWeights` or
     /// `.invalidParameter` for weights, bias or attributes that do not fit.
+    /// Weights of rank 3 make a 1-D convolution, whose strides and
+    /// dilations are one value each (or the 2-D form `[v, 1]`) and whose
+    /// explicit pads are `[begin, end]`.
     public init(weights: Tensor, bias: Tensor? = nil, strides: [Int] = [1, 1], dilations: [Int] = [1, 1],
                 padding: Padding = .explicit([0, 0, 0, 0]), group: Int = 1) throws {
-        guard weights.shape.count == 4, weights.count > 0 else {
+        guard (3...4).contains(weights.shape.count), weights.count > 0 else {
             throw LayerKitError.invalidWeights(
-                "Conv: weights must be [M, C/group, kH, kW] with no empty extent, got \(Tensor.describe(weights.shape))")
+                "Conv: weights must be [M, C/group, kH, kW] (or [M, C/group, k] for 1-D) with no empty extent, got "
+                + "\(Tensor.describe(weights.shape))")
         }
+        let spatialRank = weights.shape.count - 2
         guard group >= 1, weights.shape[0] % group == 0 else {
             throw LayerKitError.invalidParameter(
                 "Conv: group must be >= 1 and divide the \(weights.shape[0]) output channels, got \(group)")
@@ -64,17 +76,30 @@ public final class Convolution: Layer {
             throw LayerKitError.invalidWeights(
                 "Conv: bias must be [\(weights.shape[0])] (one per output channel), got \(Tensor.describe(bias.shape))")
         }
-        for (name, values) in [("strides", strides), ("dilations", dilations)] where values.count != 2 || values.contains(where: { $0 < 1 }) {
-            throw LayerKitError.invalidParameter("Conv: \(name) must be two values >= 1, got \(values)")
+        // A 1-D convolution is a 2-D one with a unit second axis.
+        let planar = { (values: [Int]) in spatialRank == 1 && values.count == 1 ? values + [1] : values }
+        let (strides, dilations) = (planar(strides), planar(dilations))
+        for (name, values) in [("strides", strides), ("dilations", dilations)]
+        where values.count != 2 || values.contains(where: { $0 < 1 }) || (spatialRank == 1 && values[1] != 1) {
+            throw LayerKitError.invalidParameter("Conv: \(name) must be \(spatialRank) value(s) >= 1, got \(values)")
         }
-        if case .explicit(let pads) = padding, pads.count != 4 || pads.contains(where: { $0 < 0 }) {
-            throw LayerKitError.invalidParameter(
-                "Conv: pads must be four values >= 0 (top, left, bottom, right), got \(pads)")
+        var padding = padding
+        if case .explicit(let pads) = padding {
+            let planarPads = spatialRank == 1 && pads.count == 2 ? [pads[0], 0, pads[1], 0] : pads
+            guard planarPads.count == 4, !planarPads.contains(where: { $0 < 0 }),
+                  spatialRank == 2 || (planarPads[1] == 0 && planarPads[3] == 0) else {
+                throw LayerKitError.invalidParameter(spatialRank == 1
+                    ? "Conv: pads must be two values >= 0 (begin, end), got \(pads)"
+                    : "Conv: pads must be four values >= 0 (top, left, bottom, right), got \(pads)")
+            }
+            padding = .explicit(planarPads)
         }
-        self.weights = try Tensor(shape: weights.shape, values: weights.values)
+        let shape = spatialRank == 1 ? weights.shape + [1] : weights.shape
+        self.weights = try Tensor(shape: shape, values: weights.values)
         self.bias = try bias.map { try Tensor(shape: $0.shape, values: $0.values) }
+        self.spatialRank = spatialRank
         (self.strides, self.dilations, self.padding, self.group) = (strides, dilations, padding, group)
-        deviceValues = Self.arrangedForDevice(weights: weights, bias: bias, group: group)
+        deviceValues = Self.arrangedForDevice(weights: self.weights, bias: bias, group: group)
     }
 
     /// The resolved geometry of a run: input extents, output extents, leading pads.
@@ -84,9 +109,12 @@ public final class Convolution: Layer {
 
     /// The geometry for an input shape; throws when it does not fit.
     func geometry(forInputShape shape: [Int]) throws -> Geometry {
-        guard shape.count == 4 else {
-            throw LayerKitError.shapeMismatch("Conv: input must be [N, C, H, W], got \(Tensor.describe(shape))")
+        guard shape.count == spatialRank + 2 || (spatialRank == 1 && shape.count == 4 && shape[3] == 1) else {
+            throw LayerKitError.shapeMismatch(
+                "Conv: input must be \(spatialRank == 1 ? "[N, C, L]" : "[N, C, H, W]"), got \(Tensor.describe(shape))")
         }
+        // 1-D: [N, C, L] is the [N, C, L, 1] image it is by the rank rule.
+        let shape = shape.count == 3 ? shape + [1] : shape
         guard shape[1] == inputChannels else {
             throw LayerKitError.shapeMismatch(
                 "Conv: input \(Tensor.describe(shape)) has \(shape[1]) channels; weights \(Tensor.describe(weights.shape)) "
@@ -108,18 +136,24 @@ public final class Convolution: Layer {
 
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
         try LayerChecks.requireInputCount(inputShapes, 1, layer: "Conv")
+        try LayerChecks.requireRank(inputShapes[0], in: spatialRank + 2...spatialRank + 2, layer: "Conv")
         let g = try geometry(forInputShape: inputShapes[0])
-        return [[g.batch, outputChannels, g.outHeight, g.outWidth]]
+        return [spatialRank == 1 ? [g.batch, outputChannels, g.outHeight]
+                                 : [g.batch, outputChannels, g.outHeight, g.outWidth]]
     }
 
-    /// The checked geometry of a run with these tensors or images' shapes.
+    /// The checked geometry of a run with these tensors or images' shapes
+    /// (a 1-D convolution's images are `[N, C, L, 1]`).
     func checkedGeometry(inputShapes: [[Int]], outputShapes given: [[Int]]) throws -> Geometry {
-        let expected = try outputShapes(forInputShapes: inputShapes)
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: "Conv")
+        let g = try geometry(forInputShape: inputShapes[0])
+        let image = [g.batch, outputChannels, g.outHeight, g.outWidth]
+        let expected = inputShapes[0].count == 3 ? [Array(image[..<3])] : [image]
         guard given == expected else {
             throw LayerKitError.shapeMismatch(
                 "Conv: outputs \(given.map(Tensor.describe)) given, \(expected.map(Tensor.describe)) expected")
         }
-        return try geometry(forInputShape: inputShapes[0])
+        return g
     }
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {

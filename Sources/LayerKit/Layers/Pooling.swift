@@ -1,15 +1,19 @@
 import CKernels
 
-/// ONNX 2D pooling: `MaxPool`, `AveragePool`, `GlobalMaxPool` and
+/// ONNX 1-D and 2-D pooling: `MaxPool`, `AveragePool`, `GlobalMaxPool` and
 /// `GlobalAveragePool` over NCHW tensors.
 ///
-/// Windowed pools take a rank-4 input. Window geometry (pads, auto_pad,
+/// Windowed pools take a rank-4 input, or a rank-3 `[N, C, L]` one for a
+/// 1-D pool (a one-value kernel): that runs as the 2-D pool of the
+/// `[N, C, L, 1]` image the tensor is by the rank rule, with a unit window
+/// along the width, on the CPU and the GPU alike. (3-D pools and MaxPool's
+/// Indices output are `GeneralPooling`'s.) Window geometry (pads, auto_pad,
 /// ceil mode, dilation) follows onnxruntime (see `Padding.window`): an
 /// average excludes pad cells from its divisor unless `countIncludePad`,
 /// which counts the cells inside the padded extent (with `ceilMode`, not the
 /// cells of a window past that extent). A max window that covers no input
 /// cell gives -inf. Global pools reduce every axis after the channel axis
-/// to 1 (input rank 3 or 4).
+/// to 1 (input rank 3 or more; on the GPU rank 3 or 4).
 public final class Pooling: Layer, Sendable {
     /// What a pool computes.
     public enum Kind: Sendable, Equatable {
@@ -25,40 +29,62 @@ public final class Pooling: Layer, Sendable {
 
     /// The kind of pool.
     public let kind: Kind
-    /// Window extent [height, width]; empty for global pools.
+    /// Window extent [height, width] (1-D: [length, 1]); empty for global pools.
     public let kernel: [Int]
-    /// Window step [y, x].
+    /// Window step [y, x] (1-D: [step, 1]).
     public let strides: [Int]
-    /// The padding.
+    /// The padding (1-D explicit pads `[begin, end]` are held as `[begin, 0, end, 0]`).
     public let padding: Padding
-    /// Spacing between window cells [y, x].
+    /// Spacing between window cells [y, x] (1-D: [dilation, 1]).
     public let dilations: [Int]
+    /// The spatial axes of a windowed pool's input: 1 or 2 (0 for global pools).
+    public let spatialRank: Int
     /// Whether output extents round up (ONNX `ceil_mode`).
     public let ceilMode: Bool
     /// The pipeline `prepare` made on each context.
     private let gpuKernel = PerContext<GPUKernel<PoolConstants>>()
 
     /// A windowed pool (`kind` `.max` or `.average`) with a 2-element
-    /// `kernel`, or a global pool (`kernel` empty; the window parameters
-    /// are then unused). Throws for non-positive or miscounted values.
+    /// `kernel` (or a 1-element one: a 1-D pool, whose strides and
+    /// dilations are then one value each and explicit pads `[begin, end]`),
+    /// or a global pool (`kernel` empty; the window parameters are then
+    /// unused). Throws for non-positive or miscounted values.
     public init(kind: Kind, kernel: [Int] = [], strides: [Int] = [1, 1], dilations: [Int] = [1, 1],
                 padding: Padding = .explicit([0, 0, 0, 0]), ceilMode: Bool = false) throws {
         let name = Pooling.name(of: kind)
+        var (strides, dilations, padding) = (strides, dilations, padding)
         if Pooling.isGlobal(kind) {
             guard kernel.isEmpty else {
                 throw LayerKitError.invalidParameter("\(name) takes no kernel, got \(kernel)")
             }
+            spatialRank = 0
         } else {
-            for (what, values) in [("kernel", kernel), ("strides", strides), ("dilations", dilations)]
-            where values.count != 2 || values.contains(where: { $0 <= 0 }) {
-                throw LayerKitError.invalidParameter("\(name): \(what) \(values) must be 2 positive values (2D pooling)")
+            spatialRank = kernel.count
+            guard (1...2).contains(spatialRank) else {
+                throw LayerKitError.invalidParameter("\(name): kernel \(kernel) must be 1 or 2 values (1-D or 2-D pooling)")
             }
-            if case .explicit(let pads) = padding, pads.count != 4 || pads.contains(where: { $0 < 0 }) {
-                throw LayerKitError.invalidParameter("\(name): pads \(pads) must be 4 values >= 0 [top, left, bottom, right]")
+            // A 1-D pool is a 2-D one with a unit window along the width.
+            if spatialRank == 1 {
+                strides = strides.count == 1 ? strides + [1] : strides
+                dilations = dilations.count == 1 ? dilations + [1] : dilations
+                if case .explicit(let pads) = padding, pads.count == 2 { padding = .explicit([pads[0], 0, pads[1], 0]) }
+            }
+            for (what, values) in [("strides", strides), ("dilations", dilations)]
+            where values.count != 2 || values.contains(where: { $0 <= 0 }) || (spatialRank == 1 && values[1] != 1) {
+                throw LayerKitError.invalidParameter("\(name): \(what) \(values) must be \(spatialRank) positive value(s)")
+            }
+            if kernel.contains(where: { $0 <= 0 }) {
+                throw LayerKitError.invalidParameter("\(name): kernel \(kernel) must be positive values")
+            }
+            if case .explicit(let pads) = padding,
+               pads.count != 4 || pads.contains(where: { $0 < 0 }) || (spatialRank == 1 && (pads[1] != 0 || pads[3] != 0)) {
+                throw LayerKitError.invalidParameter(spatialRank == 1
+                    ? "\(name): pads \(pads) must be 2 values >= 0 [begin, end]"
+                    : "\(name): pads \(pads) must be 4 values >= 0 [top, left, bottom, right]")
             }
         }
         self.kind = kind
-        self.kernel = kernel
+        self.kernel = spatialRank == 1 ? kernel + [1] : kernel
         self.strides = strides
         self.padding = padding
         self.dilations = dilations
@@ -68,17 +94,18 @@ public final class Pooling: Layer, Sendable {
     /// "MaxPool", "AveragePool", "GlobalAveragePool" or "GlobalMaxPool".
     public var layerName: String { Pooling.name(of: kind) }
 
-    /// [N, C, outH, outW] for windowed pools, the input shape with every
-    /// axis after C set to 1 for global ones.
+    /// [N, C, outH, outW] (1-D: [N, C, outL]) for windowed pools, the input
+    /// shape with every axis after C set to 1 for global ones.
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
         try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
         let shape = inputShapes[0]
         if Pooling.isGlobal(kind) {
-            try LayerChecks.requireRank(shape, in: 3...4, layer: layerName)
+            try LayerChecks.requireRank(shape, in: 3...Int.max, layer: layerName)
             return [Array(shape[..<2]) + Array(repeating: 1, count: shape.count - 2)]
         }
+        try LayerChecks.requireRank(shape, in: spatialRank + 2...spatialRank + 2, layer: layerName)
         let (rows, columns) = try window(shape)
-        return [[shape[0], shape[1], rows.output, columns.output]]
+        return [spatialRank == 1 ? [shape[0], shape[1], rows.output] : [shape[0], shape[1], rows.output, columns.output]]
     }
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
@@ -98,7 +125,7 @@ public final class Pooling: Layer, Sendable {
             return
         }
         let params = try kernelParameters(input.shape)
-        let outPlane = shape[2] * shape[3]
+        let outPlane = LayerChecks.product(shape[2...])
         forEachChunk(count: planes, chunkSize: chunk, threadCount: CPUThreads.current) { range in
             var p = params
             // On the stack for any real window: no allocation per call.
@@ -147,9 +174,11 @@ public final class Pooling: Layer, Sendable {
                                    constants: constants, threads: output.threads)
     }
 
-    /// The window geometry of a rank-4 input: rows, then columns.
+    /// The window geometry of a rank-4 input (or image; 1-D: a rank-3 one,
+    /// read as [N, C, L, 1]): rows, then columns.
     private func window(_ shape: [Int]) throws -> (Padding.Axis, Padding.Axis) {
-        try LayerChecks.requireRank(shape, in: 4...4, layer: layerName)
+        try LayerChecks.requireRank(shape, in: (spatialRank == 1 ? 3 : 4)...4, layer: layerName)
+        let shape = shape.count == 3 ? shape + [1] : shape
         let rows = try padding.window(axis: 0, of: 2, input: shape[2], kernel: kernel[0], stride: strides[0],
                                       dilation: dilations[0], ceilMode: ceilMode, layer: layerName)
         let columns = try padding.window(axis: 1, of: 2, input: shape[3], kernel: kernel[1], stride: strides[1],

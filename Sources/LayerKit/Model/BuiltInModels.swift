@@ -9,6 +9,14 @@ public enum BuiltInModels {
     /// by `Scripts/generate_model_fixtures.py`.
     public static let articleName = "article.onnx"
 
+    /// The style-transfer network of `layerkit demo --style`: Johnson et
+    /// al.'s fast style transfer, narrow (reflection Pad, Conv,
+    /// InstanceNormalization, Relu, two residual blocks with Add, nearest
+    /// Resize upsampling, a final Conv to 3 channels and Sigmoid), seeded
+    /// weights, a 1x3x96x96 image in and out. Made by
+    /// `Scripts/generate_style_model.py`.
+    public static let styleName = "style.onnx"
+
     /// The ONNX bytes of the built-in model `name`, nil if there is none.
     public static func data(named name: String) -> Data? {
         EmbeddedShaders.models[name].flatMap { Data(base64Encoded: $0) }

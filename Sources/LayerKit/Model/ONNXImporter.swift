@@ -283,6 +283,17 @@ struct ONNXImporter {
             // Constructors throw their own messages: the node is named here, for every op.
             do { return try converter(node) } catch { throw node.naming(error) }
         }
+        if node.node.domain == ONNXOperators.mlDomain {
+            // The ai.onnx.ml ops LayerKit knows; others may still be registered custom layers.
+            if let op = ONNXOperators.mlTable[opType] {
+                do { return try op.convert(node) } catch { throw node.naming(error) }
+            }
+            guard (try? registry.entry(named: opType)) != nil else {
+                throw node.error("ai.onnx.ml op '\(opType)' is not supported by LayerKit (supported: "
+                                 + "\(ONNXOperators.supportedMLOps.joined(separator: ", "))); a CustomLayer registered "
+                                 + "as '\(opType)' would run it")
+            }
+        }
         do { return try customLayer(node) } catch { throw node.naming(error) }
     }
 

@@ -55,28 +55,20 @@ enum ONNXOperators {
 
     /// Every family's ops; a name listed twice is a programming error,
     /// caught by `OpTableTests`.
-    static let families: [[String: ONNXOperator]] = [core, normalization, layout, data, math]
+    static let families: [[String: ONNXOperator]] = [core, normalization, layout, data, math, convolution]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = families.reduce(into: [:]) { table, family in
         table.merge(family) { first, _ in first }
     }
 
-    /// The ops this file converts: convolution, normalization, pooling and
-    /// the catalog's one-input element-wise ops.
+    /// The ops this file converts: the catalog's one-input element-wise ops
+    /// and Identity (dense layers and broadcasting ops are in `math`,
+    /// reshapes in `data`; convolution, pooling, BatchNormalization and
+    /// Dropout in `convolution`).
     static let core: [String: ONNXOperator] = {
         var ops: [String: ONNXOperator] = [
-            "Conv": ONNXOperator(inputs: 2...3, convolution),
-            "BatchNormalization": ONNXOperator(arity: { (5...5, $0 >= 14 ? 1...3 : 1...5) }, batchNormalization),
-            "GlobalAveragePool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalAverage) },
-            "GlobalMaxPool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalMax) },
-            "AveragePool": ONNXOperator(inputs: 1...1) { try pool($0, average: true) },
-            "MaxPool": ONNXOperator(arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
             "Identity": ONNXOperator(inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },
-            // Inference: Dropout passes its input through.
-            "Dropout": ONNXOperator(arity: { ($0 >= 12 ? 1...3 : 1...1, 1...2) }) { _ in
-                ConvertedNode(layer: nil, inputs: [0])
-            },
         ]
         for name in catalogOps.subtracting(mathCatalogOps) {
             switch name {
@@ -102,36 +94,7 @@ enum ONNXOperators {
 
     static func converter(for opType: String) -> Converter? { table[opType]?.convert }
 
-    // MARK: - Convolution and dense layers
-
-    static func convolution(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"])
-        guard try node.shape(0).count == 4 else { throw node.error("only 2-D convolution (NCHW input) is supported") }
-        let weights = try node.constant(1, "the weights")
-        guard weights.shape.count == 4 else { throw node.error("weights must be rank 4, got \(Tensor.describe(weights.shape))") }
-        if let kernel = try node.ints("kernel_shape"), kernel != Array(weights.shape[2...]) {
-            throw node.error("kernel_shape \(kernel) does not match the weights \(Tensor.describe(weights.shape))")
-        }
-        let layer = try Convolution(weights: weights, bias: node.optionalConstant(2, "the bias"),
-                                    strides: node.spatial("strides", default: [1, 1]),
-                                    dilations: node.spatial("dilations", default: [1, 1]),
-                                    padding: padding(node), group: node.int("group", default: 1))
-        return ConvertedNode(layer: layer, inputs: [0])
-    }
-
     // MARK: - Element-wise
-
-    static func batchNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["epsilon", "momentum", "training_mode", "spatial"])
-        guard try node.int("training_mode", default: 0) == 0 else { throw node.error("training_mode is not supported") }
-        guard node.node.outputs.filter({ !$0.isEmpty }).count == 1 else {
-            throw node.error("the running mean/variance outputs (training) are not supported")
-        }
-        let layer = try BatchNormalization(scale: node.constant(1, "scale"), bias: node.constant(2, "B"),
-                                           mean: node.constant(3, "input_mean"), variance: node.constant(4, "input_var"),
-                                           epsilon: node.float("epsilon", default: 1e-5))
-        return ConvertedNode(layer: layer, inputs: [0])
-    }
 
     /// A catalog op: its attributes are its parameters; extra inputs that
     /// ONNX gives as tensors (Clip's bounds, Pow's scalar exponent) become
@@ -177,41 +140,5 @@ enum ONNXOperators {
     static func scalar(_ tensor: Tensor, _ what: String, _ node: ONNXNodeContext) throws -> Float {
         guard tensor.count == 1 else { throw node.error("\(what) must be a scalar, got \(Tensor.describe(tensor.shape))") }
         return tensor[0]
-    }
-
-    // MARK: - Pooling
-
-    static func globalPool(_ node: ONNXNodeContext, _ kind: Pooling.Kind) throws -> ConvertedNode {
-        try node.requireAttributes([])
-        guard try node.shape(0).count == 4 else { throw node.error("only NCHW input is supported") }
-        return ConvertedNode(layer: try Pooling(kind: kind), inputs: [0])
-    }
-
-    static func pool(_ node: ONNXNodeContext, average: Bool) throws -> ConvertedNode {
-        try node.requireAttributes(["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads",
-                                    "strides", "storage_order"])
-        guard try node.shape(0).count == 4 else { throw node.error("only 2-D pooling (NCHW input) is supported") }
-        guard node.node.outputs.filter({ !$0.isEmpty }).count == 1 else {
-            throw node.error("the Indices output is not supported")
-        }
-        guard node.node.attributes["kernel_shape"] != nil else { throw node.error("kernel_shape is required") }
-        let kernel = try node.spatial("kernel_shape", default: [])
-        let kind: Pooling.Kind = average
-            ? .average(countIncludePad: try node.int("count_include_pad", default: 0) != 0) : .max
-        let layer = try Pooling(kind: kind, kernel: kernel, strides: node.spatial("strides", default: [1, 1]),
-                                dilations: node.spatial("dilations", default: [1, 1]), padding: padding(node),
-                                ceilMode: node.int("ceil_mode", default: 0) != 0)
-        return ConvertedNode(layer: layer, inputs: [0])
-    }
-
-    /// `auto_pad` and `pads` as one padding.
-    static func padding(_ node: ONNXNodeContext) throws -> Padding {
-        switch try node.string("auto_pad", default: "NOTSET") {
-        case "NOTSET": return .explicit(try node.spatial("pads", default: [0, 0, 0, 0]))
-        case "SAME_UPPER": return .sameUpper
-        case "SAME_LOWER": return .sameLower
-        case "VALID": return .valid
-        case let other: throw node.error("auto_pad '\(other)' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
-        }
     }
 }

@@ -11,6 +11,7 @@ enum ONNXValidation {
     static func validated(_ model: ONNXModel) throws -> ONNXModel {
         let graph = model.graph
         let opset = model.defaultOpset ?? 0
+        let mlOpset = model.opsetImports.first { $0.domain == ONNXOperators.mlDomain }?.version ?? 1
         var inputNames = Set<String>()
         for input in graph.inputs {
             guard !input.name.isEmpty else { throw LayerKitError.invalidModel("a graph input has an empty name") }
@@ -33,6 +34,10 @@ enum ONNXValidation {
                 let arity = op.arity(opset)
                 try check(node.inputs.count, arity.inputs, "inputs", node, opset)
                 try check(node.outputs.count, arity.outputs, "outputs", node, opset)
+            } else if node.domain == ONNXOperators.mlDomain, let op = ONNXOperators.mlTable[node.opType] {
+                let arity = op.arity(mlOpset)
+                try check(node.inputs.count, arity.inputs, "inputs", node, mlOpset)
+                try check(node.outputs.count, arity.outputs, "outputs", node, mlOpset)
             }
             for output in node.outputs where !output.isEmpty {
                 if inputNames.contains(output) {

@@ -1,0 +1,88 @@
+import Foundation
+
+/// The `ai.onnx.ml` ops LayerKit runs (on the CPU): the linear models and
+/// preprocessing that scikit-learn exports through skl2onnx. A second
+/// table beside `ONNXOperators.table`, consulted for nodes of that domain;
+/// attribute names and defaults follow the ai.onnx.ml operator spec, and
+/// behaviour where the spec is silent follows onnxruntime (the reference
+/// the `ml` fixtures come from).
+extension ONNXOperators {
+    /// The domain of the ops in `mlTable`.
+    static let mlDomain = "ai.onnx.ml"
+
+    /// The ai.onnx.ml ops, by op type. Their arity does not change across
+    /// ai.onnx.ml opsets 1 to 5.
+    static let mlTable: [String: ONNXOperator] = [
+        "LinearRegressor": ONNXOperator(inputs: 1...1, linearRegressor),
+        "LinearClassifier": ONNXOperator(inputs: 1...1, outputs: 2...2, linearClassifier),
+        "Scaler": ONNXOperator(inputs: 1...1, scaler),
+        "Normalizer": ONNXOperator(inputs: 1...1, normalizer),
+        // skl2onnx puts ZipMap after every classifier unless told not to:
+        // a sequence of maps, which a tensor cannot hold.
+        "ZipMap": ONNXOperator(inputs: 1...1) { node in
+            throw node.error("ZipMap (a list of {class: probability} maps) is not supported; export the "
+                             + "classifier without it: to_onnx(model, X, options={id(model): {'zipmap': False}})")
+        },
+    ]
+
+    /// Every ai.onnx.ml op type LayerKit knows, for error messages.
+    static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" }.sorted() }
+
+    static func linearRegressor(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["coefficients", "intercepts", "targets", "post_transform"])
+        let transform = try node.string("post_transform", default: "NONE")
+        guard transform == "NONE" else {
+            throw node.error("post_transform '\(transform)' is not supported (only NONE)")
+        }
+        let layer = try LinearRegressor(coefficients: node.node.floats("coefficients") ?? [],
+                                        intercepts: node.node.floats("intercepts") ?? [],
+                                        targets: node.int("targets", default: 1),
+                                        features: features(node))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    static func linearClassifier(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["coefficients", "intercepts", "classlabels_ints", "classlabels_strings",
+                                    "multi_class", "post_transform"])
+        if try node.node.strings("classlabels_strings") != nil {
+            throw node.error("string class labels (classlabels_strings) are not supported: LayerKit's tensors "
+                             + "are numbers; fit the model on integer labels")
+        }
+        let name = try node.string("post_transform", default: "NONE")
+        guard let transform = LinearClassifier.PostTransform(rawValue: name) else {
+            throw node.error("post_transform '\(name)' is not one of NONE, LOGISTIC, SOFTMAX, SOFTMAX_ZERO, PROBIT")
+        }
+        let layer = try LinearClassifier(coefficients: node.node.floats("coefficients") ?? [],
+                                         intercepts: node.node.floats("intercepts") ?? [],
+                                         labels: node.node.ints("classlabels_ints") ?? [],
+                                         postTransform: transform, features: features(node))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    static func scaler(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["offset", "scale"])
+        let layer = try Scaler(offset: node.node.floats("offset") ?? [0], scale: node.node.floats("scale") ?? [1],
+                               features: features(node))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    static func normalizer(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["norm"])
+        let name = try node.string("norm", default: "MAX")
+        guard let norm = Normalizer.Norm(rawValue: name) else {
+            throw node.error("norm '\(name)' is not one of MAX, L1, L2")
+        }
+        _ = try features(node)
+        return ConvertedNode(layer: Normalizer(norm), inputs: [0])
+    }
+
+    /// The features of the input: `[N, C]` or `[C]` (one row), as
+    /// onnxruntime takes them.
+    private static func features(_ node: ONNXNodeContext) throws -> Int {
+        let shape = try node.shape(0)
+        guard shape.count == 1 || shape.count == 2 else {
+            throw node.error("takes a [N, C] (or [C]) input, got \(Tensor.describe(shape))")
+        }
+        return shape[shape.count - 1]
+    }
+}

@@ -1,0 +1,1 @@
+BvariableJ(ü£B'sBÎ1êCl1¢B¢ºBcìLBF}C„ò¨BèßÓCÔÒ‹B
