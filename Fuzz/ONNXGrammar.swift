@@ -87,6 +87,20 @@ struct GrammarModel {
         ("Pow", 2...2, false, []), ("Clip", 1...3, false, []), ("PRelu", 2...2, false, []),
         ("Concat", 1...3, true, ["axis"]), ("Gemm", 2...3, false, ["transA", "transB", "alpha"]),
         ("LeakyRelu", 1...1, false, ["alpha"]),
+        // The model-coverage ops (arity from onnx's schemas at opset 17).
+        ("Transpose", 1...1, false, ["perm"]), ("Pad", 2...3, false, ["mode"]),
+        ("Resize", 1...4, false, ["mode", "coordinate_transformation_mode", "nearest_mode"]),
+        ("InstanceNormalization", 3...3, false, ["epsilon"]), ("LayerNormalization", 2...3, false, ["axis", "epsilon"]),
+        ("LRN", 1...1, false, ["alpha", "beta", "bias", "size"]), ("ReduceMean", 1...1, false, ["axes", "keepdims"]),
+        ("ReduceSum", 1...2, false, ["keepdims", "noop_with_empty_axes"]), ("LogSoftmax", 1...1, false, ["axis"]),
+        ("Split", 1...2, false, ["axis"]), ("Slice", 3...5, false, []), ("Squeeze", 1...2, false, []),
+        ("Unsqueeze", 2...2, false, []), ("Gather", 2...2, false, ["axis"]), ("Expand", 2...2, false, []),
+        ("Tile", 2...2, false, []), ("Where", 3...3, false, []), ("Sum", 1...3, true, []), ("Max", 1...3, true, []),
+        ("MatMul", 2...2, false, []),
+        ("ConvTranspose", 2...3, false, ["pads", "strides", "dilations", "group", "output_padding", "output_shape"]),
+        ("Sign", 1...1, false, []), ("Shrink", 1...1, false, ["lambd", "bias"]), ("Equal", 2...2, false, []),
+        ("Cast", 1...1, false, ["to"]), ("DepthToSpace", 1...1, false, ["blocksize"]), ("Shape", 1...1, false, ["start"]),
+        ("ConstantOfShape", 1...1, false, []), ("Range", 3...3, false, []),
     ]
 
     static let wildInts: [Int64] = [0, 1, 2, 3, -1, -2, 12000, 1 << 20, 1 << 31, 1 << 40, .max, .min]
@@ -186,9 +200,13 @@ struct GrammarModel {
                     node.message(5) { a in
                         a.string(1, attribute)
                         switch attribute {
-                        case "alpha", "epsilon":
+                        case "mode", "coordinate_transformation_mode", "nearest_mode":
+                            a.string(4, choices.pick(["constant", "reflect", "edge", "nearest", "linear", "cubic",
+                                                      "half_pixel", "align_corners", "floor", "", "bogus"]))
+                            a.int(20, 3)
+                        case "alpha", "epsilon", "beta", "bias", "lambd":
                             a.float(2, choices.pick([0.5, 1e-5, .infinity, .nan, -1, 3.4e38])); a.int(20, 1)
-                        case "pads", "strides", "dilations", "kernel_shape":
+                        case "pads", "strides", "dilations", "kernel_shape", "perm", "axes", "output_padding", "output_shape":
                             for _ in 0..<(1 + choices.below(4)) {
                                 a.int(8, choices.chance(200) ? Int64(choices.below(4)) : choices.pick(Self.wildInts))
                             }

@@ -74,6 +74,12 @@ os.makedirs('onnx', exist_ok=True)
 fixtures = '../../Tests/LayerKitTests/Fixtures/models/'
 for name in ['article_beta1', 'article_perchannel', 'typed_fields', 'custom_missing', 'dynamic_reshape']:
     shutil.copyfile(fixtures + name + '.onnx', 'onnx/' + name + '.onnx')
+# One reference case of each op family (Scripts/onnx_cases), for the mutations to cut and corrupt.
+cases = '../../Tests/LayerKitTests/Fixtures/onnx-cases/'
+for family, case in [('layout', 'resize_linear_asymmetric'), ('layout', 'shufflenet_block'), ('norm', 'instancenorm_c3_n2'),
+                     ('data', 'operator_index'), ('math', 'matmul_1d_3d'), ('conv', 'convtranspose2d_output_shape'),
+                     ('ml', 'logistic_multiclass')]:
+    shutil.copyfile(cases + family + '/' + case + '/model.onnx', 'onnx/case_' + case + '.onnx')
 
 def varint(v):
     v &= (1 << 64) - 1

@@ -55,7 +55,7 @@ enum ONNXOperators {
 
     /// Every family's ops; a name listed twice is a programming error,
     /// caught by `OpTableTests`.
-    static let families: [[String: ONNXOperator]] = [core, normalization, layout, data, math, convolution]
+    static let families: [[String: ONNXOperator]] = [core, normalization, layout, data, math, convolution, folding]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = families.reduce(into: [:]) { table, family in
