@@ -141,3 +141,34 @@ struct ModelGraphTests {
         #expect(model.nodes[0].placement == nil)
     }
 }
+
+/// A Flatten of a spatial map into a Gemm (AlexNet's, VGG's first fully
+/// connected layer): the flattened vector is wider than the device's image
+/// layers hold, so the pair runs as one whole-map convolution on the GPU.
+@Suite struct FlattenedGemmTests {
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func aWideFlattenIntoGemmRunsOnTheGPU() throws {
+        let (c, h, w, m) = (64, 12, 12, 10)     // K = 9216: 2304 slices, past lavapipe's 2048 layers
+        let k = c * h * w
+        var generator = SeededGenerator(seed: 11)
+        let b = (0..<k * m).map { _ in Float.random(in: -0.05...0.05, using: &generator) }
+        let bias = (0..<m).map { _ in Float.random(in: -1...1, using: &generator) }
+        let x = try Tensor(shape: [1, c, h, w], values: (0..<k).map { _ in Float(Float16(Float.random(in: -1...1, using: &generator))) })
+        let data = ModelGraphTests.model(
+            nodes: [ONNXBytes.node("Flatten", inputs: ["x"], outputs: ["f"], name: "flatten"),
+                    ONNXBytes.node("Gemm", inputs: ["f", "b", "c"], outputs: ["y"], name: "fc")],
+            inputs: [ModelGraphTests.value("x", [1, c, h, w])], outputs: [ModelGraphTests.value("y", [1, m])],
+            initializers: [ONNXBytes.tensor("b", dims: [Int64(k), Int64(m)], type: 1, PB.bytes(9, PB.littleEndian(b.map(\.bitPattern)))),
+                           ONNXBytes.tensor("c", dims: [Int64(m)], type: 1, PB.bytes(9, PB.littleEndian(bias.map(\.bitPattern))))])
+        let gpu = try Model(data: data, backend: Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in }))
+        #expect(gpu.nodes.map(\.name) == ["fc"] && gpu.nodes.allSatisfy { $0.placement == .gpu }, "\(gpu.nodes)")
+        let cpu = try Model(data: data, computeUnits: .cpuOnly, notice: { _ in })
+        let (yg, yc) = (try #require(try gpu.predict(inputs: ["x": x])["y"]), try #require(try cpu.predict(inputs: ["x": x])["y"]))
+        for j in 0..<m {
+            // float64 reference: the product over the map in row-major order.
+            let reference = (0..<k).reduce(Double(bias[j])) { $0 + Double(x[$1]) * Double(b[$1 * m + j]) }
+            #expect(abs(Double(yc[j]) - reference) <= 1e-4 * max(1, abs(reference)), "cpu \(j): \(yc[j]) vs \(reference)")
+            #expect(abs(yg[j] - yc[j]) <= 1e-3 * max(1, abs(yc[j])), "gpu \(j): \(yg[j]) vs \(yc[j])")
+        }
+    }
+}

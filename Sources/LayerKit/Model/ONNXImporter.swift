@@ -130,8 +130,12 @@ struct ONNXImporter {
             }
             let outputNames = node.outputs.filter { !$0.isEmpty }
             guard let layer = converted.layer else {
-                // No work: the output is the input's value.
-                guard let source = inputs.first, outputNames.count == 1 else {
+                // No work: the output is the input's value; other outputs are known at load.
+                for (index, tensor) in converted.constantOutputs where index < node.outputs.count {
+                    constants[node.outputs[index]] = ONNXTensor(name: node.outputs[index], dims: tensor.shape,
+                                                                floats: tensor.values)
+                }
+                guard let source = inputs.first, outputNames.count == 1 + converted.constantOutputs.count else {
                     throw context.error("expects one input and one output")
                 }
                 valueIndex[outputNames[0]] = source
@@ -200,6 +204,7 @@ struct ONNXImporter {
         }
         graph.removeUnreadSteps()
         graph.fuseChannelShuffles()
+        graph.fuseFlattenedGemms()
         return graph
     }
 

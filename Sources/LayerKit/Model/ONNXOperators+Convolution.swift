@@ -240,7 +240,12 @@ extension ONNXOperators {
                 throw node.error("training_mode true (random dropout) is not supported: LayerKit runs inference")
             }
         }
-        if node.node.outputs.count == 2 { return ConvertedNode(layer: DropoutMask(), inputs: [0]) }
-        return ConvertedNode(layer: nil, inputs: [0])
+        var converted = ConvertedNode(layer: nil, inputs: [0])
+        if node.node.outputs.count == 2, !node.node.outputs[1].isEmpty {
+            // Every element kept: the mask is known at load, all true (1.0).
+            let shape = try node.shape(0)
+            converted.constantOutputs[1] = try Tensor(shape: shape, values: Array(repeating: 1, count: node.elementCount(shape)))
+        }
+        return converted
     }
 }

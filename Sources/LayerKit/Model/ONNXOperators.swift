@@ -9,6 +9,9 @@ struct ConvertedNode {
     /// Constant inputs the layer takes in another form than the file's
     /// (by node input index), such as a broadcast operand padded to rank.
     var reshapedConstants: [Int: Tensor] = [:]
+    /// Outputs known at load (by node output index), beside a layer-less
+    /// node's pass-through output 0: Dropout's all-true mask at inference.
+    var constantOutputs: [Int: Tensor] = [:]
 }
 
 /// A standard ONNX op LayerKit converts: how many inputs and outputs

@@ -1,0 +1,64 @@
+import Foundation
+
+/// A Gemm reading the flattened `[N, C·H·W]` form of an `[N, C, H, W]` map,
+/// as AlexNet- and VGG-style classifiers end (Flatten or Reshape, then the
+/// first fully connected layer). The flattened vector has C·H·W channels,
+/// 9,216 to 25,088 there: more slices than a GPU's image-array layers hold.
+/// The product reads the map itself instead, as one convolution whose
+/// kernel covers the whole map (Caffe's InnerProduct on a blob): the weights
+/// are the Gemm's, laid out `[M, C, H, W]`. On the CPU it is the Gemm on the
+/// same row-major elements, bit for bit.
+final class FlattenedGemm: Layer {
+    /// The Gemm the node is.
+    let gemm: Gemm
+    /// The map's channels and extents.
+    let map: (channels: Int, height: Int, width: Int)
+    /// The GPU form.
+    let convolution: Convolution
+
+    var layerName: String { gemm.layerName }
+
+    /// The product of `gemm` over maps of `channels x height x width`;
+    /// nil when the Gemm has no GPU form (transA, a per-row C) or its
+    /// K is not the map's size.
+    init?(gemm: Gemm, channels: Int, height: Int, width: Int) {
+        guard gemm.convolution != nil, channels * height * width == gemm.inputFeatures else { return nil }
+        let (m, k) = (gemm.outputFeatures, gemm.inputFeatures)
+        guard let kernel = try? Tensor(shape: [m, channels, height, width]) else { return nil }
+        // weights is B' as [K, M]; the kernel of output j is column j, in the map's order.
+        for j in 0..<m {
+            for p in 0..<k { kernel[j * k + p] = gemm.alpha * gemm.weights[p * m + j] }
+        }
+        guard let convolution = try? Convolution(weights: kernel, bias: gemm.addend?.tensor) else { return nil }
+        (self.gemm, self.map, self.convolution) = (gemm, (channels, height, width), convolution)
+    }
+
+    /// `[N, M]` for an `[N, C, H, W]` map.
+    func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
+        let shape = inputShapes[0]
+        guard shape.count == 4, Array(shape[1...]) == [map.channels, map.height, map.width] else {
+            throw LayerKitError.shapeMismatch("\(layerName): input \(Tensor.describe(shape)) is not an N x "
+                                              + "\(map.channels)x\(map.height)x\(map.width) map")
+        }
+        return [[shape[0], gemm.outputFeatures]]
+    }
+
+    /// The Gemm on the map's elements read as `[N, C·H·W]`.
+    func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        _ = try outputShapes(forInputShapes: inputs.map(\.shape))
+        let flat = try inputs[0].reshaped(to: [inputs[0].shape[0], gemm.inputFeatures])
+        try gemm.evaluate(inputs: [flat], outputs: outputs)
+    }
+
+    var hasGPUImplementation: Bool { true }
+
+    func prepare(on context: GPUContext, inputShapes: [[Int]]) throws {
+        try convolution.prepare(on: context, inputShapes: inputShapes)
+    }
+
+    /// The whole-map convolution: the `N×M×1×1` output image is the `[N, M]` result.
+    func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        try convolution.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
+    }
+}
