@@ -53,10 +53,9 @@ public final class DepthToSpaceLayer: ElementMovingLayer, Sendable {
     /// The output plane by plane, each element from its block's channel.
     func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
                                outputs: [UnsafeMutableBufferPointer<Element>]) throws {
-        let output = try outputShapes(forInputShapes: inputShapes)[0]
-        let shape = inputShapes[0]
-        Self.moveBlocks(from: inputs[0], to: outputs[0], batch: shape[0], channels: output[1], height: shape[2],
-                        width: shape[3], blockSize: blockSize, mode: mode, toDepth: false)
+        let (depth, space) = (inputShapes[0], try outputShapes(forInputShapes: inputShapes)[0])
+        Self.moveBlocks(from: inputs[0], to: outputs[0], space: space, depth: depth, blockSize: blockSize, mode: mode,
+                        toDepth: false)
     }
 
     /// The element movement DepthToSpace and SpaceToDepth share (each is
@@ -65,31 +64,30 @@ public final class DepthToSpaceLayer: ElementMovingLayer, Sendable {
     /// form `[N, C b², H, W]`, with `k = (i b + j) C + c` in DCR mode and
     /// `c b² + i b + j` in CRD. `toDepth` copies the space form `source`
     /// into the depth form `destination` (SpaceToDepth), otherwise the
-    /// reverse (DepthToSpace). `channels`, `height` and `width` are C, H
-    /// and W. One space-form plane (n, c) per work item, threaded; it is
-    /// walked in order, the depth form strided.
+    /// reverse (DepthToSpace); `space` and `depth` are the two shapes. One
+    /// space-form plane (n, c) per work item, threaded; it is walked in
+    /// order, the depth form strided.
     static func moveBlocks<Element>(from source: UnsafeBufferPointer<Element>, to destination: UnsafeMutableBufferPointer<Element>,
-                                    batch: Int, channels: Int, height: Int, width: Int, blockSize b: Int, mode: Mode,
-                                    toDepth: Bool) {
+                                    space: [Int], depth: [Int], blockSize b: Int, mode: Mode, toDepth: Bool) {
+        let (batch, channels, height, width) = (space[0], space[1], depth[2], depth[3])
         guard batch > 0, channels > 0, height > 0, width > 0, source.baseAddress != nil,
               destination.baseAddress != nil else { return }
-        let plane = height * b * width * b
-        let depthChannels = channels * b * b
+        let (plane, depthChannels) = (space[2] * space[3], depth[1])
         let buffers = SendableBuffers(input: source, output: destination)
         forEachChunk(count: batch * channels, chunkSize: max(1, defaultChunkSize / plane),
                      threadCount: CPUThreads.current) { range in
             guard let from = buffers.input.baseAddress, let to = buffers.output.baseAddress else { return }
             for item in range {
                 let (n, c) = item.quotientAndRemainder(dividingBy: channels)
-                var space = item * plane
+                var spaceIndex = item * plane
                 for h in 0..<height {
                     for i in 0..<b {
                         for w in 0..<width {
                             for j in 0..<b {
                                 let k = mode == .dcr ? (i * b + j) * channels + c : (c * b + i) * b + j
-                                let depth = ((n * depthChannels + k) * height + h) * width + w
-                                if toDepth { to[depth] = from[space] } else { to[space] = from[depth] }
-                                space += 1
+                                let depthIndex = ((n * depthChannels + k) * height + h) * width + w
+                                if toDepth { to[depthIndex] = from[spaceIndex] } else { to[spaceIndex] = from[depthIndex] }
+                                spaceIndex += 1
                             }
                         }
                     }

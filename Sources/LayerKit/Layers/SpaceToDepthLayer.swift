@@ -36,10 +36,8 @@ public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
     /// The input plane by plane, each element to its block's channel.
     func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
                                outputs: [UnsafeMutableBufferPointer<Element>]) throws {
-        let output = try outputShapes(forInputShapes: inputShapes)[0]
-        let shape = inputShapes[0]
-        DepthToSpaceLayer.moveBlocks(from: inputs[0], to: outputs[0], batch: shape[0], channels: shape[1],
-                                     height: output[2], width: output[3], blockSize: blockSize, mode: mode,
-                                     toDepth: true)
+        let (space, depth) = (inputShapes[0], try outputShapes(forInputShapes: inputShapes)[0])
+        DepthToSpaceLayer.moveBlocks(from: inputs[0], to: outputs[0], space: space, depth: depth, blockSize: blockSize,
+                                     mode: mode, toDepth: true)
     }
 }
