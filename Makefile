@@ -7,12 +7,14 @@
 #   make soak   10,000 mixed-size dispatches alone in a process: flat objects and RSS
 #   make fuzz   every user-fed parser under the seeded fuzzer (SECONDS each, default 30)
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
+#   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
+#               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs
+.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -93,3 +95,18 @@ docs: deps
 			--transform-for-static-hosting --output-path $(DOCS_DIR)/$$module || exit 1; \
 	done
 	@echo "API reference: $(DOCS_DIR)/LayerKit and $(DOCS_DIR)/LayerKitCore (see Docs/INSTALL.md to open them)"
+
+# Whole models (Docs/MODELS.md, "Models people export"): the onnx wheel's nine
+# light models get seeded random weights and onnxruntime's outputs
+# (Scripts/light_models.py needs onnx, onnxruntime and numpy only, pinned here),
+# then `layerkit conformance` runs them on both backends, the GPU held to each
+# case's fp16-twin tolerance; a case listed in Tests/Conformance/model-zoo-light.txt
+# that fails exits 1. Not in `make test`: ~1.4 GB written and minutes of CPU.
+MODELS_VENV := .build/model-zoo/venv
+MODELS_DIR := .build/model-zoo/light
+test-models: deps
+	test -x $(MODELS_VENV)/bin/python || (python3 -m venv $(MODELS_VENV) && \
+		$(MODELS_VENV)/bin/pip install -q onnx==1.23.2 onnxruntime==1.32.0 numpy)
+	test -f $(MODELS_DIR)/summary.json || $(MODELS_VENV)/bin/python Scripts/light_models.py --out $(MODELS_DIR)
+	swift build -c release --product layerkit
+	.build/release/layerkit conformance $(MODELS_DIR) --backend both --expect Tests/Conformance/model-zoo-light.txt

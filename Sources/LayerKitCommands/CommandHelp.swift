@@ -163,7 +163,9 @@ struct CommandHelp {
                                         "FOLDER ... --markdown"],
         summary: "Runs every test of the onnx package's backend-test layout (CASE/model.onnx with test_data_set_N/ of "
             + "input_K.pb and output_K.pb) under each FOLDER: the CPU against the stored outputs at ONNX's tolerance "
-            + "(rtol 1e-3, atol 1e-7), the GPU by the parity rule against the CPU on the same fp16-rounded inputs. "
+            + "(rtol 1e-3, atol 1e-7), the GPU by the parity rule against the CPU on the same fp16-rounded inputs, "
+            + "or, where the case has a tolerance.json {\"gpu\": x} (whole models), against the stored outputs "
+            + "within x max(1, |ref|). "
             + "Prints a row per case and the pass counts per folder; exits 1 when a case listed in --expect fails.",
         options: [
             Option("--backend", "cpu|gpu|both", default: "both", "which backends run each case"),
