@@ -35,6 +35,18 @@ public enum PixelNormalization: Sendable, Equatable {
             self = .meanStd(mean: mean, std: std)
         }
     }
+
+    /// `channel`'s mean and std (of `channels`) from a `.meanStd`'s lists,
+    /// one value or one per channel; throws naming `purpose`
+    /// ("normalization", "denormalization") for other counts.
+    static func meanStd(_ mean: [Float], _ std: [Float], channel: Int, of channels: Int,
+                        purpose: String) throws -> (mean: Float, std: Float) {
+        guard mean.count == 1 || mean.count == channels, std.count == 1 || std.count == channels else {
+            throw LayerKitError.invalidParameter(
+                "\(purpose) gives \(mean.count) means and \(std.count) stds for \(channels) channels")
+        }
+        return (mean[mean.count == 1 ? 0 : channel], std[std.count == 1 ? 0 : channel])
+    }
 }
 
 extension Tensor {
@@ -76,48 +88,44 @@ extension Tensor {
     /// 0...1 pixels (`x * std + mean`), for an image-to-image model's
     /// output. Nothing is clamped here.
     public func denormalized(_ normalization: PixelNormalization) throws -> Tensor {
-        let (n, c, h, w) = try nchw()
-        let result = try reshaped(to: shape)
-        let plane = h * w
-        for item in 0..<n {
-            for channel in 0..<c {
-                let (scale, offset): (Float, Float)
-                switch normalization {
-                case .unit: (scale, offset) = (1, 0)
-                case .signed: (scale, offset) = (0.5, 0.5)
-                case .meanStd(let mean, let std):
-                    guard mean.count == 1 || mean.count == c, std.count == 1 || std.count == c else {
-                        throw LayerKitError.invalidParameter(
-                            "denormalization gives \(mean.count) means and \(std.count) stds for \(c) channels")
-                    }
-                    (scale, offset) = (std[std.count == 1 ? 0 : channel], mean[mean.count == 1 ? 0 : channel])
-                }
-                let base = result.dataPointer + (item * c + channel) * plane
-                for i in 0..<plane { base[i] = base[i] * scale + offset }
+        try scaledPerChannel { channel, channels in
+            switch normalization {
+            case .unit: return (1, 0)
+            case .signed: return (0.5, 0.5)
+            case .meanStd(let mean, let std):
+                let (m, s) = try PixelNormalization.meanStd(mean, std, channel: channel, of: channels,
+                                                            purpose: "denormalization")
+                return (s, m)
             }
         }
-        return result
     }
 
     /// The NCHW image with `normalization` applied to every channel.
     public func normalized(_ normalization: PixelNormalization) throws -> Tensor {
+        try scaledPerChannel { channel, channels in
+            switch normalization {
+            case .unit: return (1, 0)
+            case .signed: return (2, -1)
+            case .meanStd(let mean, let std):
+                let (m, s) = try PixelNormalization.meanStd(mean, std, channel: channel, of: channels,
+                                                            purpose: "normalization")
+                return (1 / s, -m / s)
+            }
+        }
+    }
+
+    /// A copy of the NCHW image with every plane mapped by `x * scale +
+    /// offset`, its channel's pair from `coefficients(channel, channels)`
+    /// (asked once per item and channel): `normalized` and `denormalized`.
+    private func scaledPerChannel(
+        _ coefficients: (_ channel: Int, _ channels: Int) throws -> (scale: Float, offset: Float)
+    ) throws -> Tensor {
         let (n, c, h, w) = try nchw()
         let result = try reshaped(to: shape)
         let plane = h * w
         for item in 0..<n {
             for channel in 0..<c {
-                let (scale, offset): (Float, Float)
-                switch normalization {
-                case .unit: (scale, offset) = (1, 0)
-                case .signed: (scale, offset) = (2, -1)
-                case .meanStd(let mean, let std):
-                    guard mean.count == 1 || mean.count == c, std.count == 1 || std.count == c else {
-                        throw LayerKitError.invalidParameter(
-                            "normalization gives \(mean.count) means and \(std.count) stds for \(c) channels")
-                    }
-                    let m = mean[mean.count == 1 ? 0 : channel], s = std[std.count == 1 ? 0 : channel]
-                    (scale, offset) = (1 / s, -m / s)
-                }
+                let (scale, offset) = try coefficients(channel, c)
                 let base = result.dataPointer + (item * c + channel) * plane
                 for i in 0..<plane { base[i] = base[i] * scale + offset }
             }

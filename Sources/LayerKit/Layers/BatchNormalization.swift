@@ -27,9 +27,7 @@ public final class BatchNormalization: Layer, Sendable {
         guard channels > 0 else {
             throw LayerKitError.invalidWeights("BatchNormalization: scale, bias, mean and variance are empty")
         }
-        guard epsilon.isFinite, epsilon >= 0 else {
-            throw LayerKitError.invalidParameter("BatchNormalization: epsilon must be finite and >= 0, got \(epsilon)")
-        }
+        try LayerChecks.requireEpsilon(epsilon, layer: "BatchNormalization")
         var multipliers: [Float] = [], offsets: [Float] = []
         for c in 0..<channels {
             let denominator = Double(variance[c]) + Double(epsilon)

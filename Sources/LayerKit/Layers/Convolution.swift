@@ -55,6 +55,20 @@ public final class Convolution: Layer {
     /// thread: waking helpers costs microseconds, which small layers lose.
     static let minimumWorkPerThread = 1 << 21
 
+    /// The checks every Conv layer (1-D/2-D here, 3-D in `Convolution3D`)
+    /// makes of `group` and `bias` against weights `[M, C/group, ...]`:
+    /// `group` >= 1 dividing M, and a bias (if any) of shape `[M]`.
+    static func requireGroupAndBias(weights: Tensor, bias: Tensor?, group: Int) throws {
+        guard group >= 1, weights.shape[0] % group == 0 else {
+            throw LayerKitError.invalidParameter(
+                "Conv: group must be >= 1 and divide the \(weights.shape[0]) output channels, got \(group)")
+        }
+        if let bias, bias.shape != [weights.shape[0]] {
+            throw LayerKitError.invalidWeights(
+                "Conv: bias must be [\(weights.shape[0])] (one per output channel), got \(Tensor.describe(bias.shape))")
+        }
+    }
+
     /// Makes the layer; throws `LayerKitError.invalidWeights` or
     /// `.invalidParameter` for weights, bias or attributes that do not fit.
     /// Weights of rank 3 make a 1-D convolution, whose strides and
@@ -68,14 +82,7 @@ public final class Convolution: Layer {
                 + "\(Tensor.describe(weights.shape))")
         }
         let spatialRank = weights.shape.count - 2
-        guard group >= 1, weights.shape[0] % group == 0 else {
-            throw LayerKitError.invalidParameter(
-                "Conv: group must be >= 1 and divide the \(weights.shape[0]) output channels, got \(group)")
-        }
-        if let bias, bias.shape != [weights.shape[0]] {
-            throw LayerKitError.invalidWeights(
-                "Conv: bias must be [\(weights.shape[0])] (one per output channel), got \(Tensor.describe(bias.shape))")
-        }
+        try Self.requireGroupAndBias(weights: weights, bias: bias, group: group)
         // A 1-D convolution is a 2-D one with a unit second axis.
         let planar = { (values: [Int]) in spatialRank == 1 && values.count == 1 ? values + [1] : values }
         let (strides, dilations) = (planar(strides), planar(dilations))

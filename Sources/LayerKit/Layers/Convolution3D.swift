@@ -40,14 +40,7 @@ public final class Convolution3D: Layer {
             throw LayerKitError.invalidWeights(
                 "Conv: 3-D weights must be [M, C/group, kD, kH, kW] with no empty extent, got \(Tensor.describe(weights.shape))")
         }
-        guard group >= 1, weights.shape[0] % group == 0 else {
-            throw LayerKitError.invalidParameter(
-                "Conv: group must be >= 1 and divide the \(weights.shape[0]) output channels, got \(group)")
-        }
-        if let bias, bias.shape != [weights.shape[0]] {
-            throw LayerKitError.invalidWeights(
-                "Conv: bias must be [\(weights.shape[0])] (one per output channel), got \(Tensor.describe(bias.shape))")
-        }
+        try Convolution.requireGroupAndBias(weights: weights, bias: bias, group: group)
         // Bounded as ONNXNodeContext.spatial bounds them: the window arithmetic cannot overflow.
         let bound = ONNXNodeContext.maxWindowValue
         for (name, values) in [("strides", strides), ("dilations", dilations), ("kernel", Array(weights.shape[2...]))]

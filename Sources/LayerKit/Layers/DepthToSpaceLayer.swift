@@ -18,10 +18,16 @@ public final class DepthToSpaceLayer: ElementMovingLayer, Sendable {
 
     /// A depth-to-space by `blockSize` (>= 1) in `mode`.
     public init(blockSize: Int, mode: Mode = .dcr) throws {
-        guard blockSize >= 1, blockSize <= 1 << 16 else {
-            throw LayerKitError.invalidParameter("DepthToSpace: blocksize \(blockSize) must be from 1 to 65536")
-        }
+        try Self.requireBlockSize(blockSize, layer: "DepthToSpace")
         (self.blockSize, self.mode) = (blockSize, mode)
+    }
+
+    /// Throws unless `blockSize` is from 1 to 65536 (DepthToSpace's and
+    /// SpaceToDepth's bound: b² and the extents times b stay small).
+    static func requireBlockSize(_ blockSize: Int, layer: String) throws {
+        guard blockSize >= 1, blockSize <= 1 << 16 else {
+            throw LayerKitError.invalidParameter("\(layer): blocksize \(blockSize) must be from 1 to 65536")
+        }
     }
 
     public var layerName: String { "DepthToSpace" }
@@ -44,32 +50,44 @@ public final class DepthToSpaceLayer: ElementMovingLayer, Sendable {
         return [output]
     }
 
-    /// Output row (n, c, y) by output row, each from `blockSize` input rows' strided elements.
+    /// The output plane by plane, each element from its block's channel.
     func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
                                outputs: [UnsafeMutableBufferPointer<Element>]) throws {
-        let output = try outputShapes(forInputShapes: inputShapes)[0]
-        guard try Tensor.elementCount(of: output) > 0,
-              let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
-        let (b, shape) = (blockSize, inputShapes[0])
-        let (channels, height, width) = (output[1], shape[2], shape[3])
-        let plane = output[2] * output[3]
-        let buffers = SendableBuffers(input: UnsafeBufferPointer(start: source, count: inputs[0].count),
-                                      output: UnsafeMutableBufferPointer(start: destination, count: outputs[0].count))
-        let mode = mode
-        // One output plane (n, c) per work item, written in order.
-        forEachChunk(count: output[0] * channels, chunkSize: max(1, defaultChunkSize / plane),
+        let (depth, space) = (inputShapes[0], try outputShapes(forInputShapes: inputShapes)[0])
+        Self.moveBlocks(from: inputs[0], to: outputs[0], space: space, depth: depth, blockSize: blockSize, mode: mode,
+                        toDepth: false)
+    }
+
+    /// The element movement DepthToSpace and SpaceToDepth share (each is
+    /// the other's inverse): element `[n, c, h b + i, w b + j]` of the
+    /// space form `[N, C, H b, W b]` is element `[n, k, h, w]` of the depth
+    /// form `[N, C b², H, W]`, with `k = (i b + j) C + c` in DCR mode and
+    /// `c b² + i b + j` in CRD. `toDepth` copies the space form `source`
+    /// into the depth form `destination` (SpaceToDepth), otherwise the
+    /// reverse (DepthToSpace); `space` and `depth` are the two shapes. One
+    /// space-form plane (n, c) per work item, threaded; it is walked in
+    /// order, the depth form strided.
+    static func moveBlocks<Element>(from source: UnsafeBufferPointer<Element>, to destination: UnsafeMutableBufferPointer<Element>,
+                                    space: [Int], depth: [Int], blockSize b: Int, mode: Mode, toDepth: Bool) {
+        let (batch, channels, height, width) = (space[0], space[1], depth[2], depth[3])
+        guard batch > 0, channels > 0, height > 0, width > 0, source.baseAddress != nil,
+              destination.baseAddress != nil else { return }
+        let (plane, depthChannels) = (space[2] * space[3], depth[1])
+        let buffers = SendableBuffers(input: source, output: destination)
+        forEachChunk(count: batch * channels, chunkSize: max(1, defaultChunkSize / plane),
                      threadCount: CPUThreads.current) { range in
             guard let from = buffers.input.baseAddress, let to = buffers.output.baseAddress else { return }
             for item in range {
                 let (n, c) = item.quotientAndRemainder(dividingBy: channels)
-                var target = to + item * plane
+                var spaceIndex = item * plane
                 for h in 0..<height {
                     for i in 0..<b {
                         for w in 0..<width {
                             for j in 0..<b {
-                                let inC = mode == .dcr ? (i * b + j) * channels + c : (c * b + i) * b + j
-                                target.pointee = from[((n * shape[1] + inC) * height + h) * width + w]
-                                target += 1
+                                let k = mode == .dcr ? (i * b + j) * channels + c : (c * b + i) * b + j
+                                let depthIndex = ((n * depthChannels + k) * height + h) * width + w
+                                if toDepth { to[depthIndex] = from[spaceIndex] } else { to[spaceIndex] = from[depthIndex] }
+                                spaceIndex += 1
                             }
                         }
                     }

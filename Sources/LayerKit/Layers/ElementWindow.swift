@@ -145,3 +145,31 @@ struct SendableBuffers<Element>: @unchecked Sendable {
     let input: UnsafeBufferPointer<Element>
     let output: UnsafeMutableBufferPointer<Element>
 }
+
+/// A layer of one input whose whole movement is one `ElementWindow` of it
+/// (Slice, Tile, Expand): the output shape, the CPU copy and the GPU
+/// pipeline all follow from `window(for:)`; the layer itself only encodes
+/// (where its image's padding to rank 4 needs its own handling).
+protocol WindowLayer: ElementMovingLayer {
+    /// The window the layer takes of an input of `shape`; throws, naming the
+    /// layer, for a shape it cannot take.
+    func window(for shape: [Int]) throws -> ElementWindow
+}
+
+extension WindowLayer {
+    /// The window's output shape.
+    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
+        return [try window(for: inputShapes[0]).outputShape]
+    }
+
+    /// The window's CPU copy.
+    func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
+                               outputs: [UnsafeMutableBufferPointer<Element>]) throws {
+        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
+        try window(for: inputShapes[0]).copy(from: inputs[0], to: outputs[0])
+    }
+
+    /// Creates `Shaders/window.comp`'s pipeline on `context`, once per context.
+    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try ElementWindow.kernel(on: context) }
+}

@@ -4,7 +4,7 @@ import Foundation
 /// (numpy's rule: ranks aligned at the last axis, an extent of 1 stretches
 /// to the other's; so a 1 in `shape` keeps the input's extent). Any rank on
 /// the CPU; on the GPU for output ranks 1 to 4, by `Shaders/window.comp`.
-public final class ExpandLayer: ElementMovingLayer, Sendable {
+public final class ExpandLayer: WindowLayer, Sendable {
     /// The shape broadcast against.
     public let shape: [Int]
     /// The rank of the input this layer was made for: the GPU sees images
@@ -42,21 +42,7 @@ public final class ExpandLayer: ElementMovingLayer, Sendable {
         return ElementWindow(inputShape: a, outputShape: output)
     }
 
-    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
-        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
-        return [try window(for: inputShapes[0]).outputShape]
-    }
-
-    func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
-                               outputs: [UnsafeMutableBufferPointer<Element>]) throws {
-        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
-        try window(for: inputShapes[0]).copy(from: inputs[0], to: outputs[0])
-    }
-
     public var hasGPUImplementation: Bool { max(inputRank, shape.count) <= 4 }
-
-    /// Creates the pipeline on `context`, once per context.
-    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try ElementWindow.kernel(on: context) }
 
     /// `Shaders/window.comp`; the input's tensor shape is its image's first `inputRank` extents.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {

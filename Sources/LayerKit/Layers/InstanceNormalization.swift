@@ -23,9 +23,7 @@ public final class InstanceNormalization: Layer, Sendable {
             throw LayerKitError.invalidWeights(
                 "InstanceNormalization: scale has \(scale.count) values and B \(bias.count); both need one per channel")
         }
-        guard epsilon.isFinite, epsilon >= 0 else {
-            throw LayerKitError.invalidParameter("InstanceNormalization: epsilon must be finite and >= 0, got \(epsilon)")
-        }
+        try LayerChecks.requireEpsilon(epsilon, layer: "InstanceNormalization")
         self.scale = scale
         self.bias = bias
         self.epsilon = epsilon
@@ -58,12 +56,8 @@ public final class InstanceNormalization: Layer, Sendable {
                      threadCount: CPUThreads.current) { range in
             for p in range {
                 let x = input.dataPointer + p * plane, y = output.dataPointer + p * plane
-                var sum = 0.0
-                for i in 0..<plane { sum += Double(x[i]) }
-                let mean = sum / Double(plane)
-                var squares = 0.0
-                for i in 0..<plane { let d = Double(x[i]) - mean; squares += d * d }
-                let a = Double(scale[p % channels]) / (squares / Double(plane) + epsilon).squareRoot()
+                let (mean, variance) = LayerNormalization.meanAndVariance(of: x, count: plane)
+                let a = Double(scale[p % channels]) / (variance + epsilon).squareRoot()
                 let b = Double(bias[p % channels])
                 for i in 0..<plane { y[i] = Float((Double(x[i]) - mean) * a + b) }
             }

@@ -43,4 +43,12 @@ enum LayerChecks {
             throw LayerKitError.shapeMismatch("\(layer): the output must be one tensor of shape \(Tensor.describe(shape))")
         }
     }
+
+    /// A normalization's epsilon (added to the variance before the square
+    /// root): throws unless it is finite and >= 0.
+    static func requireEpsilon(_ epsilon: Float, layer: String) throws {
+        guard epsilon.isFinite, epsilon >= 0 else {
+            throw LayerKitError.invalidParameter("\(layer): epsilon must be finite and >= 0, got \(epsilon)")
+        }
+    }
 }

@@ -23,9 +23,7 @@ public final class LayerNormalization: Layer, Sendable {
     /// a bias of another length than `scale`, or `outputCount` not 1 to 3.
     public init(axis: Int, epsilon: Float = 1e-5, scale: [Float], bias: [Float]? = nil, outputCount: Int = 1) throws {
         self.axis = try LayerChecks.nonNegativeAxis(axis, layer: "LayerNormalization")
-        guard epsilon.isFinite, epsilon >= 0 else {
-            throw LayerKitError.invalidParameter("LayerNormalization: epsilon must be finite and >= 0, got \(epsilon)")
-        }
+        try LayerChecks.requireEpsilon(epsilon, layer: "LayerNormalization")
         if let bias, bias.count != scale.count {
             throw LayerKitError.invalidWeights("LayerNormalization: B has \(bias.count) values, Scale \(scale.count)")
         }
@@ -71,12 +69,8 @@ public final class LayerNormalization: Layer, Sendable {
         forEachChunk(count: rows, chunkSize: max(1, defaultChunkSize / length), threadCount: CPUThreads.current) { range in
             for row in range {
                 let x = input.dataPointer + row * length, out = y.dataPointer + row * length
-                var sum = 0.0
-                for i in 0..<length { sum += Double(x[i]) }
-                let m = sum / Double(length)
-                var squares = 0.0
-                for i in 0..<length { let d = Double(x[i]) - m; squares += d * d }
-                let invStdDev = 1 / (squares / Double(length) + epsilon).squareRoot()
+                let (m, variance) = Self.meanAndVariance(of: x, count: length)
+                let invStdDev = 1 / (variance + epsilon).squareRoot()
                 for i in 0..<length {
                     out[i] = Float((Double(x[i]) - m) * invStdDev * Double(scale[i]) + Double(bias?[i] ?? 0))
                 }
@@ -84,5 +78,18 @@ public final class LayerNormalization: Layer, Sendable {
                 inverse?.dataPointer[row] = Float(invStdDev)
             }
         }
+    }
+
+    /// The mean and the variance `E[(x - mean)^2]` (two passes, in double
+    /// precision) of the `count` (> 0) floats at `x`: the statistics
+    /// LayerNormalization takes per row and InstanceNormalization per plane.
+    @inline(__always)
+    static func meanAndVariance(of x: UnsafeMutablePointer<Float>, count: Int) -> (mean: Double, variance: Double) {
+        var sum = 0.0
+        for i in 0..<count { sum += Double(x[i]) }
+        let mean = sum / Double(count)
+        var squares = 0.0
+        for i in 0..<count { let d = Double(x[i]) - mean; squares += d * d }
+        return (mean, squares / Double(count))
     }
 }

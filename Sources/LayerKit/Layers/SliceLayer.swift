@@ -5,7 +5,7 @@ import Foundation
 /// past the extent (INT64_MAX, INT64_MIN) and negative steps, all clamped
 /// as the spec says. Any rank on the CPU; on the GPU for ranks 1 to 4
 /// (any steps), by `Shaders/window.comp`.
-public final class SliceLayer: ElementMovingLayer, Sendable {
+public final class SliceLayer: WindowLayer, Sendable {
     /// Per sliced axis: its start, end and step as the file gives them.
     public let starts: [Int]
     public let ends: [Int]
@@ -72,22 +72,7 @@ public final class SliceLayer: ElementMovingLayer, Sendable {
         return (count > 0 ? start : 0, count)
     }
 
-    /// The input's shape with each sliced axis's extent.
-    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
-        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
-        return [try window(for: inputShapes[0]).outputShape]
-    }
-
-    func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
-                               outputs: [UnsafeMutableBufferPointer<Element>]) throws {
-        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
-        try window(for: inputShapes[0]).copy(from: inputs[0], to: outputs[0])
-    }
-
     public var hasGPUImplementation: Bool { true }
-
-    /// Creates the pipeline on `context`, once per context.
-    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try ElementWindow.kernel(on: context) }
 
     /// `Shaders/window.comp` over the input image.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {

@@ -11,9 +11,7 @@ public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
 
     /// A space-to-depth by `blockSize` (>= 1) in `mode`.
     public init(blockSize: Int, mode: DepthToSpaceLayer.Mode = .dcr) throws {
-        guard blockSize >= 1, blockSize <= 1 << 16 else {
-            throw LayerKitError.invalidParameter("SpaceToDepth: blocksize \(blockSize) must be from 1 to 65536")
-        }
+        try DepthToSpaceLayer.requireBlockSize(blockSize, layer: "SpaceToDepth")
         (self.blockSize, self.mode) = (blockSize, mode)
     }
 
@@ -35,35 +33,11 @@ public final class SpaceToDepthLayer: ElementMovingLayer, Sendable {
         return [output]
     }
 
-    /// Input row by input row (n, c, y), each element to its block's channel.
+    /// The input plane by plane, each element to its block's channel.
     func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
                                outputs: [UnsafeMutableBufferPointer<Element>]) throws {
-        let output = try outputShapes(forInputShapes: inputShapes)[0]
-        guard try Tensor.elementCount(of: output) > 0,
-              let source = inputs[0].baseAddress, let destination = outputs[0].baseAddress else { return }
-        let (b, shape) = (blockSize, inputShapes[0])
-        let (channels, height, width) = (shape[1], output[2], output[3])
-        let plane = shape[2] * shape[3]
-        let buffers = SendableBuffers(input: UnsafeBufferPointer(start: source, count: inputs[0].count),
-                                      output: UnsafeMutableBufferPointer(start: destination, count: outputs[0].count))
-        let (mode, outChannels) = (mode, output[1])
-        // One input plane (n, c) per work item: its elements land in b² output planes of its own.
-        forEachChunk(count: output[0] * channels, chunkSize: max(1, defaultChunkSize / plane),
-                     threadCount: CPUThreads.current) { range in
-            guard let from = buffers.input.baseAddress, let to = buffers.output.baseAddress else { return }
-            for item in range {
-                let (n, c) = item.quotientAndRemainder(dividingBy: channels)
-                var element = from + item * plane
-                for y in 0..<shape[2] {
-                    let (h, i) = y.quotientAndRemainder(dividingBy: b)
-                    for x in 0..<shape[3] {
-                        let (w, j) = x.quotientAndRemainder(dividingBy: b)
-                        let outC = mode == .dcr ? (i * b + j) * channels + c : (c * b + i) * b + j
-                        to[((n * outChannels + outC) * height + h) * width + w] = element.pointee
-                        element += 1
-                    }
-                }
-            }
-        }
+        let (space, depth) = (inputShapes[0], try outputShapes(forInputShapes: inputShapes)[0])
+        DepthToSpaceLayer.moveBlocks(from: inputs[0], to: outputs[0], space: space, depth: depth, blockSize: blockSize,
+                                     mode: mode, toDepth: true)
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 /// ONNX Tile: the input repeated along each axis a constant number of
 /// times. Any rank on the CPU; on the GPU for ranks 1 to 4, by
 /// `Shaders/window.comp`.
-public final class TileLayer: ElementMovingLayer, Sendable {
+public final class TileLayer: WindowLayer, Sendable {
     /// How many times each axis repeats (one per input axis, none negative).
     public let repeats: [Int]
 
@@ -34,21 +34,7 @@ public final class TileLayer: ElementMovingLayer, Sendable {
         return ElementWindow(inputShape: shape, outputShape: output)
     }
 
-    public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
-        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
-        return [try window(for: inputShapes[0]).outputShape]
-    }
-
-    func moveElements<Element>(inputs: [UnsafeBufferPointer<Element>], inputShapes: [[Int]],
-                               outputs: [UnsafeMutableBufferPointer<Element>]) throws {
-        try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
-        try window(for: inputShapes[0]).copy(from: inputs[0], to: outputs[0])
-    }
-
     public var hasGPUImplementation: Bool { repeats.count <= 4 }
-
-    /// Creates the pipeline on `context`, once per context.
-    public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try ElementWindow.kernel(on: context) }
 
     /// `Shaders/window.comp`; trailing padded axes repeat once.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
