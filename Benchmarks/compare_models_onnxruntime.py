@@ -33,7 +33,10 @@ FIXTURES = os.path.join(ROOT, "Tests", "LayerKitTests", "Fixtures", "models")
 MODELS = [("small_cnn.onnx", "small_cnn.onnx"), ("article_demo.onnx", "article_demo_standard.onnx")]
 
 
-def time_ort(path, threads, warmup, runs):
+def ort_samples(path, threads, warmup, runs):
+    """Milliseconds of each of `runs` onnxruntime runs (CPU, `threads` intra-op
+    threads, default graph optimizations) after `warmup` untimed ones, on seeded
+    uniform [0, 1) inputs (symbolic dimensions 1)."""
     import numpy as np
     import onnxruntime as ort
 
@@ -52,7 +55,11 @@ def time_ort(path, threads, warmup, runs):
         t0 = time.perf_counter()
         session.run(None, feeds)
         samples.append((time.perf_counter() - t0) * 1e3)
-    return stats(samples)
+    return samples
+
+
+def time_ort(path, threads, warmup, runs):
+    return stats(ort_samples(path, threads, warmup, runs))
 
 
 def main():

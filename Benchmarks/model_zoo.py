@@ -26,29 +26,13 @@ import statistics
 import subprocess
 import time
 
+from compare_models_onnxruntime import ort_samples
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def time_ort(path, threads, warmup, runs):
-    import numpy as np
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    opts.log_severity_level = 3
-    session = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(1)
-    feeds = {i.name: rng.random([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
-             for i in session.get_inputs()}
-    for _ in range(warmup):
-        session.run(None, feeds)
-    samples = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        session.run(None, feeds)
-        samples.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(samples)
+    return statistics.median(ort_samples(path, threads, warmup, runs))
 
 
 def time_layerkit(layerkit, path, backend, threads, warmup, runs):
@@ -67,7 +51,6 @@ def main():
     parser.add_argument("folders", nargs="*", default=[os.path.join(ROOT, ".build", "model-zoo", "full")])
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--threads", type=int, default=2, help="LayerKit CPU threads")
     parser.add_argument("--gpu", default="", help="cases to time on the GPU too (comma-separated)")
     parser.add_argument("--only", default="", help="cases to time (default: all)")
     parser.add_argument("--layerkit", default=os.path.join(ROOT, ".build", "release", "layerkit"))
@@ -79,24 +62,28 @@ def main():
 
     print(f"load average before: {' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} cores; "
           f"onnxruntime {onnxruntime.__version__}; medians of {args.repeat} runs after {args.warmup} warm-up; "
-          f"LayerKit CPU at {args.threads} threads", flush=True)
-    header = ["model", "LayerKit CPU ms", "LayerKit GPU ms (lavapipe)", "ORT 1 thread ms", "ORT 2 threads ms",
-              "CPU / ORT 2t"]
+          "both at 1 and 2 threads", flush=True)
+    header = ["model", "LayerKit CPU 1t ms", "ORT 1t ms", "LayerKit / ORT 1t", "LayerKit CPU 2t ms", "ORT 2t ms",
+              "LayerKit / ORT 2t", "LayerKit GPU ms (lavapipe)"]
     rows = []
     for folder in args.folders:
         for case in sorted(os.listdir(folder)):
             path = os.path.join(folder, case, "model.onnx")
             if not os.path.exists(path) or (only and case not in only):
                 continue
-            cpu, cpu_note = time_layerkit(args.layerkit, path, "cpu", args.threads, args.warmup, args.repeat)
+            cpu1, note1 = time_layerkit(args.layerkit, path, "cpu", 1, args.warmup, args.repeat)
+            cpu2, note2 = time_layerkit(args.layerkit, path, "cpu", 2, args.warmup, args.repeat)
             g, g_note = (time_layerkit(args.layerkit, path, "gpu", None, 1, max(3, args.repeat // 3))
                          if case in gpu else (None, "not run"))
             # onnxruntime has no layerkit::Swish: it runs the standard-op export.
             twin = os.path.join(folder, case.replace("_swish", ""), "model.onnx") if "_swish" in case else path
             ort1 = time_ort(twin, 1, args.warmup, args.repeat)
             ort2 = time_ort(twin, 2, args.warmup, args.repeat)
-            row = [case, f"{cpu:.1f}" if cpu else f"- ({cpu_note})", f"{g:.1f} ({g_note})" if g else "-",
-                   f"{ort1:.1f}", f"{ort2:.1f}", f"{cpu / ort2:.2f}x" if cpu else "-"]
+            def ms(value, note):
+                return f"{value:.1f}" if value else f"- ({note})"
+            row = [case, ms(cpu1, note1), f"{ort1:.1f}", f"{cpu1 / ort1:.2f}x" if cpu1 else "-",
+                   ms(cpu2, note2), f"{ort2:.1f}", f"{cpu2 / ort2:.2f}x" if cpu2 else "-",
+                   f"{g:.1f}" if g else "-"]
             rows.append(row)
             print("  ".join(row), flush=True)
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
