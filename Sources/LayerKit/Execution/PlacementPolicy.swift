@@ -8,14 +8,6 @@
 /// `ModelRun.pieceTexels`: streamed piece by piece, its device memory (host
 /// memory, on an emulated device) stays a few pieces beyond the tensors,
 /// for no extra transfer. Inside a model, values stay in whole images.
-/// A layer whose GPU form holds only some shapes: it says why not for the
-/// others, and the policy runs those steps on the CPU (the reason is
-/// announced once, as every other).
-protocol ShapeLimitedGPULayer {
-    /// Why the GPU form cannot run these shapes; nil when it can.
-    func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String?
-}
-
 extension Backend {
     /// Where a step runs: `whyNotGPU` nil means the GPU (in pieces or not).
     struct PlacementDecision {
@@ -44,9 +36,6 @@ extension Backend {
         if let shape = (inputShapes + outputShapes).first(where: { !(1...4).contains($0.count) }) {
             return PlacementDecision(whyNotGPU: "a rank-\(shape.count) tensor cannot be a slice image (ranks 1 to 4 can)",
                                      inPieces: false)
-        }
-        if let limited = layer as? GPUCaseLimited, let why = limited.whyNotGPU(inputShapes: inputShapes) {
-            return PlacementDecision(whyNotGPU: why, inPieces: false)
         }
         if let limited = layer as? ShapeLimitedGPULayer,
            let why = limited.whyNotGPU(inputShapes: inputShapes, outputShapes: outputShapes) {
@@ -78,9 +67,10 @@ extension Backend {
 }
 
 /// A layer whose GPU form holds some of its cases only (a Pad on the
-/// channel axis, a Resize of the batch axis): it says why not for a case,
-/// and the policy runs that case on the CPU with the reason announced.
-protocol GPUCaseLimited: Layer {
-    /// Why the GPU form cannot run inputs of `inputShapes`; nil when it can.
-    func whyNotGPU(inputShapes: [[Int]]) -> String?
+/// channel axis, a Resize of the batch axis, a binary op whose computed
+/// operand has a lower rank): it says why not for a case, and the policy
+/// runs that step on the CPU with the reason announced once, as every other.
+protocol ShapeLimitedGPULayer: Layer {
+    /// Why the GPU form cannot run these shapes; nil when it can.
+    func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String?
 }

@@ -5,7 +5,7 @@ import Foundation
 /// mode then pads from what is kept (as onnxruntime does: crop first).
 /// Any rank on the CPU; on the GPU up to rank 4 with the batch and channel
 /// axes unpadded (the image's W and H).
-public final class PadLayer: Layer, GPUCaseLimited, Sendable {
+public final class PadLayer: Layer, ShapeLimitedGPULayer, Sendable {
     /// What fills the new elements.
     public enum Mode: String, Sendable, CaseIterable {
         /// `value`.
@@ -140,7 +140,7 @@ public final class PadLayer: Layer, GPUCaseLimited, Sendable {
     /// Up to rank 4 (the policy checks the rank), its batch and channel axes unpadded.
     public var hasGPUImplementation: Bool { true }
 
-    public func whyNotGPU(inputShapes: [[Int]]) -> String? {
+    public func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
         let outer = min(2, begins.count)
         if (0..<outer).contains(where: { begins[$0] != 0 || ends[$0] != 0 }) {
             return "its GPU form pads the spatial axes only (axes 2 and 3), not the batch or channel axis"
@@ -159,7 +159,7 @@ public final class PadLayer: Layer, GPUCaseLimited, Sendable {
     /// and H indices map to, or holds the constant.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         guard inputs.count == 1, outputs.count == 1, begins.count <= 4,
-              whyNotGPU(inputShapes: [inputs[0].shape]) == nil else {
+              whyNotGPU(inputShapes: [inputs[0].shape], outputShapes: []) == nil else {
             throw LayerKitError.unsupported("\(layerName) on the GPU takes 1 input and 1 output image and pads axes 2 and 3 only")
         }
         let (input, output) = (inputs[0], outputs[0])

@@ -8,7 +8,7 @@ import Foundation
 /// rank 4 at most, the batch and channel axes unchanged. Both read the same
 /// per-axis tables of input indices and weights, made here in Float32 with
 /// onnxruntime's formulas.
-public final class ResizeLayer: Layer, GPUCaseLimited, Sendable {
+public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
     public enum Mode: String, Sendable, CaseIterable { case nearest, linear, cubic }
 
     /// How an output index maps to an input coordinate (ONNX's names).
@@ -250,7 +250,7 @@ public final class ResizeLayer: Layer, GPUCaseLimited, Sendable {
     /// Up to rank 4 (the policy checks the rank), the batch and channel axes unchanged.
     public var hasGPUImplementation: Bool { true }
 
-    public func whyNotGPU(inputShapes: [[Int]]) -> String? {
+    public func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
         guard let input = inputShapes.first, input.count == outputShape.count else { return "its input has another rank" }
         for axis in 0..<min(2, input.count) where !table(axis: axis, input: input[axis], output: outputShape[axis]).isIdentity {
             return "its GPU form resizes the spatial axes only (axes 2 and 3), not the batch or channel axis"
@@ -269,7 +269,7 @@ public final class ResizeLayer: Layer, GPUCaseLimited, Sendable {
     /// H table entries (a temporary buffer of two vec4s per entry).
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         guard inputs.count == 1, outputs.count == 1, outputShape.count <= 4,
-              whyNotGPU(inputShapes: [Array(inputs[0].shape.prefix(outputShape.count))]) == nil else {
+              whyNotGPU(inputShapes: [Array(inputs[0].shape.prefix(outputShape.count))], outputShapes: []) == nil else {
             throw LayerKitError.unsupported("\(layerName) on the GPU takes 1 input and 1 output image and resizes "
                                             + "axes 2 and 3 only")
         }
