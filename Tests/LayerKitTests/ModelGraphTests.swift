@@ -172,3 +172,52 @@ struct ModelGraphTests {
         }
     }
 }
+
+/// Range folds at load from constants a file controls: an omitted input, a
+/// NaN or infinite span, or a count past the tensor limit is an error naming
+/// the node, never a trap; spans near Int64's ends come out exact.
+@Suite struct RangeFoldingTests {
+    static func model(_ inputs: [String], _ constants: [[UInt8]]) -> Data {
+        ModelGraphTests.model(nodes: [ONNXBytes.node("Range", inputs: inputs, outputs: ["y"], name: "range")],
+                              inputs: [], outputs: [ModelGraphTests.value("y", nil)], initializers: constants)
+    }
+    static func ints(_ name: String, _ v: Int64) -> [UInt8] { ONNXBytes.tensor(name, dims: [], type: 7, PB.bytes(9, PB.littleEndian([v]))) }
+    static func floats(_ name: String, _ v: Float) -> [UInt8] {
+        ONNXBytes.tensor(name, dims: [], type: 1, PB.bytes(9, PB.littleEndian([v.bitPattern])))
+    }
+
+    @Test func badSpansAreErrorsNamingTheNode() {
+        let cases: [(Data, String)] = [
+            (Self.model(["", "l", "d"], [Self.ints("l", 5), Self.ints("d", 1)]), "input 0 is missing"),
+            (Self.model(["s", "l", "d"], [Self.floats("s", -3e38), Self.floats("l", 3e38), Self.floats("d", 1e-38)]), "would make"),
+            (Self.model(["s", "l", "d"], [Self.floats("s", 0), Self.floats("l", .nan), Self.floats("d", 1)]), "give no count"),
+            (Self.model(["s", "l", "d"], [Self.floats("s", 0), Self.floats("l", 1), Self.floats("d", .nan)]), "delta is nan"),
+            (Self.model(["s", "l", "d"], [Self.ints("s", -(1 << 62)), Self.ints("l", 1 << 62), Self.ints("d", 1)]), "would make"),
+            (Self.model(["s", "l", "d"], [Self.ints("s", 0), Self.ints("l", 4), Self.ints("d", 0)]), "delta is 0"),
+        ]
+        for (data, message) in cases {
+            do {
+                _ = try Model(data: data, computeUnits: .cpuOnly, notice: { _ in })
+                Issue.record("loaded, expected \(message)")
+            } catch {
+                #expect("\(error)".contains("node 'range' (Range)") && "\(error)".contains(message), "\(error)")
+            }
+        }
+    }
+
+    @Test func countsAndEndsAreExact() throws {
+        let small = try Model(data: Self.model(["s", "l", "d"], [Self.ints("s", 0), Self.ints("l", 5), Self.ints("d", 2)]),
+                              computeUnits: .cpuOnly)
+        #expect(try small.predict(inputs: [:])["y"]?.values == [0, 2, 4])
+        let down = try Model(data: Self.model(["s", "l", "d"], [Self.floats("s", 1), Self.floats("l", -1), Self.floats("d", -0.5)]),
+                             computeUnits: .cpuOnly)
+        #expect(try down.predict(inputs: [:])["y"]?.values == [1, 0.5, 0, -0.5])
+        let empty = try Model(data: Self.model(["s", "l", "d"], [Self.floats("s", 0), Self.floats("l", -.infinity), Self.floats("d", 1)]),
+                              computeUnits: .cpuOnly)
+        #expect(try empty.predict(inputs: [:])["y"]?.count == 0)
+        // Near Int64.max: max-10, max-7, max-4, max-1 (four elements, no overflow on the way).
+        let top = try Model(data: Self.model(["s", "l", "d"], [Self.ints("s", .max - 10), Self.ints("l", .max), Self.ints("d", 3)]),
+                            computeUnits: .cpuOnly)
+        #expect(try top.predict(inputs: [:])["y"]?.shape == [4])
+    }
+}

@@ -113,13 +113,7 @@ enum IntegerArithmetic {
                 operands[k] = inputs[k].values[offset]
             }
             values.append(try f(operands))
-            var axis = rank - 1
-            while axis >= 0 {
-                index[axis] += 1
-                if index[axis] < shape[axis] { break }
-                index[axis] = 0
-                axis -= 1
-            }
+            advance(&index, in: shape)
         }
         return IntArray(shape: shape, values: values)
     }
@@ -145,14 +139,19 @@ enum IntegerArithmetic {
             var out = 0
             for axis in kept { out = out * data.shape[axis] + index[axis] }
             values[out] = f(values[out], value)
-            var axis = rank - 1
-            while axis >= 0 {
-                index[axis] += 1
-                if index[axis] < data.shape[axis] { break }
-                index[axis] = 0
-                axis -= 1
-            }
+            advance(&index, in: data.shape)
         }
         return IntArray(shape: outShape, values: values)
+    }
+
+    /// Steps the row-major multi-index `index` to the next element of `shape`.
+    private static func advance(_ index: inout [Int], in shape: [Int]) {
+        var axis = shape.count - 1
+        while axis >= 0 {
+            index[axis] += 1
+            if index[axis] < shape[axis] { return }
+            index[axis] = 0
+            axis -= 1
+        }
     }
 }

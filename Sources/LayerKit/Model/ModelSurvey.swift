@@ -42,15 +42,18 @@ public struct ModelSurvey: Sendable {
     /// Each distinct reason nodes cannot run, as `OpType: reason`, with how
     /// many nodes it stops, most frequent first.
     public var unsupported: [(reason: String, count: Int)] {
-        var counts: [String: Int] = [:]
-        var order: [String] = []
+        // In order of first appearance, then stably by count.
+        var reasons: [(reason: String, count: Int)] = []
+        var position: [String: Int] = [:]
         for node in nodes {
             guard case .unsupported(let why) = node.status else { continue }
             let reason = "\(node.opType): \(ModelSurvey.shortened(why))"
-            if counts[reason] == nil { order.append(reason) }
-            counts[reason, default: 0] += 1
+            if let k = position[reason] { reasons[k].count += 1 } else {
+                position[reason] = reasons.count
+                reasons.append((reason, 1))
+            }
         }
-        return order.map { ($0, counts[$0]!) }.sorted { $0.count > $1.count }
+        return reasons.enumerated().sorted { ($0.element.count, -$0.offset) > ($1.element.count, -$1.offset) }.map(\.element)
     }
 
     /// Whether every node runs or folds.

@@ -43,11 +43,19 @@ enum ONNXFolding {
         case "ConstantOfShape": return [try constantOfShape(node, constants)]
         case "Range": return [try range(node, constants)]
         case "Cast":
-            if try integerInput || isIntegerType(node.int("to", default: 1)) { return [try cast(node, constants[0]!)] }
+            if try integerInput || isIntegerType(node.int("to", default: 1)) {
+                return [try cast(node, required(0, of: constants, node))]
+            }
         default: break
         }
         guard integerInput, let arithmetic = IntegerArithmetic(op) else { return nil }
-        return try arithmetic.apply(node, given.map { try IntArray(constants[$0]!, node) })
+        return try arithmetic.apply(node, given.map { try IntArray(required($0, of: constants, node), node) })
+    }
+
+    /// Constant input `i`; an omitted one (an empty name) is the node's error.
+    private static func required(_ i: Int, of constants: [ONNXTensor?], _ node: ONNXNodeContext) throws -> ONNXTensor {
+        guard i < constants.count, let tensor = constants[i] else { throw node.error("input \(i) is missing") }
+        return tensor
     }
 
     /// Whether the tensor holds integers or booleans (not floats).
@@ -72,7 +80,7 @@ enum ONNXFolding {
     }
 
     private static func constantOfShape(_ node: ONNXNodeContext, _ constants: [ONNXTensor?]) throws -> ONNXTensor {
-        let shape = try IntArray(constants[0]!, node).values.map { Int($0) }
+        let shape = try IntArray(required(0, of: constants, node), node).values.map { Int($0) }
         let count = try checkedCount(shape, node)
         guard let value = try node.node.tensor("value") else {
             return ONNXTensor(name: "", dims: shape, floats: Array(repeating: 0, count: count))
@@ -86,23 +94,47 @@ enum ONNXFolding {
 
     private static func range(_ node: ONNXNodeContext, _ constants: [ONNXTensor?]) throws -> ONNXTensor {
         guard constants.count == 3 else { throw node.error("takes start, limit and delta") }
-        if constants.allSatisfy({ $0.map(isInteger) ?? false }) {
-            let (start, limit, delta) = try (scalar(constants[0]!, node), scalar(constants[1]!, node),
-                                             scalar(constants[2]!, node))
-            guard delta != 0 else { throw node.error("delta is 0") }
-            let count = max(0, Int(((Double(limit) - Double(start)) / Double(delta)).rounded(.up)))
-            guard count <= maxElements else { throw node.error("would make \(count) elements") }
-            return ONNXTensor(name: "", dims: [count], int64s: (0..<count).map { start + Int64($0) * delta })
+        let inputs = try (0..<3).map { try required($0, of: constants, node) }
+        if inputs.allSatisfy(isInteger) {
+            let (start, limit, delta) = try (scalar(inputs[0], node), scalar(inputs[1], node), scalar(inputs[2], node))
+            let count = try rangeCount(start, limit, delta, node)
+            // Every element lies between start and limit, so wrapping arithmetic gives it exactly.
+            return ONNXTensor(name: "", dims: [count], int64s: (0..<count).map { start &+ Int64($0) &* delta })
         }
-        let values = try constants.map { tensor -> Double in
-            let floats = try tensor!.floats()
+        let values = try inputs.map { tensor -> Double in
+            let floats = try tensor.floats()
             guard floats.count == 1 else { throw node.error("start, limit and delta must be scalars") }
             return Double(floats[0])
         }
-        guard values[2] != 0 else { throw node.error("delta is 0") }
-        let count = max(0, Int(((values[1] - values[0]) / values[2]).rounded(.up)))
-        guard count <= maxElements else { throw node.error("would make \(count) elements") }
+        let count = try rangeCount(values[0], values[1], values[2], node)
         return ONNXTensor(name: "", dims: [count], floats: (0..<count).map { Float(values[0] + Double($0) * values[2]) })
+    }
+
+    /// ONNX Range's element count on integers, exactly (a span past Int64
+    /// is past the tensor limit too); errors as the Double form's.
+    private static func rangeCount(_ start: Int64, _ limit: Int64, _ delta: Int64, _ node: ONNXNodeContext) throws -> Int {
+        guard delta != 0 else { throw node.error("delta is 0") }
+        let (span, spanOverflow) = limit.subtractingReportingOverflow(start)
+        var (steps, stepsOverflow) = span.dividedReportingOverflow(by: delta)
+        guard !spanOverflow, !stepsOverflow else { throw node.error("would make more than \(maxElements) elements") }
+        // Truncated division: one more step when a remainder is left in delta's direction.
+        if span % delta != 0, (span < 0) == (delta < 0) { steps += 1 }
+        guard steps > 0 else { return 0 }
+        guard steps <= maxElements else { throw node.error("would make \(steps) elements") }
+        return Int(steps)
+    }
+
+    /// ONNX Range's element count, max(ceil((limit - start) / delta), 0);
+    /// a zero or NaN delta, a NaN bound or a count past the tensor limit is
+    /// the node's error (checked in Double, before any conversion to Int).
+    private static func rangeCount(_ start: Double, _ limit: Double, _ delta: Double,
+                                   _ node: ONNXNodeContext) throws -> Int {
+        guard delta != 0, !delta.isNaN else { throw node.error("delta is \(delta)") }
+        let steps = ((limit - start) / delta).rounded(.up)
+        guard !steps.isNaN else { throw node.error("start \(start), limit \(limit) and delta \(delta) give no count") }
+        guard steps > 0 else { return 0 }
+        guard steps <= Double(maxElements) else { throw node.error("would make \(steps) elements") }
+        return Int(steps)
     }
 
     private static func scalar(_ tensor: ONNXTensor, _ node: ONNXNodeContext) throws -> Int64 {

@@ -233,12 +233,14 @@ struct ONNXImporter {
         }
         let converted = try convert(node)
         let inputs = converted.inputs.filter { node.has($0) }
+        // Every given input is known (checked above): the layer's inputs among them.
+        let data = inputs.compactMap { i in
+            converted.reshapedConstants[i].map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) } ?? known[i]
+        }
         guard let layer = converted.layer else {
             // Identity, and Dropout without its mask: the input passes through.
-            return node.node.outputs.filter({ !$0.isEmpty }).count == 1 ? inputs.first.map { [known[$0]!] } : nil
+            return node.node.outputs.filter({ !$0.isEmpty }).count == 1 ? data.first.map { [$0] } : nil
         }
-        let data = inputs.map { converted.reshapedConstants[$0].map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) }
-                                ?? known[$0]! }
         do {
             let shapes = try layer.outputShapes(forInputShapes: data.map(\.dims))
             for shape in shapes { _ = try ONNXFolding.checkedCount(shape, node) }

@@ -137,7 +137,7 @@ public struct ONNXTestCase: Sendable {
             } else {
                 expected = try dataSet.outputs.map { file in
                     let tensor = try ONNXTestCase.decode(file)
-                    return (try ONNXTestCase.values(of: tensor, file: file), tensor.dims)
+                    return (try ONNXTestCase.values(of: tensor), tensor.dims)
                 }
             }
             guard expected.count == model.outputs.count else {
@@ -222,7 +222,7 @@ public struct ONNXTestCase: Sendable {
 
     /// A stored tensor's values as Float32: floating types converted,
     /// integer and boolean types as their values.
-    static func values(of tensor: ONNXTensor, file: URL) throws -> [Float] {
+    static func values(of tensor: ONNXTensor) throws -> [Float] {
         switch tensor.dataType {
         case .float, .float16, .double: return try tensor.floats()
         default: return try tensor.int64s().map(Float.init)
@@ -232,6 +232,6 @@ public struct ONNXTestCase: Sendable {
     /// An input file as a Float32 tensor.
     static func tensor(_ file: URL) throws -> Tensor {
         let tensor = try decode(file)
-        return try Tensor(shape: tensor.dims, values: values(of: tensor, file: file))
+        return try Tensor(shape: tensor.dims, values: values(of: tensor))
     }
 }
