@@ -13,8 +13,9 @@ import Synchronization
 /// zero-padded input rows, a 1x1 kernel of stride 1 without pads as a matrix
 /// product per group, and one with narrow output rows and many output
 /// channels per group as im2col and a matrix product; large ones split
-/// their output rows over threads. GPU: `conv2d.comp`, one invocation per
-/// output texel (four output channels), with the weights kept on the device.
+/// their output rows over threads. GPU: `conv2d.comp`, each invocation a
+/// block of output texels and slices chosen by the shape, with the weights
+/// arranged once for it on the device.
 public final class Convolution: Layer {
     /// "Conv".
     public var layerName: String { "Conv" }
@@ -46,8 +47,8 @@ public final class Convolution: Layer {
     public var inputChannels: Int { group * weights.shape[1] }
     var kernelHeight: Int { weights.shape[2] }
     var kernelWidth: Int { weights.shape[3] }
-    /// The weights and bias laid out for `conv2d.comp` (see Convolution+GPU.swift).
-    let deviceValues: (weights: [Float], bias: [Float])
+    /// How the GPU form picks its kernel (tests force paths; see Convolution+GPU.swift).
+    var gpuOptions = ConvolutionGPUOptions()
     /// What `prepare` made on each context.
     let gpuState = PerContext<PreparedConvolution>()
 
@@ -106,7 +107,6 @@ public final class Convolution: Layer {
         self.bias = try bias.map { try Tensor(shape: $0.shape, values: $0.values) }
         self.spatialRank = spatialRank
         (self.strides, self.dilations, self.padding, self.group) = (strides, dilations, padding, group)
-        deviceValues = Self.arrangedForDevice(weights: self.weights, bias: bias, group: group)
     }
 
     /// The resolved geometry of a run: input extents, output extents, leading pads.
