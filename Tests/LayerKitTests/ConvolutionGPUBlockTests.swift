@@ -103,13 +103,15 @@ struct ConvolutionGPUBlockTests {
         try check(c, options: ConvolutionGPUOptions(block: ConvolutionBlock(outputSlices: 4, texels: 4)), seed: 61)
     }
 
-    /// On lavapipe (a CPU) every map blocks over texels, wide rows by 8;
+    /// On lavapipe (a CPU) every map blocks over texels, rows of 7 or more by 8;
     /// on a real GPU small maps block over channels only.
     @Test func theBlockFollowsTheShapeAndTheDevice() {
         let dense = ConvolutionVariant.dense
         #expect(ConvolutionBlock.chosen(for: dense, outputSlices: 128, width: 7, height: 7, batch: 1, onCPU: false)
             == ConvolutionBlock(outputSlices: 4, texels: 1))
         #expect(ConvolutionBlock.chosen(for: dense, outputSlices: 128, width: 7, height: 7, batch: 1, onCPU: true)
+            == ConvolutionBlock(outputSlices: 4, texels: 8))
+        #expect(ConvolutionBlock.chosen(for: dense, outputSlices: 128, width: 5, height: 5, batch: 1, onCPU: true)
             == ConvolutionBlock(outputSlices: 4, texels: 4))
         #expect(ConvolutionBlock.chosen(for: dense, outputSlices: 16, width: 56, height: 56, batch: 1, onCPU: true)
             == ConvolutionBlock(outputSlices: 4, texels: 8))

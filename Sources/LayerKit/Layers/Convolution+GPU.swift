@@ -38,16 +38,17 @@ struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
     /// slices of `width` x `height` texels (batch `batch`) on a device that
     /// is (`onCPU`) or is not a CPU emulating a GPU.
     ///
-    /// Why (lavapipe, 2 threads, min of alternating runs under load 8-12):
+    /// Why (lavapipe, 2 threads, min of alternating runs under load 5-12):
     /// a weight load there is a scalar load per lane, so texels per weight
     /// load is what pays: 4 output slices x 4 texels beat 4x1 by 1.2-2.3x on
-    /// 7x7x512, 14x14x256 and 14x14 1x1 convs, and 4x8 beat 4x4 by 1.3x on
-    /// 56x56x64; 8 output slices lost (37% slower at 8x4, spills). On a
-    /// real GPU (not measured here) small maps block over channels only:
+    /// 7x7x512, 14x14x256 and 14x14 1x1 convs, and 4x8 beat 4x4 by 1.1-1.5x
+    /// from 7x7x512 to 56x56x64 (with the flat block count; a 7-wide row is
+    /// one block of 8); 8 output slices lost (37% slower at 8x4, spills). On
+    /// a real GPU (not measured here) small maps block over channels only:
     /// spatial blocks there leave too few invocations to fill the device.
     static func chosen(for variant: ConvolutionVariant, outputSlices: Int, width: Int, height: Int,
                        batch: Int, onCPU: Bool = true) -> ConvolutionBlock {
-        let rowTexels = width >= 32 ? 8 : width >= 3 ? 4 : width
+        let rowTexels = width >= 7 ? 8 : width >= 3 ? 4 : width
         switch variant {
         case .grouped:
             return .single
