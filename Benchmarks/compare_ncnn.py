@@ -5,6 +5,7 @@ single convolution layers and whole models, medians side by side in one run.
     python Benchmarks/compare_ncnn.py layers [WORKLOAD ...] [--repeat N] [--warmup N]
     python Benchmarks/compare_ncnn.py models [--zoo DIR] [--models resnet18,mobilenet_v2] [--repeat N] [--warmup N]
     python Benchmarks/compare_ncnn.py all     (both)
+    python Benchmarks/compare_ncnn.py convert [--zoo DIR] [--models ...] [--out DIR]   (pnnx, then the check below)
   common: [--layerkit PATH] [--work DIR] [--ncnn-threads N] [--ncnn-gpu INDEX] [--markdown] [--json FILE]
 
 Needs numpy, onnx, onnxruntime and the ncnn wheel (`pip install ncnn`), and
@@ -28,8 +29,11 @@ net is converted from that same ONNX file with pnnx (`pnnx model.onnx
 inputshape=[1,3,224,224] fp16=0`: pnnx reads ONNX directly, so no TorchScript
 export is needed; fp16=0 keeps the weights as the ONNX file has them, and
 ncnn's Vulkan path still stores fp16 on the device by default). Files ready
-beside the model (model.ncnn.param and model.ncnn.bin, as `Scripts/device-check
---pack` leaves them) are used as they are, so no pnnx is needed there.
+beside the model (model.ncnn.param and model.ncnn.bin) are used as they are.
+Where pnnx is missing (the device machine), a param file (beside the model
+or in --ncnn-params) is enough: the weight file is rebuilt from the ONNX
+model's initializers (pnnx's layout for these exports, which `convert`
+checks byte for byte), so only the few-KB param files travel.
 Generated files go under --work (default .build/compare-ncnn, never
 committed).
 
@@ -208,24 +212,83 @@ def run_layers(args, gpu):
     return rows
 
 
-def model_files(args, name):
-    """(onnx path, ncnn param, ncnn bin) for model `name`, converting with pnnx when needed."""
+def find_model(zoo, name):
     for case in (f"{name}_torchscript", name):
-        path = os.path.join(args.zoo, case, "model.onnx")
+        path = os.path.join(zoo, case, "model.onnx")
         if os.path.exists(path):
-            break
-    else:
-        raise RuntimeError(f"no {name}_torchscript/model.onnx or {name}/model.onnx under {args.zoo} "
-                           "(Scripts/export_torchvision.py --only writes them)")
-    ready = [os.path.join(os.path.dirname(path), f"model.ncnn.{ext}") for ext in ("param", "bin")]
+            return path
+    raise RuntimeError(f"no {name}_torchscript/model.onnx or {name}/model.onnx under {zoo} "
+                       "(Scripts/export_torchvision.py --only NAME --exporters torchscript writes them)")
+
+
+def weighted_layers(param_path):
+    """(type, weight_data_size, bias_term) of each layer with weights in an ncnn param file."""
+    layers = []
+    with open(param_path) as f:
+        for line in f.read().splitlines()[2:]:
+            fields = line.split()
+            if fields and fields[0] in ("Convolution", "ConvolutionDepthWise", "InnerProduct"):
+                kv = dict(item.split("=", 1) for item in fields[4:] if "=" in item)
+                # InnerProduct: 1 bias_term, 2 weight_data_size; the convolutions: 5 and 6
+                size, bias = ("2", "1") if fields[0] == "InnerProduct" else ("6", "5")
+                layers.append((fields[0], int(kv.get(size, 0)), int(kv.get(bias, 0))))
+    return layers
+
+
+def ncnn_bin_from_onnx(onnx_path, param_path, bin_path):
+    """Writes the ncnn weight file of `param_path` from the ONNX model's own
+    initializers: each Conv's and Gemm's weight (a 4-byte raw-float32 flag,
+    then the floats as ONNX stores them) and bias, in node order. That is the
+    layout pnnx writes for these TorchScript exports (fp16=0), checked byte
+    for byte by `convert`; so on a machine without pnnx the carried param file
+    and the model exported there make the ncnn net. The param's layers must
+    match the graph's Conv/Gemm nodes one for one, in weight sizes."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(onnx_path)
+    inits = {i.name: i for i in model.graph.initializer}
+    nodes = [n for n in model.graph.node if n.op_type in ("Conv", "Gemm")]
+    layers = weighted_layers(param_path)
+    if len(nodes) != len(layers):
+        raise RuntimeError(f"{param_path} has {len(layers)} layers with weights, {onnx_path} {len(nodes)} Conv/Gemm nodes")
+    with open(bin_path, "wb") as f:
+        for node, (kind, size, bias) in zip(nodes, layers):
+            if node.input[1] not in inits or (bias and (len(node.input) < 3 or node.input[2] not in inits)):
+                raise RuntimeError(f"node {node.name}: weights are not initializers")
+            w = numpy_helper.to_array(inits[node.input[1]]).astype(np.float32)
+            if node.op_type == "Gemm" and not any(a.name == "transB" and a.i == 1 for a in node.attribute):
+                w = w.T  # InnerProduct stores [out, in]
+            if w.size != size:
+                raise RuntimeError(f"node {node.name}: {w.size} weights, the param's {kind} has {size}")
+            f.write(np.zeros(1, np.uint32).tobytes())
+            f.write(np.ascontiguousarray(w).tobytes())
+            if bias:
+                f.write(numpy_helper.to_array(inits[node.input[2]]).astype(np.float32).tobytes())
+
+
+def model_files(args, name):
+    """(onnx path, ncnn param, ncnn bin) for model `name`: ncnn files beside
+    the model as they are; a param file beside it (or in --ncnn-params) with
+    the weights rebuilt from the ONNX file; else converted with pnnx."""
+    path = find_model(args.zoo, name)
+    here = os.path.dirname(path)
+    ready = [os.path.join(here, f"model.ncnn.{ext}") for ext in ("param", "bin")]
     if all(os.path.exists(p) for p in ready):
         return path, ready[0], ready[1]
     folder = os.path.join(args.work, "models")
     os.makedirs(folder, exist_ok=True)
-    copy = os.path.join(folder, f"{name}.onnx")
     param, weights = os.path.join(folder, f"{name}.ncnn.param"), os.path.join(folder, f"{name}.ncnn.bin")
+    carried = [p for p in (ready[0], os.path.join(args.ncnn_params or "", f"{name}.ncnn.param")) if os.path.exists(p)]
+    if carried:
+        shutil.copyfile(carried[0], param)
+        ncnn_bin_from_onnx(path, param, weights)
+        print(f"  ncnn net: {carried[0]} with its weights rebuilt from {path}", flush=True)
+        return path, param, weights
     if not (os.path.exists(param) and os.path.exists(weights)
             and os.path.getmtime(param) >= os.path.getmtime(path)):
+        copy = os.path.join(folder, f"{name}.onnx")
         shutil.copyfile(path, copy)
         pnnx = shutil.which("pnnx") or os.path.join(os.path.dirname(sys.executable), "pnnx")
         shape = input_shape(path)
@@ -234,7 +297,29 @@ def model_files(args, name):
         done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
         if done.returncode != 0 or not os.path.exists(param):
             raise RuntimeError(f"pnnx failed on {path}: {(done.stdout + done.stderr)[-600:]}")
+        os.remove(copy)
+        for extra in (".pnnx.bin", ".pnnx.onnx", ".pnnx.param", ".pnnxsim.onnx", "_ncnn.py", "_pnnx.py"):
+            if os.path.exists(os.path.join(folder, name + extra)):
+                os.remove(os.path.join(folder, name + extra))
     return path, param, weights
+
+
+def run_convert(args):
+    """Converts the models with pnnx and checks that ncnn_bin_from_onnx
+    rebuilds pnnx's weight file byte for byte; copies the param files to --out."""
+    for name in args.models.split(","):
+        path, param, weights = model_files(args, name)
+        rebuilt = weights + ".rebuilt"
+        ncnn_bin_from_onnx(path, param, rebuilt)
+        same = open(rebuilt, "rb").read() == open(weights, "rb").read()
+        os.remove(rebuilt)
+        if not same:
+            sys.exit(f"{name}: the weights rebuilt from {path} differ from pnnx's {weights}")
+        print(f"{name}: {param} (weights rebuilt from the ONNX file: identical to pnnx's, "
+              f"{os.path.getsize(weights)} bytes)")
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            shutil.copyfile(param, os.path.join(args.out, f"{name}.ncnn.param"))
 
 
 def input_shape(path):
@@ -275,7 +360,7 @@ def print_rows(title, rows, markdown):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["layers", "models", "all"])
+    parser.add_argument("what", choices=["layers", "models", "all", "convert"])
     parser.add_argument("workloads", nargs="*", help="layers: conv=NxCxHxW,M,K,STRIDE,PAD[,GROUP] (default: issue 13's)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
     parser.add_argument("--zoo", default=os.path.join(ROOT, ".build", "model-zoo", "full"))
@@ -288,9 +373,14 @@ def main():
                         help="ncnn's Vulkan device index (default: the one named like LayerKit's device)")
     parser.add_argument("--markdown", action="store_true", help="also print the tables as Markdown")
     parser.add_argument("--json", help="write every row as JSON here")
+    parser.add_argument("--ncnn-params", help="a folder of NAME.ncnn.param files (made by `convert --out`): "
+                        "the ncnn nets with weights rebuilt from the ONNX models, no pnnx needed")
+    parser.add_argument("--out", help="convert: copy the param files here")
     args = parser.parse_args()
     if args.repeat < 1 or args.warmup < 0:
         parser.error("--repeat must be >= 1 and --warmup >= 0")
+    if args.what == "convert":
+        return run_convert(args)
     import ncnn
     import onnxruntime
 
