@@ -122,6 +122,24 @@ import Testing
         #expect(bits[.poisonedArena] == bits[.tensorPerRun])
     }
 
+    /// Every reference case (the zoo family's whole networks among them)
+    /// still matches onnxruntime with its arena filled with NaN before each
+    /// run: no layer reads an output before writing it, and no value's
+    /// bytes are reused while it is live, on either backend.
+    @Test(arguments: ONNXCaseTests.cases)
+    func everyReferenceCasePassesFromAPoisonedArena(_ name: String) throws {
+        let folder = ONNXCaseTests.root.appendingPathComponent(name)
+        try ModelPlan.$hostMemory.withValue(.poisonedArena) {
+            let cpu = try ONNXCaseTests.cpu.get()
+            let outcome = ONNXTestCase(folder: folder).run(on: cpu)
+            #expect(outcome.passed, "\(name) cpu: \(outcome.message)")
+            if TestGPU.isEnabled {
+                let gpu = ONNXTestCase(folder: folder).run(on: try ONNXCaseTests.gpu.get(), gpuParityAgainst: cpu)
+                #expect(gpu.passed, "\(name) gpu: \(gpu.message)")
+            }
+        }
+    }
+
     @Test func aReturnedTensorIsNotOverwrittenByTheNextRun() throws {
         for units in Self.units {
             for (name, load, input) in try Self.models(units) {
