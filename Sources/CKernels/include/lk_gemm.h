@@ -47,8 +47,9 @@ typedef struct {
 /// without pads runs as one matrix product per group, one with output rows
 /// under half a vector wide and many output channels per group as im2col
 /// and a matrix product per group, every other one as a direct loop over
-/// zero-padded input rows. Returns 0, or -1 when a work buffer cannot be
-/// allocated.
+/// zero-padded input rows. Packs the weights and allocates its scratch on
+/// every call (layers use lk_conv2d_f32_packed). Returns 0, or -1 when a
+/// work buffer cannot be allocated.
 int lk_conv2d_f32(const lk_conv2d_shape *shape, const float *x, const float *w, const float *bias,
                   float *y, size_t first, size_t count);
 
@@ -56,5 +57,51 @@ int lk_conv2d_f32(const lk_conv2d_shape *shape, const float *x, const float *w, 
 /// without touching y when this CPU lacks `isa`.
 int lk_conv2d_f32_isa(lk_isa isa, const lk_conv2d_shape *shape, const float *x, const float *w,
                       const float *bias, float *y, size_t first, size_t count);
+
+/// How lk_conv2d_f32_packed computes: AUTO (lk_conv2d_path's choice), a
+/// direct loop over zero-padded input rows, im2col (a gather, for a 1x1
+/// kernel just the strided pixels) and a matrix product, a matrix product
+/// straight on the input (1x1, stride 1, no pads), or the depthwise kernel
+/// (group == C == M). Tests force each one; results agree bitwise, since
+/// every path adds bias, then one product a tap in (c, ky, kx) order.
+typedef enum {
+    LK_CONV_AUTO = 0,
+    LK_CONV_DIRECT = 1,
+    LK_CONV_IM2COL = 2,
+    LK_CONV_POINTWISE = 3,
+    LK_CONV_DEPTHWISE = 4,
+} lk_conv_path;
+
+/// The path AUTO takes for `shape` on `isa` (AUTO itself when this CPU lacks `isa`).
+lk_conv_path lk_conv2d_path(lk_isa isa, const lk_conv2d_shape *shape);
+
+/// Floats of the packed weights of `shape` on `isa` (0 when this CPU lacks it).
+size_t lk_conv2d_packed_size(lk_isa isa, const lk_conv2d_shape *shape);
+
+/// Packs w (M x C/group x kH x kW) into `packed` (lk_conv2d_packed_size
+/// floats) for `isa`: per group, blocks of the channel block's output
+/// channels with each tap's weights together (depthwise: a plain copy).
+/// Depends on the weights' geometry only, not on the input's size. Returns
+/// 0, or -1 when this CPU lacks `isa`.
+int lk_conv2d_pack_weights(lk_isa isa, const lk_conv2d_shape *shape, const float *w, float *packed);
+
+/// Output-channel ranges given to lk_conv2d_f32_packed start at a multiple
+/// of this within their group (or at a group's start); 0 when this CPU lacks `isa`.
+size_t lk_conv2d_channel_block(lk_isa isa, const lk_conv2d_shape *shape);
+
+/// Floats of scratch one lk_conv2d_f32_packed call of up to `count` pixels
+/// needs on `path` (any channel range).
+size_t lk_conv2d_work_size(lk_isa isa, lk_conv_path path, const lk_conv2d_shape *shape, size_t count);
+
+/// Output channels [m0, m1) and pixels [first, first + count) of one image,
+/// as lk_conv2d_f32 computes them, from weights packed by
+/// lk_conv2d_pack_weights for the same `isa`; `work`: lk_conv2d_work_size
+/// floats (nothing is allocated). Every output is bias, then the products in
+/// (c, ky, kx) order, so the split of a layer into calls changes no bit.
+/// Returns 0, or -1 for a CPU without `isa`, a path that does not fit the
+/// shape, or a range out of bounds or not on a channel block.
+int lk_conv2d_f32_packed(lk_isa isa, lk_conv_path path, const lk_conv2d_shape *shape, const float *x,
+                         const float *packed, const float *bias, float *y, size_t m0, size_t m1, size_t first,
+                         size_t count, float *work);
 
 #endif
