@@ -70,8 +70,21 @@ static void lk_dw_row_scalar(size_t taps, const float *w, const float *b, const 
     }
 }
 
+static void lk_conv_cv_scalar(size_t k, size_t pixels, const float *w, const float *b, const ptrdiff_t *off,
+                              const float *bias, float *tile) {
+    for (size_t r = 0; r < pixels; r++) {
+        float *t = tile + r * 8;
+        for (size_t j = 0; j < 8; j++) t[j] = bias[j];
+        for (size_t p = 0; p < k; p++) {
+            float x = b[off[p] + r];
+            for (size_t j = 0; j < 8; j++) t[j] += x * w[p * 8 + j];
+        }
+    }
+}
+
 static const lk_gemm_isa lk_gemm_scalar = {4, 8, lk_gemm_kernel_scalar, lk_gemm_pack_b_scalar, lk_gemv_scalar,
-                                           lk_conv_rows_scalar, lk_dw_row_scalar, NULL};
+                                           lk_conv_rows_scalar, lk_dw_row_scalar, NULL,
+                                           lk_conv_cv_scalar};
 
 const lk_gemm_isa *lk_gemm_for(lk_isa isa) {
 #ifdef LK_HAVE_X86_GEMM
@@ -138,14 +151,25 @@ static void lk_gemm_block(const lk_gemm_isa *isa, size_t kc, const float *a, con
     for (size_t i = 0; i < rows; i++) memcpy(c + i * ldc, tile + i * isa->nr, cols * sizeof(float));
 }
 
-int lk_sgemm_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alpha, const float *a,
-                 size_t a_row, size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
-                 const float *row_bias, const float *col_bias, int accumulate) {
+// B is row-major (ldb floats a row), or when `panels` is not NULL packed
+// once by lk_sgemm_pack_b: panel j of nr columns at panels + j * k * nr.
+static int lk_sgemm_core(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alpha, const float *a,
+                         size_t a_row, size_t a_col, const float *b, size_t ldb, const float *panels, float *c,
+                         size_t ldc, const float *row_bias, const float *col_bias, int accumulate) {
     if (m == 0 || n == 0) return 0;
     lk_gemm_init_c(m, n, c, ldc, row_bias, col_bias, accumulate);
     if (k == 0) return 0;
     if (m <= LK_GEMV_ROWS) {
-        for (size_t i = 0; i < m; i++) isa->gemv(k, n, alpha, a + i * a_row, a_col, b, ldb, c + i * ldc);
+        for (size_t i = 0; i < m; i++) {
+            if (!panels) {
+                isa->gemv(k, n, alpha, a + i * a_row, a_col, b, ldb, c + i * ldc);
+                continue;
+            }
+            for (size_t j0 = 0; j0 < n; j0 += isa->nr) {
+                isa->gemv(k, lk_min(isa->nr, n - j0), alpha, a + i * a_row, a_col, panels + j0 * k, isa->nr,
+                          c + i * ldc + j0);
+            }
+        }
         return 0;
     }
     size_t mr = isa->mr, nr = isa->nr;
@@ -166,9 +190,9 @@ int lk_sgemm_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alp
             lk_gemm_pack_a(isa, m, alpha, a, a_row, a_col, i0, mc, p0, kc, apack);
             for (size_t j0 = 0; j0 < n; j0 += nr) {
                 size_t cols = lk_min(nr, n - j0);
-                const float *bp = b + p0 * ldb + j0;
-                size_t bs = ldb;
-                if (mc > mr) {
+                const float *bp = panels ? panels + j0 * k + p0 * nr : b + p0 * ldb + j0;
+                size_t bs = panels ? nr : ldb;
+                if (!panels && mc > mr) {
                     isa->pack_b(kc, cols, bp, ldb, bpack);
                     bp = bpack;
                     bs = nr;
@@ -183,6 +207,34 @@ int lk_sgemm_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alp
     free(apack);
     free(bpack);
     return 0;
+}
+
+int lk_sgemm_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, float alpha, const float *a,
+                 size_t a_row, size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
+                 const float *row_bias, const float *col_bias, int accumulate) {
+    return lk_sgemm_core(isa, m, n, k, alpha, a, a_row, a_col, b, ldb, NULL, c, ldc, row_bias, col_bias, accumulate);
+}
+
+size_t lk_sgemm_column_block(lk_isa isa) { return isa > lk_kernels_isa() ? 0 : lk_gemm_for(isa)->nr; }
+
+size_t lk_sgemm_packed_b_size(lk_isa isa, size_t k, size_t n) {
+    size_t nr = lk_sgemm_column_block(isa);
+    return nr == 0 ? 0 : (n + nr - 1) / nr * nr * k;
+}
+
+int lk_sgemm_pack_b(lk_isa isa, size_t k, size_t n, const float *b, size_t ldb, float *packed) {
+    if (isa > lk_kernels_isa()) return -1;
+    const lk_gemm_isa *gi = lk_gemm_for(isa);
+    for (size_t j0 = 0; j0 < n; j0 += gi->nr) gi->pack_b(k, lk_min(gi->nr, n - j0), b + j0, ldb, packed + j0 * k);
+    return 0;
+}
+
+int lk_sgemm_f32_packed_b(lk_isa isa, size_t m, size_t n, size_t k, float alpha, const float *a, size_t a_row,
+                          size_t a_col, const float *packed_b, float *c, size_t ldc, const float *row_bias,
+                          const float *col_bias, int accumulate) {
+    if (isa > lk_kernels_isa()) return -1;
+    return lk_sgemm_core(lk_gemm_for(isa), m, n, k, alpha, a, a_row, a_col, NULL, 0, packed_b, c, ldc, row_bias,
+                         col_bias, accumulate);
 }
 
 // The same blocking as lk_sgemm_run without packing A: its panels were

@@ -44,6 +44,12 @@ typedef void lk_dw_row_fn(size_t taps, const float *w, const float *b, const ptr
 typedef void lk_dw_pair_fn(size_t k, const float *w, const float *b, const ptrdiff_t *col, size_t line, size_t n,
                            float bias, float *c0, float *c1);
 
+/// The channel-vectorized direct block (lk_conv2d.c): for `pixels` <= mr
+/// output pixels r and nr output channels j, tile[r * nr + j] = bias[j] +
+/// sum over p < k of w[p * nr + j] * b[off[p] + r] (bias: nr values).
+typedef void lk_conv_cv_fn(size_t k, size_t pixels, const float *w, const float *b, const ptrdiff_t *off,
+                           const float *bias, float *tile);
+
 /// One instruction set's microkernel (its register block), B packing,
 /// single-row product, direct convolution block and depthwise row.
 typedef struct {
@@ -54,6 +60,7 @@ typedef struct {
     lk_conv_rows_fn *conv_rows;
     lk_dw_row_fn *dw_row;
     lk_dw_pair_fn *dw_pair; ///< NULL: lk_dw_row row by row
+    lk_conv_cv_fn *conv_cv;
 } lk_gemm_isa;
 
 /// The largest register block of any kernel, for edge tiles.

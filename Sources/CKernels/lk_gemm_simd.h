@@ -327,5 +327,57 @@ LK_TARGET static void lk_dw_row(size_t taps, const float *w, const float *b, con
     }
 }
 
+// The channel-vectorized direct block (lk_conv2d.c, narrow outputs): R
+// output pixels of one row (R <= MR, a constant after inlining) x 2W
+// output channels, tile[r * 2W + j] = bias[j] + sum over p < k of
+// w[p * 2W + j] * b[off[p] + r]: each tap loads two vectors of weights and
+// broadcasts R input cells, 2R FMAs, so a 7-pixel row fills every lane.
+LK_TARGET LK_INLINE void lk_conv_cv_of(size_t k, const float *w, const float *b, const ptrdiff_t *off,
+                                       const float *bias, float *tile, const int R) {
+    lk_v acc[LK_GEMM_MR][2];
+    lk_v b0 = LK_PS(loadu)(bias), b1 = LK_PS(loadu)(bias + LK_W);
+#pragma clang loop unroll(full)
+    for (int r = 0; r < R; r++) {
+        acc[r][0] = b0;
+        acc[r][1] = b1;
+    }
+    for (size_t p = 0; p < k; p++, w += 2 * LK_W) {
+        __builtin_prefetch(w + 64 * LK_W);
+        lk_v w0 = LK_PS(loadu)(w), w1 = LK_PS(loadu)(w + LK_W);
+        const float *bp = b + off[p];
+#pragma clang loop unroll(full)
+        for (int r = 0; r < R; r++) {
+            lk_v xr = LK_PS(set1)(bp[r]);
+            acc[r][0] = LK_PS(fmadd)(xr, w0, acc[r][0]);
+            acc[r][1] = LK_PS(fmadd)(xr, w1, acc[r][1]);
+        }
+    }
+#pragma clang loop unroll(full)
+    for (int r = 0; r < R; r++) {
+        LK_PS(storeu)(tile + r * 2 * LK_W, acc[r][0]);
+        LK_PS(storeu)(tile + r * 2 * LK_W + LK_W, acc[r][1]);
+    }
+}
+
+LK_TARGET static void lk_conv_cv(size_t k, size_t pixels, const float *w, const float *b, const ptrdiff_t *off,
+                                 const float *bias, float *tile) {
+    switch (pixels) {
+#define LK_CONV_CV_CASE(r)                                                                                     \
+    case r: lk_conv_cv_of(k, w, b, off, bias, tile, r); break;
+    LK_CONV_CV_CASE(1)
+    LK_CONV_CV_CASE(2)
+    LK_CONV_CV_CASE(3)
+    LK_CONV_CV_CASE(4)
+    LK_CONV_CV_CASE(5)
+    LK_CONV_CV_CASE(6)
+#if LK_GEMM_MR > 6
+    LK_CONV_CV_CASE(7)
+    LK_CONV_CV_CASE(8)
+#endif
+#undef LK_CONV_CV_CASE
+    default: break;
+    }
+}
+
 const lk_gemm_isa LK_GEMM_ISA = {LK_GEMM_MR, LK_GEMM_NR, lk_gemm_kernel, lk_gemm_pack_b, lk_gemv, lk_conv_rows,
-                                 lk_dw_row, lk_dw_pair};
+                                 lk_dw_row, lk_dw_pair, lk_conv_cv};

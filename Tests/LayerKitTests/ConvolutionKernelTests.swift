@@ -17,6 +17,11 @@ import Testing
         ConvCase(input: [1, 17, 13, 37], outputChannels: 33, kernel: [3, 3], strides: [2, 2],
                  padding: .explicit([0, 2, 3, 1])),
         ConvCase(input: [1, 33, 7, 7], outputChannels: 33, kernel: [3, 3], padding: .explicit([1, 1, 1, 1])),
+        // The channels path's own: 32+ output and 16+ input channels a group.
+        ConvCase(input: [2, 17, 5, 13], outputChannels: 70, kernel: [3, 3], strides: [2, 1],
+                 padding: .explicit([0, 3, 1, 2])),
+        ConvCase(input: [1, 34, 9, 1], outputChannels: 66, kernel: [3, 3], dilations: [2, 2],
+                 padding: .explicit([2, 2, 2, 2]), group: 2),
         ConvCase(input: [2, 17, 5, 1], outputChannels: 3, kernel: [3, 3], padding: .explicit([1, 1, 1, 1])),
         ConvCase(input: [1, 1, 6, 19], outputChannels: 1, kernel: [3, 3], dilations: [2, 2],
                  padding: .explicit([2, 3, 0, 1])),
@@ -45,7 +50,7 @@ import Testing
 
     static let paths: [(String, lk_conv_path)] = [
         ("direct", LK_CONV_DIRECT), ("im2col", LK_CONV_IM2COL), ("pointwise", LK_CONV_POINTWISE),
-        ("depthwise", LK_CONV_DEPTHWISE),
+        ("depthwise", LK_CONV_DEPTHWISE), ("channels", LK_CONV_CHANNELS),
     ]
 
     static func shape(_ c: ConvCase, _ layer: Convolution) throws -> lk_conv2d_shape {
@@ -72,11 +77,11 @@ import Testing
         var pathsRun = 0
         for isa in [LK_ISA_SCALAR, LK_ISA_AVX2_FMA, LK_ISA_AVX512F] where isa.rawValue <= lk_kernels_isa().rawValue {
             let isaName = String(cString: lk_isa_name(isa))
-            var packed = [Float](repeating: .nan, count: lk_conv2d_packed_size(isa, &shape))
-            #expect(lk_conv2d_pack_weights(isa, &shape, layer.weights.dataPointer, &packed) == 0)
-            let block = lk_conv2d_channel_block(isa, &shape)
             var first: [Float]?
             for (name, path) in Self.paths {
+                var packed = [Float](repeating: .nan, count: lk_conv2d_packed_size(isa, path, &shape))
+                #expect(lk_conv2d_pack_weights(isa, path, &shape, layer.weights.dataPointer, &packed) == 0)
+                let block = lk_conv2d_channel_block(isa, path, &shape)
                 var work = [Float](repeating: .nan, count: max(1, lk_conv2d_work_size(isa, path, &shape, pixels)))
                 let whole = try Tensor(shape: expected.shape), split = try Tensor(shape: expected.shape)
                 var status: Int32 = 0
@@ -123,11 +128,11 @@ import Testing
         let layer = try c.layer(seed: 1)
         var shape = try Self.shape(c, layer)
         let isa = lk_kernels_isa()
-        var packed = [Float](repeating: 0, count: lk_conv2d_packed_size(isa, &shape))
-        _ = lk_conv2d_pack_weights(isa, &shape, layer.weights.dataPointer, &packed)
+        var packed = [Float](repeating: 0, count: lk_conv2d_packed_size(isa, LK_CONV_DIRECT, &shape))
+        _ = lk_conv2d_pack_weights(isa, LK_CONV_DIRECT, &shape, layer.weights.dataPointer, &packed)
         var work = [Float](repeating: 0, count: lk_conv2d_work_size(isa, LK_CONV_DIRECT, &shape, 9))
         let x = try seededTensor(c.input, seed: 2), y = try Tensor(shape: [1, 20, 3, 3])
-        let block = lk_conv2d_channel_block(isa, &shape)
+        let block = lk_conv2d_channel_block(isa, LK_CONV_DIRECT, &shape)
         #expect(block > 1)
         #expect(lk_conv2d_f32_packed(isa, LK_CONV_DIRECT, &shape, x.dataPointer, packed, nil, y.dataPointer,
                                      1, 20, 0, 9, &work) == -1)
@@ -143,7 +148,8 @@ import Testing
     }
 
     /// The layer on 1, 2, 3 and 16 threads (the split forced on these small
-    /// layers) and with each path forced: bitwise equal, within the bound.
+    /// layers), and with the direct path forced: bitwise equal, within the
+    /// bound.
     static let layerCases: [ConvCase] = [
         ConvCase(input: [2, 17, 23, 37], outputChannels: 33, kernel: [3, 3], padding: .explicit([1, 2, 0, 1])),
         ConvCase(input: [1, 64, 7, 7], outputChannels: 72, kernel: [3, 3], padding: .explicit([1, 1, 1, 1])),
@@ -174,6 +180,13 @@ import Testing
         for (i, threads) in [2, 3, 16].enumerated() {
             #expect(results[i + 1] == results[0], "\(c.testDescription): \(threads) threads differ from 1")
         }
+        // A path whose weights are in the other layout (packed on first use).
+        guard !(c.group == c.input[1] && c.group == c.outputChannels) else { return }
+        layer.forcedPath = layer.packedLayout == LK_CONV_CHANNELS ? LK_CONV_DIRECT : LK_CONV_CHANNELS
+        layer.threadCount = 3
+        let y = try Tensor(shape: expected.shape)
+        try CPUThreads.with(3) { try layer.evaluate(inputs: [x], outputs: [y]) }
+        #expect(y.values == results[0], "\(c.testDescription): forced path \(layer.forcedPath?.rawValue ?? 0) differs")
     }
 
     /// The split gives every thread work, covers every channel once on

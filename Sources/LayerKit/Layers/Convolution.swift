@@ -14,7 +14,9 @@ import Synchronization
 /// kernel as a matrix product per group (straight on the input at stride 1
 /// without pads, on the gathered pixels otherwise), one with narrow output
 /// rows and many output channels per group as im2col and a matrix product,
-/// a depthwise one (group == C == M) by its own kernel; large ones split
+/// one with a panel of output channels (32 on AVX-512) and 16 input
+/// channels a group or more as the direct loop vectorized along the output
+/// channels, a depthwise one (group == C == M) by its own kernel; large ones split
 /// their output channels and pixels over threads (``WorkSplit``). GPU: `conv2d.comp`, one invocation per
 /// output texel (four output channels), with the weights kept on the device.
 public final class Convolution: Layer {
@@ -55,6 +57,12 @@ public final class Convolution: Layer {
     let packedWeights: [Float]
     /// The instruction set `packedWeights` is laid out for.
     let packedISA: lk_isa
+    /// The layout `packedWeights` has (`lk_conv2d_layout`: CHANNELS, or
+    /// AUTO for the one every other path reads).
+    let packedLayout: lk_conv_path
+    /// The other layout, packed on first use by a run whose path reads it
+    /// (only a forced path does: the automatic choice reads `packedLayout`).
+    let otherPacking = Mutex<[Float]?>(nil)
     /// The weights and bias laid out for `conv2d.comp` (see Convolution+GPU.swift).
     let deviceValues: (weights: [Float], bias: [Float])
     /// What `prepare` made on each context.
@@ -122,11 +130,29 @@ public final class Convolution: Layer {
             kernel_h: shape[2], kernel_w: shape[3], stride_h: 1, stride_w: 1, dilation_h: 1, dilation_w: 1,
             pad_top: 0, pad_left: 0, group: group)
         let isa = lk_kernels_isa()
-        let weightValues = self.weights
         packedISA = isa
-        packedWeights = [Float](unsafeUninitializedCapacity: lk_conv2d_packed_size(isa, &packShape)) { buffer, count in
-            _ = lk_conv2d_pack_weights(isa, &packShape, weightValues.dataPointer, buffer.baseAddress)
+        packedLayout = lk_conv2d_layout(isa, &packShape)
+        packedWeights = Self.pack(self.weights, shape: packShape, isa: isa, layout: packedLayout)
+    }
+
+    /// `weights` packed by `lk_conv2d_pack_weights` for `isa` and `layout`.
+    static func pack(_ weights: Tensor, shape: lk_conv2d_shape, isa: lk_isa, layout: lk_conv_path) -> [Float] {
+        var shape = shape
+        return [Float](unsafeUninitializedCapacity: lk_conv2d_packed_size(isa, layout, &shape)) { buffer, count in
+            _ = lk_conv2d_pack_weights(isa, layout, &shape, weights.dataPointer, buffer.baseAddress)
             count = buffer.count
+        }
+    }
+
+    /// The packed weights `path` reads.
+    func packed(for path: lk_conv_path, shape: lk_conv2d_shape) -> [Float] {
+        let layout = path == LK_CONV_CHANNELS ? LK_CONV_CHANNELS : LK_CONV_AUTO
+        if layout == packedLayout { return packedWeights }
+        return otherPacking.withLock { stored in
+            if let stored { return stored }
+            let values = Self.pack(weights, shape: shape, isa: packedISA, layout: layout)
+            stored = values
+            return values
         }
     }
 
@@ -267,9 +293,12 @@ public final class Convolution: Layer {
         let pixels = g.outHeight * g.outWidth
         guard pixels > 0, g.batch > 0 else { return }
         let path = forcedPath ?? lk_conv2d_path(isa, &shape)
+        // Depthwise layers run at about a third of the multiply-adds a second
+        // of the others (38 against 110 G/s, one thread): weigh them so.
+        let work = output.count * weights.count / outputChannels * (path == LK_CONV_DEPTHWISE ? 3 : 1)
         let split = WorkSplit.make(
-            batch: g.batch, outputChannels: outputChannels, group: group, block: lk_conv2d_channel_block(isa, &shape),
-            pixels: pixels, rows: g.outHeight, work: output.count * weights.count / outputChannels,
+            batch: g.batch, outputChannels: outputChannels, group: group,
+            block: lk_conv2d_channel_block(isa, path, &shape), pixels: pixels, rows: g.outHeight, work: work,
             threads: min(threadCount, CPUThreads.current), minimumWork: minimumWorkPerThread)
         let tilesPerImage = split.rowTiles
         let itemsPerImage = tilesPerImage * split.channelRanges.count
@@ -277,7 +306,7 @@ public final class Convolution: Layer {
         let workFloats = lk_conv2d_work_size(isa, path, &shape, split.largestTile)
         let (inputStride, outputStride) = (input.count / g.batch, output.count / g.batch)
         let failed = Atomic(false), next = Atomic(0)
-        packedWeights.withUnsafeBufferPointer { packedBuffer in
+        packed(for: path, shape: shape).withUnsafeBufferPointer { packedBuffer in
             let packed = SendableFloats(pointer: packedBuffer.baseAddress)
             withUnsafePointer(to: &shape) { shapePointer in
                 let shape = SendableShape(pointer: shapePointer)
