@@ -20,9 +20,15 @@
 
 // The portable kernels: a 4x8 block, plain loops the compiler may vectorize.
 static void lk_gemm_kernel_scalar(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                                  size_t ldc, size_t cols) {
+                                  size_t ldc, size_t cols, const float *bias) {
     float acc[4][8];
-    for (int i = 0; i < 4; i++) memcpy(acc[i], c + i * ldc, cols * sizeof(float));
+    for (int i = 0; i < 4; i++) {
+        if (bias) {
+            for (size_t j = 0; j < cols; j++) acc[i][j] = bias[i];
+        } else {
+            memcpy(acc[i], c + i * ldc, cols * sizeof(float));
+        }
+    }
     for (size_t p = 0; p < k; p++, a += 4, b += ldb) {
         for (int i = 0; i < 4; i++) {
             for (size_t j = 0; j < cols; j++) acc[i][j] += a[i] * b[j];
@@ -138,16 +144,23 @@ static void lk_gemm_pack_a(const lk_gemm_isa *isa, size_t m, float alpha, const 
     }
 }
 
-// One mr x cols block of C, through a zero-padded tile when C has fewer rows.
+// One mr x cols block of C (from `bias` when not NULL, else C's values),
+// through a zero-padded tile when C has fewer rows.
 static void lk_gemm_block(const lk_gemm_isa *isa, size_t kc, const float *a, const float *b,
-                          size_t ldb, float *c, size_t ldc, size_t rows, size_t cols) {
+                          size_t ldb, float *c, size_t ldc, size_t rows, size_t cols, const float *bias) {
     if (rows == isa->mr) {
-        isa->kernel(kc, a, b, ldb, c, ldc, cols);
+        isa->kernel(kc, a, b, ldb, c, ldc, cols, bias);
         return;
     }
     float tile[LK_GEMM_MAX_TILE] = {0};
-    for (size_t i = 0; i < rows; i++) memcpy(tile + i * isa->nr, c + i * ldc, cols * sizeof(float));
-    isa->kernel(kc, a, b, ldb, tile, isa->nr, cols);
+    for (size_t i = 0; i < rows; i++) {
+        if (bias) {
+            for (size_t j = 0; j < cols; j++) tile[i * isa->nr + j] = bias[i];
+        } else {
+            memcpy(tile + i * isa->nr, c + i * ldc, cols * sizeof(float));
+        }
+    }
+    isa->kernel(kc, a, b, ldb, tile, isa->nr, cols, NULL);
     for (size_t i = 0; i < rows; i++) memcpy(c + i * ldc, tile + i * isa->nr, cols * sizeof(float));
 }
 
@@ -199,7 +212,7 @@ static int lk_sgemm_core(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, f
                 }
                 for (size_t ir = 0; ir < mc; ir += mr) {
                     lk_gemm_block(isa, kc, apack + ir * kc, bp, bs, c + (i0 + ir) * ldc + j0, ldc,
-                                  lk_min(mr, mc - ir), cols);
+                                  lk_min(mr, mc - ir), cols, NULL);
                 }
             }
         }
@@ -244,7 +257,12 @@ int lk_sgemm_f32_packed_b(lk_isa isa, size_t m, size_t n, size_t k, float alpha,
 void lk_sgemm_packed_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, const float *apacked,
                          const float *b, size_t ldb, float *c, size_t ldc, const float *row_bias, float *bpack) {
     if (m == 0 || n == 0) return;
-    lk_gemm_init_c(m, n, c, ldc, row_bias, NULL, 0);
+    // The first K block starts its registers from the biases (a 0 when
+    // there are none) instead of C: no pass writing C first, which cost a
+    // 16->96 1x1 layer on 112x112 (K = 16) a quarter of its time (one
+    // thread: 0.26 -> 0.20 ms; 256->64 on 56x56: 0.49 -> 0.47 ms).
+    float zeros[LK_MC] = {0};
+    if (k == 0) lk_gemm_init_c(m, n, c, ldc, row_bias, NULL, 0);
     size_t mr = isa->mr, nr = isa->nr;
     for (size_t p0 = 0; p0 < k; p0 += LK_KC) {
         size_t kc = lk_min(LK_KC, k - p0);
@@ -261,7 +279,9 @@ void lk_sgemm_packed_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, c
                 }
                 for (size_t ir = 0; ir < mc; ir += mr) {
                     const float *ap = apacked + (i0 + ir) * k + p0 * mr;
-                    lk_gemm_block(isa, kc, ap, bp, bs, c + (i0 + ir) * ldc + j0, ldc, lk_min(mr, mc - ir), cols);
+                    const float *start = p0 > 0 ? NULL : row_bias ? row_bias + i0 + ir : zeros;
+                    lk_gemm_block(isa, kc, ap, bp, bs, c + (i0 + ir) * ldc + j0, ldc, lk_min(mr, mc - ir), cols,
+                                  start);
                 }
             }
         }

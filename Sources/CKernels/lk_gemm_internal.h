@@ -8,9 +8,10 @@
 
 /// C[mr x cols] += A * B over k steps (cols <= nr): `a` is packed, mr
 /// values a step; `b` is cols values a step, `ldb` floats apart; C rows are
-/// `ldc` floats apart. Nothing past `cols` columns is read or written.
+/// `ldc` floats apart. Nothing past `cols` columns is read or written. With
+/// `bias` (mr values), C = bias[i] + A * B instead: C is not read.
 typedef void lk_gemm_kernel_fn(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                               size_t ldc, size_t cols);
+                               size_t ldc, size_t cols, const float *bias);
 
 /// Copies k rows of `cols` <= nr values, `ldb` floats apart, to `dst` as
 /// rows of nr values (zeros past cols).

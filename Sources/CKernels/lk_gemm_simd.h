@@ -24,12 +24,16 @@
 #define LK_GEMM_NR (2 * LK_W)
 
 LK_TARGET LK_INLINE void lk_gemm_block(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                                       size_t ldc, size_t cols, int masked) {
+                                       size_t ldc, size_t cols, const float *bias, int masked) {
     lk_lanes m0 = lk_lanes_upto(masked ? cols : LK_W);
     lk_lanes m1 = lk_lanes_upto(masked ? (cols > LK_W ? cols - LK_W : 0) : LK_W);
     lk_v lo[LK_GEMM_MR], hi[LK_GEMM_MR];
 #pragma clang loop unroll(full)
     for (int i = 0; i < LK_GEMM_MR; i++) {
+        if (bias) {
+            lo[i] = hi[i] = LK_PS(set1)(bias[i]);
+            continue;
+        }
         lo[i] = masked ? lk_load_lanes(c + i * ldc, m0) : LK_PS(loadu)(c + i * ldc);
         hi[i] = masked ? lk_load_lanes(c + i * ldc + LK_W, m1) : LK_PS(loadu)(c + i * ldc + LK_W);
     }
@@ -62,11 +66,11 @@ LK_TARGET LK_INLINE void lk_gemm_block(size_t k, const float *a, const float *b,
 }
 
 LK_TARGET static void lk_gemm_kernel(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                                     size_t ldc, size_t cols) {
+                                     size_t ldc, size_t cols, const float *bias) {
     if (cols == LK_GEMM_NR) {
-        lk_gemm_block(k, a, b, ldb, c, ldc, cols, 0);
+        lk_gemm_block(k, a, b, ldb, c, ldc, cols, bias, 0);
     } else {
-        lk_gemm_block(k, a, b, ldb, c, ldc, cols, 1);
+        lk_gemm_block(k, a, b, ldb, c, ldc, cols, bias, 1);
     }
 }
 
