@@ -41,7 +41,8 @@ int lk_winograd_pack_weights(lk_isa isa, int tile, size_t out_channels, size_t c
 /// trailing pads follow from OH = H + pad_top + pad_bottom - 2 (likewise
 /// OW). Single-threaded: callers split the tile rows. Returns 0, -1 when
 /// the work buffer cannot be allocated (y untouched), -2 for a shape, tile
-/// or isa it does not take.
+/// or isa it does not take. The work buffer is the calling thread's, kept
+/// between calls (freed when the thread exits).
 int lk_winograd_conv2d_f32(lk_isa isa, int tile, const lk_conv2d_shape *shape, const float *x,
                            const float *packed, const float *bias, float *y, size_t tile_row_first,
                            size_t tile_rows);
