@@ -258,6 +258,19 @@ struct WinogradTests {
         }
     }
 
+    /// The automatic path is the forced one it selects, bit for bit (so the
+    /// bounds above hold for it): 32 channels on 32x32 select F(4x4).
+    @Test func automaticPathIsTheSelectedOne() throws {
+        let c = WinogradCase(batch: 1, channels: 32, outputChannels: 32, height: 32, width: 32, pads: [1, 1, 1, 1])
+        let layer = try c.layer()
+        let x = try seededTensor([1, 32, 32, 32], seed: 25)
+        #expect(layer.cpuAlgorithm(for: try layer.geometry(forInputShape: x.shape)) == .winograd4)
+        for threads in [1, 2] {
+            let automatic = try run(layer, x, algorithm: .automatic, threads: threads)
+            #expect(automatic.values == (try run(layer, x, algorithm: .winograd4)).values, "\(threads) threads")
+        }
+    }
+
     /// Automatic selection: F(4x4) for resnet's 64->64 on 56x56, F(2x2) on
     /// 7x7, the direct path for few channels and for other shapes.
     @Test func selection() throws {
