@@ -56,6 +56,13 @@ extension Convolution {
     /// Output rows and columns from which F(4x4) beats F(2x2).
     static let winogradF4MinimumExtent = 20
 
+    /// Tiles a thread's share must hold for a second thread to pay: every
+    /// thread streams all the transformed weights, used once per tile. 512->512
+    /// on 7x7 (16 tiles of F(2x2), 16 MiB of weights) ran 1.6x slower on two
+    /// threads (8 tiles each) than on one; 128->128 on 28x28 and 256->256 on
+    /// 14x14 (49 tiles) ran up to 1.9x faster.
+    static let winogradMinimumTilesPerThread = 16
+
     /// Runs the convolution by Winograd when `cpuAlgorithm(for:)` says so;
     /// false: the caller runs the direct path.
     func evaluateWinograd(inputs: [Tensor], outputs: [Tensor], geometry g: Geometry) throws -> Bool {
@@ -77,7 +84,9 @@ extension Convolution {
         let (input, output, bias) = (inputs[0], outputs[0], bias)
         let tileRows = (g.outHeight + Int(tile) - 1) / Int(tile)
         let work = output.count * weights.count / outputChannels
-        let threads = min(threadCount, CPUThreads.current, max(1, work / Self.minimumWorkPerThread))
+        let tiles = g.batch * tileRows * ((g.outWidth + Int(tile) - 1) / Int(tile))
+        let threads = min(threadCount, CPUThreads.current, max(1, work / Self.minimumWorkPerThread),
+                          max(1, tiles / Self.winogradMinimumTilesPerThread))
         let rowsPerChunk = Self.tileRowsPerChunk(tileRows: tileRows, batch: g.batch, threads: threads)
         let chunksPerImage = (tileRows + rowsPerChunk - 1) / rowsPerChunk
         let failed = Atomic(false)
