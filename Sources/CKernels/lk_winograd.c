@@ -24,9 +24,12 @@
 #define LK_WG_NR 8
 #include "lk_winograd_body.h"
 
-// V and O of a block within this many bytes: half of this machine's 1 MiB
-// L2 (AMD EPYC, AVX-512). Measured at 64->64 56x56 F(4x4), 1 thread:
-// see LK_WG_BLOCK_BYTES's note in the report of the Winograd path.
+// V and O of a block within this many bytes (but at least nr tiles a
+// block): half of a 1 MiB L2 (AMD EPYC here). Measured at 1 thread, load ~7:
+// 128 KiB to 8 MiB blocks within noise of each other on 64->64 56x56,
+// 128->128 64x64 and 64->64 112x112 (8 MiB, a whole 56x56 image in one
+// block, up to 7% faster on 56x56 in some rounds, not in others); 32 MiB
+// 1.1-3x slower.
 #define LK_WG_BLOCK_BYTES (512 * 1024)
 
 
