@@ -13,6 +13,7 @@
 
 #include "lk_winograd_internal.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,8 @@ int lk_winograd_pack_weights(lk_isa isa, int tile, size_t out_channels, size_t c
     const lk_winograd_isa *k = lk_winograd_for(isa);
     size_t n = (size_t)tile + 2, mr = k->mr, panels = (out_channels + mr - 1) / mr;
     memset(packed, 0, lk_winograd_weights_floats(isa, tile, out_channels, channels) * sizeof(float));
+    int special = 0;
+    for (size_t i = 0; i < out_channels * channels * 9; i++) special |= !isfinite(w[i]);
     for (size_t m = 0; m < out_channels; m++) {
         for (size_t c = 0; c < channels; c++) {
             const float *g = w + (m * channels + c) * 9;
@@ -87,7 +90,7 @@ int lk_winograd_pack_weights(lk_isa isa, int tile, size_t out_channels, size_t c
             }
         }
     }
-    return 0;
+    return special;
 }
 
 // The work buffer of the calling thread, kept between calls and grown as
@@ -158,7 +161,7 @@ int lk_winograd_conv2d_f32(lk_isa isa, int tile, const lk_conv2d_shape *s, const
         b.r0 = r0;
         b.rb = tile_row_first + tile_rows - r0 < rb ? tile_row_first + tile_rows - r0 : rb;
         size_t tiles = b.rb * tw;
-        k->input[m == 4](&b, x, v, scratch);
+        if (k->input[m == 4](&b, x, v, scratch)) return 1;
         for (size_t p = 0; p < nn; p++) {
             const float *up = packed + p * panels * cn * mr, *vp = v + p * cn * b.tp;
             float *op = o + p * mp * b.tp;

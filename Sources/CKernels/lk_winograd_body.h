@@ -16,6 +16,7 @@
 // along the tiles of a tile row. The constant matrices are folded in by
 // full unrolling; a zero coefficient emits no operation.
 
+#include <stdint.h>
 #include <string.h>
 
 // B^T, A^T for F(2x2, 3x3) (points 0, 1, -1) and F(4x4, 3x3) (0, 1, -1, 1/2, -2);
@@ -50,8 +51,8 @@ static const float lk_wg_at4[4][6] = {
 // + x / m), so that the row pass reads each tile cell of a tile row as
 // contiguous floats: the compiler turned stride-m reads into gathers, slow
 // here (AMD EPYC: input transform 2x faster split, measured at 64->64 56x56).
-LK_TARGET LK_INLINE void lk_wg_input_of(const lk_wg_block *b, const float *x, float *v, float *scratch,
-                                        const int m) {
+LK_TARGET LK_INLINE int lk_wg_input_of(const lk_wg_block *b, const float *x, float *v, float *scratch,
+                                       const int m) {
     const int n = m + 2;
     size_t tw = b->tw, wl = b->wl, ph = tw + 1, rows = b->rb * (size_t)m + 2, cn = b->channels, tp = b->tp;
     size_t h = b->height, w = b->width, pl = b->pad_left;
@@ -59,6 +60,7 @@ LK_TARGET LK_INLINE void lk_wg_input_of(const lk_wg_block *b, const float *x, fl
     ptrdiff_t y0 = (ptrdiff_t)(b->r0 * (size_t)m) - (ptrdiff_t)b->pad_top;
     // Padded columns [lo, hi) hold input cells, the others zeros.
     size_t lo = pl < wl ? pl : wl, hi = pl + w < wl ? pl + w : wl;
+    uint32_t special = 0; // an inf or NaN cell seen (all exponent bits set)
     for (size_t c = 0; c < cn; c++) {
         const float *xc = x + c * h * w;
         for (size_t r = 0; r < rows; r++) {
@@ -71,6 +73,11 @@ LK_TARGET LK_INLINE void lk_wg_input_of(const lk_wg_block *b, const float *x, fl
             memset(line, 0, lo * sizeof(float));
             memcpy(line + lo, xc + (size_t)iy * w + (lo - pl), (hi - lo) * sizeof(float));
             memset(line + hi, 0, (wl - hi) * sizeof(float));
+            for (size_t i = lo; i < hi; i++) {
+                uint32_t bits;
+                memcpy(&bits, line + i, sizeof bits);
+                special |= (bits & 0x7f800000u) == 0x7f800000u;
+            }
             for (size_t t = 0; t < ph; t++) {
 #pragma clang loop unroll(full)
                 for (int q = 0; q < m; q++) out[q * ph + t] = line[t * m + q];
@@ -111,6 +118,7 @@ LK_TARGET LK_INLINE void lk_wg_input_of(const lk_wg_block *b, const float *x, fl
             }
         }
     }
+    return special != 0;
 }
 
 // Results are written split by phase (res[i][j][t]) and interleaved into the
@@ -174,8 +182,8 @@ LK_TARGET LK_INLINE void lk_wg_output_of(const lk_wg_block *b, const float *o, c
     }
 }
 
-LK_TARGET static void lk_wg_input2(const lk_wg_block *b, const float *x, float *v, float *s) { lk_wg_input_of(b, x, v, s, 2); }
-LK_TARGET static void lk_wg_input4(const lk_wg_block *b, const float *x, float *v, float *s) { lk_wg_input_of(b, x, v, s, 4); }
+LK_TARGET static int lk_wg_input2(const lk_wg_block *b, const float *x, float *v, float *s) { return lk_wg_input_of(b, x, v, s, 2); }
+LK_TARGET static int lk_wg_input4(const lk_wg_block *b, const float *x, float *v, float *s) { return lk_wg_input_of(b, x, v, s, 4); }
 LK_TARGET static void lk_wg_output2(const lk_wg_block *b, const float *o, const float *bias, float *y, float *s) {
     lk_wg_output_of(b, o, bias, y, s, 2);
 }

@@ -25,8 +25,9 @@ typedef void lk_wg_kernel_fn(size_t k, const float *a, const float *b, size_t ld
 typedef void lk_wg_narrow_fn(size_t k, const float *a0, const float *a1, const float *b, size_t ldb,
                              float *c, size_t ldc, size_t cols);
 /// The input transform of every channel of a block into v[(m+2)^2][C][tp],
-/// with `scratch` of (rb * tile + 3 + tile + 2) * wl floats.
-typedef void lk_wg_input_fn(const lk_wg_block *b, const float *x, float *v, float *scratch);
+/// with `scratch` of (rb * tile + 3 + tile + 2) * wl floats. Returns
+/// nonzero when an input cell it read is inf or NaN.
+typedef int lk_wg_input_fn(const lk_wg_block *b, const float *x, float *v, float *scratch);
 /// The output transform of o[(m+2)^2][mp][tp] into y (M x OH x OW), bias
 /// added, rows of the block only; `scratch` of (tile + 1) * wl floats.
 typedef void lk_wg_output_fn(const lk_wg_block *b, const float *o, const float *bias, float *y,

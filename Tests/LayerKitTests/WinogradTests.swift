@@ -271,6 +271,38 @@ struct WinogradTests {
         }
     }
 
+    /// Inf and NaN keep the direct sum's IEEE results: a transform would
+    /// mix a tile's cells (inf - inf = NaN over the whole tile), so a block
+    /// holding one runs the direct path, and so does a layer with an inf or
+    /// NaN weight.
+    @Test func specialValuesGiveTheDirectResults() throws {
+        let c = WinogradCase(batch: 2, channels: 32, outputChannels: 33, height: 24, width: 20, pads: [1, 1, 1, 1])
+        let layer = try c.layer()
+        let x = try seededTensor([2, 32, 24, 20], seed: 26)
+        x.dataPointer[5 * 20 + 7] = .infinity            // image 0, channel 0
+        x.dataPointer[(32 + 3) * 480 + 20 * 20 + 1] = .nan  // image 1, channel 3
+        func same(_ a: Tensor, _ b: Tensor, _ what: String) {
+            func differs(_ p: Float, _ q: Float) -> Bool {
+                if p.isNaN || q.isNaN { return p.isNaN != q.isNaN }
+                if p.isInfinite || q.isInfinite { return p != q }
+                return abs(p - q) > 1e-3 * max(1, abs(q))
+            }
+            let (av, bv) = (a.values, b.values)
+            let differ = av.indices.first { differs(av[$0], bv[$0]) }
+            #expect(differ == nil, "\(what): element \(differ ?? 0) is \(differ.map { av[$0] } ?? 0), direct \(differ.map { bv[$0] } ?? 0)")
+        }
+        let direct = try run(layer, x, algorithm: .direct)
+        #expect(direct.values.contains { $0.isInfinite } && direct.values.contains { $0.isNaN })
+        for algorithm in [Convolution.CPUAlgorithm.winograd2, .winograd4] {
+            for threads in [1, 2] { same(try run(layer, x, algorithm: algorithm, threads: threads), direct, "\(algorithm) \(threads) threads") }
+        }
+        let w = try seededTensor([33, 32, 3, 3], seed: 27)
+        w.dataPointer[100] = -.infinity
+        let infinite = try Convolution(weights: w, padding: .explicit([1, 1, 1, 1]))
+        let finiteX = try seededTensor([2, 32, 24, 20], seed: 28)
+        same(try run(infinite, finiteX, algorithm: .winograd4), try run(infinite, finiteX, algorithm: .direct), "inf weight")
+    }
+
     /// Automatic selection: F(4x4) for resnet's 64->64 on 56x56, F(2x2) on
     /// 7x7, the direct path for few channels and for other shapes.
     @Test func selection() throws {

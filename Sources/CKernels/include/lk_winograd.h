@@ -29,8 +29,10 @@ size_t lk_winograd_weights_floats(lk_isa isa, int tile, size_t out_channels, siz
 
 /// The weights w [M][C][3][3] transformed (G g G^T, computed in double and
 /// rounded once) into `packed` (lk_winograd_weights_floats floats), laid
-/// out for `isa`'s matrix-product block. Returns 0, or -1 for a tile other
-/// than 2 or 4, or an `isa` this CPU lacks.
+/// out for `isa`'s matrix-product block. Returns 0; 1 when a weight is inf
+/// or NaN (packed as computed, but not for use: the transform would spread
+/// it over the tile); -1 for a tile other than 2 or 4, or an `isa` this CPU
+/// lacks.
 int lk_winograd_pack_weights(lk_isa isa, int tile, size_t out_channels, size_t channels, const float *w,
                              float *packed);
 
@@ -39,9 +41,13 @@ int lk_winograd_pack_weights(lk_isa isa, int tile, size_t out_channels, size_t c
 /// weights packed for the same `isa` and tile; bias (M values) may be
 /// NULL. `shape` must be a 3x3 kernel, stride 1, dilation 1, group 1; the
 /// trailing pads follow from OH = H + pad_top + pad_bottom - 2 (likewise
-/// OW). Single-threaded: callers split the tile rows. Returns 0, -1 when
-/// the work buffer cannot be allocated (y untouched), -2 for a shape, tile
-/// or isa it does not take. The work buffer is the calling thread's, kept
+/// OW). Single-threaded: callers split the tile rows. Returns 0; 1 when
+/// an input cell of these rows is inf or NaN (the rows are then left
+/// partly written: a transform mixes a tile's cells, so one inf would turn
+/// a whole tile's outputs to NaN where a direct sum gives inf in some and
+/// finite values in others; run the direct path for them); -1 when the
+/// work buffer cannot be allocated (y untouched); -2 for a shape, tile or
+/// isa it does not take. The work buffer is the calling thread's, kept
 /// between calls (freed when the thread exits).
 int lk_winograd_conv2d_f32(lk_isa isa, int tile, const lk_conv2d_shape *shape, const float *x,
                            const float *packed, const float *bias, float *y, size_t tile_row_first,

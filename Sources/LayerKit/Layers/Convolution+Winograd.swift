@@ -77,11 +77,12 @@ extension Convolution {
             throw LayerKitError.unsupported("Conv: this CPU lacks \(String(cString: lk_isa_name(isa)))")
         }
         let packed = try winogradState.weights(of: weights, isa: isa, tile: tile)
+        guard packed.finite else { return false }
         var shape = lk_conv2d_shape(
             channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
             out_height: g.outHeight, out_width: g.outWidth, kernel_h: 3, kernel_w: 3, stride_h: 1, stride_w: 1,
             dilation_h: 1, dilation_w: 1, pad_top: g.padTop, pad_left: g.padLeft, group: 1)
-        let (input, output, bias) = (inputs[0], outputs[0], bias)
+        let (input, output, bias, weights) = (inputs[0], outputs[0], bias, weights)
         let tileRows = (g.outHeight + Int(tile) - 1) / Int(tile)
         let work = output.count * weights.count / outputChannels
         let tiles = g.batch * tileRows * ((g.outWidth + Int(tile) - 1) / Int(tile))
@@ -95,9 +96,15 @@ extension Convolution {
             forEachChunk(count: g.batch * chunksPerImage, chunkSize: 1, threadCount: threads) { range in
                 for i in range {
                     let (n, first) = (i / chunksPerImage, i % chunksPerImage * rowsPerChunk)
-                    let status = lk_winograd_conv2d_f32(
-                        isa, tile, shape.pointer, input.dataPointer + n * input.count / g.batch, packed.pointer,
-                        bias?.dataPointer, output.dataPointer + n * output.count / g.batch, first, rowsPerChunk)
+                    let (x, y) = (input.dataPointer + n * input.count / g.batch, output.dataPointer + n * output.count / g.batch)
+                    var status = lk_winograd_conv2d_f32(
+                        isa, tile, shape.pointer, x, packed.pointer, bias?.dataPointer, y, first, rowsPerChunk)
+                    if status == 1 {
+                        // An inf or NaN input cell: the direct sum keeps IEEE results per output.
+                        let rows = first * Int(tile)..<min(g.outHeight, (first + rowsPerChunk) * Int(tile))
+                        status = lk_conv2d_f32(shape.pointer, x, weights.dataPointer, bias?.dataPointer, y,
+                                               rows.lowerBound * g.outWidth, rows.count * g.outWidth)
+                    }
                     if status != 0 { failed.store(true, ordering: .relaxed) }
                     // epilogue point: rows [first * tile, min(OH, (first + rowsPerChunk) * tile)) of image n are final
                     // (all output channels).
@@ -150,12 +157,17 @@ final class WinogradState: Sendable {
 final class WinogradWeights: @unchecked Sendable {
     /// Read-only once made.
     let pointer: UnsafeMutablePointer<Float>
+    /// False when a weight is inf or NaN: the transform would spread it over
+    /// whole tiles, so the layer runs the direct path.
+    let finite: Bool
 
     init(weights: Tensor, isa: lk_isa, tile: Int32) throws {
         let (m, c) = (weights.shape[0], weights.shape[1])
         let count = lk_winograd_weights_floats(isa, tile, m, c)
         pointer = .allocate(capacity: max(1, count))
-        guard lk_winograd_pack_weights(isa, tile, m, c, weights.dataPointer, pointer) == 0 else {
+        let status = lk_winograd_pack_weights(isa, tile, m, c, weights.dataPointer, pointer)
+        finite = status == 0
+        guard status == 0 || status == 1 else {
             pointer.deallocate()
             throw LayerKitError.unsupported("Conv: Winograd weights for tile \(tile) on \(String(cString: lk_isa_name(isa)))")
         }
