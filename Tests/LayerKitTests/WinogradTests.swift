@@ -304,7 +304,7 @@ struct WinogradTests {
     }
 
     /// Automatic selection: F(4x4) for resnet's 64->64 on 56x56, F(2x2) on
-    /// 7x7, the direct path for few channels and for other shapes.
+    /// 14x14, the direct path on 7x7, for few channels and for other shapes.
     @Test func selection() throws {
         func algorithm(_ input: [Int], _ m: Int, strides: [Int] = [1, 1], kernel: Int = 3, group: Int = 1)
             throws -> Convolution.CPUAlgorithm {
@@ -313,7 +313,8 @@ struct WinogradTests {
             return layer.cpuAlgorithm(for: try layer.geometry(forInputShape: input))
         }
         #expect(try algorithm([1, 64, 56, 56], 64) == .winograd4)
-        #expect(try algorithm([1, 512, 7, 7], 512) == .winograd2)
+        #expect(try algorithm([1, 256, 14, 14], 256) == .winograd2)
+        #expect(try algorithm([1, 512, 7, 7], 512) == .direct)
         #expect(try algorithm([1, 3, 224, 224], 64) == .direct)
         #expect(try algorithm([1, 16, 56, 56], 16) == .direct)
         #expect(try algorithm([1, 64, 56, 56], 64, strides: [2, 2]) == .direct)
