@@ -263,3 +263,7 @@ case('lppool2d_dilations_ceil', 'LpPool', normal(1, 3, 7, 8), dict(kernel_shape=
 case('lppool3d_p2', 'LpPool', normal(1, 3, 4, 4, 3), dict(kernel_shape=[2, 2, 2], pads=[1, 0, 0, 0, 1, 1]), opset=11)
 case('globallppool2d_p2', 'GlobalLpPool', normal(2, 5, 4, 3), opset=2)
 case('globallppool3d_p3', 'GlobalLpPool', normal(2, 3, 3, 4, 2), dict(p=3))
+
+# ---- MaxPool 3x3 stride 2 (lk_pool.c's one-pass column fold): odd sizes, ceil, pads ----
+case('maxpool2d_3x3_s2_ceil', 'MaxPool', normal(2, 3, 13, 15), dict(kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), opset=12)
+case('maxpool2d_3x3_s2_pads', 'MaxPool', normal(2, 5, 11, 9), dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]), opset=12)

@@ -206,3 +206,11 @@ def conv_lrn_instancenorm():
 
 conv_gap_gemm()
 conv_lrn_instancenorm()
+
+# InstanceNormalization over planes that leave every partial-sum remainder
+# (lk_norm.c's 16 lanes), a large offset to show the double sums.
+for shape, name in [((2, 3, 17, 19), 'instancenorm_plane323_n2'), ((1, 5, 3, 5), 'instancenorm_plane15')]:
+    c = shape[1]
+    x = (data(shape) + 100 * rng.uniform(-2, 2, size=(1, c, 1, 1))).astype(np.float16).astype(np.float32)
+    one_op(name, 'InstanceNormalization', x, opset=13,
+           extra_inputs=[('scale', data((c,), -2, 2)), ('B', data((c,), -1, 1))])

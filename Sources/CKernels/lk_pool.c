@@ -11,6 +11,8 @@
 
 #include "lk_pool.h"
 
+#include "lk_kernels.h"
+
 #include <math.h>
 
 #include "lk_reduce.h"
@@ -63,8 +65,9 @@ static inline __attribute__((always_inline)) void lk_pool_fold(int is_max, const
 
 // `v`: lk_padded_width floats whose cells outside [q_lo, q_hi) hold the pad
 // value; `scale[ox]`: 1 / the divisor's column factor (averages only).
-static void lk_pool2d_plane(const lk_pool2d_params *p, float *restrict v, long q_lo, long q_hi,
-                            const float *restrict scale, const float *restrict x, float *restrict y) {
+static inline __attribute__((always_inline)) void
+lk_pool2d_plane_body(const lk_pool2d_params *p, float *restrict v, long q_lo, long q_hi,
+                     const float *restrict scale, const float *restrict x, float *restrict y) {
     const int is_max = p->kind == LK_POOL_MAX;
     const float empty = is_max ? -INFINITY : 0.0f;
     const long sw = p->stride_w, ow = p->out_w;
@@ -77,6 +80,17 @@ static void lk_pool2d_plane(const lk_pool2d_params *p, float *restrict v, long q
             lk_pool_fold(is_max, x + iy * p->in_w + q_lo - p->pad_left, v + q_lo, q_hi - q_lo, 1);
         }
         float *restrict row = y + oy * ow;
+        if (is_max && p->kernel_w == 3 && sw == 2 && p->dilation_w == 1) {
+            // 3x3 stride 2 (resnet, squeezenet): the three column folds in
+            // one pass, in the same order (the same NaN rule).
+            for (long ox = 0; ox < ow; ox++) {
+                float m = empty, a = v[2 * ox], b = v[2 * ox + 1], c = v[2 * ox + 2];
+                m = (a > m || a != a) ? a : m;
+                m = (b > m || b != b) ? b : m;
+                row[ox] = (c > m || c != c) ? c : m;
+            }
+            continue;
+        }
         for (long ox = 0; ox < ow; ox++) row[ox] = empty;
         for (long kx = 0; kx < p->kernel_w; kx++) {
             const float *src = v + kx * p->dilation_w;
@@ -95,6 +109,27 @@ static void lk_pool2d_plane(const lk_pool2d_params *p, float *restrict v, long q
     }
 }
 
+static void lk_pool2d_plane(const lk_pool2d_params *p, float *restrict v, long q_lo, long q_hi,
+                            const float *restrict scale, const float *restrict x, float *restrict y) {
+    lk_pool2d_plane_body(p, v, q_lo, q_hi, scale, x, y);
+}
+
+#if defined(__x86_64__)
+// The same loops compiled for AVX2: 8 lanes, and the stride-2 column folds
+// vectorize as shuffles (SSE2 gathers them lane by lane). Squeezenet's
+// first MaxPool (64x111x111, 3x3 stride 2, ceil) took 0.310 ms at 1 thread
+// with the SSE2 loops, 0.186 ms with these, 0.136 ms with the one-pass
+// 3x3 stride-2 fold below as well (clang -O2 harness, medians of 15, load
+// 4.2, identical bytes); squeezenet's three MaxPools 0.55 -> 0.31 ms in
+// the model (onnxruntime, NCHWc: 0.11 ms).
+#define LK_POOL_HAVE_AVX2 1
+__attribute__((target("avx2"))) static void
+lk_pool2d_plane_avx2(const lk_pool2d_params *p, float *restrict v, long q_lo, long q_hi,
+                     const float *restrict scale, const float *restrict x, float *restrict y) {
+    lk_pool2d_plane_body(p, v, q_lo, q_hi, scale, x, y);
+}
+#endif
+
 size_t lk_pool2d_scratch_floats(const lk_pool2d_params *params) {
     return (size_t)(lk_padded_width(params) + params->out_w);
 }
@@ -111,6 +146,14 @@ void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, siz
         scale[ox] = lk_inverse_count(lk_window_cells(p, ox * p->stride_w - p->pad_left, 1));
     }
     size_t in_plane = (size_t)(p->in_h * p->in_w), out_plane = (size_t)(p->out_h * p->out_w);
+#ifdef LK_POOL_HAVE_AVX2
+    if (lk_kernels_isa() != LK_ISA_SCALAR) {
+        for (size_t i = 0; i < planes; i++) {
+            lk_pool2d_plane_avx2(p, v, q_lo, q_hi, scale, x + i * in_plane, y + i * out_plane);
+        }
+        return;
+    }
+#endif
     for (size_t i = 0; i < planes; i++) {
         lk_pool2d_plane(p, v, q_lo, q_hi, scale, x + i * in_plane, y + i * out_plane);
     }

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lk_norm.h"
 #include "lk_spin.h"
 
 /// Instruction sets a kernel can run on.

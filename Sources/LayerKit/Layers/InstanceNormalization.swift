@@ -1,3 +1,5 @@
+import CKernels
+
 /// ONNX InstanceNormalization: per batch item and channel `c`,
 /// `y = scale[c] * (x - mean) / sqrt(variance + epsilon) + bias[c]`, the
 /// mean and variance (`E[(x - mean)^2]`) over every axis after the channel
@@ -56,10 +58,12 @@ public final class InstanceNormalization: Layer, Sendable {
                      threadCount: CPUThreads.current) { range in
             for p in range {
                 let x = input.dataPointer + p * plane, y = output.dataPointer + p * plane
-                let (mean, variance) = LayerNormalization.meanAndVariance(of: x, count: plane)
+                // lk_norm.c: partial sums that vectorize (4.2x the serial
+                // double loops on 128x64x64, measured there).
+                var mean = 0.0, variance = 0.0
+                lk_mean_variance_f32(x, plane, &mean, &variance)
                 let a = Double(scale[p % channels]) / (variance + epsilon).squareRoot()
-                let b = Double(bias[p % channels])
-                for i in 0..<plane { y[i] = Float((Double(x[i]) - mean) * a + b) }
+                lk_normalize_f32(x, y, plane, mean, a, Double(bias[p % channels]))
             }
         }
     }

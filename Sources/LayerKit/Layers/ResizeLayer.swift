@@ -220,6 +220,10 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
         let (inLength, outLength) = (source.shape[axis], destination.shape[axis])
         let rows = destination.count / inner
         let extrapolation = extrapolationValue
+        if inner == 1 {
+            resizeLastAxis(source, into: destination, table: table)
+            return
+        }
         forEachChunk(count: rows, chunkSize: max(1, defaultChunkSize / inner), threadCount: CPUThreads.current) { range in
             let (from, to) = (source.dataPointer, destination.dataPointer)
             for row in range {
@@ -230,6 +234,11 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
                     continue
                 }
                 let base = from + outer * inLength * inner
+                if table.taps == 1 {
+                    // Nearest: one row copied, not zeroed first.
+                    out.update(from: base + table.indices[x] * inner, count: inner)
+                    continue
+                }
                 out.update(repeating: 0, count: inner)
                 for k in 0..<table.taps {
                     let weight = table.weights[x * table.taps + k]
@@ -239,6 +248,41 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
                         out.update(from: line, count: inner)
                     } else {
                         for i in 0..<inner { out[i] += weight * line[i] }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The last axis: a row of the input gathered into a row of the
+    /// output. Its rows of one element each cost a fill, a table read and a
+    /// one-element copy: the style net's two nearest 2x Resizes took
+    /// 18.7 ms together at 1 thread that way (onnxruntime 2.1 ms) and 2.9 ms
+    /// this way (medians of 3 profiles, A/B alternated, load 4.0). The same
+    /// sums in the same order as the row path.
+    private func resizeLastAxis(_ source: Tensor, into destination: Tensor, table: AxisTable) {
+        let (inLength, outLength) = (source.shape.last ?? 1, destination.shape.last ?? 1)
+        let rows = destination.count / outLength
+        let (extrapolation, taps) = (extrapolationValue, table.taps)
+        forEachChunk(count: rows, chunkSize: max(1, defaultChunkSize / outLength), threadCount: CPUThreads.current) { range in
+            table.indices.withUnsafeBufferPointer { indices in
+                table.weights.withUnsafeBufferPointer { weights in
+                    table.outside.withUnsafeBufferPointer { outside in
+                        for row in range {
+                            let (line, out) = (source.dataPointer + row * inLength, destination.dataPointer + row * outLength)
+                            if taps == 1 {
+                                for x in 0..<outLength { out[x] = outside[x] ? extrapolation : line[indices[x]] }
+                                continue
+                            }
+                            for x in 0..<outLength {
+                                guard !outside[x] else { out[x] = extrapolation; continue }
+                                var sum: Float = 0
+                                for k in (x * taps)..<(x * taps + taps) where weights[k] != 0 {
+                                    sum += weights[k] * line[indices[k]]
+                                }
+                                out[x] = sum
+                            }
+                        }
                     }
                 }
             }

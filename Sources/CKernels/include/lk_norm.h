@@ -1,0 +1,15 @@
+#ifndef LK_NORM_H
+#define LK_NORM_H
+
+// Per-plane normalization (ONNX InstanceNormalization) in double precision.
+
+#include <stddef.h>
+
+/// The mean and variance E[(x - mean)^2] of x[0..<n] (n > 0), summed in
+/// double over independent partial sums (so the loops vectorize).
+void lk_mean_variance_f32(const float *x, size_t n, double *mean, double *variance);
+
+/// y[i] = (float)((x[i] - mean) * a + b) in double, for i < n (x may be y).
+void lk_normalize_f32(const float *x, float *y, size_t n, double mean, double a, double b);
+
+#endif
