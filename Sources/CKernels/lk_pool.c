@@ -73,11 +73,23 @@ lk_pool2d_plane_body(const lk_pool2d_params *p, float *restrict v, long q_lo, lo
     const long sw = p->stride_w, ow = p->out_w;
     for (long oy = 0; oy < p->out_h; oy++) {
         long top = oy * p->stride_h - p->pad_top;
+        if (is_max && p->kernel_h == 3 && p->dilation_h == 1 && top >= 0 && top + 2 < p->in_h) {
+            // Three rows inside the input: their folds in one pass over v,
+            // in the same order (the same NaN rule).
+            const float *r0 = x + top * p->in_w + q_lo - p->pad_left, *r1 = r0 + p->in_w, *r2 = r1 + p->in_w;
+            for (long q = 0; q < q_hi - q_lo; q++) {
+                float m = empty, a = r0[q], b = r1[q], c = r2[q];
+                m = (a > m || a != a) ? a : m;
+                m = (b > m || b != b) ? b : m;
+                v[q_lo + q] = (c > m || c != c) ? c : m;
+            }
+        } else {
         for (long q = q_lo; q < q_hi; q++) v[q] = empty;
         for (long ky = 0; ky < p->kernel_h; ky++) {
             long iy = top + ky * p->dilation_h;
             if (iy < 0 || iy >= p->in_h) continue;
             lk_pool_fold(is_max, x + iy * p->in_w + q_lo - p->pad_left, v + q_lo, q_hi - q_lo, 1);
+        }
         }
         float *restrict row = y + oy * ow;
         if (is_max && p->kernel_w == 3 && sw == 2 && p->dilation_w == 1) {
@@ -119,9 +131,10 @@ static void lk_pool2d_plane(const lk_pool2d_params *p, float *restrict v, long q
 // vectorize as shuffles (SSE2 gathers them lane by lane). Squeezenet's
 // first MaxPool (64x111x111, 3x3 stride 2, ceil) took 0.310 ms at 1 thread
 // with the SSE2 loops, 0.186 ms with these, 0.136 ms with the one-pass
-// 3x3 stride-2 fold below as well (clang -O2 harness, medians of 15, load
-// 4.2, identical bytes); squeezenet's three MaxPools 0.55 -> 0.31 ms in
-// the model (onnxruntime, NCHWc: 0.11 ms).
+// 3x3 stride-2 column fold below as well, 0.112 ms with the one-pass
+// 3-row fold too (clang -O2 harness, medians of 15, load 4.2-5.6,
+// identical bytes); squeezenet's three MaxPools 0.55 -> 0.31 ms in the
+// model before the row fold (onnxruntime, NCHWc: 0.11 ms).
 #define LK_POOL_HAVE_AVX2 1
 __attribute__((target("avx2"))) static void
 lk_pool2d_plane_avx2(const lk_pool2d_params *p, float *restrict v, long q_lo, long q_hi,
