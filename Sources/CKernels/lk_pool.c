@@ -133,8 +133,9 @@ static void lk_pool2d_plane(const lk_pool2d_params *p, float *restrict v, long q
 // with the SSE2 loops, 0.186 ms with these, 0.136 ms with the one-pass
 // 3x3 stride-2 column fold below as well, 0.112 ms with the one-pass
 // 3-row fold too (clang -O2 harness, medians of 15, load 4.2-5.6,
-// identical bytes); squeezenet's three MaxPools 0.55 -> 0.31 ms in the
-// model before the row fold (onnxruntime, NCHWc: 0.11 ms).
+// identical bytes); squeezenet's three MaxPools in the model 0.55 ms
+// before, 0.31 ms without the row fold, 0.21 ms with it (onnxruntime,
+// NCHWc: 0.11 ms; 1 thread, medians of 3 profiles, load 4.5).
 #define LK_POOL_HAVE_AVX2 1
 __attribute__((target("avx2"))) static void
 lk_pool2d_plane_avx2(const lk_pool2d_params *p, float *restrict v, long q_lo, long q_hi,

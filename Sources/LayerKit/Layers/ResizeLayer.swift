@@ -262,7 +262,8 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
     /// Nearest over the last two axes in one pass, no intermediate tensor:
     /// each output row gathers the input row its table picks. The style
     /// net's two 2x upsamplings: 2.9 ms in two passes (the first into a
-    /// fresh 4-8 MB tensor), RESIZE2 ms this way (1 thread, load LOADR).
+    /// fresh 4-8 MB tensor), 1.55 ms this way (1 thread, medians of 3
+    /// profiles alternated, load 4.5; onnxruntime 2.1 ms).
     private func nearestPlanes(_ source: Tensor, into destination: Tensor, rows: AxisTable, columns: AxisTable) {
         let rank = destination.shape.count
         let (inH, inW) = (source.shape[rank - 2], source.shape[rank - 1])
