@@ -26,13 +26,21 @@ enum ConvolutionVariant: String {
 struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
     var outputSlices: Int
     var texels: Int
+    /// Dense only: a workgroup shares its weights through `shared` storage
+    /// (`LK_SHARED_WEIGHTS`), a chunk of `sharedDepth` steps at a time.
+    var sharedWeights = false
 
     static let single = ConvolutionBlock(outputSlices: 1, texels: 1)
     /// The blocks the shader is built for (its defines take these values).
     static let outputSliceChoices = [1, 2, 4, 8]
     static let texelChoices = [1, 2, 4, 8]
 
-    var description: String { "\(outputSlices)x\(texels)" }
+    var description: String { "\(outputSlices)x\(texels)" + (sharedWeights ? " shared" : "") }
+
+    /// The (tap, input slice) steps one shared chunk holds: `LK_SHARED_K`'s default in `conv2d.comp`.
+    static let sharedDepth = 16
+    /// The bytes of `shared` storage the shared-weight form declares: a mat4 per step and output slice.
+    var sharedTileBytes: Int { Self.sharedDepth * outputSlices * 64 }
 
     /// The block for a convolution of `variant` writing `outputSlices`
     /// slices of `width` x `height` texels (batch `batch`) on a device that
@@ -46,8 +54,16 @@ struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
     /// one block of 8); 8 output slices lost (37% slower at 8x4, spills). On
     /// a real GPU (not measured here) small maps block over channels only:
     /// spatial blocks there leave too few invocations to fill the device.
+    ///
+    /// Shared weights (`sharedMemory`: the device's bytes a workgroup may
+    /// declare) only off a CPU device, where at least half a workgroup's 64
+    /// invocations have blocks to compute, and only where the tile fits. Not
+    /// on lavapipe: forced on it ran 1.6-2.4x slower (3x3 64->64 56x56,
+    /// 512->512 7x7; Docs/ARCHITECTURE.md), its "shared" storage being the
+    /// same cached memory as the buffer and the barriers costing thread
+    /// switches. On real GPUs (not measured here) it is the usual tiling.
     static func chosen(for variant: ConvolutionVariant, outputSlices: Int, width: Int, height: Int,
-                       batch: Int, onCPU: Bool = true) -> ConvolutionBlock {
+                       batch: Int, onCPU: Bool = true, sharedMemory: Int = 0) -> ConvolutionBlock {
         let rowTexels = width >= 7 ? 8 : width >= 3 ? 4 : width
         switch variant {
         case .grouped:
@@ -57,7 +73,10 @@ struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
         case .dense:
             let slices = outputSlices >= 4 ? 4 : outputSlices >= 2 ? 2 : 1
             let texels = onCPU ? rowTexels : width * height >= 28 * 28 ? (width >= 32 ? 4 : 2) : 1
-            return ConvolutionBlock(outputSlices: slices, texels: texels)
+            var block = ConvolutionBlock(outputSlices: slices, texels: texels)
+            let spatialBlocks = (width + texels - 1) / texels * height
+            block.sharedWeights = !onCPU && spatialBlocks >= 32 && block.sharedTileBytes <= sharedMemory
+            return block
         }
     }
 }
@@ -70,7 +89,10 @@ struct ConvolutionGPUOptions: Sendable {
     var block: ConvolutionBlock?
     /// Dense weights stored as fp16 (`LK_WEIGHTS_F16`); sums stay fp32.
     var float16Weights: Bool?
-    /// The fields `LAYERKIT_GPU_CONV` forces (`block=SxT`, `f16weights=0|1`, comma-separated; others ignored), for benchmarks.
+    /// Dense weights shared per workgroup (`LK_SHARED_WEIGHTS`); off where the tile does not fit.
+    var sharedWeights: Bool?
+    /// The fields `LAYERKIT_GPU_CONV` forces (`block=SxT`, `f16weights=0|1`, `shared=0|1`,
+    /// comma-separated; others ignored), for benchmarks.
     static let environment: ConvolutionGPUOptions = {
         var options = ConvolutionGPUOptions()
         for item in (GPUEnvironment.convolutionOverride ?? "").split(separator: ",") {
@@ -84,6 +106,7 @@ struct ConvolutionGPUOptions: Sendable {
                     options.block = ConvolutionBlock(outputSlices: sizes[0], texels: sizes[1])
                 }
             case "f16weights": options.float16Weights = pair[1] == "1"
+            case "shared": options.sharedWeights = pair[1] == "1"
             default: break
             }
         }
@@ -173,16 +196,27 @@ extension Convolution {
 
     /// The block for an input of `inputShape` on `device` (the options' if forced).
     func block(forInputShape inputShape: [Int]?, on device: GPUDeviceInfo? = nil) -> ConvolutionBlock {
+        block(forInputShape: inputShape, onCPU: device.map { $0.kind == .cpu } ?? true,
+              sharedMemory: device.map { Int($0.maxComputeSharedMemorySize) } ?? 16_384)
+    }
+
+    /// The block for a device that is or is not a CPU and lets a workgroup
+    /// declare `sharedMemory` bytes (tests simulate devices through this).
+    func block(forInputShape inputShape: [Int]?, onCPU: Bool, sharedMemory: Int) -> ConvolutionBlock {
         var chosen = ConvolutionBlock.single
         if let inputShape, let g = try? geometry(forInputShape: inputShape) {
             chosen = ConvolutionBlock.chosen(for: variant, outputSlices: (outputChannels + 3) / 4,
                                              width: g.outWidth, height: g.outHeight, batch: g.batch,
-                                             onCPU: device.map { $0.kind == .cpu } ?? true)
+                                             onCPU: onCPU, sharedMemory: sharedMemory)
         }
         var block = gpuOptions.block ?? ConvolutionGPUOptions.environment.block ?? chosen
-        // Only dense convolutions block over output slices; grouped ones not at all.
-        if variant != .dense { block.outputSlices = 1 }
+        block.sharedWeights = gpuOptions.sharedWeights ?? ConvolutionGPUOptions.environment.sharedWeights
+            ?? chosen.sharedWeights
+        // Only dense convolutions block over output slices or share weights; grouped ones not at all.
+        if variant != .dense { block.outputSlices = 1; block.sharedWeights = false }
         if variant == .grouped { block.texels = 1 }
+        // Forced or not, a tile the device cannot hold falls back to the unshared form.
+        if block.sharedTileBytes > sharedMemory { block.sharedWeights = false }
         return block
     }
 
@@ -203,6 +237,7 @@ extension Convolution {
                 defines += [("LK_OUT_BLOCK", "\(block.outputSlices)"), ("LK_X_BLOCK", "\(block.texels)")]
             }
             if f16 { defines.append(("LK_WEIGHTS_F16", "1")) }
+            if block.sharedWeights { defines.append(("LK_SHARED_WEIGHTS", "1")) }
             let values = Self.arrangedForDevice(weights: weights, bias: bias, group: group, block: block)
             return try PreparedConvolution(
                 kernel: BuiltInShaders.conv2d.kernel(on: context, defines: defines),
@@ -230,11 +265,14 @@ extension Convolution {
     /// The invocations `conv2d.comp` runs for `block` over `output`: one a
     /// block, counted flat in workgroups of 64 (see the shader), the
     /// workgroups as x by z with x at most 65,535 (Vulkan's least
-    /// `maxComputeWorkGroupCount`).
+    /// `maxComputeWorkGroupCount`). With shared weights a workgroup holds
+    /// blocks of one batch item and output-slice block only, so each map's
+    /// blocks are counted in whole groups of 64.
     static func threads(for block: ConvolutionBlock, output: SliceImage) -> (x: Int, y: Int, z: Int) {
         let blocks = (output.slices + block.outputSlices - 1) / block.outputSlices
-        let count = (output.width + block.texels - 1) / block.texels * output.height * output.batch * blocks
-        let groups = (count + 63) / 64
+        let spatial = (output.width + block.texels - 1) / block.texels * output.height
+        let groups = block.sharedWeights ? (spatial + 63) / 64 * output.batch * blocks
+            : (spatial * output.batch * blocks + 63) / 64
         let across = min(groups, 65_535)
         return (x: 8 * across, y: 8, z: (groups + across - 1) / across)
     }
