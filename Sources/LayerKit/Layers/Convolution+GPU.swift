@@ -58,10 +58,12 @@ struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
     /// Shared weights (`sharedMemory`: the device's bytes a workgroup may
     /// declare) only off a CPU device, where at least half a workgroup's 64
     /// invocations have blocks to compute, and only where the tile fits. Not
-    /// on lavapipe: forced on it ran 1.6-2.4x slower (3x3 64->64 56x56,
-    /// 512->512 7x7; Docs/ARCHITECTURE.md), its "shared" storage being the
-    /// same cached memory as the buffer and the barriers costing thread
-    /// switches. On real GPUs (not measured here) it is the usual tiling.
+    /// on lavapipe: forced on, medians of 4 alternating runs at load 4.5-5,
+    /// 3x3 64->64 56x56 (4x8) went 13.0 -> 27.4 ms, 3x3 512->512 7x7 16.2 ->
+    /// 48.7 ms (4x8: 7 live invocations a workgroup; 3 runs of 4x1, 49 live:
+    /// 76.0 -> 170.0 ms): its "shared" storage is the same cached memory as the
+    /// buffer, and each barrier() switches every invocation of the
+    /// workgroup. On real GPUs (not measured here) it is the usual tiling.
     static func chosen(for variant: ConvolutionVariant, outputSlices: Int, width: Int, height: Int,
                        batch: Int, onCPU: Bool = true, sharedMemory: Int = 0) -> ConvolutionBlock {
         let rowTexels = width >= 7 ? 8 : width >= 3 ? 4 : width
