@@ -68,7 +68,7 @@ layout(std430, binding = 2) readonly buffer Weights { float weights[]; };
 #error "LK_SHARED_WEIGHTS needs the dense form"
 #endif
 #ifndef LK_SHARED_K
-#define LK_SHARED_K 16
+#define LK_SHARED_K 32
 #endif
 shared mat4 tile[LK_SHARED_K * LK_OUT_BLOCK];
 #endif

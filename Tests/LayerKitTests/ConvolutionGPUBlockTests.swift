@@ -73,9 +73,9 @@ struct ConvolutionGPUBlockTests {
         }
     }
 
-    /// The shared-weight form forced on, in blocks whose chunks of 16
+    /// The shared-weight form forced on, in blocks whose chunks of 32
     /// (tap, input slice) steps divide neither the steps nor the channels
-    /// (e.g. 9 taps x 2 slices, 7x7 x 1 slice), fp32 and fp16 weights,
+    /// (e.g. 9 taps x 16 slices, 7x7 x 1 slice), fp32 and fp16 weights,
     /// and with spare invocations in the last workgroup of a map.
     @Test(.enabled(if: TestGPU.isEnabled), arguments: denseCases)
     func sharedWeightsMatchTheDefinition(_ c: ConvCase) throws {
@@ -93,7 +93,7 @@ struct ConvolutionGPUBlockTests {
         try check(c, options: ConvolutionGPUOptions(sharedWeights: true), seed: 37)
     }
 
-    /// Shared weights over deep sums (K = 500 * 9: 1,125 steps, 71 chunks, the last ragged), batch 2.
+    /// Shared weights over deep sums (K = 500 * 9: 1,125 steps, 36 chunks, the last ragged), batch 2.
     @Test(.enabled(if: TestGPU.isEnabled))
     func sharedWeightsOverDeepSums() throws {
         let c = ConvCase(input: [2, 500, 3, 5], outputChannels: 9, kernel: [3, 3], padding: .explicit([1, 1, 1, 1]))
@@ -108,7 +108,7 @@ struct ConvolutionGPUBlockTests {
         let dense = ConvolutionVariant.dense
         let gpu = ConvolutionBlock.chosen(for: dense, outputSlices: 16, width: 56, height: 56, batch: 1,
                                           onCPU: false, sharedMemory: 49_152)
-        #expect(gpu.sharedWeights && gpu.sharedTileBytes == 16 * 4 * 64)
+        #expect(gpu.sharedWeights && gpu.sharedTileBytes == 32 * 4 * 64)
         #expect(ConvolutionBlock.chosen(for: dense, outputSlices: 128, width: 7, height: 7, batch: 1,
                                         onCPU: false, sharedMemory: 49_152).sharedWeights)
         #expect(!ConvolutionBlock.chosen(for: dense, outputSlices: 128, width: 4, height: 4, batch: 1,
@@ -116,7 +116,7 @@ struct ConvolutionGPUBlockTests {
         #expect(!ConvolutionBlock.chosen(for: dense, outputSlices: 16, width: 56, height: 56, batch: 1,
                                          onCPU: true, sharedMemory: 49_152).sharedWeights, "lavapipe")
         #expect(!ConvolutionBlock.chosen(for: dense, outputSlices: 16, width: 56, height: 56, batch: 1,
-                                         onCPU: false, sharedMemory: 2048).sharedWeights, "4 KiB tile")
+                                         onCPU: false, sharedMemory: 8191).sharedWeights, "8 KiB tile")
         #expect(!ConvolutionBlock.chosen(for: .depthwise, outputSlices: 16, width: 56, height: 56, batch: 1,
                                          onCPU: false, sharedMemory: 49_152).sharedWeights)
 
@@ -126,8 +126,8 @@ struct ConvolutionGPUBlockTests {
         #expect(!layer.block(forInputShape: c.input, onCPU: true, sharedMemory: 49_152).sharedWeights)
         #expect(!layer.block(forInputShape: c.input, onCPU: false, sharedMemory: 1024).sharedWeights)
         layer.gpuOptions = ConvolutionGPUOptions(block: ConvolutionBlock(outputSlices: 8, texels: 1), sharedWeights: true)
-        #expect(layer.block(forInputShape: c.input, onCPU: true, sharedMemory: 8192).sharedWeights)
-        #expect(!layer.block(forInputShape: c.input, onCPU: true, sharedMemory: 8191).sharedWeights, "forced, too big")
+        #expect(layer.block(forInputShape: c.input, onCPU: true, sharedMemory: 16_384).sharedWeights)
+        #expect(!layer.block(forInputShape: c.input, onCPU: true, sharedMemory: 16_383).sharedWeights, "forced, too big")
         layer.gpuOptions = ConvolutionGPUOptions(sharedWeights: false)
         #expect(!layer.block(forInputShape: c.input, onCPU: false, sharedMemory: 49_152).sharedWeights)
         let grouped = try ConvCase(input: [1, 6, 8, 8], outputChannels: 6, kernel: [3, 3], group: 3).layer(seed: 1)

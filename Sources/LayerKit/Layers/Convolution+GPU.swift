@@ -37,8 +37,12 @@ struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
 
     var description: String { "\(outputSlices)x\(texels)" + (sharedWeights ? " shared" : "") }
 
-    /// The (tap, input slice) steps one shared chunk holds: `LK_SHARED_K`'s default in `conv2d.comp`.
-    static let sharedDepth = 16
+    /// The (tap, input slice) steps one shared chunk holds (`LK_SHARED_K`):
+    /// 8 KiB at 4 output slices, and even 8 slices' 16 KiB fit Vulkan's least
+    /// `maxComputeSharedMemorySize`. On lavapipe (forced on) 32 steps beat 16
+    /// by 1.3x at 512->512 7x7 (fewer barriers; 31.7 against 42.6 ms) and 64
+    /// gained nothing more (37.1); tied at 64->64 56x56 (19.0 ms each).
+    static let sharedDepth = 32
     /// The bytes of `shared` storage the shared-weight form declares: a mat4 per step and output slice.
     var sharedTileBytes: Int { Self.sharedDepth * outputSlices * 64 }
 
@@ -58,12 +62,13 @@ struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
     /// Shared weights (`sharedMemory`: the device's bytes a workgroup may
     /// declare) only off a CPU device, where at least half a workgroup's 64
     /// invocations have blocks to compute, and only where the tile fits. Not
-    /// on lavapipe: forced on, medians of 4 alternating runs at load 4.5-5,
-    /// 3x3 64->64 56x56 (4x8) went 13.0 -> 27.4 ms, 3x3 512->512 7x7 16.2 ->
-    /// 48.7 ms (4x8: 7 live invocations a workgroup; 3 runs of 4x1, 49 live:
-    /// 76.0 -> 170.0 ms): its "shared" storage is the same cached memory as the
-    /// buffer, and each barrier() switches every invocation of the
-    /// workgroup. On real GPUs (not measured here) it is the usual tiling.
+    /// on lavapipe: forced on (32 steps a chunk), medians of 3 alternating
+    /// runs at load 3.5-4.5, 3x3 64->64 56x56 (4x8) went 11.1 -> 19.0 ms and
+    /// 3x3 512->512 7x7 (4x8: 7 live invocations a workgroup) 11.3 -> 31.7
+    /// ms; at 16 steps and load 4.5-5, 4x1 on 7x7 (49 live) 76.0 -> 170.0 ms.
+    /// Its "shared" storage is the same cached memory as the buffer, and each
+    /// barrier() switches every invocation of the workgroup. On real GPUs
+    /// (not measured here) it is the usual tiling.
     static func chosen(for variant: ConvolutionVariant, outputSlices: Int, width: Int, height: Int,
                        batch: Int, onCPU: Bool = true, sharedMemory: Int = 0) -> ConvolutionBlock {
         let rowTexels = width >= 7 ? 8 : width >= 3 ? 4 : width
@@ -239,7 +244,9 @@ extension Convolution {
                 defines += [("LK_OUT_BLOCK", "\(block.outputSlices)"), ("LK_X_BLOCK", "\(block.texels)")]
             }
             if f16 { defines.append(("LK_WEIGHTS_F16", "1")) }
-            if block.sharedWeights { defines.append(("LK_SHARED_WEIGHTS", "1")) }
+            if block.sharedWeights {
+                defines += [("LK_SHARED_WEIGHTS", "1"), ("LK_SHARED_K", "\(ConvolutionBlock.sharedDepth)")]
+            }
             let values = Self.arrangedForDevice(weights: weights, bias: bias, group: group, block: block)
             return try PreparedConvolution(
                 kernel: BuiltInShaders.conv2d.kernel(on: context, defines: defines),
