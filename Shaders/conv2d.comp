@@ -1,7 +1,8 @@
 #version 450
 // ONNX Conv (2-D) on slice images: one invocation per output texel, that is
 // four output channels at (x, y) of one batch item. Sums in fp32 from the
-// bias, stores rounded to nearest fp16; padding lanes stay zero.
+// bias, applies the fused epilogue if any (epilogue.glsl), stores rounded
+// to nearest fp16; padding lanes stay zero.
 //
 // One of three forms is defined (Convolution+GPU.swift arranges the weights
 // for it):
@@ -42,6 +43,9 @@ layout(push_constant) uniform Geometry {
     uint groupInChannels; uint groupOutChannels;
 } p;
 
+// The fused epilogue, when LayerKit defines one (Shaders/epilogue.glsl).
+#include "epilogue.glsl"
+
 void main() {
     uvec3 id = gl_GlobalInvocationID;
     if (id.x >= p.width || id.y >= p.height || id.z >= p.layers) return;
@@ -79,6 +83,7 @@ void main() {
 #endif
         }
     }
+    acc = lk_epilogue(acc, os, ivec3(id));
     acc = mix(vec4(0.0), acc, lk_channel_lanes(os, p.channels));
     imageStore(destination, ivec3(id), lk_round_half(acc));
 }

@@ -86,6 +86,20 @@ extension Convolution {
     }
 
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        try encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs, epilogue: nil)
+    }
+
+    /// This convolution's kernel with `epilogue` fused into it, compiled
+    /// once per context and chain (the context's cache).
+    func kernel(on context: GPUContext, epilogue: Epilogue) throws -> GPUKernel<ConvolutionConstants> {
+        try BuiltInShaders.conv2d.kernel(on: context, name: "Conv+\(epilogue.name) (conv2d.comp, \(variant.rawValue))",
+                                         defines: [(variant.define, "1")], epilogue: epilogue)
+    }
+
+    /// `encode(commandBuffer:inputs:outputs:)` with a fused epilogue: its
+    /// kernel (`kernel(on:epilogue:)`) and the bindings it adds.
+    func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage],
+                epilogue: (kernel: GPUKernel<ConvolutionConstants>, bindings: [GPUBinding])?) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
         let (input, output) = (inputs[0], outputs[0])
         let state = try prepared(on: commandBuffer.context)
@@ -97,7 +111,8 @@ extension Convolution {
             dilationX: UInt32(dilations[1]), dilationY: UInt32(dilations[0]),
             padLeft: Int32(g.padLeft), padTop: Int32(g.padTop),
             groupInputChannels: UInt32(inputChannels / group), groupOutputChannels: UInt32(outputChannels / group))
-        try commandBuffer.dispatch(state.kernel, images: [input, output], buffers: [state.weights, state.bias],
+        try commandBuffer.dispatch(epilogue?.kernel ?? state.kernel, images: [input, output],
+                                   buffers: [state.weights, state.bias], trailing: epilogue?.bindings ?? [],
                                    constants: constants, threads: output.threads)
     }
 }

@@ -164,13 +164,20 @@ public final class Convolution: Layer {
     }
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        try evaluate(inputs: inputs, outputs: outputs, epilogue: nil, residual: nil)
+    }
+
+    /// `evaluate(inputs:outputs:)` with a fused epilogue applied to each
+    /// chunk of output pixels as soon as the chunk is written (while it is
+    /// in cache), on the chunk's thread; `residual` has the output's shape.
+    func evaluate(inputs: [Tensor], outputs: [Tensor], epilogue: Epilogue?, residual: Tensor?) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
         var shape = lk_conv2d_shape(
             channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
             out_height: g.outHeight, out_width: g.outWidth, kernel_h: kernelHeight, kernel_w: kernelWidth,
             stride_h: strides[0], stride_w: strides[1], dilation_h: dilations[0], dilation_w: dilations[1],
             pad_top: g.padTop, pad_left: g.padLeft, group: group)
-        let (input, output, weights, bias) = (inputs[0], outputs[0], weights, bias)
+        let (input, output, weights, bias, channels) = (inputs[0], outputs[0], weights, bias, outputChannels)
         let pixels = g.outHeight * g.outWidth
         let work = outputs[0].count * weights.count / outputChannels
         // Whole output rows a chunk (the direct loop copies each chunk's input
@@ -191,6 +198,10 @@ public final class Convolution: Layer {
                         bias?.dataPointer, output.dataPointer + n * output.count / g.batch,
                         first, min(chunk, pixels - first))
                     if status != 0 { failed.store(true, ordering: .relaxed) }
+                    // The epilogue point: this chunk of every output channel is final.
+                    epilogue?.apply(output: output.dataPointer + n * output.count / g.batch,
+                                    residual: residual.map { UnsafePointer($0.dataPointer + n * output.count / g.batch) },
+                                    channels: channels, pixels: pixels, segment: first..<min(first + chunk, pixels))
                 }
             }
         }

@@ -205,6 +205,7 @@ struct ONNXImporter {
         graph.removeUnreadSteps()
         graph.fuseChannelShuffles()
         graph.fuseFlattenedGemms()
+        graph.fuseConvolutionEpilogues()
         return graph
     }
 
