@@ -4,7 +4,8 @@
 /// dispatch and an image round trip on the GPU each).
 ///
 /// What fuses, in order after the product, while each value in between has
-/// exactly one reader and is not a graph output:
+/// exactly one reader and is not a graph output (standard ONNX nodes only;
+/// a custom domain's node keeps its step):
 /// - an inference BatchNormalization right after it, folded into the
 ///   weights and bias at load (`folding(_:)`);
 /// - single-input per-element steps whose work is a `FormulaChain` (the
@@ -40,7 +41,7 @@ extension ModelGraph {
             var current = steps[first].outputs[0]
             walk: while !isOutput[current], before.count + after.count < Self.maxEpilogueStages {
                 let next = readers[current]
-                if next.contains(where: removed.contains) { break }
+                if next.contains(where: { removed.contains($0) || !Self.isStandard(steps[$0]) }) { break }
                 if next.count == 1, steps[next[0]].outputs.count == 1 {
                     let step = steps[next[0]]
                     if step.inputs == [current], let bn = step.layer as? BatchNormalization, before.isEmpty,
@@ -86,9 +87,14 @@ extension ModelGraph {
         steps = steps.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
     }
 
+    /// Whether the step is a standard ONNX node: a custom domain's node
+    /// (a registered layer, e.g. the Core ML article's `layerkit.Swish`)
+    /// keeps its own step, as its author named it.
+    private static func isStandard(_ step: Step) -> Bool { step.domain.isEmpty || step.domain == "ai.onnx" }
+
     /// The product a step is, when an epilogue can be fused into it.
     private static func producer(_ step: Step) -> EpilogueLayer.Producer? {
-        guard step.inputs.count == 1, step.outputs.count == 1 else { return nil }
+        guard step.inputs.count == 1, step.outputs.count == 1, isStandard(step) else { return nil }
         switch step.layer {
         case let c as Convolution: return .convolution(c)
         case let g as Gemm: return .gemm(g)
