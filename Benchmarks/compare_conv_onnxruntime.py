@@ -10,7 +10,9 @@ workload so that both see about the same load on a shared machine, and
 prints one table of medians. The ratio is LayerKit's median over ORT's.
 
     python3 Benchmarks/compare_conv_onnxruntime.py [--repeat N] [--warmup N]
-        [--scratch-path DIR] [--skip-build] [WORKLOAD ...]
+        [--scratch-path DIR] [--skip-build] [--markdown] [WORKLOAD ...]
+
+The defaults include issue 13's four single-layer CPU targets (marked below).
 
 Uses Benchmarks/.venv like compare_onnxruntime.py.
 """
@@ -30,9 +32,12 @@ DEFAULT_WORKLOADS = [
     "conv=1x3x32x32,16,3,1,1",      # a small CNN's first layer
     "conv=1x16x32x32,16,3,1,1",
     "conv=1x16x32x32,32,3,2,1",
-    "conv=1x64x56x56,64,3,1,1",
+    "conv=1x64x56x56,64,3,1,1",     # issue 13: 3x3 stride 1 64->64 at 56x56
     "conv=1x64x56x56,64,1,1,0",
+    "conv=1x256x56x56,64,1,1,0",    # issue 13: 1x1 256->64 at 56x56
     "conv=1x32x56x56,32,3,1,1,32",  # depthwise
+    "conv=1x32x112x112,32,3,1,1,32",  # issue 13: depthwise 3x3 at 112x112
+    "conv=1x3x224x224,64,7,2,3",    # issue 13: 7x7 stride 2 3->64 at 224x224 (a ResNet stem)
     "gemm=1,1024,10",
     "gemm=1,1024,128",
     "gemm=64,512,512",
@@ -74,6 +79,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--scratch-path", default=os.path.join(ROOT, ".build"))
     parser.add_argument("--skip-build", action="store_true", help="use the ConvBench already built")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("workloads", nargs="*", default=DEFAULT_WORKLOADS)
     args = parser.parse_args()
     ensure_venv()
@@ -103,6 +109,12 @@ def main():
     print(f"Float32, medians of {args.repeat} runs after {args.warmup} warm-up; onnxruntime {onnxruntime.__version__} "
           f"(ORT_ENABLE_ALL, IOBinding output); {os.cpu_count()} cores; load average {load_before} before, "
           f"{load_after} after")
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|---|" + "---:|" * (len(header) - 1))
+        for line in table:
+            print("| " + " | ".join(line) + " |")
+        return
     widths = [max(len(line[c]) for line in [header] + table) for c in range(len(header))]
     for i, line in enumerate([header] + table):
         print("  ".join(t.ljust(w) if c == 0 else t.rjust(w) for c, (t, w) in enumerate(zip(line, widths))))

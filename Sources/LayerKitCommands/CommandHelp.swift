@@ -174,6 +174,7 @@ struct CommandHelp {
                    + "cases passing but not listed are reported"),
             Option("--passes", "FILE", default: "none", "write the passing cases, in --expect's form, to FILE"),
             Option("--markdown", nil, default: "off", "print the tables as Markdown (for the docs)"),
+            threads,
         ],
         positional: 1...Int.max,
         examples: ["layerkit conformance onnx/backend/test/data/simple onnx/backend/test/data/pytorch-operator",
@@ -182,7 +183,7 @@ struct CommandHelp {
     static let inspect = CommandHelp(
         name: "inspect", synopsis: ["MODEL.onnx [--backend cpu|gpu|auto] [--layer OPTYPE=FORMULA ...] [--json]"],
         summary: "Shows a model's inputs, outputs and opsets, and every node with where it runs.",
-        options: [backend("auto"), layer, json("layerkit-inspect/1")],
+        options: [backend("auto"), layer, threads, json("layerkit-inspect/1")],
         positional: 1...1, examples: ["layerkit inspect model.onnx",
                                       "layerkit inspect model.onnx --layer ArticleSwish='x * sigmoid(beta * x)'"])
 

@@ -16,8 +16,9 @@ enum ConformanceCommand {
             throw UsageError("--backend takes cpu, gpu or both, got '\(which)'")
         }
         let expected = try arguments.value("--expect").map(readExpectations) ?? []
-        let cpu = try Backend(computeUnits: .cpuOnly, notice: { _ in })
-        let gpu = which == "cpu" ? nil : try Backend(computeUnits: .gpu, notice: { _ in })
+        let threads = try arguments.threads()
+        let cpu = try Backend(computeUnits: .cpuOnly, threads: threads, notice: { _ in })
+        let gpu = which == "cpu" ? nil : try Backend(computeUnits: .gpu, threads: threads, notice: { _ in })
         let markdown = arguments.has("--markdown")
         var passes = Set<String>()
         var sections: [(folder: String, rows: [[String]], cpu: Int, gpu: Int, total: Int)] = []

@@ -13,9 +13,11 @@ enum InspectCommand {
         let path = try ModelFiles.modelPath(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
         let layers = arguments.values("--layer")
+        // Loading folds constant subgraphs by evaluating their layers: on --threads.
+        let threads = try arguments.threads()
         let survey = try ModelSurvey.of(contentsOf: URL(fileURLWithPath: path), registry: ModelFiles.registry(layers))
         let model = survey.canRun
-            ? try ModelFiles.load(path, computeUnits: units, layers: layers, console: console) : nil
+            ? try ModelFiles.load(path, computeUnits: units, threads: threads, layers: layers, console: console) : nil
         if arguments.has("--json") {
             console.print(try JSONText.line(InfoRecords.Inspect(survey, model: model, path: path)))
             return model == nil ? 1 : 0

@@ -29,7 +29,8 @@ public enum LayerKitCommands {
           or --expr "max(x, alpha * x)" --param alpha=0.1
 
         --json (devices, ops, inspect, run, bench, profile): one JSON object with a "schema" field
-          (Docs/JSON.md). --threads N (apply, parity, run, demo, bench, profile): the CPU
+          (Docs/JSON.md). --threads N (every command that computes: apply, parity, run, demo,
+          bench, profile, conformance, inspect, whose loading folds constants): the CPU
           evaluator's threads, default the cores the process may use.
         --layer OPTYPE='FORMULA' (run, inspect, profile): a model's nodes of that op type, in any
           domain, run as the formula, e.g. --layer ArticleSwish='x * sigmoid(beta * x)'; the

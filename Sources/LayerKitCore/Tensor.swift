@@ -12,7 +12,9 @@ import Foundation
 ///
 /// `Tensor` is a reference type, like `MLMultiArray`, so a layer's
 /// `evaluate(inputs:outputs:)` writes into output tensors the caller owns.
-/// The element storage is allocated once and freed with the tensor.
+/// The element storage is allocated once and freed with the tensor; a
+/// tensor made by `init(viewing:shape:owner:)` (a model plan's host arena,
+/// never handed to a caller) instead views memory its owner keeps alive.
 public final class Tensor: @unchecked Sendable {
     /// The extent of each dimension, outermost first (N, C, H, W for images).
     public let shape: [Int]
@@ -20,6 +22,15 @@ public final class Tensor: @unchecked Sendable {
     public let count: Int
     /// The first element; `count` Float32 values follow contiguously.
     public let dataPointer: UnsafeMutablePointer<Float>
+    /// What keeps a view's memory alive (`init(viewing:shape:owner:)`);
+    /// nil when the tensor allocated its storage and frees it.
+    private let owner: AnyObject?
+
+    /// Where tests count the tensor storage allocated while they run (a
+    /// task-local: only allocations on the counting task are seen, so tests
+    /// running in parallel do not disturb each other; a layer's worker
+    /// threads are not counted).
+    @TaskLocal package static var allocationCounter: TensorAllocationCounter?
 
     /// Makes a zero-filled tensor. Throws if a dimension is negative or the
     /// tensor would not fit in this machine's physical memory (an absurd
@@ -49,6 +60,20 @@ public final class Tensor: @unchecked Sendable {
         }
         dataPointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         dataPointer.initialize(repeating: 0, count: max(count, 1))
+        owner = nil
+        Tensor.allocationCounter?.record(bytes: count * 4)
+    }
+
+    /// A tensor of `shape` over `pointer`'s `count` floats, which `owner`
+    /// keeps alive and which this tensor neither copies nor frees: a model
+    /// plan's host arena hands its steps such views, made once at prepare.
+    /// Nothing is zeroed; the memory is shared with whatever else the owner
+    /// puts there, so a view must never reach a caller.
+    package init(viewing pointer: UnsafeMutablePointer<Float>, shape: [Int], owner: AnyObject) throws {
+        count = try Tensor.elementCount(of: shape)
+        self.shape = shape
+        dataPointer = pointer
+        self.owner = owner
     }
 
     /// Makes a tensor holding `values`, which must have `shape`'s element count.
@@ -64,7 +89,7 @@ public final class Tensor: @unchecked Sendable {
         }
     }
 
-    deinit { free(dataPointer) }
+    deinit { if owner == nil { free(dataPointer) } }
 
     /// This machine's memory, read once (Foundation reads it from the system
     /// on every call, 0.4 µs, which a model's small tensors would pay each).
@@ -150,5 +175,24 @@ public final class Tensor: @unchecked Sendable {
             total *= extent
         }
         return total
+    }
+}
+
+/// Counts tensor storage allocations (`Tensor.allocationCounter`): tests
+/// of the host arena check that repeated runs allocate none.
+package final class TensorAllocationCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counted = (allocations: 0, bytes: 0)
+    package init() {}
+
+    /// The allocations and their bytes so far.
+    package var allocations: Int { lock.lock(); defer { lock.unlock() }; return counted.allocations }
+    package var bytes: Int { lock.lock(); defer { lock.unlock() }; return counted.bytes }
+
+    package func record(bytes: Int) {
+        lock.lock()
+        counted.allocations += 1
+        counted.bytes += bytes
+        lock.unlock()
     }
 }

@@ -141,7 +141,7 @@ public final class Backend: @unchecked Sendable {
         }
         let plan = try ModelPlan(graph: graph, backend: self)
         announce(plan)
-        let run = ModelRun(plan: plan, gpu: gpu, inputs: inputs, outputs: outputs, profiler: profiler,
+        let run = ModelRun(plan: plan, gpu: gpu, inputs: inputs, outputs: outputs ?? [], profiler: profiler,
                            marksTimestamps: timestamps)
         let outputs = try CPUThreads.with(threads) { try run.run() }
         return LayerRun(outputs: outputs, placement: plan.placements[0], gpuTimestamps: run.timestamps)

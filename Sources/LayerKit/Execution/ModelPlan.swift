@@ -9,6 +9,10 @@
 /// an image is taken when its value is first needed on the GPU and given
 /// back after its last use (a CPU step that downloads it counts), so values
 /// whose lifetimes do not overlap share one image (of the same shape).
+/// Host tensors are planned the same way, in one `HostArena`: every value a
+/// CPU step writes or a download lands in gets an offset, values whose host
+/// lifetimes do not overlap share bytes, and a run reuses them (graph
+/// outputs excepted: they go to the caller).
 final class ModelPlan {
     let graph: ModelGraph
     /// Per step: where it runs (steps without work: `.cpu(reason: nil)`).
@@ -26,6 +30,28 @@ final class ModelPlan {
     let lastUses: [Int]
     /// The slot images, made when the plan is.
     let images: [SliceImage]
+    /// The host memory of the values CPU steps write and downloads land in
+    /// (graph outputs excepted); nil when there are none, or under
+    /// `.tensorPerRun`.
+    let arena: HostArena?
+    /// Whether each run first fills the arena with NaN (`.poisonedArena`).
+    let poisonsArena: Bool
+
+    /// Where a plan keeps the host tensors of its intermediate values.
+    enum HostMemory {
+        /// In one arena planned by liveness and reused by every run.
+        case arena
+        /// In the arena, filled with NaN before each run (tests: a layer
+        /// reading an output before writing it, or bytes shared too early,
+        /// shows as NaN).
+        case poisonedArena
+        /// A new tensor per value per run, as before the arena (tests
+        /// compare the two bit for bit).
+        case tensorPerRun
+    }
+
+    /// The host memory of plans made on this task (tests set it).
+    @TaskLocal static var hostMemory: HostMemory = .arena
 
     /// Places every step by the backend's one policy, assigns images, and
     /// prepares the GPU side on `backend.gpu`.
@@ -50,6 +76,18 @@ final class ModelPlan {
             return why.map { .cpu(reason: "\(step.label) runs on the CPU: \($0)") } ?? .gpu
         }
         (slots, slotShapes) = try ModelPlan.assignImages(graph, placements: placements, inPieces: inPieces)
+        let memory = ModelPlan.hostMemory
+        poisonsArena = memory == .poisonedArena
+        if memory == .tensorPerRun {
+            arena = nil
+        } else {
+            let lifetimes = ModelPlan.hostLifetimes(graph, placements: placements, inPieces: inPieces, lastUses: lastUses)
+            let (offsets, bytes) = HostArena.offsets(for: lifetimes.values, sharing: lifetimes.inPlace,
+                                                     valueCount: graph.values.count)
+            arena = lifetimes.values.isEmpty ? nil
+                : try HostArena(byteCount: bytes, offsets: offsets, shapes: graph.values.map(\.shape),
+                                poisoned: poisonsArena)
+        }
         guard let gpu = backend.gpu, placements.contains(where: \.isGPU) else {
             images = []
             return
@@ -98,6 +136,44 @@ final class ModelPlan {
             }
         }
         return (slots, shapes)
+    }
+
+    /// The host lifetime of every value the arena holds: written on the
+    /// host by a CPU step (or a step run in pieces), or downloaded for one
+    /// from the GPU, until its last read (`lastUses`, as `ModelRun` drops
+    /// it). Graph inputs, constants and graph outputs are not the arena's.
+    /// `inPlace`: (input, output) of CPU steps that may write their output
+    /// over their input: a `PerElementLayer` (each element from the same
+    /// element of its one input) whose input dies there and has the
+    /// output's element count. Any other step's outputs never share bytes
+    /// with its inputs, their lifetimes meeting at the step.
+    static func hostLifetimes(_ graph: ModelGraph, placements: [Placement], inPieces: [Bool],
+                                      lastUses: [Int]) -> (values: [HostArena.Lifetime], inPlace: [(Int, Int)]) {
+        var excluded = Array(repeating: false, count: graph.values.count)
+        for v in graph.inputs + graph.outputs { excluded[v] = true }
+        for v in graph.values.indices where graph.values[v].constant != nil { excluded[v] = true }
+        var first = [Int?](repeating: nil, count: graph.values.count)
+        var madeOnGPU = Array(repeating: false, count: graph.values.count)
+        var inPlace: [(Int, Int)] = []
+        for (i, step) in graph.steps.enumerated() where step.layer != nil {
+            if placements[i].isGPU, !inPieces[i] {
+                for v in step.outputs { madeOnGPU[v] = true }
+                continue
+            }
+            for v in step.inputs where madeOnGPU[v] && first[v] == nil { first[v] = i }  // downloaded here
+            for v in step.outputs { first[v] = i }
+            if !inPieces[i], step.layer is PerElementLayer, step.inputs.count == 1, step.outputs.count == 1,
+               let x = step.inputs.first, let y = step.outputs.first, !excluded[x], !excluded[y],
+               lastUses[x] == i, graph.values[x].shape.reduce(1, *) == graph.values[y].shape.reduce(1, *) {
+                inPlace.append((x, y))
+            }
+        }
+        let values = graph.values.indices.compactMap { v -> HostArena.Lifetime? in
+            guard !excluded[v], let start = first[v] else { return nil }
+            return HostArena.Lifetime(value: v, first: start, last: max(start, lastUses[v]),
+                                      bytes: graph.values[v].shape.reduce(1, *) * 4)
+        }
+        return (values, inPlace)
     }
 
     /// Prepares every GPU layer for its shapes and uploads the constants

@@ -41,15 +41,16 @@ final class ModelRun {
     /// Per value: the caller's tensor to write it into (graph outputs only).
     private var given: [Int: Tensor] = [:]
 
-    /// `outputs`, when given, receive the graph's outputs (of their shapes)
-    /// instead of new tensors.
-    init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], outputs: [Tensor]? = nil, profiler: Profiler?,
+    /// `outputs`, when given, receive the graph's outputs (of their shapes;
+    /// nil for an output that gets a new tensor) instead of new tensors.
+    init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], outputs: [Tensor?] = [], profiler: Profiler?,
          marksTimestamps: Bool = false) {
         self.plan = plan
         self.gpu = gpu
         self.profiler = profiler
         self.marksTimestamps = marksTimestamps
-        for (index, tensor) in zip(plan.graph.outputs, outputs ?? []) { given[index] = tensor }
+        for (index, tensor) in zip(plan.graph.outputs, outputs) { given[index] = tensor }
+        if plan.poisonsArena { plan.arena?.poison() }
         host = plan.graph.values.map(\.constant)
         for (index, tensor) in zip(plan.graph.inputs, inputs) { host[index] = tensor }
         // The plan uploaded every constant that lives in an image.
@@ -70,7 +71,12 @@ final class ModelRun {
         return try graph.outputs.map { v in
             guard let tensor = host[v] else { throw LayerKitError.unsupported("output '\(graph.values[v].name)' was not computed") }
             // Never hand back the caller's own input tensor, or the plan's
-            // constant (an output folded at load), as an output.
+            // constant (an output folded at load), as an output: the
+            // caller's output tensor gets a copy, or a new one does.
+            if let target = given[v] {
+                if target !== tensor { target.dataPointer.update(from: tensor.dataPointer, count: tensor.count) }
+                return target
+            }
             return graph.inputs.contains(v) || graph.values[v].constant != nil ? try tensor.reshaped(to: tensor.shape) : tensor
         }
     }
@@ -218,9 +224,13 @@ final class ModelRun {
         }
     }
 
-    /// The tensor value `v` lands in on the host: the caller's, or a new one.
+    /// The tensor value `v` lands in on the host: the caller's (graph
+    /// outputs), the plan's arena view (intermediate values), or a new one
+    /// (graph outputs the caller gave no tensor for; every value without
+    /// an arena).
     private func hostTensor(for v: Int) throws -> Tensor {
-        try given[v] ?? Tensor(shape: graph.values[v].shape)
+        if let tensor = given[v] ?? plan.arena?.views[v] { return tensor }
+        return try Tensor(shape: graph.values[v].shape)
     }
 
     private func evaluate(_ step: ModelGraph.Step, _ layer: Layer, _ label: String) throws {

@@ -156,6 +156,12 @@ public final class Model: @unchecked Sendable {
         self.backend.announce(plan, model: name)
     }
 
+    /// The plan of the last inputs (tests read its arena).
+    var planForTests: ModelPlan? {
+        lock.lock(); defer { lock.unlock() }
+        return lastPlan
+    }
+
     /// The nodes with where they run, as planned for the last inputs (the
     /// declared shapes until the first `predict`; empty before the first
     /// `predict` of a model with integer inputs, whose plan needs their values).
@@ -176,7 +182,49 @@ public final class Model: @unchecked Sendable {
     /// by name. With `profiler`, every layer's kernels, transfers and CPU
     /// work are recorded as spans under the op `name (OpType)`, inside one
     /// `.run` span (`ProfileSummary` and `ChromeTrace` read them).
+    ///
+    /// Each output is a new tensor, the caller's to keep: no later run
+    /// writes it (the plan's reused host memory holds intermediate values
+    /// only). To run without allocating outputs, give them:
+    /// `predict(inputs:into:)`.
     public func predict(inputs given: [String: Tensor], profiler: Profiler? = nil) throws -> [String: Tensor] {
+        try predict(inputs: given, outputs: [:], profiler: profiler)
+    }
+
+    /// Runs the model on `inputs` as `predict(inputs:profiler:)` does,
+    /// writing each output named in `outputs` into the tensor given for it,
+    /// in place, and returning those same tensors (outputs not named there
+    /// come back in new tensors). With every output given, a run allocates
+    /// no tensor: intermediate values live in the plan's host arena,
+    /// reused run after run, so a loop of `predict(inputs:into:)` on
+    /// tensors of the same shapes allocates nothing after its first run.
+    ///
+    /// Each given tensor must have its output's shape for these inputs
+    /// (`nodes`' output shapes; a symbolic dimension takes the inputs'
+    /// size) and must not be one of the inputs, nor given for two outputs.
+    /// A mismatch throws, naming the output, before anything runs. The
+    /// tensors are the caller's: the next run writes them again only if
+    /// they are given again.
+    public func predict(inputs given: [String: Tensor], into outputs: [String: Tensor],
+                        profiler: Profiler? = nil) throws -> [String: Tensor] {
+        try predict(inputs: given, outputs: outputs, profiler: profiler)
+    }
+
+    private func predict(inputs given: [String: Tensor], outputs provided: [String: Tensor],
+                         profiler: Profiler?) throws -> [String: Tensor] {
+        for name in provided.keys.sorted() where !outputs.contains(where: { $0.name == name }) {
+            throw LayerKitError.invalidParameter(
+                "the model has no output '\(name)' (outputs: \(outputs.map(\.name).joined(separator: ", ")))")
+        }
+        for (name, tensor) in provided.sorted(by: { $0.key < $1.key }) {
+            if let input = given.first(where: { $0.value === tensor })?.key {
+                throw LayerKitError.invalidParameter("the tensor given for output '\(name)' is input '\(input)': "
+                                                     + "an output cannot be written over an input")
+            }
+            if let other = provided.keys.sorted().first(where: { $0 != name && provided[$0] === tensor }), other < name {
+                throw LayerKitError.invalidParameter("outputs '\(other)' and '\(name)' were given the same tensor")
+            }
+        }
         for name in given.keys.sorted() where !inputs.contains(where: { $0.name == name }) {
             throw LayerKitError.invalidParameter(
                 "the model has no input '\(name)' (inputs: \(inputs.map(\.name).joined(separator: ", ")))")
@@ -218,7 +266,18 @@ public final class Model: @unchecked Sendable {
             backend.announce(plan, model: name)
         }
         lastPlan = plan
-        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: floatTensors, profiler: profiler)
+        // The caller's output tensors, checked against this plan's shapes before the run.
+        let targets = try zip(outputs, plan.graph.outputs).map { output, value -> Tensor? in
+            guard let tensor = provided[output.name] else { return nil }
+            let shape = plan.graph.values[value].shape
+            guard tensor.shape == shape else {
+                throw LayerKitError.shapeMismatch("the tensor given for output '\(output.name)' has shape "
+                                                  + "\(Tensor.describe(tensor.shape)); for these inputs it is "
+                                                  + Tensor.describe(shape))
+            }
+            return tensor
+        }
+        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: floatTensors, outputs: targets, profiler: profiler)
         let results = try CPUThreads.with(backend.threads) {
             try profiler.map { try $0.measure(.run, "run \(name)", run.run) } ?? run.run()
         }
@@ -227,13 +286,15 @@ public final class Model: @unchecked Sendable {
     }
 
     /// The plan for inputs of `shapes`; model errors name the model.
+    /// Load-time folding evaluates layers: on the backend's threads too.
     private static func plan(_ importer: ONNXImporter, inputNames: [String], shapes: [[Int]],
                              values: [String: ONNXTensor], backend: Backend, name: String) throws -> ModelPlan {
         do {
-            return try ModelPlan(graph: importer.graph(inputShapes: Dictionary(zip(inputNames, shapes),
-                                                                           uniquingKeysWith: { first, _ in first }),
-                                                       inputValues: values),
-                                 backend: backend)
+            let graph = try CPUThreads.with(backend.threads) {
+                try importer.graph(inputShapes: Dictionary(zip(inputNames, shapes), uniquingKeysWith: { first, _ in first }),
+                                   inputValues: values)
+            }
+            return try ModelPlan(graph: graph, backend: backend)
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")
         }
