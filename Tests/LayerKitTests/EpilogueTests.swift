@@ -180,6 +180,26 @@ import LayerKitONNX
         #expect(worst < 1)
     }
 
+    /// One conv kernel per chain of formulas, shared by the same chain with
+    /// other values (they are in the values buffer, not the kernel's text);
+    /// a residual or another chain is another kernel.
+    @Test(.enabled(if: TestGPU.isEnabled)) func kernelKeysTellChainsApart() throws {
+        let context = try TestGPU.get()
+        let conv = try Convolution(weights: Tensor(shape: [6, 5, 3, 3]), padding: .explicit([1, 1, 1, 1]))
+        func epilogue(_ op: String, _ parameters: [String: Any], residual: Bool = false) throws -> Epilogue {
+            let chain = try ElementwiseLayer(parameters: ["op": op].merging(parameters) { a, _ in a }).chain
+            return try Epilogue(before: chain, residual: residual, after: FormulaChain(stages: []), channels: 6)
+        }
+        let relu6 = try conv.kernel(on: context, epilogue: epilogue("Clip", ["min": 0, "max": 6]))
+        let relu1 = try conv.kernel(on: context, epilogue: epilogue("Clip", ["min": -1, "max": 1]))
+        #expect(relu6.pipeline === relu1.pipeline)
+        let relu = try conv.kernel(on: context, epilogue: epilogue("Relu", [:]))
+        let residual = try conv.kernel(on: context, epilogue: epilogue("Clip", ["min": 0, "max": 6], residual: true))
+        #expect(relu.pipeline !== relu6.pipeline && residual.pipeline !== relu6.pipeline && residual.pipeline !== relu.pipeline)
+        // The values differ in the buffer: scalars from index 4, after zero and the slice count.
+        #expect(try epilogue("Clip", ["min": -1, "max": 1]).deviceValues == [0, 2, 0, 0, -1, 1])
+    }
+
     /// The fixture's inputs by name.
     static func inputs(_ name: String) throws -> [String: Tensor] {
         let folder = root.appendingPathComponent(name)
