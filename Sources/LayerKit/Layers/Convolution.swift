@@ -199,6 +199,10 @@ public final class Convolution: Layer {
                         first, min(chunk, pixels - first))
                     if status != 0 { failed.store(true, ordering: .relaxed) }
                     // The epilogue point: this chunk of every output channel is final.
+                    // Chunks stay the convolution's own: capping them at 256 KiB of
+                    // output so the epilogue finds them in L2 measured slower
+                    // (light_resnet50, 1 thread, load 5-6: 102-134 ms fused and capped
+                    // against 80-110 ms unfused), the kernels redoing per-call work.
                     epilogue?.apply(output: output.dataPointer + n * output.count / g.batch,
                                     residual: residual.map { UnsafePointer($0.dataPointer + n * output.count / g.batch) },
                                     channels: channels, pixels: pixels, segment: first..<min(first + chunk, pixels))
