@@ -66,6 +66,13 @@ struct Epilogue: Sendable {
         let isa = lk_kernels_isa()
         let scratch = (beforeProgram.map(CPUProgram.Scratch.init), afterProgram.map(CPUProgram.Scratch.init))
         let n = segment.count
+        if n == pixels, !hasChannelValues {
+            // Whole planes and no value per channel: one run over them all,
+            // not one per channel (small planes of many channels, e.g. 7x7 by
+            // 1280, paid a call per 49 elements).
+            run(output, residual, count: channels * pixels, channel: 0, scratch: scratch, isa: isa)
+            return
+        }
         for c in 0..<channels {
             let offset = c * pixels + segment.lowerBound
             run(output + offset, residual.map { $0 + offset }, count: n, channel: c, scratch: scratch, isa: isa)
@@ -81,7 +88,11 @@ struct Epilogue: Sendable {
         let scratch = (beforeProgram.map(CPUProgram.Scratch.init), afterProgram.map(CPUProgram.Scratch.init))
         // A row segment spans channels: values that differ per channel take
         // one element at a time.
-        let perChannel = beforeProgram?.hasChannelValues == true || afterProgram?.hasChannelValues == true
+        let perChannel = hasChannelValues
+        if !perChannel, columns.count == stride {
+            run(output, residual, count: rows * stride, channel: 0, scratch: scratch, isa: isa)
+            return
+        }
         for i in 0..<rows {
             let offset = i * stride + columns.lowerBound
             if perChannel {
@@ -92,6 +103,11 @@ struct Epilogue: Sendable {
                 run(output + offset, residual.map { $0 + offset }, count: columns.count, channel: 0, scratch: scratch, isa: isa)
             }
         }
+    }
+
+    /// Whether a stage has a value per channel.
+    private var hasChannelValues: Bool {
+        beforeProgram?.hasChannelValues == true || afterProgram?.hasChannelValues == true
     }
 
     // The `_isa` primitives cannot fail: `lk_kernels_isa()` is this CPU's.
