@@ -38,8 +38,9 @@ Generated files go under --work (default .build/compare-ncnn, never
 committed).
 
 Every ncnn net's output is checked against onnxruntime's on the same input
-(max abs diff, on ncnn's CPU path in fp32 and its Vulkan path in fp16), so the
-two sides time the same network. Rows alternate LayerKit and ncnn per case,
+(max abs diff, on ncnn's CPU path in float32, which shows the net is the
+ONNX model's, and on its Vulkan path with its fp16 defaults), so the two
+sides time the same network. Rows alternate LayerKit and ncnn per case,
 so both see about the same load; the load average is printed before and
 after. ratio = LayerKit's median / ncnn's (below 1: LayerKit faster; issue
 13's target for the models is at most 0.5x). The device ncnn picked is
@@ -112,13 +113,18 @@ def ncnn_conv_files(model, spec, param_path, bin_path):
 
 
 class NcnnNet:
-    """One ncnn net on the CPU or the Vulkan device `gpu`."""
+    """One ncnn net on the Vulkan device `gpu` (its defaults: fp16 storage and
+    arithmetic), or on the CPU in float32 throughout (the check that the net
+    is the ONNX model's: ncnn's CPU default stores fp16 too)."""
 
     def __init__(self, param, weights, vulkan, threads, gpu):
         import ncnn
         self.net = ncnn.Net()
         self.net.opt.use_vulkan_compute = vulkan
         self.net.opt.num_threads = threads
+        if not vulkan:
+            for option in ("use_fp16_storage", "use_fp16_arithmetic", "use_fp16_packed", "use_bf16_storage"):
+                setattr(self.net.opt, option, False)
         if vulkan:
             self.net.set_vulkan_device(gpu)
         if self.net.load_param(param) != 0 or self.net.load_model(weights) != 0:
@@ -339,7 +345,7 @@ def run_models(args, gpu):
 
 
 def print_rows(title, rows, markdown):
-    header = ["case", "LayerKit GPU ms", "ncnn Vulkan ms", "LayerKit / ncnn", "ncnn CPU vs ORT max abs diff",
+    header = ["case", "LayerKit GPU ms", "ncnn Vulkan ms", "LayerKit / ncnn", "ncnn CPU fp32 vs ORT max abs diff",
               "ncnn Vulkan vs ORT max abs diff", "max abs ref"]
     body = [[r["case"], f"{r['layerkitMedianMs']:.3f}", f"{r['ncnnMedianMs']:.3f}", f"{r['ratio']:.2f}x",
              f"{r['ncnnCpuMaxAbsDiff']:.1e}", f"{r['ncnnVulkanMaxAbsDiff']:.1e}", f"{r['maxAbsRef']:.2f}"]

@@ -219,6 +219,9 @@ def main():
               f"({(peak['computed'] or 0) / peak['cores']:.0f} a core; GHz from {peak['clockSource']}); the measured 1-thread figure implies "
               f"{m[1] / (peak['fmaUnits'] * peak['lanes'] * 2):.2f} GHz at {peak['fmaUnits']} FMA units. "
               "% peak: of the measured figure at the same thread count", flush=True)
+        if peak["computed"] and m[1] < 0.5 * peak["computed"] / peak["cores"]:
+            print("WARNING: the measured 1-thread peak is under half the computed one a core: the machine is busy "
+                  "(or its clock is lower than it says); the % peak columns are inflated by as much", flush=True)
 
     def share(gflop, ms_value, threads):
         return f"{100 * gflop / (ms_value * 1e-3) / peak['measured'][threads]:.0f}%" if ms_value else "-"
