@@ -76,6 +76,13 @@ n1, i1 = conv('conv', 'x', 'w', 3, 5)
 n2, i2 = bn('bn', 'conv', 5, y='y')
 save('conv_bn', [n1, n2], i1 + i2, [('x', (2, 3, 7, 6))], [('y', (2, 5, 7, 6))])
 
+# A 1-D Conv -> BatchNormalization -> Relu (weights [M, C, k]).
+w1 = init('w1', normal(7, 5, 3, scale=0.3))
+n1 = helper.make_node('Conv', ['x', 'w1'], ['conv'], name='conv', kernel_shape=[3], pads=[1, 1])
+n2, i2 = bn('bn', 'conv', 7)
+n3 = helper.make_node('Relu', ['bn'], ['y'], name='relu')
+save('conv1d_bn_relu', [n1, n2, n3], [w1] + i2, [('x', (2, 5, 11))], [('y', (2, 7, 11))])
+
 # Conv (stride 2, no bias) -> BatchNormalization -> Relu.
 n1, i1 = conv('conv', 'x', 'w', 6, 7, stride=2, bias=False)
 n2, i2 = bn('bn', 'conv', 7)
@@ -122,7 +129,7 @@ save('mobilenet_block', [e1, e2, dw, dw2, p1, p2], bounds + ei1 + dwi + pi1, [('
 n1, i1 = conv('conv', 'x', 'w', 4, 7)
 n2 = helper.make_node('Sigmoid', ['conv'], ['sig'], name='sigmoid')
 n3 = helper.make_node('Mul', ['conv', 'sig'], ['y'], name='mul')
-save('conv_silu', [n1, n2, n3], i1, [('x', (2, 4, 6, 5))], [('y', (2, 7, 6, 5))])
+save('conv_silu', [n1, n2, n3], i1, [('x', (2, 4, 6, 5))], [('y', (2, 7, 6, 5))], deep=True)
 
 # A chain of catalog ops with per-channel and scalar values: PRelu (slope per
 # channel), LeakyRelu, HardSwish, then Add(skip) after the chain.

@@ -16,6 +16,7 @@ import LayerKitONNX
     static let expected: [String: [String]] = [
         "conv_bn": ["Conv+BatchNormalization"],
         "conv_bn_relu": ["Conv+BatchNormalization+Relu"],
+        "conv1d_bn_relu": ["Conv+BatchNormalization+Relu"],
         // conv4's Add reads the downsample conv's output, made after conv4 in node order.
         "resnet_blocks": ["Conv+BatchNormalization+Relu", "Conv+BatchNormalization+Add+Relu", "Conv+BatchNormalization+Relu",
                           "Conv+BatchNormalization", "Conv+BatchNormalization+Add+Relu"],

@@ -47,7 +47,8 @@ extension ModelGraph {
                     if step.inputs == [current], let bn = step.layer as? BatchNormalization, before.isEmpty,
                        residual == nil, let folded = producer.folding(bn) {
                         producer = folded
-                    } else if step.inputs == [current], let chain = Self.formulaChain(of: step.layer) {
+                    } else if step.inputs == [current], let chain = Self.formulaChain(of: step.layer),
+                              before.count + after.count + chain.stages.count <= Self.maxEpilogueStages {
                         if residual == nil { before += chain.stages } else { after += chain.stages }
                     } else if residual == nil, let add = step.layer as? BinaryLayer, add.operation == .add,
                               add.inputCount == 2, !add.average, step.inputs.count == 2,
