@@ -24,16 +24,24 @@
 #define LK_GEMM_NR (2 * LK_W)
 
 LK_TARGET LK_INLINE void lk_gemm_block(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                                       size_t ldc, size_t cols, int masked) {
+                                       size_t ldc, size_t cols, const float *bias, int masked) {
     lk_lanes m0 = lk_lanes_upto(masked ? cols : LK_W);
     lk_lanes m1 = lk_lanes_upto(masked ? (cols > LK_W ? cols - LK_W : 0) : LK_W);
     lk_v lo[LK_GEMM_MR], hi[LK_GEMM_MR];
 #pragma clang loop unroll(full)
     for (int i = 0; i < LK_GEMM_MR; i++) {
+        if (bias) {
+            lo[i] = hi[i] = LK_PS(set1)(bias[i]);
+            continue;
+        }
         lo[i] = masked ? lk_load_lanes(c + i * ldc, m0) : LK_PS(loadu)(c + i * ldc);
         hi[i] = masked ? lk_load_lanes(c + i * ldc + LK_W, m1) : LK_PS(loadu)(c + i * ldc + LK_W);
     }
     for (size_t p = 0; p < k; p++) {
+        // Packed weights stream from L3 when they outgrow L2 (512->512 3x3:
+        // 9.4 MB); fetching them 2 KB ahead measured 2.5 -> 1.75 ms there
+        // (one thread, im2col; 1 KB ahead: 1.95 ms), no change at 56x56.
+        __builtin_prefetch(a + 64 * LK_GEMM_MR);
         lk_v b0 = masked ? lk_load_lanes(b, m0) : LK_PS(loadu)(b);
         lk_v b1 = masked ? lk_load_lanes(b + LK_W, m1) : LK_PS(loadu)(b + LK_W);
 #pragma clang loop unroll(full)
@@ -58,11 +66,11 @@ LK_TARGET LK_INLINE void lk_gemm_block(size_t k, const float *a, const float *b,
 }
 
 LK_TARGET static void lk_gemm_kernel(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                                     size_t ldc, size_t cols) {
+                                     size_t ldc, size_t cols, const float *bias) {
     if (cols == LK_GEMM_NR) {
-        lk_gemm_block(k, a, b, ldb, c, ldc, cols, 0);
+        lk_gemm_block(k, a, b, ldb, c, ldc, cols, bias, 0);
     } else {
-        lk_gemm_block(k, a, b, ldb, c, ldc, cols, 1);
+        lk_gemm_block(k, a, b, ldb, c, ldc, cols, bias, 1);
     }
 }
 
@@ -113,7 +121,7 @@ LK_TARGET LK_INLINE void lk_conv_block(size_t k, const float *a, const float *co
     for (int i = 0; i < R; i++) {
         acc[i][0] = acc[i][1] = bias ? LK_PS(set1)(bias[i]) : LK_PS(setzero)();
     }
-    for (size_t p = 0; p < k; p++, a += R) {
+    for (size_t p = 0; p < k; p++, a += LK_GEMM_MR) {
         lk_v x0 = lk_load_lanes(b[0] + off[p], m[0]), x1 = NV > 1 ? lk_load_lanes(b[1] + off[p], m[1]) : x0;
 #pragma clang loop unroll(full)
         for (int i = 0; i < R; i++) {
@@ -186,4 +194,194 @@ LK_TARGET static void lk_conv_rows(size_t k, size_t rows, const float *a, const 
     }
 }
 
-const lk_gemm_isa LK_GEMM_ISA = {LK_GEMM_MR, LK_GEMM_NR, lk_gemm_kernel, lk_gemm_pack_b, lk_gemv, lk_conv_rows};
+// The depthwise convolution's row (lk_depthwise.c): c[j] = bias + sum over
+// taps t of w[t] * b[off[t] + j], j < n. T taps (a constant after inlining:
+// 9 or 25 keep their broadcast weights in registers; 0: `taps`, weights
+// read a tap at a time) and up to four vectors of pixels a step, so four
+// FMA chains hide the FMA latency; the last vector of a row's last step is
+// masked (a short last step of one masked block of 4 vectors measured 30%
+// slower on 112-wide rows). Each output is bias, then one FMA per tap in
+// tap order, whatever the row's length or position.
+LK_TARGET LK_INLINE void lk_dw_row_block(size_t taps, const float *w, const lk_v *wv, const float *b,
+                                         const ptrdiff_t *off, size_t left, lk_v bv, float *c, const size_t T,
+                                         const int NV) {
+    const size_t t_count = T ? T : taps;
+    lk_lanes last = lk_lanes_upto(left - (size_t)(NV - 1) * LK_W);
+    lk_v acc[4];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; v++) acc[v] = bv;
+#pragma clang loop unroll(full)
+    for (size_t t = 0; t < t_count; t++) {
+        const float *s = b + off[t];
+        lk_v wt = T ? wv[t] : LK_PS(set1)(w[t]);
+#pragma clang loop unroll(full)
+        for (int v = 0; v < NV; v++) {
+            lk_v xv = v < NV - 1 ? LK_PS(loadu)(s + v * LK_W) : lk_load_lanes(s + v * LK_W, last);
+            acc[v] = LK_PS(fmadd)(wt, xv, acc[v]);
+        }
+    }
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; v++) {
+        if (v < NV - 1) {
+            LK_PS(storeu)(c + v * LK_W, acc[v]);
+        } else {
+            lk_store_lanes(c + v * LK_W, last, acc[v]);
+        }
+    }
+}
+
+LK_TARGET LK_INLINE void lk_dw_row_of(size_t taps, const float *w, const float *b, const ptrdiff_t *off, size_t n,
+                                      float bias, float *c, const size_t T) {
+    lk_v wv[25];
+    if (T) {
+#pragma clang loop unroll(full)
+        for (size_t t = 0; t < T; t++) wv[t] = LK_PS(set1)(w[t]);
+    }
+    lk_v bv = LK_PS(set1)(bias);
+    size_t j = 0;
+    for (; j + 4 * LK_W <= n; j += 4 * LK_W) lk_dw_row_block(taps, w, wv, b + j, off, 4 * LK_W, bv, c + j, T, 4);
+    size_t left = n - j;
+    if (left > 3 * LK_W) {
+        lk_dw_row_block(taps, w, wv, b + j, off, left, bv, c + j, T, 4);
+    } else if (left > 2 * LK_W) {
+        lk_dw_row_block(taps, w, wv, b + j, off, left, bv, c + j, T, 3);
+    } else if (left > LK_W) {
+        lk_dw_row_block(taps, w, wv, b + j, off, left, bv, c + j, T, 2);
+    } else if (left > 0) {
+        lk_dw_row_block(taps, w, wv, b + j, off, left, bv, c + j, T, 1);
+    }
+}
+
+// Two output rows of a KxK depthwise kernel at row stride 1 and dilation
+// 1: the K + 1 input rows they read are loaded once for both (row r is
+// tap row r of the first and r - 1 of the second), 4K(K + 1) loads for
+// eight vectors of output instead of 8K^2. Columns: tap kx reads
+// b + col[kx], the next input row is `line` floats on. Same FMA order per
+// output as lk_dw_row (bias, then taps row by row).
+LK_TARGET LK_INLINE void lk_dw_pair_block(const lk_v *wv, const float *b, const ptrdiff_t *col, size_t line,
+                                          size_t left, lk_v bv, float *c0, float *c1, const int K, const int NV) {
+    // Vectors 0 .. NV - 2 are whole; the last one holds `left` - (NV - 1) W lanes.
+    lk_lanes last = lk_lanes_upto(left - (size_t)(NV - 1) * LK_W);
+    lk_v a0[4], a1[4];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; v++) a0[v] = a1[v] = bv;
+#pragma clang loop unroll(full)
+    for (int r = 0; r <= K; r++) {
+#pragma clang loop unroll(full)
+        for (int kx = 0; kx < K; kx++) {
+            const float *s = b + (size_t)r * line + col[kx];
+#pragma clang loop unroll(full)
+            for (int v = 0; v < NV; v++) {
+                lk_v xv = v < NV - 1 ? LK_PS(loadu)(s + v * LK_W) : lk_load_lanes(s + v * LK_W, last);
+                if (r < K) a0[v] = LK_PS(fmadd)(wv[r * K + kx], xv, a0[v]);
+                if (r > 0) a1[v] = LK_PS(fmadd)(wv[(r - 1) * K + kx], xv, a1[v]);
+            }
+        }
+    }
+#pragma clang loop unroll(full)
+    for (int v = 0; v < NV; v++) {
+        if (v < NV - 1) {
+            LK_PS(storeu)(c0 + v * LK_W, a0[v]);
+            LK_PS(storeu)(c1 + v * LK_W, a1[v]);
+        } else {
+            lk_store_lanes(c0 + v * LK_W, last, a0[v]);
+            lk_store_lanes(c1 + v * LK_W, last, a1[v]);
+        }
+    }
+}
+
+LK_TARGET LK_INLINE void lk_dw_pair_of(const float *w, const float *b, const ptrdiff_t *col, size_t line, size_t n,
+                                       float bias, float *c0, float *c1, const int K) {
+    lk_v wv[25];
+#pragma clang loop unroll(full)
+    for (int t = 0; t < K * K; t++) wv[t] = LK_PS(set1)(w[t]);
+    lk_v bv = LK_PS(set1)(bias);
+    size_t j = 0;
+    for (; j + 4 * LK_W <= n; j += 4 * LK_W) lk_dw_pair_block(wv, b + j, col, line, 4 * LK_W, bv, c0 + j, c1 + j, K, 4);
+    // The rest in one block of as many vectors as it needs.
+    size_t left = n - j;
+    if (left > 3 * LK_W) {
+        lk_dw_pair_block(wv, b + j, col, line, left, bv, c0 + j, c1 + j, K, 4);
+    } else if (left > 2 * LK_W) {
+        lk_dw_pair_block(wv, b + j, col, line, left, bv, c0 + j, c1 + j, K, 3);
+    } else if (left > LK_W) {
+        lk_dw_pair_block(wv, b + j, col, line, left, bv, c0 + j, c1 + j, K, 2);
+    } else if (left > 0) {
+        lk_dw_pair_block(wv, b + j, col, line, left, bv, c0 + j, c1 + j, K, 1);
+    }
+}
+
+LK_TARGET static void lk_dw_pair(size_t k, const float *w, const float *b, const ptrdiff_t *col, size_t line,
+                                 size_t n, float bias, float *c0, float *c1) {
+    if (k == 3) {
+        lk_dw_pair_of(w, b, col, line, n, bias, c0, c1, 3);
+    } else {
+        lk_dw_pair_of(w, b, col, line, n, bias, c0, c1, 5);
+    }
+}
+
+LK_TARGET static void lk_dw_row(size_t taps, const float *w, const float *b, const ptrdiff_t *off, size_t n,
+                                float bias, float *c) {
+    if (taps == 9) {
+        lk_dw_row_of(taps, w, b, off, n, bias, c, 9);
+    } else if (taps == 25) {
+        lk_dw_row_of(taps, w, b, off, n, bias, c, 25);
+    } else {
+        lk_dw_row_of(taps, w, b, off, n, bias, c, 0);
+    }
+}
+
+// The channel-vectorized direct block (lk_conv2d.c, narrow outputs): R
+// output pixels of one row (R <= MR, a constant after inlining) x 2W
+// output channels, tile[r * 2W + j] = bias[j] + sum over p < k of
+// w[p * 2W + j] * b[off[p] + r]: each tap loads two vectors of weights and
+// broadcasts R input cells, 2R FMAs, so a 7-pixel row fills every lane.
+LK_TARGET LK_INLINE void lk_conv_cv_of(size_t k, const float *w, const float *b, const ptrdiff_t *off,
+                                       const float *bias, float *tile, const int R) {
+    lk_v acc[LK_GEMM_MR][2];
+    lk_v b0 = LK_PS(loadu)(bias), b1 = LK_PS(loadu)(bias + LK_W);
+#pragma clang loop unroll(full)
+    for (int r = 0; r < R; r++) {
+        acc[r][0] = b0;
+        acc[r][1] = b1;
+    }
+    for (size_t p = 0; p < k; p++, w += 2 * LK_W) {
+        __builtin_prefetch(w + 64 * LK_W);
+        lk_v w0 = LK_PS(loadu)(w), w1 = LK_PS(loadu)(w + LK_W);
+        const float *bp = b + off[p];
+#pragma clang loop unroll(full)
+        for (int r = 0; r < R; r++) {
+            lk_v xr = LK_PS(set1)(bp[r]);
+            acc[r][0] = LK_PS(fmadd)(xr, w0, acc[r][0]);
+            acc[r][1] = LK_PS(fmadd)(xr, w1, acc[r][1]);
+        }
+    }
+#pragma clang loop unroll(full)
+    for (int r = 0; r < R; r++) {
+        LK_PS(storeu)(tile + r * 2 * LK_W, acc[r][0]);
+        LK_PS(storeu)(tile + r * 2 * LK_W + LK_W, acc[r][1]);
+    }
+}
+
+LK_TARGET static void lk_conv_cv(size_t k, size_t pixels, const float *w, const float *b, const ptrdiff_t *off,
+                                 const float *bias, float *tile) {
+    switch (pixels) {
+#define LK_CONV_CV_CASE(r)                                                                                     \
+    case r: lk_conv_cv_of(k, w, b, off, bias, tile, r); break;
+    LK_CONV_CV_CASE(1)
+    LK_CONV_CV_CASE(2)
+    LK_CONV_CV_CASE(3)
+    LK_CONV_CV_CASE(4)
+    LK_CONV_CV_CASE(5)
+    LK_CONV_CV_CASE(6)
+#if LK_GEMM_MR > 6
+    LK_CONV_CV_CASE(7)
+    LK_CONV_CV_CASE(8)
+#endif
+#undef LK_CONV_CV_CASE
+    default: break;
+    }
+}
+
+const lk_gemm_isa LK_GEMM_ISA = {LK_GEMM_MR, LK_GEMM_NR, lk_gemm_kernel, lk_gemm_pack_b, lk_gemv, lk_conv_rows,
+                                 lk_dw_row, lk_dw_pair, lk_conv_cv};

@@ -173,6 +173,23 @@ struct SGEMMTests {
                         #expect(status == 0)
                         expectClose(c.values, expected, relative: sumTolerance(terms: s.k),
                                     "\(s) transA \(transA) accumulate \(accumulate) \(String(cString: lk_isa_name(isa)))")
+                        // B packed once, whole or from the second panel on: the same bits.
+                        var panels = [Float](repeating: .nan, count: lk_sgemm_packed_b_size(isa, s.k, s.n))
+                        #expect(lk_sgemm_pack_b(isa, s.k, s.n, b.dataPointer, s.n, &panels) == 0)
+                        let nr = lk_sgemm_column_block(isa)
+                        for j0 in Set([0, min(nr, s.n)]) {
+                            let p = try Tensor(shape: start.shape, values: start.values)
+                            let fromPanels = panels.withUnsafeBufferPointer { buffer in
+                                lk_sgemm_f32_packed_b(isa, s.m, s.n - j0, s.k, alpha, a.dataPointer, transA ? 1 : s.k,
+                                                      transA ? s.m : 1, buffer.baseAddress.map { $0 + j0 * s.k },
+                                                      p.dataPointer + j0, ldc, rowBias.dataPointer,
+                                                      columnBias.dataPointer + j0, accumulate ? 1 : 0)
+                            }
+                            #expect(fromPanels == 0)
+                            let columns = (0..<s.m * ldc).filter { $0 % ldc >= j0 && $0 % ldc < s.n }
+                            #expect(columns.map { p[$0] } == columns.map { c[$0] },
+                                    "\(s) transA \(transA) packed B from column \(j0) \(String(cString: lk_isa_name(isa)))")
+                        }
                     }
                 }
             }

@@ -28,6 +28,26 @@ int lk_sgemm_f32_isa(lk_isa isa, size_t m, size_t n, size_t k, float alpha, cons
                      size_t a_row, size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
                      const float *row_bias, const float *col_bias, int accumulate);
 
+/// Columns of B's packed panels on `isa` (nr; 0 when this CPU lacks `isa`).
+size_t lk_sgemm_column_block(lk_isa isa);
+
+/// Floats of B (k x n) packed by lk_sgemm_pack_b.
+size_t lk_sgemm_packed_b_size(lk_isa isa, size_t k, size_t n);
+
+/// Packs B (k x n, row stride ldb) once as panels of nr columns, k rows of
+/// nr values each (zeros past n): what lk_sgemm_f32 copies for every block
+/// of A's rows on every call. Returns 0, or -1 when this CPU lacks `isa`.
+int lk_sgemm_pack_b(lk_isa isa, size_t k, size_t n, const float *b, size_t ldb, float *packed);
+
+/// lk_sgemm_f32 with B packed by lk_sgemm_pack_b for the same `isa`:
+/// `packed_b` points at the panel of the call's first column (columns from
+/// a multiple of nr: packed + j0 * k), n columns from there. Same results,
+/// bit for bit. Returns 0, -1 when this CPU lacks `isa` or a work buffer
+/// cannot be allocated.
+int lk_sgemm_f32_packed_b(lk_isa isa, size_t m, size_t n, size_t k, float alpha, const float *a, size_t a_row,
+                          size_t a_col, const float *packed_b, float *c, size_t ldc, const float *row_bias,
+                          const float *col_bias, int accumulate);
+
 /// The geometry of a 2-D convolution of one image (ONNX Conv, NCHW).
 typedef struct {
     size_t channels, height, width;              ///< input C, H, W
@@ -47,8 +67,9 @@ typedef struct {
 /// without pads runs as one matrix product per group, one with output rows
 /// under half a vector wide and many output channels per group as im2col
 /// and a matrix product per group, every other one as a direct loop over
-/// zero-padded input rows. Returns 0, or -1 when a work buffer cannot be
-/// allocated.
+/// zero-padded input rows. Packs the weights and allocates its scratch on
+/// every call (layers use lk_conv2d_f32_packed). Returns 0, or -1 when a
+/// work buffer cannot be allocated.
 int lk_conv2d_f32(const lk_conv2d_shape *shape, const float *x, const float *w, const float *bias,
                   float *y, size_t first, size_t count);
 
@@ -56,5 +77,64 @@ int lk_conv2d_f32(const lk_conv2d_shape *shape, const float *x, const float *w, 
 /// without touching y when this CPU lacks `isa`.
 int lk_conv2d_f32_isa(lk_isa isa, const lk_conv2d_shape *shape, const float *x, const float *w,
                       const float *bias, float *y, size_t first, size_t count);
+
+/// How lk_conv2d_f32_packed computes: AUTO (lk_conv2d_path's choice), a
+/// direct loop over zero-padded input rows, im2col (a gather, for a 1x1
+/// kernel just the strided pixels) and a matrix product, a matrix product
+/// straight on the input (1x1, stride 1, no pads), or the depthwise kernel
+/// (group == C == M), or CHANNELS: the direct loop vectorized along output
+/// channels instead of pixels (outputs narrower than half a vector).
+/// Tests force each one; results agree bitwise, since
+/// every path adds bias, then one product a tap in (c, ky, kx) order.
+typedef enum {
+    LK_CONV_AUTO = 0,
+    LK_CONV_DIRECT = 1,
+    LK_CONV_IM2COL = 2,
+    LK_CONV_POINTWISE = 3,
+    LK_CONV_DEPTHWISE = 4,
+    LK_CONV_CHANNELS = 5,
+} lk_conv_path;
+
+/// The path AUTO takes for `shape` on `isa` (AUTO itself when this CPU lacks `isa`).
+lk_conv_path lk_conv2d_path(lk_isa isa, const lk_conv2d_shape *shape);
+
+/// The weight layout lk_conv2d_path's choice reads: CHANNELS, or AUTO for
+/// the layout every other path reads. Depends on the weights' geometry
+/// only (channels, kernel, group), not on the input's extents, so a layer
+/// can pack at creation.
+lk_conv_path lk_conv2d_layout(lk_isa isa, const lk_conv2d_shape *shape);
+
+/// Floats of the packed weights of `shape` on `isa` for `path` (0 when this
+/// CPU lacks `isa`). CHANNELS reads a layout of its own; every other path
+/// (AUTO included) reads one common layout.
+size_t lk_conv2d_packed_size(lk_isa isa, lk_conv_path path, const lk_conv2d_shape *shape);
+
+/// Packs w (M x C/group x kH x kW) into `packed` (lk_conv2d_packed_size
+/// floats) for `isa` and `path`'s layout: per group, panels of mr output
+/// channels (CHANNELS: nr) with each tap's weights together (depthwise: a
+/// plain copy). Depends on the weights' geometry only, not on the input's
+/// size. Returns 0, or -1 when this CPU lacks `isa`.
+int lk_conv2d_pack_weights(lk_isa isa, lk_conv_path path, const lk_conv2d_shape *shape, const float *w,
+                           float *packed);
+
+/// Output-channel ranges given to lk_conv2d_f32_packed on `path` start at a
+/// multiple of this within their group (or at a group's start); 0 when
+/// this CPU lacks `isa`.
+size_t lk_conv2d_channel_block(lk_isa isa, lk_conv_path path, const lk_conv2d_shape *shape);
+
+/// Floats of scratch one lk_conv2d_f32_packed call of up to `count` pixels
+/// needs on `path` (any channel range).
+size_t lk_conv2d_work_size(lk_isa isa, lk_conv_path path, const lk_conv2d_shape *shape, size_t count);
+
+/// Output channels [m0, m1) and pixels [first, first + count) of one image,
+/// as lk_conv2d_f32 computes them, from weights packed by
+/// lk_conv2d_pack_weights for the same `isa`; `work`: lk_conv2d_work_size
+/// floats (nothing is allocated). Every output is bias, then the products in
+/// (c, ky, kx) order, so the split of a layer into calls changes no bit.
+/// Returns 0, or -1 for a CPU without `isa`, a path that does not fit the
+/// shape, or a range out of bounds or not on a channel block.
+int lk_conv2d_f32_packed(lk_isa isa, lk_conv_path path, const lk_conv2d_shape *shape, const float *x,
+                         const float *packed, const float *bias, float *y, size_t m0, size_t m1, size_t first,
+                         size_t count, float *work);
 
 #endif

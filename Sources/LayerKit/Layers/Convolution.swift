@@ -9,11 +9,15 @@ import Synchronization
 /// `[N, C, L, 1]` image that tensor is by the rank rule (the kernel along
 /// the height axis, a unit width), so it runs on the GPU as well.
 ///
-/// CPU: `lk_conv2d_f32`: most convolutions run as a direct loop over
-/// zero-padded input rows, a 1x1 kernel of stride 1 without pads as a matrix
-/// product per group, and one with narrow output rows and many output
-/// channels per group as im2col and a matrix product; large ones split
-/// their output rows over threads. GPU: `conv2d.comp`, one invocation per
+/// CPU: `lk_conv2d_f32_packed` on weights packed once at creation: most
+/// convolutions run as a direct loop over zero-padded input rows, a 1x1
+/// kernel as a matrix product per group (straight on the input at stride 1
+/// without pads, on the gathered pixels otherwise), one with narrow output
+/// rows and many output channels per group as im2col and a matrix product,
+/// one with a panel of output channels (32 on AVX-512) and 16 input
+/// channels a group or more as the direct loop vectorized along the output
+/// channels, a depthwise one (group == C == M) by its own kernel; large ones split
+/// their output channels and pixels over threads (``WorkSplit``). GPU: `conv2d.comp`, one invocation per
 /// output texel (four output channels), with the weights kept on the device.
 public final class Convolution: Layer {
     /// "Conv".
@@ -46,6 +50,19 @@ public final class Convolution: Layer {
     public var inputChannels: Int { group * weights.shape[1] }
     var kernelHeight: Int { weights.shape[2] }
     var kernelWidth: Int { weights.shape[3] }
+    /// The weights packed once for the CPU kernels of this process's
+    /// instruction set (`lk_conv2d_pack_weights`): re-packing them on every
+    /// run and every thread's chunk cost resnet18's 512->512 3x3 layer on
+    /// 7x7 maps 70% of its time (6.97 ms against 2.0 ms, one thread).
+    let packedWeights: [Float]
+    /// The instruction set `packedWeights` is laid out for.
+    let packedISA: lk_isa
+    /// The layout `packedWeights` has (`lk_conv2d_layout`: CHANNELS, or
+    /// AUTO for the one every other path reads).
+    let packedLayout: lk_conv_path
+    /// The other layout, packed on first use by a run whose path reads it
+    /// (only a forced path does: the automatic choice reads `packedLayout`).
+    let otherPacking = Mutex<[Float]?>(nil)
     /// The weights and bias laid out for `conv2d.comp` (see Convolution+GPU.swift).
     let deviceValues: (weights: [Float], bias: [Float])
     /// What `prepare` made on each context.
@@ -107,6 +124,36 @@ public final class Convolution: Layer {
         self.spatialRank = spatialRank
         (self.strides, self.dilations, self.padding, self.group) = (strides, dilations, padding, group)
         deviceValues = Self.arrangedForDevice(weights: self.weights, bias: bias, group: group)
+        // The packing depends on the weights' geometry only (spatial extents 1).
+        var packShape = lk_conv2d_shape(
+            channels: group * shape[1], height: 1, width: 1, out_channels: shape[0], out_height: 1, out_width: 1,
+            kernel_h: shape[2], kernel_w: shape[3], stride_h: 1, stride_w: 1, dilation_h: 1, dilation_w: 1,
+            pad_top: 0, pad_left: 0, group: group)
+        let isa = lk_kernels_isa()
+        packedISA = isa
+        packedLayout = lk_conv2d_layout(isa, &packShape)
+        packedWeights = Self.pack(self.weights, shape: packShape, isa: isa, layout: packedLayout)
+    }
+
+    /// `weights` packed by `lk_conv2d_pack_weights` for `isa` and `layout`.
+    static func pack(_ weights: Tensor, shape: lk_conv2d_shape, isa: lk_isa, layout: lk_conv_path) -> [Float] {
+        var shape = shape
+        return [Float](unsafeUninitializedCapacity: lk_conv2d_packed_size(isa, layout, &shape)) { buffer, count in
+            _ = lk_conv2d_pack_weights(isa, layout, &shape, weights.dataPointer, buffer.baseAddress)
+            count = buffer.count
+        }
+    }
+
+    /// The packed weights `path` reads.
+    func packed(for path: lk_conv_path, shape: lk_conv2d_shape) -> [Float] {
+        let layout = path == LK_CONV_CHANNELS ? LK_CONV_CHANNELS : LK_CONV_AUTO
+        if layout == packedLayout { return packedWeights }
+        return otherPacking.withLock { stored in
+            if let stored { return stored }
+            let values = Self.pack(weights, shape: shape, isa: packedISA, layout: layout)
+            stored = values
+            return values
+        }
     }
 
     /// The resolved geometry of a run: input extents, output extents, leading pads.
@@ -163,6 +210,78 @@ public final class Convolution: Layer {
         return g
     }
 
+    /// How `evaluate` splits a run into work items: each item is one image,
+    /// a range of output channels and a range of output pixels, and every
+    /// item finishes that region of the output.
+    struct WorkSplit: Equatable {
+        /// Output-channel ranges, each starting on a channel block of its
+        /// group (`lk_conv2d_channel_block`), together covering [0, M).
+        var channelRanges: [Range<Int>]
+        /// Row tiles an image: tile t is output rows [t * rows / n, (t + 1) * rows / n).
+        var rowTiles: Int
+        /// The output rows and row width of an image.
+        var rows, width: Int
+        /// Threads to run the items on.
+        var threads: Int
+
+        /// The split of `batch` images of `pixels` output pixels (`rows`
+        /// rows) and `outputChannels` channels in `group` groups, channel
+        /// block `block`, `work` multiply-adds in all, over at most
+        /// `threads` threads.
+        ///
+        /// Items over output-channel blocks as well as pixel rows, so that a
+        /// 7x7 map with 512 channels (49 pixels: one row tile) still gives
+        /// every thread work, about three items a thread (balance when one
+        /// thread is slowed, without many repeated input copies: each
+        /// channel range pads or gathers its pixels' inputs again). With 16
+        /// threads on resnet18's last layer (64 blocks of 8 channels, one
+        /// pixel tile): 48 items of 1 or 2 blocks, 3 a thread taken in turn;
+        /// on 56x56 maps the rows split first (28 tiles of 2 rows, 2 channel
+        /// ranges; on 2 threads 6 tiles of 9-10 rows). One thread: one item
+        /// an image, nothing repeated.
+        static func make(batch: Int, outputChannels: Int, group: Int, block: Int, pixels: Int, rows: Int,
+                         work: Int, threads: Int, minimumWork: Int = Convolution.minimumWorkPerThread) -> WorkSplit {
+            let threads = max(1, min(threads, work / max(1, minimumWork)))
+            let channelsPerGroup = outputChannels / group
+            let blocksPerGroup = (channelsPerGroup + block - 1) / block
+            let blocks = group * blocksPerGroup
+            guard threads > 1 else {
+                return WorkSplit(channelRanges: [0..<outputChannels], rowTiles: 1, rows: rows, width: pixels / rows,
+                                 threads: 1)
+            }
+            let perImage = (3 * threads + batch - 1) / batch
+            // Pixel tiles of whole rows, at least 64 pixels (the direct loop
+            // copies each tile's input rows and blocks whole rows).
+            let width = pixels / rows
+            let minimumRows = max(1, (64 + width - 1) / width)
+            let rowTiles = max(1, min(perImage, rows / minimumRows))
+            let channelTiles = max(1, min(blocks, (perImage + rowTiles - 1) / rowTiles))
+            // Channel tiles of near-equal block counts; a block's channels:
+            // group g's [g * mg + b * block, min(..., (g + 1) * mg)).
+            func start(_ b: Int) -> Int {
+                b == blocks ? outputChannels
+                    : b / blocksPerGroup * channelsPerGroup + b % blocksPerGroup * block
+            }
+            let ranges = (0..<channelTiles).map { t in
+                start(t * blocks / channelTiles)..<start((t + 1) * blocks / channelTiles)
+            }
+            return WorkSplit(channelRanges: ranges, rowTiles: rowTiles, rows: rows, width: width, threads: threads)
+        }
+
+        /// The output pixels of row tile `t`.
+        func pixels(ofTile t: Int) -> Range<Int> {
+            t * rows / rowTiles * width..<(t + 1) * rows / rowTiles * width
+        }
+
+        /// The most pixels of any tile.
+        var largestTile: Int { (rows + rowTiles - 1) / rowTiles * width }
+    }
+
+    /// Forces a path of `lk_conv2d_f32_packed` (tests); nil: the automatic choice.
+    var forcedPath: lk_conv_path?
+    /// Multiply-adds a thread must get (tests lower it to split small layers).
+    var minimumWorkPerThread = Convolution.minimumWorkPerThread
+
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         try evaluate(inputs: inputs, outputs: outputs, epilogue: nil, residual: nil)
     }
@@ -177,42 +296,65 @@ public final class Convolution: Layer {
             out_height: g.outHeight, out_width: g.outWidth, kernel_h: kernelHeight, kernel_w: kernelWidth,
             stride_h: strides[0], stride_w: strides[1], dilation_h: dilations[0], dilation_w: dilations[1],
             pad_top: g.padTop, pad_left: g.padLeft, group: group)
-        let (input, output, weights, bias, channels) = (inputs[0], outputs[0], weights, bias, outputChannels)
+        let (input, output, bias, isa) = (inputs[0], outputs[0], bias, packedISA)
         let pixels = g.outHeight * g.outWidth
-        let work = outputs[0].count * weights.count / outputChannels
-        // Whole output rows a chunk (the direct loop copies each chunk's input
-        // rows and blocks whole rows), at least 64 pixels, two chunks a thread
-        // for balance.
-        let threads = min(threadCount, CPUThreads.current, max(1, work / Self.minimumWorkPerThread))
-        let rowsPerChunk = max((g.outWidth + 63) / g.outWidth, (g.outHeight + 2 * threads - 1) / (2 * threads))
-        let chunk = threads == 1 ? pixels : rowsPerChunk * g.outWidth
-        let chunksPerImage = (pixels + chunk - 1) / chunk
-        let failed = Atomic(false)
-        withUnsafePointer(to: &shape) { shapePointer in
-            let shape = SendableShape(pointer: shapePointer)
-            forEachChunk(count: g.batch * chunksPerImage, chunkSize: 1, threadCount: threads) { range in
-                for i in range {
-                    let (n, first) = (i / chunksPerImage, i % chunksPerImage * chunk)
-                    let status = lk_conv2d_f32(
-                        shape.pointer, input.dataPointer + n * input.count / g.batch, weights.dataPointer,
-                        bias?.dataPointer, output.dataPointer + n * output.count / g.batch,
-                        first, min(chunk, pixels - first))
-                    if status != 0 { failed.store(true, ordering: .relaxed) }
-                    // The epilogue point: this chunk of every output channel is final.
-                    // Chunks stay the convolution's own: capping them at 256 KiB of
-                    // output so the epilogue finds them in L2 measured slower
-                    // (light_resnet50, 1 thread, load 5-6: 102-134 ms fused and capped
-                    // against 80-110 ms unfused), the kernels redoing per-call work.
-                    epilogue?.apply(output: output.dataPointer + n * output.count / g.batch,
-                                    residual: residual.map { UnsafePointer($0.dataPointer + n * output.count / g.batch) },
-                                    channels: channels, pixels: pixels, segment: first..<min(first + chunk, pixels))
+        guard pixels > 0, g.batch > 0 else { return }
+        let path = forcedPath ?? lk_conv2d_path(isa, &shape)
+        // Depthwise layers run at about a third of the multiply-adds a second
+        // of the others (38 against 110 G/s, one thread): weigh them so.
+        let work = output.count * weights.count / outputChannels * (path == LK_CONV_DEPTHWISE ? 3 : 1)
+        let split = WorkSplit.make(
+            batch: g.batch, outputChannels: outputChannels, group: group,
+            block: lk_conv2d_channel_block(isa, path, &shape), pixels: pixels, rows: g.outHeight, work: work,
+            threads: min(threadCount, CPUThreads.current), minimumWork: minimumWorkPerThread)
+        let tilesPerImage = split.rowTiles
+        let itemsPerImage = tilesPerImage * split.channelRanges.count
+        let items = g.batch * itemsPerImage
+        let workFloats = lk_conv2d_work_size(isa, path, &shape, split.largestTile)
+        let (inputStride, outputStride) = (input.count / g.batch, output.count / g.batch)
+        let failed = Atomic(false), next = Atomic(0)
+        packed(for: path, shape: shape).withUnsafeBufferPointer { packedBuffer in
+            let packed = SendableFloats(pointer: packedBuffer.baseAddress)
+            withUnsafePointer(to: &shape) { shapePointer in
+                let shape = SendableShape(pointer: shapePointer)
+                // One worker a thread, taking items in turn; its work buffer
+                // is allocated once for the call, never per item.
+                let workers = min(split.threads, items)
+                forEachChunk(count: workers, chunkSize: 1, threadCount: workers) { _ in
+                    let work = UnsafeMutablePointer<Float>.allocate(capacity: max(1, workFloats))
+                    defer { work.deallocate() }
+                    while true {
+                        let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
+                        guard i < items else { return }
+                        let n = i / itemsPerImage
+                        let channels = split.channelRanges[i % itemsPerImage / tilesPerImage]
+                        let tile = split.pixels(ofTile: i % tilesPerImage)
+                        let (first, count) = (tile.lowerBound, tile.count)
+                        let status = lk_conv2d_f32_packed(
+                            isa, path, shape.pointer, input.dataPointer + n * inputStride, packed.pointer,
+                            bias?.dataPointer, output.dataPointer + n * outputStride,
+                            channels.lowerBound, channels.upperBound, first, count, work)
+                        if status != 0 { failed.store(true, ordering: .relaxed) }
+                        // The epilogue point: batch item n, output channels
+                        // `channels`, output pixels [first, first + count) of
+                        // each are final here (still in L2) and no other item
+                        // writes them.
+                        epilogue?.apply(output: output.dataPointer + n * outputStride,
+                                        residual: residual.map { UnsafePointer($0.dataPointer + n * outputStride) },
+                                        channels: channels, pixels: pixels, segment: first..<first + count)
+                    }
                 }
             }
         }
         if failed.load(ordering: .relaxed) {
-            throw LayerKitError.unsupported("Conv: out of memory for the im2col buffer")
+            throw LayerKitError.unsupported("Conv: the CPU kernel rejected \(Tensor.describe(input.shape)) (path \(path.rawValue))")
         }
     }
+}
+
+/// The packed weights handed to worker threads, which only read them.
+private struct SendableFloats: @unchecked Sendable {
+    let pointer: UnsafePointer<Float>?
 }
 
 /// The convolution geometry handed to worker threads, which only read it.

@@ -54,14 +54,15 @@ struct Epilogue: Sendable {
 
     // MARK: - CPU
 
-    /// Applies the epilogue to pixels `segment` of each of the `channels`
-    /// planes (`pixels` floats each) of one image's output, in place, after
-    /// the convolution wrote them: per channel, the stages before, the
-    /// residual (same layout, never the output itself) added, the stages after.
-    /// On the calling thread (a convolution calls it per chunk on the
-    /// chunk's thread). The same primitives as the unfused layers, in the
-    /// same order per element, so the result is theirs bit for bit.
-    func apply(output: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, channels: Int, pixels: Int,
+    /// Applies the epilogue to pixels `segment` of the planes `channels`
+    /// (`pixels` floats each, channel c at `c * pixels`) of one image's
+    /// output, in place, after the convolution wrote them: per channel, the
+    /// stages before, the residual (same layout, never the output itself)
+    /// added, the stages after. On the calling thread (a convolution calls
+    /// it per tile on the tile's thread). The same primitives as the unfused
+    /// layers, in the same order per element, so the result is theirs bit
+    /// for bit.
+    func apply(output: UnsafeMutablePointer<Float>, residual: UnsafePointer<Float>?, channels: Range<Int>, pixels: Int,
                segment: Range<Int>) {
         let isa = lk_kernels_isa()
         let scratch = (beforeProgram.map(CPUProgram.Scratch.init), afterProgram.map(CPUProgram.Scratch.init))
@@ -70,10 +71,12 @@ struct Epilogue: Sendable {
             // Whole planes and no value per channel: one run over them all,
             // not one per channel (small planes of many channels, e.g. 7x7 by
             // 1280, paid a call per 49 elements).
-            run(output, residual, count: channels * pixels, channel: 0, scratch: scratch, isa: isa)
+            let offset = channels.lowerBound * pixels
+            run(output + offset, residual.map { $0 + offset }, count: channels.count * pixels, channel: 0,
+                scratch: scratch, isa: isa)
             return
         }
-        for c in 0..<channels {
+        for c in channels {
             let offset = c * pixels + segment.lowerBound
             run(output + offset, residual.map { $0 + offset }, count: n, channel: c, scratch: scratch, isa: isa)
         }

@@ -35,6 +35,13 @@ public final class Gemm: Layer {
     let addend: Addend?
     /// The GPU form, when there is one.
     let convolution: Convolution?
+    /// B' packed once (`lk_sgemm_pack_b`) on the first run with more than
+    /// two rows, for `packedISA`: lk_sgemm_f32 re-packed every 256 x nr
+    /// panel of B for every 120 rows of A on every call. Runs of one or two
+    /// rows (a classifier's batch 1) stream B' row-major once, as fast as
+    /// any layout, so they never pack (no second copy of a large B).
+    private let packedB = Mutex<[Float]?>(nil)
+    private let packedISA = lk_kernels_isa()
 
     /// How beta * C is added: per output column, per output row, or whole.
     enum Addend {
@@ -140,6 +147,8 @@ public final class Gemm: Layer {
         let (a, y, weights, addend, alpha) = (inputs[0], outputs[0], weights, addend, alpha)
         let (n, m, k) = (expected[0][0], outputFeatures, inputFeatures)
         let (aRow, aCol) = transA ? (1, n) : (k, 1)
+        let panels = n > 2 ? packedPanels() : nil
+        let isa = packedISA
         let threads = min(threadCount, CPUThreads.current, max(1, n * m * k / Convolution.minimumWorkPerThread))
         let chunk = threads == 1 ? m : max(64, ((m + 2 * threads - 1) / (2 * threads) + 63) & ~63)
         let failed = Atomic(false)
@@ -156,8 +165,16 @@ public final class Gemm: Layer {
             }
             let accumulate: Int32
             if case .full = addend { accumulate = 1 } else { accumulate = 0 }
-            if lk_sgemm_f32(n, width, k, alpha, a.dataPointer, aRow, aCol, weights.dataPointer + j0, m,
-                            y.dataPointer + j0, m, rowBias, columnBias, accumulate) != 0 {
+            // Chunks start on multiples of 64 columns: on a panel of B'.
+            let status = panels.map { panels in
+                panels.withUnsafeBufferPointer {
+                    lk_sgemm_f32_packed_b(isa, n, width, k, alpha, a.dataPointer, aRow, aCol,
+                                          $0.baseAddress.map { $0 + j0 * k }, y.dataPointer + j0, m, rowBias,
+                                          columnBias, accumulate)
+                }
+            } ?? lk_sgemm_f32(n, width, k, alpha, a.dataPointer, aRow, aCol, weights.dataPointer + j0, m,
+                              y.dataPointer + j0, m, rowBias, columnBias, accumulate)
+            if status != 0 {
                 failed.store(true, ordering: .relaxed)
             }
             // The epilogue point: these columns of every row are final.
@@ -166,6 +183,20 @@ public final class Gemm: Layer {
         }
         if failed.load(ordering: .relaxed) {
             throw LayerKitError.unsupported("\(layerName): out of memory for the packing buffers")
+        }
+    }
+
+    /// B' packed for `packedISA`, made on first use (under the lock, once).
+    private func packedPanels() -> [Float] {
+        packedB.withLock { stored in
+            if let stored { return stored }
+            let (k, m, isa, weights) = (inputFeatures, outputFeatures, packedISA, weights)
+            let values = [Float](unsafeUninitializedCapacity: lk_sgemm_packed_b_size(isa, k, m)) { buffer, count in
+                _ = lk_sgemm_pack_b(isa, k, m, weights.dataPointer, m, buffer.baseAddress)
+                count = buffer.count
+            }
+            stored = values
+            return values
         }
     }
 
@@ -202,3 +233,4 @@ public final class Gemm: Layer {
         try convolution.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs, epilogue: epilogue)
     }
 }
+
