@@ -18,14 +18,17 @@ public final class ComputePipeline: @unchecked Sendable {
     public let pushConstantSize: Int
     /// The shader's `local_size_x/y/z`.
     public let workgroupSize: (UInt32, UInt32, UInt32)
+    /// The bindings the shader only reads (`readonly`); the others may be written.
+    public let readOnlyBindings: Set<Int>
     private let core: DeviceCore
     let handle: VkPipeline
     let layout: VkPipelineLayout
     let setLayout: VkDescriptorSetLayout
 
     init(device: Device, name: String, spirv: [UInt32], bindings: [BindingKind],
-         pushConstantSize: Int, workgroupSize: (UInt32, UInt32, UInt32)) throws {
+         pushConstantSize: Int, workgroupSize: (UInt32, UInt32, UInt32), readOnlyBindings: Set<Int> = []) throws {
         core = device.core
+        self.readOnlyBindings = readOnlyBindings
         self.name = name
         self.bindings = bindings
         self.pushConstantSize = pushConstantSize

@@ -152,7 +152,8 @@ public final class Device: @unchecked Sendable {
         let reflection = try SPIRVReflection(spirv: spirv)
         return try ComputePipeline(device: self, name: name, spirv: spirv, bindings: bindings,
                                    pushConstantSize: reflection.pushConstantSize,
-                                   workgroupSize: reflection.workgroupSize)
+                                   workgroupSize: reflection.workgroupSize,
+                                   readOnlyBindings: reflection.readOnlyBindings)
     }
 }
 

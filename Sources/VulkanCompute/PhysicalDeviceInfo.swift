@@ -31,6 +31,12 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
     public let apiVersion: String
     /// `shaderFloat16`: fp16 arithmetic in shaders.
     public let supportsFloat16: Bool
+    /// `subgroupSize` of `VkPhysicalDeviceSubgroupProperties` (Vulkan 1.1).
+    public let subgroupSize: UInt32
+    /// Whether compute shaders have subgroup basic and ballot operations
+    /// (`VK_SUBGROUP_FEATURE_BASIC_BIT | BALLOT_BIT` in the compute stage):
+    /// `subgroupBroadcast`, `subgroupBallot`.
+    public let supportsSubgroupBallot: Bool
     /// rgba16f (`R16G16B16A16_SFLOAT`) usable as an optimal-tiling storage image.
     public let supportsRGBA16FStorage: Bool
     /// Whether compute queues support timestamps (`timestampComputeAndGraphics`
@@ -105,6 +111,18 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
         supportsCalibratedTimestamps = supportsTimestamps
             && extensions.contains("VK_EXT_calibrated_timestamps")
             && PhysicalDeviceInfo.calibratesWithMonotonicClock(handle, instance: instance)
+        var subgroup = VkPhysicalDeviceSubgroupProperties()
+        subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES
+        withUnsafeMutablePointer(to: &subgroup) { pointer in
+            var properties = VkPhysicalDeviceProperties2()
+            properties.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2
+            properties.pNext = UnsafeMutableRawPointer(pointer)
+            vkGetPhysicalDeviceProperties2(handle, &properties)
+        }
+        subgroupSize = subgroup.subgroupSize
+        let wanted = VK_SUBGROUP_FEATURE_BASIC_BIT.rawValue | VK_SUBGROUP_FEATURE_BALLOT_BIT.rawValue
+        supportsSubgroupBallot = subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT.rawValue != 0
+            && subgroup.supportedOperations & wanted == wanted
         let apiAtLeast12 = (v >> 22 & 0x7F) > 1 || (v >> 12 & 0x3FF) >= 2
         if hasFloat16Extension || apiAtLeast12 {
             var f16 = VkPhysicalDeviceShaderFloat16Int8Features()

@@ -6,6 +6,10 @@ public struct SPIRVReflection: Sendable {
     public let workgroupSize: (UInt32, UInt32, UInt32)
     /// Bytes of the push-constant block (the end of its last member), 0 without one.
     public let pushConstantSize: Int
+    /// The bindings the shader never writes: images and buffer blocks
+    /// declared `readonly` (SPIR-V `NonWritable` on the variable, or on every
+    /// member of the block). A command buffer orders work by what it writes.
+    public let readOnlyBindings: Set<Int>
 
     private enum Op {
         static let executionMode: UInt32 = 16, typeInt: UInt32 = 21, typeFloat: UInt32 = 22
@@ -16,6 +20,7 @@ public struct SPIRVReflection: Sendable {
     private static let localSizeMode: UInt32 = 17, pushConstantClass: UInt32 = 9
     private static let offsetDecoration: UInt32 = 35, arrayStrideDecoration: UInt32 = 6
     private static let matrixStrideDecoration: UInt32 = 7
+    private static let bindingDecoration: UInt32 = 33, nonWritableDecoration: UInt32 = 24
 
     /// Reads `spirv`; throws for a module that is not SPIR-V, has no
     /// literal `local_size`, or a push-constant member of a type it cannot size.
@@ -31,6 +36,10 @@ public struct SPIRVReflection: Sendable {
         var offsets: [UInt32: [UInt32: Int]] = [:]
         var arrayStrides: [UInt32: Int] = [:]
         var matrixStrides: [UInt32: [UInt32: Int]] = [:]
+        var variables: [UInt32: UInt32] = [:]  // variable id -> its pointer type
+        var bindings: [UInt32: Int] = [:]  // variable id -> binding
+        var nonWritableVariables = Set<UInt32>()
+        var nonWritableMembers: [UInt32: Set<UInt32>] = [:]  // struct id -> members
         var at = 5
         while at < spirv.count {
             let count = Int(spirv[at] >> 16), opcode = spirv[at] & 0xFFFF
@@ -38,6 +47,14 @@ public struct SPIRVReflection: Sendable {
                 throw VulkanError.shaderCompilation("truncated SPIR-V instruction at word \(at)")
             }
             let w = Array(spirv[(at + 1)..<(at + count)])
+            switch opcode {
+            case Op.variable where w.count >= 3: variables[w[1]] = w[0]
+            case Op.decorate where w.count >= 3 && w[1] == Self.bindingDecoration: bindings[w[0]] = Int(w[2])
+            case Op.decorate where w.count >= 2 && w[1] == Self.nonWritableDecoration: nonWritableVariables.insert(w[0])
+            case Op.memberDecorate where w.count >= 3 && w[2] == Self.nonWritableDecoration:
+                nonWritableMembers[w[0], default: []].insert(w[1])
+            default: break
+            }
             switch opcode {
             case Op.executionMode where w.count >= 5 && w[1] == Self.localSizeMode:
                 localSize = (w[2], w[3], w[4])
@@ -86,6 +103,17 @@ public struct SPIRVReflection: Sendable {
                 return end
             }
         }
+        var readOnly = Set<Int>()
+        for (variable, binding) in bindings {
+            if nonWritableVariables.contains(variable) {
+                readOnly.insert(binding)
+            } else if let pointer = variables[variable], let block = pointers[pointer]?.type,
+                      let members = types[block], members.first == Op.typeStruct,
+                      nonWritableMembers[block]?.count == members.count - 1 {
+                readOnly.insert(binding)
+            }
+        }
+        readOnlyBindings = readOnly
         if let pushBlockPointer, let block = pointers[pushBlockPointer] {
             pushConstantSize = try size(of: block.type)
         } else {

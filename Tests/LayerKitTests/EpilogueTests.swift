@@ -191,11 +191,11 @@ import LayerKitONNX
             let chain = try ElementwiseLayer(parameters: ["op": op].merging(parameters) { a, _ in a }).chain
             return try Epilogue(before: chain, residual: residual, after: FormulaChain(stages: []), channels: 6)
         }
-        let relu6 = try conv.kernel(on: context, epilogue: epilogue("Clip", ["min": 0, "max": 6]))
-        let relu1 = try conv.kernel(on: context, epilogue: epilogue("Clip", ["min": -1, "max": 1]))
+        let relu6 = try conv.kernel(on: context, inputShape: [1, 5, 8, 8], epilogue: epilogue("Clip", ["min": 0, "max": 6]))
+        let relu1 = try conv.kernel(on: context, inputShape: [1, 5, 8, 8], epilogue: epilogue("Clip", ["min": -1, "max": 1]))
         #expect(relu6.pipeline === relu1.pipeline)
-        let relu = try conv.kernel(on: context, epilogue: epilogue("Relu", [:]))
-        let residual = try conv.kernel(on: context, epilogue: epilogue("Clip", ["min": 0, "max": 6], residual: true))
+        let relu = try conv.kernel(on: context, inputShape: [1, 5, 8, 8], epilogue: epilogue("Relu", [:]))
+        let residual = try conv.kernel(on: context, inputShape: [1, 5, 8, 8], epilogue: epilogue("Clip", ["min": 0, "max": 6], residual: true))
         #expect(relu.pipeline !== relu6.pipeline && residual.pipeline !== relu6.pipeline && residual.pipeline !== relu.pipeline)
         // The values differ in the buffer: scalars from index 4, after zero and the slice count.
         #expect(try epilogue("Clip", ["min": -1, "max": 1]).deviceValues == [0, 2, 0, 0, -1, 1])

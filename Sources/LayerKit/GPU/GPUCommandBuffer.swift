@@ -4,8 +4,12 @@ internal import VulkanCompute
 /// A sequence of GPU work on slice images, run with one submission: the
 /// `MTLCommandBuffer` a custom layer's `encode` receives.
 ///
-/// Every encode call orders itself after the previous one (a barrier), since
-/// layer work on images is a dependent chain, and is recorded in the
+/// Each encode call is ordered after the earlier work it depends on: a
+/// barrier goes before a dispatch or copy that reads or writes an image or
+/// buffer written since the last barrier, or writes one read since then
+/// (what a kernel writes: its bindings not declared `readonly`); work on
+/// other resources runs without one. A profiled buffer puts a barrier
+/// before every item, so each is timed alone. Work is recorded in the
 /// profile when the buffer has a profiler. Downloads land in their tensors
 /// when `waitUntilCompleted()` returns.
 public final class GPUCommandBuffer: @unchecked Sendable {
@@ -15,7 +19,13 @@ public final class GPUCommandBuffer: @unchecked Sendable {
     let commands: CommandBuffer
     private var completions: [() throws -> Void] = []
     private var staging: [Buffer] = []
-    private var pendingBarrier = false
+    /// Resources read and written since the last barrier.
+    private var readSinceBarrier = Set<ObjectIdentifier>()
+    private var writtenSinceBarrier = Set<ObjectIdentifier>()
+    /// Whether anything was recorded yet (a profiled buffer's barriers).
+    private var recordedAny = false
+    /// Barriers recorded so far (tests count them).
+    private(set) var barrierCount = 0
     /// Set when the buffer reports to a `Profiler`.
     private let profile: GPUWorkProfile?
 
@@ -41,7 +51,8 @@ public final class GPUCommandBuffer: @unchecked Sendable {
                      bytes: 4 * tensor.count + image.texelBytes) {
             try SliceConversion.pack(tensor, into: contents, threadCount: context.conversionThreads)
         }
-        try record(.init(kind: .upload, name: "upload: copy to image", shape: image.shape, bytes: 2 * image.texelBytes)) {
+        try record(.init(kind: .upload, name: "upload: copy to image", shape: image.shape, bytes: 2 * image.texelBytes),
+                   reads: [staging], writes: [image.texture]) {
             try commands.copy(from: staging, to: image.texture)
         }
     }
@@ -54,7 +65,7 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         let staging = try context.stagingPool.take(length: image.texelBytes)
         holdUntilCompleted(staging)
         try record(.init(kind: .download, name: "download: copy from image", shape: image.shape,
-                         bytes: 2 * image.texelBytes)) {
+                         bytes: 2 * image.texelBytes), reads: [image.texture], writes: [staging]) {
             try commands.copy(from: image.texture, to: staging)
         }
         let threads = context.conversionThreads
@@ -143,14 +154,22 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         let extra = trailing.map { binding -> CommandBuffer.Binding in
             switch binding { case .image(let image): .image(image.texture); case .buffer(let buffer): .buffer(buffer.buffer) }
         }
+        let extraResources = trailing.map { binding -> AnyObject in
+            switch binding { case .image(let image): image.texture; case .buffer(let buffer): buffer.buffer }
+        }
         let extraImages = trailing.compactMap { binding -> SliceImage? in
             if case .image(let image) = binding { return image } else { return nil }
         }
         let bindings = images.map { CommandBuffer.Binding.image($0.texture) } + buffers.map { .buffer($0.buffer) } + extra
+        // Binding i is resources[i]: the kernel's own, then the trailing ones.
+        let resources: [AnyObject] = images.map(\.texture) + buffers.map(\.buffer) + extraResources
+        let readOnly = kernel.pipeline.readOnlyBindings
+        let writes = resources.indices.filter { !readOnly.contains($0) }.map { resources[$0] }
         let wg = kernel.pipeline.workgroupSize
         try record(.init(kind: .kernel, name: kernel.name, shape: images.last?.shape,
                          workgroupSize: [Int(wg.0), Int(wg.1), Int(wg.2)],
-                         bytes: (images + extraImages).reduce(0) { $0 + $1.texelBytes })) {
+                         bytes: (images + extraImages).reduce(0) { $0 + $1.texelBytes }),
+                   reads: resources, writes: writes) {
             try commands.dispatch(kernel.pipeline, bindings: bindings, pushConstants: PushConstants(of: constants),
                                   threads: threads)
         }
@@ -204,12 +223,27 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         return zip(stamps, owners).filter { !$0.1 }.map(\.0)
     }
 
-    /// Records `work` after a barrier on everything recorded before it;
-    /// in a profiled buffer, between GPU timestamps, as `item` (made only then).
-    private func record(_ item: @autoclosure () -> GPUWorkProfile.Item, _ work: () throws -> Void) throws {
-        if pendingBarrier { try commands.barrier() }
+    /// Records `work`, which reads `reads` and writes `writes`, after a
+    /// barrier when it depends on work since the last one (read after
+    /// write, write after write, write after read; every item but the first
+    /// in a profiled buffer); in a profiled buffer, between GPU timestamps,
+    /// as `item` (made only then).
+    private func record(_ item: @autoclosure () -> GPUWorkProfile.Item, reads: [AnyObject], writes: [AnyObject],
+                        _ work: () throws -> Void) throws {
+        let (read, written) = (Set(reads.map(ObjectIdentifier.init)), Set(writes.map(ObjectIdentifier.init)))
+        let dependent = profile != nil ? recordedAny
+            : !read.isDisjoint(with: writtenSinceBarrier) || !written.isDisjoint(with: writtenSinceBarrier)
+                || !written.isDisjoint(with: readSinceBarrier)
+        if dependent {
+            try commands.barrier()
+            barrierCount += 1
+            (readSinceBarrier, writtenSinceBarrier) = (read, written)
+        } else {
+            readSinceBarrier.formUnion(read)
+            writtenSinceBarrier.formUnion(written)
+        }
+        recordedAny = true
         if let profile { try profile.bracket(item(), on: commands, work) } else { try work() }
-        pendingBarrier = true
     }
 
     /// Runs a host step, as a span when profiled.

@@ -37,6 +37,12 @@ public struct GPUDeviceInfo: Sendable, Equatable {
     }
     /// Whether shaders may compute in fp16 (`shaderFloat16`); LayerKit computes in fp32.
     public var supportsFloat16: Bool { physical.supportsFloat16 }
+    /// Invocations per subgroup (`subgroupSize`; lavapipe: 8 at 256-bit SIMD).
+    public var subgroupSize: UInt32 { physical.subgroupSize }
+    /// Whether compute shaders have subgroup ballots and broadcasts. No
+    /// built-in kernel uses them: `conv2d.comp` sharing its weight loads by
+    /// `subgroupBroadcast` ran 2-8x slower on lavapipe (size 8).
+    public var supportsSubgroupBallot: Bool { physical.supportsSubgroupBallot }
     /// Whether rgba16f works as a storage image, the layout of every `SliceImage`.
     public var supportsRGBA16FStorage: Bool { physical.supportsRGBA16FStorage }
     /// Whether GPU work can be timed (compute-queue timestamps).

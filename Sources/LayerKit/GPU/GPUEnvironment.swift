@@ -13,4 +13,12 @@ enum GPUEnvironment {
         guard let value = ProcessInfo.processInfo.environment["LAYERKIT_DEVICE"], !value.isEmpty else { return nil }
         return value
     }
+
+    /// `LAYERKIT_GPU_CONV=block=4x2,f16weights=1`: forces
+    /// `conv2d.comp`'s paths for benchmarks (each key optional; see
+    /// `ConvolutionGPUOptions`); nil when unset or empty.
+    static var convolutionOverride: String? {
+        guard let value = ProcessInfo.processInfo.environment["LAYERKIT_GPU_CONV"], !value.isEmpty else { return nil }
+        return value
+    }
 }

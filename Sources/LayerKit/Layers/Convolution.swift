@@ -17,8 +17,9 @@ import Synchronization
 /// one with a panel of output channels (32 on AVX-512) and 16 input
 /// channels a group or more as the direct loop vectorized along the output
 /// channels, a depthwise one (group == C == M) by its own kernel; large ones split
-/// their output channels and pixels over threads (``WorkSplit``). GPU: `conv2d.comp`, one invocation per
-/// output texel (four output channels), with the weights kept on the device.
+/// their output channels and pixels over threads (``WorkSplit``). GPU: `conv2d.comp`, each
+/// invocation a block of output texels and slices chosen by the shape, with
+/// the weights arranged once for it on the device.
 public final class Convolution: Layer {
     /// "Conv".
     public var layerName: String { "Conv" }
@@ -63,8 +64,8 @@ public final class Convolution: Layer {
     /// The other layout, packed on first use by a run whose path reads it
     /// (only a forced path does: the automatic choice reads `packedLayout`).
     let otherPacking = Mutex<[Float]?>(nil)
-    /// The weights and bias laid out for `conv2d.comp` (see Convolution+GPU.swift).
-    let deviceValues: (weights: [Float], bias: [Float])
+    /// How the GPU form picks its kernel (tests force paths; see Convolution+GPU.swift).
+    var gpuOptions = ConvolutionGPUOptions()
     /// What `prepare` made on each context.
     let gpuState = PerContext<PreparedConvolution>()
 
@@ -123,7 +124,6 @@ public final class Convolution: Layer {
         self.bias = try bias.map { try Tensor(shape: $0.shape, values: $0.values) }
         self.spatialRank = spatialRank
         (self.strides, self.dilations, self.padding, self.group) = (strides, dilations, padding, group)
-        deviceValues = Self.arrangedForDevice(weights: self.weights, bias: bias, group: group)
         // The packing depends on the weights' geometry only (spatial extents 1).
         var packShape = lk_conv2d_shape(
             channels: group * shape[1], height: 1, width: 1, out_channels: shape[0], out_height: 1, out_width: 1,

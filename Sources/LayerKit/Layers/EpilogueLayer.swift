@@ -83,21 +83,26 @@ final class EpilogueLayer: Layer {
 
     func prepare(on context: GPUContext, inputShapes: [[Int]]) throws {
         try producer.layer.prepare(on: context, inputShapes: [inputShapes[0]])
-        _ = try prepared(on: context)
+        _ = try prepared(on: context, inputShape: inputShapes.first)
     }
 
-    private func prepared(on context: GPUContext) throws -> (kernel: GPUKernel<ConvolutionConstants>, values: GPUBuffer) {
+    /// The kernel and values buffer, made once per context; the kernel has
+    /// the block the product's own kernel was prepared with (for the input
+    /// shape of the first call on the context, as the product's).
+    private func prepared(on context: GPUContext, inputShape: [Int]?)
+        throws -> (kernel: GPUKernel<ConvolutionConstants>, values: GPUBuffer) {
         guard let convolution = producer.gpuConvolution else {
             throw LayerKitError.unsupported("\(layerName) has no GPU form")
         }
         return try gpuState.value(on: context) {
-            (try convolution.kernel(on: context, epilogue: epilogue), try context.makeBuffer(floats: epilogue.deviceValues))
+            (try convolution.kernel(on: context, inputShape: inputShape, epilogue: epilogue),
+             try context.makeBuffer(floats: epilogue.deviceValues))
         }
     }
 
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
         try LayerChecks.requireInputCount(inputs.map(\.shape), epilogue.residual ? 2 : 1, layer: layerName)
-        let state = try prepared(on: commandBuffer.context)
+        let state = try prepared(on: commandBuffer.context, inputShape: inputs[0].shape)
         var bindings: [GPUBinding] = [.buffer(state.values)]
         if epilogue.residual {
             guard inputs[1].shape == outputs.first?.shape else {
