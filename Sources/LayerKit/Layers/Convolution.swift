@@ -68,6 +68,8 @@ public final class Convolution: Layer {
     var gpuOptions = ConvolutionGPUOptions()
     /// What `prepare` made on each context.
     let gpuState = PerContext<PreparedConvolution>()
+    /// The weights transformed for the Winograd path, made on first use (Convolution+Winograd.swift).
+    let winogradState = WinogradState()
 
     /// Multiply-adds per output element below which `evaluate` stays on one
     /// thread: waking helpers costs microseconds, which small layers lose.
@@ -291,6 +293,8 @@ public final class Convolution: Layer {
     /// in cache), on the chunk's thread; `residual` has the output's shape.
     func evaluate(inputs: [Tensor], outputs: [Tensor], epilogue: Epilogue?, residual: Tensor?) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
+        // 3x3 stride 1: Winograd where it pays (Convolution+Winograd.swift).
+        if try evaluateWinograd(inputs: inputs, outputs: outputs, geometry: g) { return }
         var shape = lk_conv2d_shape(
             channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
             out_height: g.outHeight, out_width: g.outWidth, kernel_h: kernelHeight, kernel_w: kernelWidth,
