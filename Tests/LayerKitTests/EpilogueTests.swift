@@ -108,14 +108,21 @@ import LayerKitONNX
             initializers: [floats("w", [Int64(m), Int64(c), 3, 3], weights), floats("b", [Int64(m)], bias)])
         let inputs = ["x": try Tensor(shape: [n, c, h, w], values: values(n * c * h * w, 1)),
                       "skip": try Tensor(shape: [n, m, oh, ow], values: values(n * m * oh * ow, 1))]
-        let unfused = try Self.run(data, fusing: false, inputs: inputs)
-        #expect(unfused.steps == 4)
-        for threads in [1, 2] {
-            let fused = try Self.run(data, fusing: true, inputs: inputs, threads: threads)
-            #expect(fused.steps == 1)
-            #expect(zip(fused.outputs[0].values, unfused.outputs[0].values).allSatisfy { $0.bitPattern == $1.bitPattern },
-                    "threads \(threads)")
+        // Each CPU algorithm (the direct loop's tiles, Winograd's row chunks)
+        // calls the epilogue at its own point.
+        for algorithm in [Convolution.CPUAlgorithm.automatic, .direct, .winograd2, .winograd4] {
+            try Convolution.$forcedCPUAlgorithm.withValue(algorithm) {
+                let unfused = try Self.run(data, fusing: false, inputs: inputs)
+                #expect(unfused.steps == 4)
+                for threads in [1, 2] {
+                    let fused = try Self.run(data, fusing: true, inputs: inputs, threads: threads)
+                    #expect(fused.steps == 1)
+                    #expect(zip(fused.outputs[0].values, unfused.outputs[0].values).allSatisfy { $0.bitPattern == $1.bitPattern },
+                            "\(algorithm), threads \(threads)")
+                }
+            }
         }
+        let unfused = try Self.run(data, fusing: false, inputs: inputs)
         guard TestGPU.isEnabled else { return }
         let gpu = try Model(data: data, backend: Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in }))
         #expect(gpu.nodes.map(\.opType) == ["Conv+Add+Relu+HardSwish"] && gpu.nodes[0].placement == .gpu)

@@ -294,7 +294,9 @@ public final class Convolution: Layer {
     func evaluate(inputs: [Tensor], outputs: [Tensor], epilogue: Epilogue?, residual: Tensor?) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
         // 3x3 stride 1: Winograd where it pays (Convolution+Winograd.swift).
-        if try evaluateWinograd(inputs: inputs, outputs: outputs, geometry: g) { return }
+        if try evaluateWinograd(inputs: inputs, outputs: outputs, geometry: g, epilogue: epilogue, residual: residual) {
+            return
+        }
         var shape = lk_conv2d_shape(
             channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
             out_height: g.outHeight, out_width: g.outWidth, kernel_h: kernelHeight, kernel_w: kernelWidth,
