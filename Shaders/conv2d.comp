@@ -1,7 +1,7 @@
 #version 450
-// ONNX Conv (2-D) on slice images. Sums in fp32 from the bias, stores
-// rounded to nearest fp16 through `store_output` (the one store; padding
-// lanes stay zero).
+// ONNX Conv (2-D) on slice images. Sums in fp32 from the bias, applies the
+// fused epilogue if any (epilogue.glsl), stores rounded to nearest fp16
+// through `store_output` (the one store; padding lanes stay zero).
 //
 // One of three forms is defined (Convolution+GPU.swift arranges the weights
 // for it and picks the block):
@@ -82,8 +82,13 @@ layout(push_constant) uniform Geometry {
     uint groupInChannels; uint groupOutChannels;
 } p;
 
-// The one store of an output texel: zero padding lanes, round to fp16.
+// The fused epilogue, when LayerKit defines one (Shaders/epilogue.glsl).
+#include "epilogue.glsl"
+
+// The one store of an output texel: the fused epilogue (if any) on the
+// fp32 sums, zero padding lanes, round to fp16.
 void store_output(ivec3 texel, uint slice, vec4 value) {
+    value = lk_epilogue(value, slice, texel);
     value = mix(vec4(0.0), value, lk_channel_lanes(slice, p.channels));
     imageStore(destination, texel, lk_round_half(value));
 }

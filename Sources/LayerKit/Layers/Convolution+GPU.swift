@@ -129,6 +129,9 @@ struct PreparedConvolution {
     let bias: GPUBuffer
     /// One texel and slice for a `conv_transpose2d.comp` kernel.
     var block = ConvolutionBlock.single
+    /// The kernel's defines (form, block), which a fused epilogue's kernel
+    /// repeats: the weights are arranged for them.
+    var defines: [(name: String, value: String)] = []
 }
 
 extension Convolution {
@@ -251,11 +254,27 @@ extension Convolution {
             return try PreparedConvolution(
                 kernel: BuiltInShaders.conv2d.kernel(on: context, defines: defines),
                 weights: context.makeBuffer(floats: f16 ? Self.packedHalves(values.weights) : values.weights),
-                bias: context.makeBuffer(floats: values.bias), block: block)
+                bias: context.makeBuffer(floats: values.bias), block: block, defines: defines)
         }
     }
 
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        try encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs, epilogue: nil)
+    }
+
+    /// This convolution's kernel with `epilogue` fused into it: the same
+    /// form and block as its own kernel (prepared for `inputShape` on this
+    /// context), compiled once per context, block and chain (the context's cache).
+    func kernel(on context: GPUContext, inputShape: [Int]?, epilogue: Epilogue) throws -> GPUKernel<ConvolutionConstants> {
+        let state = try prepared(on: context, inputShape: inputShape)
+        return try BuiltInShaders.conv2d.kernel(on: context, name: "Conv+\(epilogue.name) (conv2d.comp, \(variant.rawValue))",
+                                                defines: state.defines, epilogue: epilogue)
+    }
+
+    /// `encode(commandBuffer:inputs:outputs:)` with a fused epilogue: its
+    /// kernel (`kernel(on:epilogue:)`) and the bindings it adds.
+    func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage],
+                epilogue: (kernel: GPUKernel<ConvolutionConstants>, bindings: [GPUBinding])?) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
         let (input, output) = (inputs[0], outputs[0])
         let state = try prepared(on: commandBuffer.context, inputShape: input.shape)
@@ -267,7 +286,8 @@ extension Convolution {
             dilationX: UInt32(dilations[1]), dilationY: UInt32(dilations[0]),
             padLeft: Int32(g.padLeft), padTop: Int32(g.padTop),
             groupInputChannels: UInt32(inputChannels / group), groupOutputChannels: UInt32(outputChannels / group))
-        try commandBuffer.dispatch(state.kernel, images: [input, output], buffers: [state.weights, state.bias],
+        try commandBuffer.dispatch(epilogue?.kernel ?? state.kernel, images: [input, output],
+                                   buffers: [state.weights, state.bias], trailing: epilogue?.bindings ?? [],
                                    constants: constants, threads: Self.threads(for: state.block, output: output))
     }
 
