@@ -1,7 +1,7 @@
 #version 450
-// ONNX Conv (2-D) on slice images. Sums in fp32 from the bias, stores
-// rounded to nearest fp16 through `store_output` (the one store; padding
-// lanes stay zero).
+// ONNX Conv (2-D) on slice images. Sums in fp32 from the bias, applies the
+// fused epilogue if any (epilogue.glsl), stores rounded to nearest fp16
+// through `store_output` (the one store; padding lanes stay zero).
 //
 // One of three forms is defined (Convolution+GPU.swift arranges the weights
 // for it and picks the block):
@@ -22,6 +22,14 @@
 //                      each output lane sums its own group's input channels.
 // LK_WEIGHTS_F16 (dense only): the weights are fp16, two per uint
 // (unpackHalf2x16), half the bytes read; the sums stay fp32.
+// LK_SHARED_WEIGHTS (dense only): one workgroup computes 64 blocks of the
+// same output-slice block and batch item, so all its invocations read the
+// same weights: per chunk of LK_SHARED_K (tap, input slice) steps the
+// workgroup copies the chunk's LK_SHARED_K * LK_OUT_BLOCK matrices (one
+// contiguous run of the arranged weights) into `shared` storage once,
+// barrier()s, and every invocation reads them from there; LK_SHARED_K *
+// LK_OUT_BLOCK * 64 bytes of shared storage (Convolution+GPU.swift checks
+// it against maxComputeSharedMemorySize).
 // (None defined: the dense form, so offline compilers can check the file.)
 #extension GL_GOOGLE_include_directive : require
 #include "layerkit.glsl"
@@ -55,6 +63,15 @@ layout(std430, binding = 2) readonly buffer Weights { vec4 weights[]; };
 #else
 layout(std430, binding = 2) readonly buffer Weights { float weights[]; };
 #endif
+#if defined(LK_SHARED_WEIGHTS)
+#if !defined(LK_CONV_DENSE)
+#error "LK_SHARED_WEIGHTS needs the dense form"
+#endif
+#ifndef LK_SHARED_K
+#define LK_SHARED_K 32
+#endif
+shared mat4 tile[LK_SHARED_K * LK_OUT_BLOCK];
+#endif
 layout(std430, binding = 3) readonly buffer Bias { vec4 bias[]; };
 layout(push_constant) uniform Geometry {
     LK_SHAPE_FIELDS;  // the output's
@@ -65,8 +82,13 @@ layout(push_constant) uniform Geometry {
     uint groupInChannels; uint groupOutChannels;
 } p;
 
-// The one store of an output texel: zero padding lanes, round to fp16.
+// The fused epilogue, when LayerKit defines one (Shaders/epilogue.glsl).
+#include "epilogue.glsl"
+
+// The one store of an output texel: the fused epilogue (if any) on the
+// fp32 sums, zero padding lanes, round to fp16.
 void store_output(ivec3 texel, uint slice, vec4 value) {
+    value = lk_epilogue(value, slice, texel);
     value = mix(vec4(0.0), value, lk_channel_lanes(slice, p.channels));
     imageStore(destination, texel, lk_round_half(value));
 }
@@ -81,12 +103,26 @@ void main() {
     uint blocks = (p.slices + uint(LK_OUT_BLOCK) - 1u) / uint(LK_OUT_BLOCK);
     uint items = p.layers / p.slices;
     uint rowBlocks = (p.width + uint(LK_X_BLOCK) - 1u) / uint(LK_X_BLOCK);
+#if defined(LK_SHARED_WEIGHTS)
+    // A workgroup is 64 blocks of one (batch item, output-slice block): the
+    // blocks of a map counted flat, in groups of 64; the last group's spare
+    // invocations still copy weights and meet every barrier.
+    uint spatialGroups = (rowBlocks * p.height + 63u) / 64u;
+    uint group = gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.z;
+    uint index = (group % spatialGroups) * 64u + gl_LocalInvocationIndex;
+    uint row = index / rowBlocks;
+    uvec3 id = uvec3(index % rowBlocks, row, group / spatialGroups);
+    bool live = row < p.height;
+    // The same for the whole workgroup: no barrier is left half-met.
+    if (id.z >= items * blocks) return;
+#else
     uint index = gl_LocalInvocationIndex
         + 64u * (gl_WorkGroupID.x + gl_NumWorkGroups.x * gl_WorkGroupID.z);
     uint row = index / rowBlocks;
     uvec3 id = uvec3(index % rowBlocks, row % p.height, row / p.height);
-    uint x0 = id.x * uint(LK_X_BLOCK);
     if (id.z >= items * blocks) return;
+#endif
+    uint x0 = id.x * uint(LK_X_BLOCK);
     uint item = id.z / blocks, ob = id.z % blocks;
     uint os0 = ob * uint(LK_OUT_BLOCK);
     uint inLayer0 = item * p.inSlices;
@@ -98,6 +134,39 @@ void main() {
         // The bias buffer is padded to whole blocks.
         for (uint b = 0u; b < uint(LK_X_BLOCK); b++) acc[j][b] = bias[os0 + j];
     }
+#if defined(LK_SHARED_WEIGHTS)
+    // Steps k = tap * inSlices + is, as the weights are arranged; the loop
+    // bounds are the workgroup's, so every invocation meets each barrier.
+    uint depth = taps * p.inSlices;
+    uint first = ob * depth * uint(LK_OUT_BLOCK);
+    for (uint k0 = 0u; k0 < depth; k0 += uint(LK_SHARED_K)) {
+        uint n = min(uint(LK_SHARED_K), depth - k0);
+        for (uint i = gl_LocalInvocationIndex; i < n * uint(LK_OUT_BLOCK); i += 64u) {
+            tile[i] = weight(first + k0 * uint(LK_OUT_BLOCK) + i);
+        }
+        barrier();
+        if (live) {
+            for (uint k = 0u; k < n; k++) {
+                uint tap = (k0 + k) / p.inSlices, is = (k0 + k) % p.inSlices;
+                uint ky = tap / p.kernelWidth, kx = tap % p.kernelWidth;
+                int iy = y0 + int(ky * p.dilationY);
+                if (iy < 0 || iy >= int(p.inHeight)) continue;
+                vec4 t[LK_X_BLOCK];
+                for (uint b = 0u; b < uint(LK_X_BLOCK); b++) {
+                    int ix = int((x0 + b) * p.strideX + kx * p.dilationX) - p.padLeft;
+                    t[b] = ix >= 0 && ix < int(p.inWidth) ? imageLoad(source, ivec3(ix, iy, inLayer0 + is)) : vec4(0.0);
+                }
+                for (uint j = 0u; j < uint(LK_OUT_BLOCK); j++) {
+                    mat4 w = tile[k * uint(LK_OUT_BLOCK) + j];
+                    for (uint b = 0u; b < uint(LK_X_BLOCK); b++) acc[j][b] += w * t[b];
+                }
+            }
+        }
+        // Every read of this chunk done before the next overwrites it.
+        barrier();
+    }
+    if (!live) return;
+#else
     for (uint ky = 0u; ky < p.kernelHeight; ky++) {
         int iy = y0 + int(ky * p.dilationY);
         if (iy < 0 || iy >= int(p.inHeight)) continue;
@@ -141,6 +210,7 @@ void main() {
 #endif
         }
     }
+#endif
     for (uint j = 0u; j < uint(LK_OUT_BLOCK); j++) {
         uint os = os0 + j;
         if (os >= p.slices) break;

@@ -46,8 +46,13 @@ final class DescriptorAllocator {
             device.objectCounter.add(1)
             setsLeft = Int(perPool)
         }
-        guard pipeline.bindings.count <= 4 else {
-            throw VulkanError.limitExceeded("\(pipeline.name): more than 4 bindings per dispatch")
+        // Four of each kind: what every Vulkan device offers a compute stage
+        // (maxPerStageDescriptorStorageImages/Buffers are at least 4), and
+        // what each pool holds per set.
+        for kind in [ComputePipeline.BindingKind.storageImage, .storageBuffer]
+        where pipeline.bindings.filter({ $0 == kind }).count > 4 {
+            throw VulkanError.limitExceeded(
+                "\(pipeline.name): more than 4 storage \(kind == .storageImage ? "images" : "buffers") per dispatch")
         }
         var layout: VkDescriptorSetLayout? = pipeline.setLayout
         var info = VkDescriptorSetAllocateInfo()

@@ -61,6 +61,8 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
     public let maxImageArrayLayers: UInt32
     /// `maxComputeWorkGroupCount`.
     public let maxComputeWorkGroupCount: (UInt32, UInt32, UInt32)
+    /// `maxComputeSharedMemorySize`: bytes of `shared` storage a workgroup may declare.
+    public let maxComputeSharedMemorySize: UInt32
 
     let handle: VkPhysicalDevice
     let hasFloat16Extension: Bool
@@ -88,6 +90,7 @@ public struct PhysicalDeviceInfo: @unchecked Sendable {
         maxImageDimension2D = limits.maxImageDimension2D
         maxImageArrayLayers = limits.maxImageArrayLayers
         maxComputeWorkGroupCount = limits.maxComputeWorkGroupCount
+        maxComputeSharedMemorySize = limits.maxComputeSharedMemorySize
 
         var formatProperties = VkFormatProperties()
         vkGetPhysicalDeviceFormatProperties(handle, VK_FORMAT_R16G16B16A16_SFLOAT, &formatProperties)

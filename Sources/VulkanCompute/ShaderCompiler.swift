@@ -46,9 +46,17 @@ public final class ShaderCompiler: @unchecked Sendable {
 
     /// Inlines `#include "file"` lines and drops the
     /// `GL_GOOGLE_include_directive` extension line that offline compilers
-    /// (glslangValidator in CMake) need for the same sources.
+    /// (glslangValidator in CMake) need for the same sources. An included
+    /// file's own includes are inlined too (a fused epilogue's file includes
+    /// the ops it calls); each file once per shader, as `#pragma once`.
     static func resolveIncludes(_ source: String, name: String,
                                 includes: [String: String]) throws -> String {
+        var included = Set<String>()
+        return try resolveIncludes(source, name: name, includes: includes, included: &included, depth: 0)
+    }
+
+    private static func resolveIncludes(_ source: String, name: String, includes: [String: String],
+                                        included: inout Set<String>, depth: Int) throws -> String {
         guard source.contains("#include") else { return source }
         var lines: [String] = []
         for (number, line) in source.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -58,10 +66,14 @@ public final class ShaderCompiler: @unchecked Sendable {
             } else if trimmed.hasPrefix("#include") {
                 let file = trimmed.dropFirst("#include".count)
                     .trimmingCharacters(in: CharacterSet(charactersIn: " \t\"<>"))
-                guard let body = includes[file] else {
-                    throw VulkanError.shaderCompilation("\(name):\(number + 1): cannot include \"\(file)\"")
+                guard let body = includes[file], depth < 8 else {
+                    throw VulkanError.shaderCompilation(
+                        "\(name):\(number + 1): cannot include \"\(file)\"\(depth < 8 ? "" : " (includes nested too deep)")")
                 }
-                lines.append(body)
+                if included.insert(file).inserted {
+                    lines.append(try resolveIncludes(body, name: "\(name) (\(file))", includes: includes,
+                                                     included: &included, depth: depth + 1))
+                }
                 lines.append("#line \(number + 2)")
             } else {
                 lines.append(String(line))

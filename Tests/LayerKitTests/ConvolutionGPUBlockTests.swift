@@ -54,7 +54,7 @@ struct ConvolutionGPUBlockTests {
         let y = try runOnGPU(layer, input: x, outputShape: expected.shape)
         expectClose(y.values, expected.values, relative: 1e-3,
                     "\(c.testDescription) block \(options.block.map(String.init(describing:)) ?? "chosen") "
-                    + "f16 weights \(options.float16Weights ?? false)")
+                    + "f16 weights \(options.float16Weights ?? false) shared \(options.sharedWeights ?? false)")
     }
 
     @Test(.enabled(if: TestGPU.isEnabled), arguments: denseCases)
@@ -70,6 +70,72 @@ struct ConvolutionGPUBlockTests {
         for block in [ConvolutionBlock.single, ConvolutionBlock(outputSlices: 4, texels: 2),
                       ConvolutionBlock(outputSlices: 2, texels: 4)] {
             try check(c, options: ConvolutionGPUOptions(block: block, float16Weights: true), seed: 33)
+        }
+    }
+
+    /// The shared-weight form forced on, in blocks whose chunks of 32
+    /// (tap, input slice) steps divide neither the steps nor the channels
+    /// (e.g. 9 taps x 16 slices, 7x7 x 1 slice), fp32 and fp16 weights,
+    /// and with spare invocations in the last workgroup of a map.
+    @Test(.enabled(if: TestGPU.isEnabled), arguments: denseCases)
+    func sharedWeightsMatchTheDefinition(_ c: ConvCase) throws {
+        for block in [ConvolutionBlock.single, ConvolutionBlock(outputSlices: 4, texels: 1),
+                      ConvolutionBlock(outputSlices: 2, texels: 4), ConvolutionBlock(outputSlices: 4, texels: 8),
+                      ConvolutionBlock(outputSlices: 8, texels: 2)] {
+            let layer = try c.layer(seed: 1)
+            layer.gpuOptions = ConvolutionGPUOptions(block: block, sharedWeights: true)
+            #expect(layer.block(forInputShape: c.input).sharedWeights, "forced on lavapipe")
+            try check(c, options: ConvolutionGPUOptions(block: block, float16Weights: false, sharedWeights: true),
+                      seed: 35)
+        }
+        try check(c, options: ConvolutionGPUOptions(block: ConvolutionBlock(outputSlices: 4, texels: 2),
+                                                    float16Weights: true, sharedWeights: true), seed: 36)
+        try check(c, options: ConvolutionGPUOptions(sharedWeights: true), seed: 37)
+    }
+
+    /// Shared weights over deep sums (K = 500 * 9: 1,125 steps, 36 chunks, the last ragged), batch 2.
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func sharedWeightsOverDeepSums() throws {
+        let c = ConvCase(input: [2, 500, 3, 5], outputChannels: 9, kernel: [3, 3], padding: .explicit([1, 1, 1, 1]))
+        try check(c, options: ConvolutionGPUOptions(block: ConvolutionBlock(outputSlices: 4, texels: 1),
+                                                    sharedWeights: true), seed: 53)
+    }
+
+    /// Shared weights where a device that is not a CPU has the room and
+    /// the map fills half a workgroup; never on a CPU device unless forced;
+    /// a tile over the device's limit falls back, forced or not.
+    @Test func sharedWeightsFollowTheDeviceAndItsLimit() throws {
+        let dense = ConvolutionVariant.dense
+        let gpu = ConvolutionBlock.chosen(for: dense, outputSlices: 16, width: 56, height: 56, batch: 1,
+                                          onCPU: false, sharedMemory: 49_152)
+        #expect(gpu.sharedWeights && gpu.sharedTileBytes == 32 * 4 * 64)
+        #expect(ConvolutionBlock.chosen(for: dense, outputSlices: 128, width: 7, height: 7, batch: 1,
+                                        onCPU: false, sharedMemory: 49_152).sharedWeights)
+        #expect(!ConvolutionBlock.chosen(for: dense, outputSlices: 128, width: 4, height: 4, batch: 1,
+                                         onCPU: false, sharedMemory: 49_152).sharedWeights, "16 blocks")
+        #expect(!ConvolutionBlock.chosen(for: dense, outputSlices: 16, width: 56, height: 56, batch: 1,
+                                         onCPU: true, sharedMemory: 49_152).sharedWeights, "lavapipe")
+        #expect(!ConvolutionBlock.chosen(for: dense, outputSlices: 16, width: 56, height: 56, batch: 1,
+                                         onCPU: false, sharedMemory: 8191).sharedWeights, "8 KiB tile")
+        #expect(!ConvolutionBlock.chosen(for: .depthwise, outputSlices: 16, width: 56, height: 56, batch: 1,
+                                         onCPU: false, sharedMemory: 49_152).sharedWeights)
+
+        let c = ConvCase(input: [1, 64, 56, 56], outputChannels: 64, kernel: [3, 3], padding: .explicit([1, 1, 1, 1]))
+        let layer = try c.layer(seed: 1)
+        #expect(layer.block(forInputShape: c.input, onCPU: false, sharedMemory: 49_152).sharedWeights)
+        #expect(!layer.block(forInputShape: c.input, onCPU: true, sharedMemory: 49_152).sharedWeights)
+        #expect(!layer.block(forInputShape: c.input, onCPU: false, sharedMemory: 1024).sharedWeights)
+        layer.gpuOptions = ConvolutionGPUOptions(block: ConvolutionBlock(outputSlices: 8, texels: 1), sharedWeights: true)
+        #expect(layer.block(forInputShape: c.input, onCPU: true, sharedMemory: 16_384).sharedWeights)
+        #expect(!layer.block(forInputShape: c.input, onCPU: true, sharedMemory: 16_383).sharedWeights, "forced, too big")
+        layer.gpuOptions = ConvolutionGPUOptions(sharedWeights: false)
+        #expect(!layer.block(forInputShape: c.input, onCPU: false, sharedMemory: 49_152).sharedWeights)
+        let grouped = try ConvCase(input: [1, 6, 8, 8], outputChannels: 6, kernel: [3, 3], group: 3).layer(seed: 1)
+        grouped.gpuOptions.sharedWeights = true
+        #expect(!grouped.block(forInputShape: [1, 6, 8, 8]).sharedWeights)
+        // lavapipe's own limit, as the device reports it.
+        if TestGPU.isEnabled {
+            #expect(try TestGPU.get().deviceInfo.maxComputeSharedMemorySize >= 16_384)
         }
     }
 

@@ -17,6 +17,15 @@ struct BuiltInShader<Constants: BitwiseCopyable>: Sendable {
                            images: images, buffers: buffers, defines: defines)
     }
 
+    /// The kernel with `epilogue` fused (Shaders/epilogue.glsl): its
+    /// bindings follow the shader's own images and buffers.
+    func kernel(on context: GPUContext, name: String, defines: [(name: String, value: String)],
+                epilogue: Epilogue) throws -> GPUKernel<Constants> {
+        try context.kernel(name: name, shader: file, source: { try GPUContext.builtInSource(file) },
+                           images: images, buffers: buffers, trailing: epilogue.trailingBindings,
+                           defines: defines + epilogue.defines(firstBinding: images + buffers))
+    }
+
     /// `file [NAME=value ...]`: how profiles and errors name a variant.
     func variantName(_ defines: [(name: String, value: String)]) -> String {
         defines.isEmpty ? file : "\(file) [\(defines.map { "\($0.name)=\($0.value)" }.joined(separator: " "))]"

@@ -132,19 +132,43 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         _ kernel: GPUKernel<Constants>, images: [SliceImage], buffers: [GPUBuffer] = [], constants: Constants,
         threads: (x: Int, y: Int, z: Int)
     ) throws {
-        guard images.count == kernel.imageCount, buffers.count == kernel.bufferCount else {
-            throw LayerKitError.invalidParameter(
-                "kernel \(kernel.name) binds \(kernel.imageCount) images and \(kernel.bufferCount) buffers, "
-                + "got \(images.count) and \(buffers.count)")
+        try dispatch(kernel, images: images, buffers: buffers, trailing: [], constants: constants, threads: threads)
+    }
+
+    /// `dispatch(_:images:buffers:constants:threads:)` with `trailing`
+    /// bound after the buffers (a fused epilogue's values and residual).
+    func dispatch<Constants: BitwiseCopyable>(
+        _ kernel: GPUKernel<Constants>, images: [SliceImage], buffers: [GPUBuffer], trailing: [GPUBinding],
+        constants: Constants, threads: (x: Int, y: Int, z: Int)
+    ) throws {
+        let kinds = trailing.map { binding -> ComputePipeline.BindingKind in
+            switch binding { case .image: .storageImage; case .buffer: .storageBuffer }
         }
-        let bindings = images.map { CommandBuffer.Binding.image($0.texture) } + buffers.map { .buffer($0.buffer) }
-        let resources: [AnyObject] = images.map(\.texture) + buffers.map(\.buffer)
+        guard images.count == kernel.imageCount, buffers.count == kernel.bufferCount,
+              kernel.pipeline.bindings.dropFirst(images.count + buffers.count).elementsEqual(kinds) else {
+            throw LayerKitError.invalidParameter(
+                "kernel \(kernel.name) binds \(kernel.imageCount) images and \(kernel.bufferCount) buffers"
+                + " (and \(kernel.pipeline.bindings.count - kernel.imageCount - kernel.bufferCount) after them), "
+                + "got \(images.count), \(buffers.count) and \(trailing.count)")
+        }
+        let extra = trailing.map { binding -> CommandBuffer.Binding in
+            switch binding { case .image(let image): .image(image.texture); case .buffer(let buffer): .buffer(buffer.buffer) }
+        }
+        let extraResources = trailing.map { binding -> AnyObject in
+            switch binding { case .image(let image): image.texture; case .buffer(let buffer): buffer.buffer }
+        }
+        let extraImages = trailing.compactMap { binding -> SliceImage? in
+            if case .image(let image) = binding { return image } else { return nil }
+        }
+        let bindings = images.map { CommandBuffer.Binding.image($0.texture) } + buffers.map { .buffer($0.buffer) } + extra
+        // Binding i is resources[i]: the kernel's own, then the trailing ones.
+        let resources: [AnyObject] = images.map(\.texture) + buffers.map(\.buffer) + extraResources
         let readOnly = kernel.pipeline.readOnlyBindings
         let writes = resources.indices.filter { !readOnly.contains($0) }.map { resources[$0] }
         let wg = kernel.pipeline.workgroupSize
         try record(.init(kind: .kernel, name: kernel.name, shape: images.last?.shape,
                          workgroupSize: [Int(wg.0), Int(wg.1), Int(wg.2)],
-                         bytes: images.reduce(0) { $0 + $1.texelBytes }),
+                         bytes: (images + extraImages).reduce(0) { $0 + $1.texelBytes }),
                    reads: resources, writes: writes) {
             try commands.dispatch(kernel.pipeline, bindings: bindings, pushConstants: PushConstants(of: constants),
                                   threads: threads)

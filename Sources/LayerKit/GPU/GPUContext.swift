@@ -157,10 +157,10 @@ public final class GPUContext: @unchecked Sendable {
     /// match the one cached under the same key.
     func kernel<Constants: BitwiseCopyable>(
         name: String, shader: String, source: () throws -> String, userSource: String? = nil,
-        images: Int, buffers: Int, defines: [(name: String, value: String)]
+        images: Int, buffers: Int, trailing: [ComputePipeline.BindingKind] = [], defines: [(name: String, value: String)]
     ) throws -> GPUKernel<Constants> {
         let key = KernelKey(shader: shader, defines: defines.map { .init(name: $0.name, value: $0.value) },
-                            images: images, buffers: buffers)
+                            images: images, buffers: buffers, trailing: trailing)
         let pipeline: ComputePipeline
         kernelLock.lock(); defer { kernelLock.unlock() }
         if let cached = kernels[key] {
@@ -171,7 +171,7 @@ public final class GPUContext: @unchecked Sendable {
             pipeline = cached.pipeline
         } else {
             let bindings = Array(repeating: ComputePipeline.BindingKind.storageImage, count: images)
-                + Array(repeating: .storageBuffer, count: buffers)
+                + Array(repeating: .storageBuffer, count: buffers) + trailing
             do {
                 pipeline = try device.makePipeline(name: name, source: source(), includes: GPUContext.includes,
                                                    defines: defines, bindings: bindings)

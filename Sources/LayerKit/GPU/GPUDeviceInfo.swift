@@ -62,6 +62,8 @@ public struct GPUDeviceInfo: Sendable, Equatable {
     public var maxImageDimension2D: UInt32 { physical.maxImageDimension2D }
     /// The most array layers of one image (`maxImageArrayLayers`): batch times slices.
     public var maxImageArrayLayers: UInt32 { physical.maxImageArrayLayers }
+    /// Bytes of `shared` storage one workgroup may declare (`maxComputeSharedMemorySize`; at least 16,384).
+    public var maxComputeSharedMemorySize: UInt32 { physical.maxComputeSharedMemorySize }
     /// Whether LayerKit can run on it (a compute queue and rgba16f storage images).
     public var isUsable: Bool { physical.isUsable }
 

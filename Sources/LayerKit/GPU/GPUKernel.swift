@@ -26,12 +26,21 @@ struct KernelKey: Hashable, Sendable {
     let shader: String
     /// `#define name value` lines of the variant, in order.
     let defines: [Define]
-    /// The binding layout: images, then buffers.
+    /// The binding layout: images, then buffers, then `trailing` (a fused
+    /// epilogue's buffer and image, after a built-in shader's own).
     let images: Int
     let buffers: Int
+    var trailing: [ComputePipeline.BindingKind] = []
 
     struct Define: Hashable, Sendable {
         let name: String
         let value: String
     }
+}
+
+/// A binding after a kernel's own images and buffers: what a fused
+/// epilogue (Shaders/epilogue.glsl) adds to the kernel it is fused into.
+enum GPUBinding {
+    case image(SliceImage)
+    case buffer(GPUBuffer)
 }

@@ -11,7 +11,7 @@ public final class BatchNormalization: Layer, Sendable {
     /// Per-channel offsets `bias - mean * multipliers`.
     public let offsets: [Float]
     /// The catalog's Linear op with `multipliers` as its scale and `offsets` as its bias.
-    private let linear: FormulaChain
+    let linear: FormulaChain
 
     /// Makes the layer from its four per-channel tensors (ONNX `scale`,
     /// `B`, `input_mean`, `input_var`), which must all hold the same

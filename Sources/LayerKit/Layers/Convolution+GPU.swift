@@ -26,13 +26,25 @@ enum ConvolutionVariant: String {
 struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
     var outputSlices: Int
     var texels: Int
+    /// Dense only: a workgroup shares its weights through `shared` storage
+    /// (`LK_SHARED_WEIGHTS`), a chunk of `sharedDepth` steps at a time.
+    var sharedWeights = false
 
     static let single = ConvolutionBlock(outputSlices: 1, texels: 1)
     /// The blocks the shader is built for (its defines take these values).
     static let outputSliceChoices = [1, 2, 4, 8]
     static let texelChoices = [1, 2, 4, 8]
 
-    var description: String { "\(outputSlices)x\(texels)" }
+    var description: String { "\(outputSlices)x\(texels)" + (sharedWeights ? " shared" : "") }
+
+    /// The (tap, input slice) steps one shared chunk holds (`LK_SHARED_K`):
+    /// 8 KiB at 4 output slices, and even 8 slices' 16 KiB fit Vulkan's least
+    /// `maxComputeSharedMemorySize`. On lavapipe (forced on) 32 steps beat 16
+    /// by 1.3x at 512->512 7x7 (fewer barriers; 31.7 against 42.6 ms) and 64
+    /// gained nothing more (37.1); tied at 64->64 56x56 (19.0 ms each).
+    static let sharedDepth = 32
+    /// The bytes of `shared` storage the shared-weight form declares: a mat4 per step and output slice.
+    var sharedTileBytes: Int { Self.sharedDepth * outputSlices * 64 }
 
     /// The block for a convolution of `variant` writing `outputSlices`
     /// slices of `width` x `height` texels (batch `batch`) on a device that
@@ -46,8 +58,19 @@ struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
     /// one block of 8); 8 output slices lost (37% slower at 8x4, spills). On
     /// a real GPU (not measured here) small maps block over channels only:
     /// spatial blocks there leave too few invocations to fill the device.
+    ///
+    /// Shared weights (`sharedMemory`: the device's bytes a workgroup may
+    /// declare) only off a CPU device, where at least half a workgroup's 64
+    /// invocations have blocks to compute, and only where the tile fits. Not
+    /// on lavapipe: forced on (32 steps a chunk), medians of 3 alternating
+    /// runs at load 3.5-4.5, 3x3 64->64 56x56 (4x8) went 11.1 -> 19.0 ms and
+    /// 3x3 512->512 7x7 (4x8: 7 live invocations a workgroup) 11.3 -> 31.7
+    /// ms; at 16 steps and load 4.5-5, 4x1 on 7x7 (49 live) 76.0 -> 170.0 ms.
+    /// Its "shared" storage is the same cached memory as the buffer, and each
+    /// barrier() switches every invocation of the workgroup. On real GPUs
+    /// (not measured here) it is the usual tiling.
     static func chosen(for variant: ConvolutionVariant, outputSlices: Int, width: Int, height: Int,
-                       batch: Int, onCPU: Bool = true) -> ConvolutionBlock {
+                       batch: Int, onCPU: Bool = true, sharedMemory: Int = 0) -> ConvolutionBlock {
         let rowTexels = width >= 7 ? 8 : width >= 3 ? 4 : width
         switch variant {
         case .grouped:
@@ -57,7 +80,10 @@ struct ConvolutionBlock: Hashable, Sendable, CustomStringConvertible {
         case .dense:
             let slices = outputSlices >= 4 ? 4 : outputSlices >= 2 ? 2 : 1
             let texels = onCPU ? rowTexels : width * height >= 28 * 28 ? (width >= 32 ? 4 : 2) : 1
-            return ConvolutionBlock(outputSlices: slices, texels: texels)
+            var block = ConvolutionBlock(outputSlices: slices, texels: texels)
+            let spatialBlocks = (width + texels - 1) / texels * height
+            block.sharedWeights = !onCPU && spatialBlocks >= 32 && block.sharedTileBytes <= sharedMemory
+            return block
         }
     }
 }
@@ -70,7 +96,10 @@ struct ConvolutionGPUOptions: Sendable {
     var block: ConvolutionBlock?
     /// Dense weights stored as fp16 (`LK_WEIGHTS_F16`); sums stay fp32.
     var float16Weights: Bool?
-    /// The fields `LAYERKIT_GPU_CONV` forces (`block=SxT`, `f16weights=0|1`, comma-separated; others ignored), for benchmarks.
+    /// Dense weights shared per workgroup (`LK_SHARED_WEIGHTS`); off where the tile does not fit.
+    var sharedWeights: Bool?
+    /// The fields `LAYERKIT_GPU_CONV` forces (`block=SxT`, `f16weights=0|1`, `shared=0|1`,
+    /// comma-separated; others ignored), for benchmarks.
     static let environment: ConvolutionGPUOptions = {
         var options = ConvolutionGPUOptions()
         for item in (GPUEnvironment.convolutionOverride ?? "").split(separator: ",") {
@@ -84,6 +113,7 @@ struct ConvolutionGPUOptions: Sendable {
                     options.block = ConvolutionBlock(outputSlices: sizes[0], texels: sizes[1])
                 }
             case "f16weights": options.float16Weights = pair[1] == "1"
+            case "shared": options.sharedWeights = pair[1] == "1"
             default: break
             }
         }
@@ -99,6 +129,9 @@ struct PreparedConvolution {
     let bias: GPUBuffer
     /// One texel and slice for a `conv_transpose2d.comp` kernel.
     var block = ConvolutionBlock.single
+    /// The kernel's defines (form, block), which a fused epilogue's kernel
+    /// repeats: the weights are arranged for them.
+    var defines: [(name: String, value: String)] = []
 }
 
 extension Convolution {
@@ -173,16 +206,27 @@ extension Convolution {
 
     /// The block for an input of `inputShape` on `device` (the options' if forced).
     func block(forInputShape inputShape: [Int]?, on device: GPUDeviceInfo? = nil) -> ConvolutionBlock {
+        block(forInputShape: inputShape, onCPU: device.map { $0.kind == .cpu } ?? true,
+              sharedMemory: device.map { Int($0.maxComputeSharedMemorySize) } ?? 16_384)
+    }
+
+    /// The block for a device that is or is not a CPU and lets a workgroup
+    /// declare `sharedMemory` bytes (tests simulate devices through this).
+    func block(forInputShape inputShape: [Int]?, onCPU: Bool, sharedMemory: Int) -> ConvolutionBlock {
         var chosen = ConvolutionBlock.single
         if let inputShape, let g = try? geometry(forInputShape: inputShape) {
             chosen = ConvolutionBlock.chosen(for: variant, outputSlices: (outputChannels + 3) / 4,
                                              width: g.outWidth, height: g.outHeight, batch: g.batch,
-                                             onCPU: device.map { $0.kind == .cpu } ?? true)
+                                             onCPU: onCPU, sharedMemory: sharedMemory)
         }
         var block = gpuOptions.block ?? ConvolutionGPUOptions.environment.block ?? chosen
-        // Only dense convolutions block over output slices; grouped ones not at all.
-        if variant != .dense { block.outputSlices = 1 }
+        block.sharedWeights = gpuOptions.sharedWeights ?? ConvolutionGPUOptions.environment.sharedWeights
+            ?? chosen.sharedWeights
+        // Only dense convolutions block over output slices or share weights; grouped ones not at all.
+        if variant != .dense { block.outputSlices = 1; block.sharedWeights = false }
         if variant == .grouped { block.texels = 1 }
+        // Forced or not, a tile the device cannot hold falls back to the unshared form.
+        if block.sharedTileBytes > sharedMemory { block.sharedWeights = false }
         return block
     }
 
@@ -203,15 +247,34 @@ extension Convolution {
                 defines += [("LK_OUT_BLOCK", "\(block.outputSlices)"), ("LK_X_BLOCK", "\(block.texels)")]
             }
             if f16 { defines.append(("LK_WEIGHTS_F16", "1")) }
+            if block.sharedWeights {
+                defines += [("LK_SHARED_WEIGHTS", "1"), ("LK_SHARED_K", "\(ConvolutionBlock.sharedDepth)")]
+            }
             let values = Self.arrangedForDevice(weights: weights, bias: bias, group: group, block: block)
             return try PreparedConvolution(
                 kernel: BuiltInShaders.conv2d.kernel(on: context, defines: defines),
                 weights: context.makeBuffer(floats: f16 ? Self.packedHalves(values.weights) : values.weights),
-                bias: context.makeBuffer(floats: values.bias), block: block)
+                bias: context.makeBuffer(floats: values.bias), block: block, defines: defines)
         }
     }
 
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        try encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs, epilogue: nil)
+    }
+
+    /// This convolution's kernel with `epilogue` fused into it: the same
+    /// form and block as its own kernel (prepared for `inputShape` on this
+    /// context), compiled once per context, block and chain (the context's cache).
+    func kernel(on context: GPUContext, inputShape: [Int]?, epilogue: Epilogue) throws -> GPUKernel<ConvolutionConstants> {
+        let state = try prepared(on: context, inputShape: inputShape)
+        return try BuiltInShaders.conv2d.kernel(on: context, name: "Conv+\(epilogue.name) (conv2d.comp, \(variant.rawValue))",
+                                                defines: state.defines, epilogue: epilogue)
+    }
+
+    /// `encode(commandBuffer:inputs:outputs:)` with a fused epilogue: its
+    /// kernel (`kernel(on:epilogue:)`) and the bindings it adds.
+    func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage],
+                epilogue: (kernel: GPUKernel<ConvolutionConstants>, bindings: [GPUBinding])?) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
         let (input, output) = (inputs[0], outputs[0])
         let state = try prepared(on: commandBuffer.context, inputShape: input.shape)
@@ -223,18 +286,22 @@ extension Convolution {
             dilationX: UInt32(dilations[1]), dilationY: UInt32(dilations[0]),
             padLeft: Int32(g.padLeft), padTop: Int32(g.padTop),
             groupInputChannels: UInt32(inputChannels / group), groupOutputChannels: UInt32(outputChannels / group))
-        try commandBuffer.dispatch(state.kernel, images: [input, output], buffers: [state.weights, state.bias],
+        try commandBuffer.dispatch(epilogue?.kernel ?? state.kernel, images: [input, output],
+                                   buffers: [state.weights, state.bias], trailing: epilogue?.bindings ?? [],
                                    constants: constants, threads: Self.threads(for: state.block, output: output))
     }
 
     /// The invocations `conv2d.comp` runs for `block` over `output`: one a
     /// block, counted flat in workgroups of 64 (see the shader), the
     /// workgroups as x by z with x at most 65,535 (Vulkan's least
-    /// `maxComputeWorkGroupCount`).
+    /// `maxComputeWorkGroupCount`). With shared weights a workgroup holds
+    /// blocks of one batch item and output-slice block only, so each map's
+    /// blocks are counted in whole groups of 64.
     static func threads(for block: ConvolutionBlock, output: SliceImage) -> (x: Int, y: Int, z: Int) {
         let blocks = (output.slices + block.outputSlices - 1) / block.outputSlices
-        let count = (output.width + block.texels - 1) / block.texels * output.height * output.batch * blocks
-        let groups = (count + 63) / 64
+        let spatial = (output.width + block.texels - 1) / block.texels * output.height
+        let groups = block.sharedWeights ? (spatial + 63) / 64 * output.batch * blocks
+            : (spatial * output.batch * blocks + 63) / 64
         let across = min(groups, 65_535)
         return (x: 8 * across, y: 8, z: (groups + across - 1) / across)
     }

@@ -70,9 +70,11 @@ extension Convolution {
     /// 14x14 (49 tiles) ran up to 1.9x faster.
     static let winogradMinimumTilesPerThread = 16
 
-    /// Runs the convolution by Winograd when `cpuAlgorithm(for:)` says so;
-    /// false: the caller runs the direct path.
-    func evaluateWinograd(inputs: [Tensor], outputs: [Tensor], geometry g: Geometry) throws -> Bool {
+    /// Runs the convolution by Winograd when `cpuAlgorithm(for:)` says so,
+    /// with the fused `epilogue` (if any) applied to each chunk of rows as
+    /// it is finished; false: the caller runs the direct path.
+    func evaluateWinograd(inputs: [Tensor], outputs: [Tensor], geometry g: Geometry,
+                          epilogue: Epilogue? = nil, residual: Tensor? = nil) throws -> Bool {
         let tile: Int32
         switch cpuAlgorithm(for: g) {
         case .winograd4: tile = 4
@@ -89,7 +91,7 @@ extension Convolution {
             channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
             out_height: g.outHeight, out_width: g.outWidth, kernel_h: 3, kernel_w: 3, stride_h: 1, stride_w: 1,
             dilation_h: 1, dilation_w: 1, pad_top: g.padTop, pad_left: g.padLeft, group: 1)
-        let (input, output, bias, weights) = (inputs[0], outputs[0], bias, weights)
+        let (input, output, bias, weights, channels) = (inputs[0], outputs[0], bias, weights, outputChannels)
         let tileRows = (g.outHeight + Int(tile) - 1) / Int(tile)
         let work = output.count * weights.count / outputChannels
         let tiles = g.batch * tileRows * ((g.outWidth + Int(tile) - 1) / Int(tile))
@@ -113,8 +115,16 @@ extension Convolution {
                                                rows.lowerBound * g.outWidth, rows.count * g.outWidth)
                     }
                     if status != 0 { failed.store(true, ordering: .relaxed) }
-                    // epilogue point: rows [first * tile, min(OH, (first + rowsPerChunk) * tile)) of image n are final
-                    // (all output channels).
+                    // The epilogue point: rows [first * tile, min(OH, (first + rowsPerChunk) * tile))
+                    // of image n are final (all output channels).
+                    if let epilogue {
+                        let rows = first * Int(tile)..<min(g.outHeight, (first + rowsPerChunk) * Int(tile))
+                        let offset = n * output.count / g.batch
+                        epilogue.apply(output: output.dataPointer + offset,
+                                       residual: residual.map { UnsafePointer($0.dataPointer + offset) },
+                                       channels: 0..<channels, pixels: g.outHeight * g.outWidth,
+                                       segment: rows.lowerBound * g.outWidth..<rows.upperBound * g.outWidth)
+                    }
                 }
             }
         }

@@ -285,9 +285,18 @@ public final class Convolution: Layer {
     var minimumWorkPerThread = Convolution.minimumWorkPerThread
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        try evaluate(inputs: inputs, outputs: outputs, epilogue: nil, residual: nil)
+    }
+
+    /// `evaluate(inputs:outputs:)` with a fused epilogue applied to each
+    /// chunk of output pixels as soon as the chunk is written (while it is
+    /// in cache), on the chunk's thread; `residual` has the output's shape.
+    func evaluate(inputs: [Tensor], outputs: [Tensor], epilogue: Epilogue?, residual: Tensor?) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
         // 3x3 stride 1: Winograd where it pays (Convolution+Winograd.swift).
-        if try evaluateWinograd(inputs: inputs, outputs: outputs, geometry: g) { return }
+        if try evaluateWinograd(inputs: inputs, outputs: outputs, geometry: g, epilogue: epilogue, residual: residual) {
+            return
+        }
         var shape = lk_conv2d_shape(
             channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
             out_height: g.outHeight, out_width: g.outWidth, kernel_h: kernelHeight, kernel_w: kernelWidth,
@@ -332,10 +341,13 @@ public final class Convolution: Layer {
                             bias?.dataPointer, output.dataPointer + n * outputStride,
                             channels.lowerBound, channels.upperBound, first, count, work)
                         if status != 0 { failed.store(true, ordering: .relaxed) }
-                        // epilogue point: batch item n, output channels
+                        // The epilogue point: batch item n, output channels
                         // `channels`, output pixels [first, first + count) of
                         // each are final here (still in L2) and no other item
                         // writes them.
+                        epilogue?.apply(output: output.dataPointer + n * outputStride,
+                                        residual: residual.map { UnsafePointer($0.dataPointer + n * outputStride) },
+                                        channels: channels, pixels: pixels, segment: first..<first + count)
                     }
                 }
             }

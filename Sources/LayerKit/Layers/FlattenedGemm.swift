@@ -46,9 +46,14 @@ final class FlattenedGemm: Layer {
 
     /// The Gemm on the map's elements read as `[N, C·H·W]`.
     func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        try evaluate(inputs: inputs, outputs: outputs, epilogue: nil, residual: nil)
+    }
+
+    /// With a fused epilogue (see `Gemm.evaluate(inputs:outputs:epilogue:residual:)`).
+    func evaluate(inputs: [Tensor], outputs: [Tensor], epilogue: Epilogue?, residual: Tensor?) throws {
         _ = try outputShapes(forInputShapes: inputs.map(\.shape))
         let flat = try inputs[0].reshaped(to: [inputs[0].shape[0], gemm.inputFeatures])
-        try gemm.evaluate(inputs: [flat], outputs: outputs)
+        try gemm.evaluate(inputs: [flat], outputs: outputs, epilogue: epilogue, residual: residual)
     }
 
     var hasGPUImplementation: Bool { true }

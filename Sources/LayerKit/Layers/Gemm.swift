@@ -132,6 +132,13 @@ public final class Gemm: Layer {
     }
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        try evaluate(inputs: inputs, outputs: outputs, epilogue: nil, residual: nil)
+    }
+
+    /// `evaluate(inputs:outputs:)` with a fused epilogue applied to each
+    /// chunk of output columns as soon as it is written, on its thread;
+    /// `residual` has the output's shape.
+    func evaluate(inputs: [Tensor], outputs: [Tensor], epilogue: Epilogue?, residual: Tensor?) throws {
         let expected = try outputShapes(forInputShapes: inputs.map(\.shape))
         guard outputs.map(\.shape) == expected else {
             throw LayerKitError.shapeMismatch(
@@ -170,6 +177,9 @@ public final class Gemm: Layer {
             if status != 0 {
                 failed.store(true, ordering: .relaxed)
             }
+            // The epilogue point: these columns of every row are final.
+            epilogue?.apply(matrix: y.dataPointer, residual: residual.map { UnsafePointer($0.dataPointer) },
+                            rows: n, stride: m, columns: columns)
         }
         if failed.load(ordering: .relaxed) {
             throw LayerKitError.unsupported("\(layerName): out of memory for the packing buffers")
@@ -200,6 +210,13 @@ public final class Gemm: Layer {
     /// Encodes the product as a 1x1 convolution of the `N×K×1×1` input image
     /// into the `N×M×1×1` output image.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
+        try encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs, epilogue: nil)
+    }
+
+    /// `encode(commandBuffer:inputs:outputs:)` with a fused epilogue (see
+    /// `Convolution.encode(commandBuffer:inputs:outputs:epilogue:)`).
+    func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage],
+                epilogue: (kernel: GPUKernel<ConvolutionConstants>, bindings: [GPUBinding])?) throws {
         guard let convolution else {
             throw LayerKitError.unsupported(
                 "\(layerName) runs on the GPU only with A not transposed and C absent or one value per column")
@@ -213,7 +230,7 @@ public final class Gemm: Layer {
             throw LayerKitError.shapeMismatch(
                 "\(layerName): output image \(outputs.map(\.shape).map(Tensor.describe)) given, \(expected.map(Tensor.describe)) expected")
         }
-        try convolution.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
+        try convolution.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs, epilogue: epilogue)
     }
 }
 

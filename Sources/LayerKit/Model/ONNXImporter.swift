@@ -8,6 +8,10 @@ import Foundation
 struct ONNXImporter {
     let model: ONNXModel
     let registry: LayerRegistry
+    /// Whether Conv and Gemm steps take in the per-element steps after them
+    /// (`ModelGraph.fuseConvolutionEpilogues()`): on unless
+    /// `LAYERKIT_EPILOGUES=0` (to measure or compare the unfused graph).
+    var fusesEpilogues = ProcessInfo.processInfo.environment["LAYERKIT_EPILOGUES"] != "0"
 
     /// An importer for `model`, validated as onnxruntime validates a graph
     /// at load (`ONNXValidation`): its nodes are then in a topological order.
@@ -205,6 +209,7 @@ struct ONNXImporter {
         graph.removeUnreadSteps()
         graph.fuseChannelShuffles()
         graph.fuseFlattenedGemms()
+        if fusesEpilogues { graph.fuseConvolutionEpilogues() }
         return graph
     }
 

@@ -237,6 +237,44 @@ struct CPUProgram: Sendable {
         }
     }
 
+    /// The registers and slots a run of the program works in, made once per
+    /// caller (a convolution chunk's epilogue) and reused for each segment.
+    final class Scratch {
+        let registers: UnsafeMutablePointer<Float>
+        let slots: UnsafeMutablePointer<Float>
+
+        init(_ program: CPUProgram) {
+            registers = UnsafeMutableRawPointer.allocate(byteCount: max(1, program.registerCount) * CPUProgram.blockSize * 4,
+                                                         alignment: 64)
+                .bindMemory(to: Float.self, capacity: max(1, program.registerCount) * CPUProgram.blockSize)
+            slots = UnsafeMutablePointer<Float>.allocate(capacity: max(1, program.slotValues.count))
+            slots.initialize(from: program.slotValues, count: program.slotValues.count)
+        }
+
+        deinit {
+            registers.deallocate()
+            slots.deallocate()
+        }
+    }
+
+    /// Runs the program over `count` consecutive elements of one channel
+    /// (`channel` picks the per-channel values), in blocks, on the calling
+    /// thread: a fused epilogue's pass over one output row segment.
+    /// `output` may be `input`.
+    func run(segment input: UnsafePointer<Float>, output: UnsafeMutablePointer<Float>, count: Int, channel: Int,
+             scratch: Scratch, isa: lk_isa) {
+        for (slot, values) in channelSlots { scratch.slots[slot] = values[channel] }
+        var start = 0
+        while start < count {
+            let n = min(count - start, Self.blockSize)
+            runBlock(input + start, output + start, n, registers: scratch.registers, slots: scratch.slots, isa: isa)
+            start += n
+        }
+    }
+
+    /// Whether some value of the program differs per channel.
+    var hasChannelValues: Bool { !channelSlots.isEmpty }
+
     // The `_isa` primitives cannot fail here: an evaluator only holds ISAs
     // this CPU supports, and every op comes from the enums.
     private func runBlock(_ x: UnsafePointer<Float>, _ y: UnsafeMutablePointer<Float>, _ n: Int,

@@ -4,9 +4,17 @@ import Foundation
 /// LayerKit's `lk_*` functions (Shaders/ops.glsl), GLSL operators and
 /// numeric literals, so no text of a formula reaches the shader verbatim.
 extension Expr {
-    /// The body for `Shaders/elementwise.comp`. `slots` maps each value name
-    /// to its GLSL source: `param(i)` or `weight(k)`.
-    func glsl(slots: [String: String]) throws -> String {
+    /// Where a shader reads a named value: a float expression (a scalar,
+    /// e.g. `param(i)`) or a vec4 one (per-channel values for the texel's
+    /// four channels, e.g. `weight(k)`).
+    enum GLSLSlot {
+        case scalar(String)
+        case perChannel(String)
+    }
+
+    /// The formula as one GLSL vec4 expression over `x`. `slots` maps each
+    /// value name to where the shader reads it.
+    func glsl(slots: [String: GLSLSlot]) throws -> String {
         switch self {
         case .input:
             return "x"
@@ -16,7 +24,10 @@ extension Expr {
             guard let slot = slots[name] else {
                 throw LayerKitError.invalidParameter("formula uses '\(name)', which has no value")
             }
-            return slot.hasPrefix("weight") ? slot : "vec4(\(slot))"
+            switch slot {
+            case .scalar(let source): return "vec4(\(source))"
+            case .perChannel(let source): return source
+            }
         case .unary(let f, let a):
             let arg = try a.glsl(slots: slots)
             switch f {

@@ -130,7 +130,7 @@ struct FormulaChain: Sendable {
         })
     }
 
-    private func cpuProgram() throws -> CPUProgram {
+    func cpuProgram() throws -> CPUProgram {
         compiled.lock.lock(); defer { compiled.lock.unlock() }
         if let program = compiled.program { return program }
         let program = try CPUProgram(self)
@@ -174,26 +174,40 @@ struct FormulaChain: Sendable {
         let name = stages.map(\.name).joined(separator: "+")
         var parameters: [Float] = []
         var weights: [[Float]] = []
-        var functions: [String] = []
-        for (index, stage) in stages.enumerated() {
-            var slots: [String: String] = [:]
-            for name in stage.formula.valueNames {
-                if let values = stage.channelValues[name] {
-                    slots[name] = "weight(\(weights.count))"
-                    weights.append(values)
-                } else if let value = stage.scalars[name] {
-                    slots[name] = "param(\(parameters.count))"
-                    parameters.append(value)
-                }
-            }
-            functions.append("vec4 lk_stage\(index)(vec4 x) { precise vec4 y = \(try stage.formula.glsl(slots: slots)); return y; }")
-        }
+        let (functions, body) = try glsl(stages, functionPrefix: "lk_stage", parameter: "param", weight: "weight",
+                                         parameters: &parameters, weights: &weights)
         guard parameters.count <= PerElementKernel.maxParameters else {
             throw LayerKitError.invalidParameter(
                 "\(name): \(parameters.count) scalar parameters, the GPU kernel takes at most \(PerElementKernel.maxParameters)")
         }
-        let body = functions.indices.reduce("x") { "lk_stage\($1)(\($0))" }
-        return Piece(kernel: PerElementKernel(name: name, body: body, functions: functions.joined(separator: " ")),
+        return Piece(kernel: PerElementKernel(name: name, body: body, functions: functions),
                      parameters: parameters, weights: weights)
+    }
+
+    /// `stages` as GLSL: one function a stage, `<functionPrefix><i>(vec4 x)`,
+    /// on one line, and the body applying them in order to `x`. A scalar
+    /// value becomes `<parameter>(i)` (a float; its value appended to
+    /// `parameters`), a per-channel one `<weight>(k)` (the texel's vec4; its
+    /// values appended to `weights`), so the caller's shader defines how
+    /// they are read: the element-wise template from push constants and a
+    /// buffer, a fused epilogue (Shaders/epilogue.glsl) from one buffer.
+    static func glsl(_ stages: ArraySlice<Stage>, functionPrefix: String, parameter: String, weight: String,
+                     parameters: inout [Float], weights: inout [[Float]]) throws -> (functions: String, body: String) {
+        var functions: [String] = []
+        for (index, stage) in stages.enumerated() {
+            var slots: [String: Expr.GLSLSlot] = [:]
+            for name in stage.formula.valueNames {
+                if let values = stage.channelValues[name] {
+                    slots[name] = .perChannel("\(weight)(\(weights.count))")
+                    weights.append(values)
+                } else if let value = stage.scalars[name] {
+                    slots[name] = .scalar("\(parameter)(\(parameters.count))")
+                    parameters.append(value)
+                }
+            }
+            functions.append("vec4 \(functionPrefix)\(index)(vec4 x) { precise vec4 y = \(try stage.formula.glsl(slots: slots)); return y; }")
+        }
+        let body = functions.indices.reduce("x") { "\(functionPrefix)\($1)(\($0))" }
+        return (functions.joined(separator: " "), body)
     }
 }
