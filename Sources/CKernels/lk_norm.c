@@ -46,18 +46,19 @@ LK_NORM_BODIES(c, )
 LK_NORM_BODIES(avx2, __attribute__((target("avx2"))))
 #endif
 
-static int lk_norm_avx2(void) {
+static int lk_norm_avx2(lk_isa isa) {
 #ifdef LK_HAVE_AVX2_NORM
-    return lk_kernels_isa() != LK_ISA_SCALAR;
+    return isa != LK_ISA_SCALAR && lk_kernels_isa() != LK_ISA_SCALAR;
 #else
+    (void)isa;
     return 0;
 #endif
 }
 
-void lk_mean_variance_f32(const float *x, size_t n, double *mean, double *variance) {
+void lk_mean_variance_f32_isa(lk_isa isa, const float *x, size_t n, double *mean, double *variance) {
     double m, s;
 #ifdef LK_HAVE_AVX2_NORM
-    if (lk_norm_avx2()) {
+    if (lk_norm_avx2(isa)) {
         m = lk_sum_avx2(x, n) / (double)n;
         s = lk_squares_avx2(x, n, m);
     } else
@@ -70,9 +71,17 @@ void lk_mean_variance_f32(const float *x, size_t n, double *mean, double *varian
     *variance = s / (double)n;
 }
 
-void lk_normalize_f32(const float *x, float *y, size_t n, double mean, double a, double b) {
+void lk_normalize_f32_isa(lk_isa isa, const float *x, float *y, size_t n, double mean, double a, double b) {
 #ifdef LK_HAVE_AVX2_NORM
-    if (lk_norm_avx2()) { lk_normalize_avx2(x, y, n, mean, a, b); return; }
+    if (lk_norm_avx2(isa)) { lk_normalize_avx2(x, y, n, mean, a, b); return; }
 #endif
     lk_normalize_c(x, y, n, mean, a, b);
+}
+
+void lk_mean_variance_f32(const float *x, size_t n, double *mean, double *variance) {
+    lk_mean_variance_f32_isa(lk_kernels_isa(), x, n, mean, variance);
+}
+
+void lk_normalize_f32(const float *x, float *y, size_t n, double mean, double a, double b) {
+    lk_normalize_f32_isa(lk_kernels_isa(), x, y, n, mean, a, b);
 }

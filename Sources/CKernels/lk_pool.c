@@ -149,6 +149,11 @@ size_t lk_pool2d_scratch_floats(const lk_pool2d_params *params) {
 }
 
 void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, size_t planes, float *scratch) {
+    lk_pool2d_f32_isa(lk_kernels_isa(), params, x, y, planes, scratch);
+}
+
+void lk_pool2d_f32_isa(lk_isa isa, const lk_pool2d_params *params, const float *x, float *y, size_t planes,
+                       float *scratch) {
     const lk_pool2d_params *p = params;
     long width = lk_padded_width(p);
     float *v = scratch, *scale = scratch + width;
@@ -161,7 +166,7 @@ void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, siz
     }
     size_t in_plane = (size_t)(p->in_h * p->in_w), out_plane = (size_t)(p->out_h * p->out_w);
 #ifdef LK_POOL_HAVE_AVX2
-    if (lk_kernels_isa() != LK_ISA_SCALAR) {
+    if (isa != LK_ISA_SCALAR && lk_kernels_isa() != LK_ISA_SCALAR) {
         for (size_t i = 0; i < planes; i++) {
             lk_pool2d_plane_avx2(p, v, q_lo, q_hi, scale, x + i * in_plane, y + i * out_plane);
         }

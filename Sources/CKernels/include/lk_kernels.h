@@ -8,7 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lk_norm.h"
 #include "lk_spin.h"
 
 /// Instruction sets a kernel can run on.
@@ -21,6 +20,8 @@ typedef enum {
 /// The instruction set the kernels use on this CPU: the best it supports.
 /// Each set in the enum implies the ones before it.
 lk_isa lk_kernels_isa(void);
+
+#include "lk_norm.h" // after lk_isa: its _isa forms take one
 
 /// A short name for `isa`: "scalar", "avx2+fma" or "avx512f".
 const char *lk_isa_name(lk_isa isa);

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "lk_kernels.h"
+
 /// What a window computes.
 typedef enum {
     LK_POOL_MAX = 0,             ///< The largest input cell (NaN cells are skipped; an empty window is -inf).
@@ -30,6 +32,11 @@ typedef struct {
 /// holds lk_pool2d_scratch_floats(params) floats (a padded row and the
 /// per-column divisors).
 void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, size_t planes, float *scratch);
+
+/// lk_pool2d_f32 on a chosen path (LK_ISA_SCALAR: the portable loops; any
+/// other: the AVX2 ones where the CPU has them), for tests.
+void lk_pool2d_f32_isa(lk_isa isa, const lk_pool2d_params *params, const float *x, float *y, size_t planes,
+                       float *scratch);
 
 /// The floats of scratch lk_pool2d_f32 needs for `params`.
 size_t lk_pool2d_scratch_floats(const lk_pool2d_params *params);
