@@ -9,7 +9,9 @@ import Synchronization
 /// `[N, C, L, 1]` image that tensor is by the rank rule (the kernel along
 /// the height axis, a unit width), so it runs on the GPU as well.
 ///
-/// CPU: `lk_conv2d_f32_packed` on weights packed once at creation: most
+/// CPU: a 3x3 stride-1 layer with 32 channels or more on a map of 8x8 or
+/// more by Winograd (`Convolution+Winograd.swift`); otherwise
+/// `lk_conv2d_f32_packed` on weights packed once at creation: most
 /// convolutions run as a direct loop over zero-padded input rows, a 1x1
 /// kernel as a matrix product per group (straight on the input at stride 1
 /// without pads, on the gathered pixels otherwise), one with narrow output

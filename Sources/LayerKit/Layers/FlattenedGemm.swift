@@ -52,7 +52,9 @@ final class FlattenedGemm: Layer {
     /// With a fused epilogue (see `Gemm.evaluate(inputs:outputs:epilogue:residual:)`).
     func evaluate(inputs: [Tensor], outputs: [Tensor], epilogue: Epilogue?, residual: Tensor?) throws {
         _ = try outputShapes(forInputShapes: inputs.map(\.shape))
-        let flat = try inputs[0].reshaped(to: [inputs[0].shape[0], gemm.inputFeatures])
+        // The same floats read as a matrix: a view, not a copy per run.
+        let flat = try Tensor(viewing: inputs[0].dataPointer, shape: [inputs[0].shape[0], gemm.inputFeatures],
+                              owner: inputs[0])
         try gemm.evaluate(inputs: [flat], outputs: outputs, epilogue: epilogue, residual: residual)
     }
 
