@@ -23,6 +23,10 @@ LK_TARGET LK_INLINE lk_lanes lk_lanes_upto(size_t left) {
 }
 LK_TARGET LK_INLINE lk_v lk_load_lanes(const float *p, lk_lanes k) { return _mm256_maskload_ps(p, k); }
 LK_TARGET LK_INLINE void lk_store_lanes(float *p, lk_lanes k, lk_v v) { _mm256_maskstore_ps(p, k, v); }
+LK_TARGET LK_INLINE lk_lanes lk_lanes_bits(uint32_t bits) {
+    const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), lane), lane);
+}
 
 #include "lk_gemm_simd.h"
 #endif

@@ -22,6 +22,7 @@ LK_TARGET LK_INLINE lk_lanes lk_lanes_upto(size_t left) {
 }
 LK_TARGET LK_INLINE lk_v lk_load_lanes(const float *p, lk_lanes k) { return _mm512_maskz_loadu_ps(k, p); }
 LK_TARGET LK_INLINE void lk_store_lanes(float *p, lk_lanes k, lk_v v) { _mm512_mask_storeu_ps(p, k, v); }
+LK_TARGET LK_INLINE lk_lanes lk_lanes_bits(uint32_t bits) { return (__mmask16)bits; }
 
 #include "lk_gemm_simd.h"
 #endif

@@ -45,6 +45,15 @@ typedef void lk_dw_row_fn(size_t taps, const float *w, const float *b, const ptr
 typedef void lk_dw_pair_fn(size_t k, const float *w, const float *b, const ptrdiff_t *col, size_t line, size_t n,
                            float bias, float *c0, float *c1);
 
+/// Whole channels of a stride-1 depthwise convolution whose output rows are
+/// as wide as its input rows (lk_depthwise.c): for m < channels and j < n,
+/// y[m * out_plane + j] = bias[m] + sum over t < taps of w[m * taps + t] *
+/// (lane j % W of vector j / W inside the image for tap t, bit of
+/// bits[(j / W) * taps + t] ? x[m * in_plane + j + off[t]] : 0), W = nr / 2.
+typedef void lk_dw_plane_fn(size_t taps, const float *w, const float *bias, size_t channels, const float *x,
+                            size_t in_plane, const ptrdiff_t *off, const uint32_t *bits, size_t n, float *y,
+                            size_t out_plane);
+
 /// The channel-vectorized direct block (lk_conv2d.c): for `pixels` <= mr
 /// output pixels r and nr output channels j, tile[r * nr + j] = bias[j] +
 /// sum over p < k of w[p * nr + j] * b[off[p] + r] (bias: nr values).
@@ -62,6 +71,7 @@ typedef struct {
     lk_dw_row_fn *dw_row;
     lk_dw_pair_fn *dw_pair; ///< NULL: lk_dw_row row by row
     lk_conv_cv_fn *conv_cv;
+    lk_dw_plane_fn *dw_plane; ///< NULL: lk_dw_row on a padded copy
 } lk_gemm_isa;
 
 /// The largest register block of any kernel, for edge tiles.

@@ -311,6 +311,67 @@ LK_TARGET LK_INLINE void lk_dw_pair_of(const float *w, const float *b, const ptr
     }
 }
 
+// The depthwise convolution of `channels` whole channels at stride 1 when
+// output rows are as wide as input rows (lk_depthwise.c): output pixel
+// first + j of a channel reads the input plane at first + j + off[t] for tap
+// t, a masked load straight from the input (no padded copy, no call a row);
+// bit l of bits[v * taps + t] says whether lane l of vector v is inside the
+// image for tap t, and masked-off lanes load as 0, so each output is bias
+// then one FMA a tap in tap order with the padding's zeros, as lk_dw_row
+// computes it: bit for bit the same.
+LK_TARGET LK_INLINE void lk_dw_plane_of(size_t taps, const float *w, const float *bias, size_t channels,
+                                        const float *x, size_t in_plane, const ptrdiff_t *off,
+                                        const uint32_t *bits, size_t n, float *y, size_t out_plane,
+                                        const size_t T) {
+    const size_t t_count = T ? T : taps;
+    for (size_t m = 0; m < channels; m++, w += taps, x += in_plane, y += out_plane) {
+        lk_v wv[25];
+        if (T) {
+#pragma clang loop unroll(full)
+            for (size_t t = 0; t < T; t++) wv[t] = LK_PS(set1)(w[t]);
+        }
+        lk_v bv = LK_PS(set1)(bias ? bias[m] : 0.0f);
+        for (size_t j = 0, v0 = 0; j < n; j += 4 * LK_W, v0 += 4) {
+            size_t left = n - j;
+            lk_v acc[4] = {bv, bv, bv, bv};
+            for (size_t t = 0; t < t_count; t++) {
+                const float *s = x + (ptrdiff_t)j + off[t];
+                lk_v wt = T ? wv[t] : LK_PS(set1)(w[t]);
+                const uint32_t *b = bits + v0 * taps + t;
+#pragma clang loop unroll(full)
+                for (int v = 0; v < 4; v++) {
+                    if ((size_t)v * LK_W < left) {
+                        lk_v xv = lk_load_lanes(s + v * LK_W, lk_lanes_bits(b[(size_t)v * taps]));
+                        acc[v] = LK_PS(fmadd)(wt, xv, acc[v]);
+                    }
+                }
+            }
+#pragma clang loop unroll(full)
+            for (int v = 0; v < 4; v++) {
+                if ((size_t)v * LK_W < left) {
+                    if (left >= (size_t)(v + 1) * LK_W) {
+                        LK_PS(storeu)(y + j + v * LK_W, acc[v]);
+                    } else {
+                        lk_store_lanes(y + j + v * LK_W, lk_lanes_upto(left - (size_t)v * LK_W), acc[v]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+LK_TARGET static void lk_dw_plane(size_t taps, const float *w, const float *bias, size_t channels, const float *x,
+                                  size_t in_plane, const ptrdiff_t *off, const uint32_t *bits, size_t n, float *y,
+                                  size_t out_plane) {
+    if (taps == 9) {
+        lk_dw_plane_of(taps, w, bias, channels, x, in_plane, off, bits, n, y, out_plane, 9);
+    } else if (taps == 25) {
+        lk_dw_plane_of(taps, w, bias, channels, x, in_plane, off, bits, n, y, out_plane, 25);
+    } else {
+        lk_dw_plane_of(taps, w, bias, channels, x, in_plane, off, bits, n, y, out_plane, 0);
+    }
+}
+
 LK_TARGET static void lk_dw_pair(size_t k, const float *w, const float *b, const ptrdiff_t *col, size_t line,
                                  size_t n, float bias, float *c0, float *c1) {
     if (k == 3) {
@@ -384,4 +445,4 @@ LK_TARGET static void lk_conv_cv(size_t k, size_t pixels, const float *w, const 
 }
 
 const lk_gemm_isa LK_GEMM_ISA = {LK_GEMM_MR, LK_GEMM_NR, lk_gemm_kernel, lk_gemm_pack_b, lk_gemv, lk_conv_rows,
-                                 lk_dw_row, lk_dw_pair, lk_conv_cv};
+                                 lk_dw_row, lk_dw_pair, lk_conv_cv, lk_dw_plane};

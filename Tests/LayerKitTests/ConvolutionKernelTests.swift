@@ -43,14 +43,31 @@ import Testing
                  bias: false),
         ConvCase(input: [1, 3, 11, 29], outputChannels: 3, kernel: [3, 3], dilations: [2, 2],
                  padding: .explicit([3, 2, 1, 0]), group: 3),
+        // The depthwise plane path's shapes (stride 1, output rows as wide
+        // as input rows; forced on and off below): MobileNet's 960 channels
+        // 7x7, 14x14 with asymmetric pads (13 output rows), 5x5 and
+        // dilation 2; MobileNet's 56 -> 28 stride 2 at 17 channels.
+        ConvCase(input: [1, 960, 7, 7], outputChannels: 960, kernel: [3, 3], padding: .explicit([1, 1, 1, 1]),
+                 group: 960),
+        ConvCase(input: [2, 19, 14, 14], outputChannels: 19, kernel: [3, 3], padding: .explicit([0, 2, 1, 0]),
+                 group: 19),
+        ConvCase(input: [1, 17, 14, 14], outputChannels: 17, kernel: [5, 5], padding: .explicit([2, 2, 2, 2]),
+                 group: 17),
+        ConvCase(input: [1, 17, 9, 11], outputChannels: 17, kernel: [3, 3], dilations: [2, 2],
+                 padding: .explicit([2, 2, 2, 2]), group: 17, bias: false),
+        ConvCase(input: [2, 17, 56, 56], outputChannels: 17, kernel: [3, 3], strides: [2, 2],
+                 padding: .explicit([1, 1, 1, 1]), group: 17),
         // The stem's shape, small: 7x7 stride 2, 3 -> 16.
         ConvCase(input: [1, 3, 23, 29], outputChannels: 16, kernel: [7, 7], strides: [2, 2],
                  padding: .explicit([3, 3, 3, 3])),
     ]
 
-    static let paths: [(String, lk_conv_path)] = [
-        ("direct", LK_CONV_DIRECT), ("im2col", LK_CONV_IM2COL), ("pointwise", LK_CONV_POINTWISE),
-        ("depthwise", LK_CONV_DEPTHWISE), ("channels", LK_CONV_CHANNELS),
+    /// Each path, the depthwise one three times: its plane kernel forced
+    /// off (rows on a padded copy), forced on wherever it fits, and by shape.
+    static let paths: [(String, lk_conv_path, Int32)] = [
+        ("direct", LK_CONV_DIRECT, 0), ("im2col", LK_CONV_IM2COL, 0), ("pointwise", LK_CONV_POINTWISE, 0),
+        ("depthwise rows", LK_CONV_DEPTHWISE, -1), ("depthwise plane", LK_CONV_DEPTHWISE, 1),
+        ("depthwise", LK_CONV_DEPTHWISE, 0), ("channels", LK_CONV_CHANNELS, 0),
     ]
 
     static func shape(_ c: ConvCase, _ layer: Convolution) throws -> lk_conv2d_shape {
@@ -78,7 +95,11 @@ import Testing
         for isa in [LK_ISA_SCALAR, LK_ISA_AVX2_FMA, LK_ISA_AVX512F] where isa.rawValue <= lk_kernels_isa().rawValue {
             let isaName = String(cString: lk_isa_name(isa))
             var first: [Float]?
-            for (name, path) in Self.paths {
+            for (name, path, planeMode) in Self.paths {
+                // Both depthwise kernels give the same bits, so a test
+                // running beside this one sees no change from the switch.
+                lk_depthwise_force_plane(planeMode)
+                defer { lk_depthwise_force_plane(0) }
                 var packed = [Float](repeating: .nan, count: lk_conv2d_packed_size(isa, path, &shape))
                 #expect(lk_conv2d_pack_weights(isa, path, &shape, layer.weights.dataPointer, &packed) == 0)
                 let block = lk_conv2d_channel_block(isa, path, &shape)
