@@ -147,6 +147,19 @@ void lk_direct_pad(const lk_conv2d_shape *s, const lk_direct_layout *l, const fl
     }
 }
 
+// Tap p = (c, ky, kx)'s offset in the padded, phase-split rows of layout l.
+static void lk_direct_offsets(const lk_conv2d_shape *s, const lk_direct_layout *l, size_t cg, ptrdiff_t *off) {
+    size_t sw = s->stride_w;
+    for (size_t c = 0, p = 0; c < cg; c++) {
+        for (size_t ky = 0; ky < s->kernel_h; ky++) {
+            for (size_t kx = 0; kx < s->kernel_w; kx++, p++) {
+                size_t q = kx * s->dilation_w;
+                off[p] = (ptrdiff_t)(c * l->plane + ky * s->dilation_h * l->row + q % sw * l->phase_w + q / sw);
+            }
+        }
+    }
+}
+
 // Output channels [m0, m1) and pixels [first, first + count) computed
 // directly, group by group: the group's input rows are copied padded and
 // phase-split (lk_direct_pad), then each output row's pixels are one
@@ -158,19 +171,12 @@ static void lk_conv2d_direct(const lk_gemm_isa *isa, const lk_conv2d_shape *s, c
                              float *work) {
     size_t g = s->group, cg = s->channels / g, mg = s->out_channels / g, mr = isa->mr;
     size_t kh = s->kernel_h, kw = s->kernel_w, k = cg * kh * kw, ow = s->out_width;
-    size_t sw = s->stride_w, pixels = s->out_height * ow, last = first + count - 1;
+    size_t pixels = s->out_height * ow, last = first + count - 1;
     size_t panels = (mg + mr - 1) / mr;
     lk_direct_layout l = lk_direct_layout_for(s, first, count);
     ptrdiff_t *off = (ptrdiff_t *)work;
     float *padded = (float *)(off + k), *line = padded + cg * l.plane;
-    for (size_t c = 0, p = 0; c < cg; c++) {
-        for (size_t ky = 0; ky < kh; ky++) {
-            for (size_t kx = 0; kx < kw; kx++, p++) {
-                size_t q = kx * s->dilation_w;
-                off[p] = (ptrdiff_t)(c * l.plane + ky * s->dilation_h * l.row + q % sw * l.phase_w + q / sw);
-            }
-        }
-    }
+    lk_direct_offsets(s, &l, cg, off);
     for (size_t gi = m0 / mg; gi < g && gi * mg < m1; gi++) {
         size_t lo = m0 > gi * mg ? m0 - gi * mg : 0, hi = m1 < (gi + 1) * mg ? m1 - gi * mg : mg;
         lk_direct_pad(s, &l, x + gi * cg * s->height * s->width, cg, padded, line);
@@ -202,19 +208,12 @@ static void lk_conv2d_channels(const lk_gemm_isa *isa, const lk_conv2d_shape *s,
                                float *work) {
     size_t g = s->group, cg = s->channels / g, mg = s->out_channels / g, mr = isa->mr, nr = isa->nr;
     size_t kh = s->kernel_h, kw = s->kernel_w, k = cg * kh * kw, ow = s->out_width;
-    size_t sw = s->stride_w, pixels = s->out_height * ow, last = first + count - 1;
+    size_t pixels = s->out_height * ow, last = first + count - 1;
     size_t panels = (mg + nr - 1) / nr;
     lk_direct_layout l = lk_direct_layout_for(s, first, count);
     ptrdiff_t *off = (ptrdiff_t *)work;
     float *padded = (float *)(off + k), *line = padded + cg * l.plane, *bias_nr = line + l.row, *tile = bias_nr + nr;
-    for (size_t c = 0, p = 0; c < cg; c++) {
-        for (size_t ky = 0; ky < kh; ky++) {
-            for (size_t kx = 0; kx < kw; kx++, p++) {
-                size_t q = kx * s->dilation_w;
-                off[p] = (ptrdiff_t)(c * l.plane + ky * s->dilation_h * l.row + q % sw * l.phase_w + q / sw);
-            }
-        }
-    }
+    lk_direct_offsets(s, &l, cg, off);
     for (size_t gi = m0 / mg; gi < g && gi * mg < m1; gi++) {
         size_t lo = m0 > gi * mg ? m0 - gi * mg : 0, hi = m1 < (gi + 1) * mg ? m1 - gi * mg : mg;
         lk_direct_pad(s, &l, x + gi * cg * s->height * s->width, cg, padded, line);

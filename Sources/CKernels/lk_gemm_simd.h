@@ -54,15 +54,7 @@ LK_TARGET LK_INLINE void lk_gemm_block(size_t k, const float *a, const float *b,
         b += ldb;
     }
 #pragma clang loop unroll(full)
-    for (int i = 0; i < LK_GEMM_MR; i++) {
-        if (masked) {
-            lk_store_lanes(c + i * ldc, m0, lo[i]);
-            lk_store_lanes(c + i * ldc + LK_W, m1, hi[i]);
-        } else {
-            LK_PS(storeu)(c + i * ldc, lo[i]);
-            LK_PS(storeu)(c + i * ldc + LK_W, hi[i]);
-        }
-    }
+    for (int i = 0; i < LK_GEMM_MR; i++) lk_store_pair(c + i * ldc, masked, m0, m1, lo[i], hi[i]);
 }
 
 LK_TARGET static void lk_gemm_kernel(size_t k, const float *a, const float *b, size_t ldb, float *c,
