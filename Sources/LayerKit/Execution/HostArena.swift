@@ -28,7 +28,16 @@ final class HostArena {
     private(set) var views: [Tensor?] = []
     /// The bytes of the allocation.
     let byteCount: Int
-    private let base: UnsafeMutableRawPointer
+    private let storage: Storage
+
+    /// The allocation, freed when the arena and the last of its views are
+    /// gone. The views keep this alive, not the arena, which holds them:
+    /// views owning the arena were a cycle that leaked every plan's arena.
+    private final class Storage {
+        let base: UnsafeMutableRawPointer
+        init(_ base: UnsafeMutableRawPointer) { self.base = base }
+        deinit { free(base) }
+    }
 
     /// One value's claim on the arena: the steps from the one that writes
     /// it on the host to the last that reads it, both included.
@@ -53,23 +62,22 @@ final class HostArena {
             throw LayerKitError.shapeMismatch("cannot allocate \(bytes >> 20) MiB for the model's intermediate values: "
                                               + "the system refused the memory")
         }
-        base = raw
+        let storage = Storage(raw)
+        self.storage = storage
         self.byteCount = bytes
         let floats = raw.bindMemory(to: Float.self, capacity: bytes / 4)
         floats.initialize(repeating: poisoned ? .nan : 0, count: bytes / 4)
         Tensor.allocationCounter?.record(bytes: bytes)
         views = try zip(offsets, shapes).map { offset, shape in
-            try offset.map { try Tensor(viewing: floats + $0 / 4, shape: shape, owner: self) }
+            try offset.map { try Tensor(viewing: floats + $0 / 4, shape: shape, owner: storage) }
         }
     }
-
-    deinit { free(base) }
 
     /// Fills the arena with NaN (tests: a layer that reads an output
     /// before writing it, or a value read after its bytes were reused,
     /// then shows as NaN rather than as a lucky zero).
     func poison() {
-        base.bindMemory(to: Float.self, capacity: byteCount / 4).update(repeating: .nan, count: byteCount / 4)
+        storage.base.bindMemory(to: Float.self, capacity: byteCount / 4).update(repeating: .nan, count: byteCount / 4)
     }
 
     /// Offsets for `lifetimes` (64-byte multiples) and the bytes they
