@@ -87,10 +87,7 @@ extension Convolution {
         }
         let packed = try winogradState.weights(of: weights, isa: isa, tile: tile)
         guard packed.finite else { return false }
-        var shape = lk_conv2d_shape(
-            channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
-            out_height: g.outHeight, out_width: g.outWidth, kernel_h: 3, kernel_w: 3, stride_h: 1, stride_w: 1,
-            dilation_h: 1, dilation_w: 1, pad_top: g.padTop, pad_left: g.padLeft, group: 1)
+        var shape = kernelShape(for: g)
         let (input, output, bias, weights, channels) = (inputs[0], outputs[0], bias, weights, outputChannels)
         let tileRows = (g.outHeight + Int(tile) - 1) / Int(tile)
         let work = output.count * weights.count / outputChannels
@@ -101,30 +98,26 @@ extension Convolution {
         let chunksPerImage = (tileRows + rowsPerChunk - 1) / rowsPerChunk
         let failed = Atomic(false)
         withUnsafePointer(to: &shape) { shapePointer in
-            let shape = WinogradShape(pointer: shapePointer)
+            let shape = SendableShape(pointer: shapePointer)
             forEachChunk(count: g.batch * chunksPerImage, chunkSize: 1, threadCount: threads) { range in
                 for i in range {
                     let (n, first) = (i / chunksPerImage, i % chunksPerImage * rowsPerChunk)
-                    let (x, y) = (input.dataPointer + n * input.count / g.batch, output.dataPointer + n * output.count / g.batch)
+                    // The item's output rows and pixels.
+                    let rows = first * Int(tile)..<min(g.outHeight, (first + rowsPerChunk) * Int(tile))
+                    let segment = rows.lowerBound * g.outWidth..<rows.upperBound * g.outWidth
+                    let (inOffset, outOffset) = (n * input.count / g.batch, n * output.count / g.batch)
+                    let (x, y) = (input.dataPointer + inOffset, output.dataPointer + outOffset)
                     var status = lk_winograd_conv2d_f32(
                         isa, tile, shape.pointer, x, packed.pointer, bias?.dataPointer, y, first, rowsPerChunk)
                     if status == 1 {
                         // An inf or NaN input cell: the direct sum keeps IEEE results per output.
-                        let rows = first * Int(tile)..<min(g.outHeight, (first + rowsPerChunk) * Int(tile))
                         status = lk_conv2d_f32(shape.pointer, x, weights.dataPointer, bias?.dataPointer, y,
-                                               rows.lowerBound * g.outWidth, rows.count * g.outWidth)
+                                               segment.lowerBound, segment.count)
                     }
                     if status != 0 { failed.store(true, ordering: .relaxed) }
-                    // The epilogue point: rows [first * tile, min(OH, (first + rowsPerChunk) * tile))
-                    // of image n are final (all output channels).
-                    if let epilogue {
-                        let rows = first * Int(tile)..<min(g.outHeight, (first + rowsPerChunk) * Int(tile))
-                        let offset = n * output.count / g.batch
-                        epilogue.apply(output: output.dataPointer + offset,
-                                       residual: residual.map { UnsafePointer($0.dataPointer + offset) },
-                                       channels: 0..<channels, pixels: g.outHeight * g.outWidth,
-                                       segment: rows.lowerBound * g.outWidth..<rows.upperBound * g.outWidth)
-                    }
+                    // The epilogue point: `segment` of image n is final (all output channels).
+                    epilogue?.apply(output: y, residual: residual.map { UnsafePointer($0.dataPointer + outOffset) },
+                                    channels: 0..<channels, pixels: g.outHeight * g.outWidth, segment: segment)
                 }
             }
         }
@@ -191,9 +184,4 @@ final class WinogradWeights: @unchecked Sendable {
     }
 
     deinit { pointer.deallocate() }
-}
-
-/// The convolution geometry handed to worker threads, which only read it.
-private struct WinogradShape: @unchecked Sendable {
-    let pointer: UnsafePointer<lk_conv2d_shape>
 }

@@ -301,11 +301,7 @@ public final class Convolution: Layer {
         if try evaluateWinograd(inputs: inputs, outputs: outputs, geometry: g, epilogue: epilogue, residual: residual) {
             return
         }
-        var shape = lk_conv2d_shape(
-            channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
-            out_height: g.outHeight, out_width: g.outWidth, kernel_h: kernelHeight, kernel_w: kernelWidth,
-            stride_h: strides[0], stride_w: strides[1], dilation_h: dilations[0], dilation_w: dilations[1],
-            pad_top: g.padTop, pad_left: g.padLeft, group: group)
+        var shape = kernelShape(for: g)
         let (input, output, bias, isa) = (inputs[0], outputs[0], bias, packedISA)
         let pixels = g.outHeight * g.outWidth
         guard pixels > 0, g.batch > 0 else { return }
@@ -367,7 +363,19 @@ private struct SendableFloats: @unchecked Sendable {
     let pointer: UnsafePointer<Float>?
 }
 
-/// The convolution geometry handed to worker threads, which only read it.
-private struct SendableShape: @unchecked Sendable {
+extension Convolution {
+    /// The C kernels' geometry of a run of geometry `g`.
+    func kernelShape(for g: Geometry) -> lk_conv2d_shape {
+        lk_conv2d_shape(
+            channels: inputChannels, height: g.height, width: g.width, out_channels: outputChannels,
+            out_height: g.outHeight, out_width: g.outWidth, kernel_h: kernelHeight, kernel_w: kernelWidth,
+            stride_h: strides[0], stride_w: strides[1], dilation_h: dilations[0], dilation_w: dilations[1],
+            pad_top: g.padTop, pad_left: g.padLeft, group: group)
+    }
+}
+
+/// The convolution geometry handed to worker threads, which only read it
+/// (the direct and the Winograd paths).
+struct SendableShape: @unchecked Sendable {
     let pointer: UnsafePointer<lk_conv2d_shape>
 }
