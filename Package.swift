@@ -15,6 +15,10 @@ let package = Package(
         .library(name: "LayerKit", targets: ["LayerKit"]),
         .library(name: "VulkanCompute", targets: ["VulkanCompute"]),
         .executable(name: "layerkit", targets: ["layerkit"]),
+        // The C API's objects with every LayerKit module they use, which CMake
+        // links into liblayerkit.so.1 with the Swift runtime inside
+        // (CMakeLists.txt; SwiftPM cannot link a dynamic library statically).
+        .library(name: "LayerKitCAPI", type: .static, targets: ["LayerKitC"]),
     ],
     targets: [
         // C modules over system libraries.
@@ -42,6 +46,9 @@ let package = Package(
         .target(name: "LayerKit", dependencies: ["LayerKitCore", "LayerKitONNX", "VulkanCompute", "CPNG", "CJPEG", "CKernels"],
                 plugins: ["EmbedShaders"]),
         .target(name: "LayerKitCommands", dependencies: ["LayerKit"]),
+        // The C API (include/layerkit.h), implemented in Swift against the header.
+        .systemLibrary(name: "CLayerKitAPI", path: "include"),
+        .target(name: "LayerKitC", dependencies: ["LayerKit", "CLayerKitAPI"]),
         .executableTarget(name: "layerkit", dependencies: ["LayerKitCommands"]),
         // Benchmarks: GPU timing and report printing shared by the executables;
         // statistics, timed loops, tables and flag values come from the CLI

@@ -1,0 +1,53 @@
+# liblayerkit.so.1: the C API (include/layerkit.h, implemented in
+# Sources/LayerKitC) with the Swift runtime and Foundation linked in
+# statically, so a C program needs no Swift toolchain.
+#
+# SwiftPM builds the objects (product LayerKitCAPI, a static archive of every
+# module the API uses, in the package's own .build so `make` and `pip install`
+# share one release build); swiftc links them here, because SwiftPM can link a
+# dynamic library only against the shared Swift runtime.
+find_program(SWIFT swift HINTS /opt/swift/usr/bin REQUIRED)
+find_program(SWIFTC swiftc HINTS /opt/swift/usr/bin REQUIRED)
+
+set(LAYERKIT_SWIFT_BUILD ${PROJECT_SOURCE_DIR}/.build/release)
+# The SONAME's number is the C API's LK_API_VERSION (include/layerkit.h), not the
+# package's version: it changes only when the API breaks.
+set(LAYERKIT_API_VERSION 1)
+set(LAYERKIT_SONAME liblayerkit.so.${LAYERKIT_API_VERSION})
+set(LAYERKIT_LIBRARY_FILE ${CMAKE_CURRENT_BINARY_DIR}/${LAYERKIT_SONAME})
+
+# SwiftPM decides what is stale; it always runs. CC/CXX/CFLAGS are unset
+# because SwiftPM would compile its C targets with a gcc they name and fail.
+add_custom_target(layerkit_swift_objects
+  COMMAND ${CMAKE_COMMAND} -E env --unset=CC --unset=CXX --unset=CFLAGS --unset=CXXFLAGS --unset=LDFLAGS
+          ${SWIFT} build -c release --product LayerKitCAPI --package-path ${PROJECT_SOURCE_DIR}
+  BYPRODUCTS ${LAYERKIT_SWIFT_BUILD}/libLayerKitCAPI.a
+  COMMENT "swift build -c release --product LayerKitCAPI"
+  USES_TERMINAL VERBATIM)
+
+# The API's own objects are linked as objects, the rest from the archive:
+# swiftc's -static-stdlib hides every archive's symbols (--exclude-libs ALL),
+# which would hide the lk_* functions too. The system libraries are those of
+# Package.swift's targets (glslang's archives in dependency order).
+add_custom_command(
+  OUTPUT ${LAYERKIT_LIBRARY_FILE}
+  COMMAND ${SWIFTC} -emit-library -static-stdlib -o ${LAYERKIT_LIBRARY_FILE}
+          ${LAYERKIT_SWIFT_BUILD}/LayerKitC.build/*.o ${LAYERKIT_SWIFT_BUILD}/libLayerKitCAPI.a
+          -Xlinker -soname=${LAYERKIT_SONAME}
+          -Xlinker --version-script=${PROJECT_SOURCE_DIR}/cmake/layerkit.map
+          -lvulkan -lpng16 -ljpeg -lsleef
+          -lglslang-default-resource-limits -lSPIRV -lglslang -lMachineIndependent -lGenericCodeGen
+          -lOGLCompiler -lOSDependent -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lpthread -lm
+  COMMAND ${CMAKE_COMMAND} -E create_symlink ${LAYERKIT_SONAME} ${CMAKE_CURRENT_BINARY_DIR}/liblayerkit.so
+  DEPENDS layerkit_swift_objects ${LAYERKIT_SWIFT_BUILD}/libLayerKitCAPI.a ${PROJECT_SOURCE_DIR}/cmake/layerkit.map
+  COMMENT "Linking ${LAYERKIT_SONAME} (Swift runtime inside)")
+add_custom_target(layerkit_library ALL DEPENDS ${LAYERKIT_LIBRARY_FILE})
+
+# The library for targets of this build (the onnxruntime op library, the C tests).
+add_library(layerkit SHARED IMPORTED GLOBAL)
+set_target_properties(layerkit PROPERTIES
+  IMPORTED_LOCATION ${LAYERKIT_LIBRARY_FILE}
+  IMPORTED_SONAME ${LAYERKIT_SONAME}
+  INTERFACE_INCLUDE_DIRECTORIES ${PROJECT_SOURCE_DIR}/include)
+add_dependencies(layerkit layerkit_library)
+add_library(LayerKit::layerkit ALIAS layerkit)

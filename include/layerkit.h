@@ -1,0 +1,305 @@
+/*
+ * layerkit.h — LayerKit's C API (liblayerkit.so.1).
+ *
+ * Conventions, the same for every function:
+ *   - Handles are opaque and made by a `*_create` or `*_load` function, and are
+ *     released by the matching `*_destroy` (which accepts NULL). A handle made
+ *     with a context must be destroyed before that context.
+ *   - Every call that can fail returns an `lk_status`; LK_OK is 0. The message
+ *     of the last failed call a thread made on a context is
+ *     `lk_context_last_error(context)`. No Swift error or trap crosses this
+ *     boundary: a failure is a status and a message.
+ *   - No struct is passed or returned by value, and no struct is defined here:
+ *     options are plain parameters, so a binding (ctypes, cffi) never depends on
+ *     a field layout.
+ *   - Buffers are the caller's: LayerKit copies in what it is given and writes
+ *     results into memory the caller passes, never keeping a caller's pointer
+ *     past the call. Strings are written as (buffer, capacity, length): at most
+ *     capacity - 1 bytes and a NUL, `*length` (when not NULL) the full length;
+ *     LK_ERROR_BUFFER_TOO_SMALL when it was cut.
+ *   - Tensors are float32, row-major (C order), of rank 1 to LK_MAX_RANK;
+ *     a 4-D tensor is NCHW.
+ *   - Thread safety is stated per function. "Any thread" means the call may
+ *     run at the same time as any other call on the same handles.
+ */
+#ifndef LAYERKIT_H
+#define LAYERKIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of this header's API. A library whose lk_api_version() differs
+ * from the header a program was compiled with may lack or change functions. */
+#define LK_API_VERSION 1
+
+/* The highest tensor rank the API takes or returns. */
+#define LK_MAX_RANK 8
+
+/* ---- Handles ----------------------------------------------------------------- */
+
+/* A context holds a backend (compute units, an open Vulkan device when asked
+ * for, the CPU evaluator's threads), the custom layers registered on it, and
+ * each thread's last error. */
+typedef struct lk_context lk_context;
+/* A float32 tensor owned by the library. */
+typedef struct lk_tensor lk_tensor;
+/* An op, a formula or a custom layer, with its parameters and weights. */
+typedef struct lk_layer lk_layer;
+/* A loaded ONNX model, planned for its context's backend. */
+typedef struct lk_model lk_model;
+/* Records the steps of the runs it is passed to: CPU evaluations, uploads,
+ * dispatches (GPU timestamps), downloads and waits. */
+typedef struct lk_profiler lk_profiler;
+
+/* ---- Status codes --------------------------------------------------------- */
+
+typedef int32_t lk_status;
+
+enum {
+    LK_OK = 0,
+    LK_ERROR_INVALID_ARGUMENT = 1, /* a NULL handle, a bad count, a parameter out of range */
+    LK_ERROR_SHAPE = 2,            /* shapes, ranks or element counts that do not fit */
+    LK_ERROR_WEIGHTS = 3,          /* weights of the wrong count or kind */
+    LK_ERROR_FILE = 4,             /* a file that cannot be read, parsed or written */
+    LK_ERROR_UNSUPPORTED = 5,      /* a feature LayerKit does not implement */
+    LK_ERROR_GPU_UNAVAILABLE = 6,  /* the GPU was asked for and cannot be used */
+    LK_ERROR_UNKNOWN_OP = 7,       /* no layer is registered by that name */
+    LK_ERROR_INVALID_MODEL = 8,    /* a malformed model, or one using what LayerKit cannot run */
+    LK_ERROR_BUFFER_TOO_SMALL = 9, /* a caller's buffer is too small (see the conventions) */
+    LK_ERROR_CALLBACK = 10,        /* a custom layer's callback returned a failure */
+    LK_ERROR_INTERNAL = 11         /* anything else; the message says what */
+};
+
+/* Compute units of a context. */
+enum {
+    LK_COMPUTE_AUTOMATIC = 0, /* the GPU when it is faster, else the CPU (and a notice says why) */
+    LK_COMPUTE_CPU = 1,       /* the CPU evaluator only; no Vulkan device is opened */
+    LK_COMPUTE_GPU = 2        /* the GPU; creating the context fails without a usable device */
+};
+
+/* Kinds of Vulkan device (lk_device_info). */
+enum {
+    LK_DEVICE_OTHER = 0,
+    LK_DEVICE_INTEGRATED = 1,
+    LK_DEVICE_DISCRETE = 2,
+    LK_DEVICE_VIRTUAL = 3,
+    LK_DEVICE_CPU = 4 /* a CPU implementation of Vulkan, such as Mesa's lavapipe */
+};
+
+/* ---- Versions -------------------------------------------------------------- */
+
+/* The LK_API_VERSION the library was built with. Any thread. */
+int32_t lk_api_version(void);
+
+/* LayerKit's release, e.g. "0.8.0": static storage, never freed. Any thread. */
+const char *lk_version_string(void);
+
+/* A short constant name of `status`, e.g. "LK_ERROR_SHAPE": static storage.
+ * Any thread. */
+const char *lk_status_string(lk_status status);
+
+/* ---- Contexts -------------------------------------------------------------- */
+
+/* Creates a context. `compute_units` is an LK_COMPUTE_* value; `threads` is
+ * the CPU evaluator's thread count, 0 for the cores the process may use.
+ * The Vulkan device is LAYERKIT_DEVICE's (an index or a name) when that
+ * variable is set, else the one `layerkit devices` marks as chosen.
+ * On failure `*out` is NULL and the message is written to `error`
+ * (capacity `error_capacity`; `error` may be NULL). Any thread. */
+lk_status lk_context_create(int32_t compute_units, int32_t threads, lk_context **out,
+                            char *error, size_t error_capacity);
+
+/* Releases a context. No other call may be using it. */
+void lk_context_destroy(lk_context *context);
+
+/* The message of the calling thread's last failed call on `context`, or ""
+ * when none failed: valid until that thread's next call on `context`.
+ * Any thread. */
+const char *lk_context_last_error(lk_context *context);
+
+/* Whether the context's layers may run on a GPU (1) or only on the CPU (0).
+ * Any thread. */
+lk_status lk_context_uses_gpu(lk_context *context, int32_t *uses_gpu);
+
+/* ---- Devices --------------------------------------------------------------- */
+
+/* The number of Vulkan devices found (0 without a Vulkan loader or device;
+ * that is not an error). Any thread. */
+lk_status lk_device_count(lk_context *context, int32_t *count);
+
+/* Device `index` (0 ..< count): its name, its LK_DEVICE_* kind, whether
+ * LayerKit can use it, and whether it is the one a GPU context opens.
+ * Any pointer may be NULL to skip that field. Any thread. */
+lk_status lk_device_info(lk_context *context, int32_t index, char *name, size_t name_capacity,
+                         size_t *name_length, int32_t *kind, int32_t *usable, int32_t *chosen);
+
+/* ---- Tensors --------------------------------------------------------------- */
+
+/* Creates a tensor of `shape` (`rank` dims, each at least 1), copying
+ * product(shape) floats from `data`, or zero-filled when `data` is NULL.
+ * Any thread. */
+lk_status lk_tensor_create(lk_context *context, const int64_t *shape, size_t rank, const float *data,
+                           lk_tensor **out);
+
+/* Releases a tensor. No other call may be using it. */
+void lk_tensor_destroy(lk_tensor *tensor);
+
+/* The tensor's rank and, when `shape` is not NULL, its dims (`capacity` at
+ * least the rank, else LK_ERROR_BUFFER_TOO_SMALL). Any thread. */
+lk_status lk_tensor_shape(lk_context *context, const lk_tensor *tensor, int64_t *shape, size_t capacity,
+                          size_t *rank);
+
+/* The tensor's element count. Any thread. */
+lk_status lk_tensor_element_count(lk_context *context, const lk_tensor *tensor, size_t *count);
+
+/* Copies the tensor's elements into `data`; `count` must be its element
+ * count. Any thread, while no call writes the tensor. */
+lk_status lk_tensor_read(lk_context *context, const lk_tensor *tensor, float *data, size_t count);
+
+/* Copies `count` floats (its element count) from `data` into the tensor.
+ * No other call may be using the tensor. */
+lk_status lk_tensor_write(lk_context *context, lk_tensor *tensor, const float *data, size_t count);
+
+/* ---- Layers: ops, formulas and custom layers ------------------------------- */
+
+/* Makes the layer registered as `op` (a catalog op such as "Swish" or "Relu",
+ * or a custom layer registered on `context`; case-insensitive) with scalar
+ * parameters `names[i] = values[i]` (`count` of them; the arrays may be NULL
+ * when `count` is 0). Any thread. */
+lk_status lk_layer_create(lk_context *context, const char *op, const char *const *names,
+                          const double *values, size_t count, lk_layer **out);
+
+/* Makes a per-element layer from one formula over `x`, e.g.
+ * "x * tanh(softplus(x))" (Docs/FORMULAS.md). Names in the formula other than
+ * x are its values: scalars from `names`/`values`, or per-channel weights
+ * named in `weight_names` (`weight_count` of them) and set with
+ * lk_layer_set_weights in that order. Any thread. */
+lk_status lk_layer_create_formula(lk_context *context, const char *formula, const char *const *names,
+                                  const double *values, size_t count, const char *const *weight_names,
+                                  size_t weight_count, lk_layer **out);
+
+/* Sets the layer's weights: `weight_count` arrays, array i of `counts[i]`
+ * floats (per-channel values: one per channel of the input), in the order of
+ * the op's weight names (Swish: "beta"). No other call may be using the layer. */
+lk_status lk_layer_set_weights(lk_context *context, lk_layer *layer, const float *const *weights,
+                               const size_t *counts, size_t weight_count);
+
+/* Releases a layer. No other call may be using it. */
+void lk_layer_destroy(lk_layer *layer);
+
+/* Runs `layer` on `inputs` (`input_count` tensors) on the context's backend
+ * and creates its outputs: `outputs` has room for `output_capacity` handles,
+ * and `*output_count` is set to the number made (LK_ERROR_BUFFER_TOO_SMALL,
+ * with nothing made, when it is over the capacity). `profiler` may be NULL;
+ * otherwise the run's steps are recorded there. Any thread: the same layer
+ * may be applied by several threads at once. */
+lk_status lk_layer_apply(lk_context *context, lk_layer *layer, const lk_tensor *const *inputs,
+                         size_t input_count, lk_tensor **outputs, size_t output_capacity,
+                         size_t *output_count, lk_profiler *profiler);
+
+/* ---- Parity ---------------------------------------------------------------- */
+
+/* Runs `layer` on `input`, first rounded to fp16 so both sides read the same
+ * values, on the context's GPU and on the CPU, and compares them: `*passed`
+ * is 1 when every element is within `tolerance * max(1, |cpu|)` and no
+ * non-finite value differs. Any of the result pointers may be NULL. A context
+ * without a GPU gives LK_ERROR_GPU_UNAVAILABLE. Any thread. */
+lk_status lk_parity(lk_context *context, lk_layer *layer, const lk_tensor *input, double tolerance,
+                    int32_t *passed, double *max_abs_error, double *max_rel_error);
+
+/* ---- Models ---------------------------------------------------------------- */
+
+/* Loads the ONNX model at `path` (external weights beside it) on the
+ * context's backend, with the custom layers registered on the context so
+ * far. Any thread. */
+lk_status lk_model_load(lk_context *context, const char *path, lk_model **out);
+
+/* Releases a model. No other call may be using it. */
+void lk_model_destroy(lk_model *model);
+
+/* The number of the model's inputs or outputs. Any thread. */
+lk_status lk_model_input_count(lk_context *context, lk_model *model, size_t *count);
+lk_status lk_model_output_count(lk_context *context, lk_model *model, size_t *count);
+
+/* The name of input or output `index`. Any thread. */
+lk_status lk_model_input_name(lk_context *context, lk_model *model, size_t index, char *name,
+                              size_t capacity, size_t *length);
+lk_status lk_model_output_name(lk_context *context, lk_model *model, size_t index, char *name,
+                               size_t capacity, size_t *length);
+
+/* The declared shape of input `index`: a symbolic or unknown dim is -1.
+ * `shape` as in lk_tensor_shape. Any thread. */
+lk_status lk_model_input_shape(lk_context *context, lk_model *model, size_t index, int64_t *shape,
+                               size_t capacity, size_t *rank);
+
+/* Runs the model: `inputs[i]` is the input named `names[i]` (`input_count`
+ * of them, every input once). `outputs` receives one new tensor per model
+ * output, in the model's output order; `output_capacity` must be at least
+ * the output count. `profiler` may be NULL. Any thread: one model may be run
+ * by several threads at once. */
+lk_status lk_model_predict(lk_context *context, lk_model *model, const char *const *names,
+                           const lk_tensor *const *inputs, size_t input_count, lk_tensor **outputs,
+                           size_t output_capacity, lk_profiler *profiler);
+
+/* ---- Profiling ------------------------------------------------------------- */
+
+/* Any thread. */
+lk_status lk_profiler_create(lk_context *context, lk_profiler **out);
+
+/* Releases a profiler. No other call may be using it. */
+void lk_profiler_destroy(lk_profiler *profiler);
+
+/* Writes what the profiler recorded as a Chrome trace (JSON; open it in
+ * Perfetto or chrome://tracing) to `path`, replacing the file atomically.
+ * Any thread, while no run records into the profiler. */
+lk_status lk_profiler_write_trace(lk_context *context, lk_profiler *profiler, const char *path);
+
+/* ---- Registering custom layers --------------------------------------------- */
+
+/* Registers a per-element layer `name`, defined by `formula` (as in
+ * lk_layer_create_formula, with `names`/`values` as the scalars' defaults and
+ * `weight_names` its per-channel weights), on the context: lk_layer_create
+ * and models loaded afterwards find it by name (a model node of domain
+ * "layerkit" and that op type; its attributes set the scalars, its further
+ * inputs the weights). It runs on both backends. Replaces any layer of that
+ * name. Not while another thread creates layers or loads models on the
+ * context. */
+lk_status lk_register_formula(lk_context *context, const char *name, const char *formula,
+                              const char *const *names, const double *values, size_t count,
+                              const char *const *weight_names, size_t weight_count);
+
+/* A custom layer's output shape from its input shapes: `input_count` inputs,
+ * input i of `input_ranks[i]` dims `input_shapes[i]`. Writes at most
+ * LK_MAX_RANK dims to `output_shape` and the rank to `*output_rank`; returns
+ * 0 on success, anything else to fail. */
+typedef int32_t (*lk_shape_fn)(void *user_data, size_t input_count, const int64_t *const *input_shapes,
+                               const size_t *input_ranks, int64_t *output_shape, size_t *output_rank);
+
+/* A custom layer's CPU evaluation: reads the inputs (float32, C order, of the
+ * given shapes) and writes every element of the output, whose shape the
+ * shape callback gave. Returns 0 on success, anything else to fail. It may be
+ * called from several threads at once. */
+typedef int32_t (*lk_evaluate_fn)(void *user_data, size_t input_count, const float *const *inputs,
+                                  const int64_t *const *input_shapes, const size_t *input_ranks, float *output,
+                                  const int64_t *output_shape, size_t output_rank);
+
+/* Registers a custom layer `name` with one output, evaluated on the CPU by
+ * `evaluate` (Core ML's `evaluate`). `shape` may be NULL: the output has the
+ * first input's shape. `user_data` is passed to both callbacks; `destroy`,
+ * when not NULL, is called with it once the context and every layer and
+ * model made from the registration are gone. It takes no parameters and no
+ * weights. Found by name as in lk_register_formula; replaces any layer of
+ * that name. Not while another thread creates layers or loads models on the
+ * context. */
+lk_status lk_register_layer(lk_context *context, const char *name, lk_evaluate_fn evaluate, lk_shape_fn shape,
+                            void *user_data, void (*destroy)(void *user_data));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LAYERKIT_H */
