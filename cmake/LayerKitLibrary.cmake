@@ -27,7 +27,9 @@ add_custom_target(layerkit_swift_objects
 
 # The API's own objects are linked as objects, the rest from the archive:
 # swiftc's -static-stdlib hides every archive's symbols (--exclude-libs ALL),
-# which would hide the lk_* functions too. The system libraries are those of
+# which would hide the lk_* functions too. swiftc adds the libraries the
+# objects name (autolink); the Foundation archives' own dependencies are not
+# followed, so they are named here. The system libraries are those of
 # Package.swift's targets (glslang's archives in dependency order).
 add_custom_command(
   OUTPUT ${LAYERKIT_LIBRARY_FILE}
@@ -35,6 +37,8 @@ add_custom_command(
           ${LAYERKIT_SWIFT_BUILD}/LayerKitC.build/*.o ${LAYERKIT_SWIFT_BUILD}/libLayerKitCAPI.a
           -Xlinker -soname=${LAYERKIT_SONAME}
           -Xlinker --version-script=${PROJECT_SOURCE_DIR}/cmake/layerkit.map
+          -lFoundationInternationalization -lFoundationEssentials -lCoreFoundation -l_FoundationICU
+          -l_FoundationCShims -l_FoundationCollections
           -lvulkan -lpng16 -ljpeg -lsleef
           -lglslang-default-resource-limits -lSPIRV -lglslang -lMachineIndependent -lGenericCodeGen
           -lOGLCompiler -lOSDependent -lSPIRV-Tools-opt -lSPIRV-Tools -lstdc++ -lpthread -lm
