@@ -18,8 +18,17 @@ set(LAYERKIT_LIBRARY_FILE ${CMAKE_CURRENT_BINARY_DIR}/${LAYERKIT_SONAME})
 
 # SwiftPM decides what is stale; it always runs. CC/CXX/CFLAGS are unset
 # because SwiftPM would compile its C targets with a gcc they name and fail.
+# SwiftPM also rebuilds every module when its environment changes, and pip's
+# isolated build (pip install .) adds variables and PATH entries that differ
+# on every run: they are removed too, so a second install is incremental and
+# shares the build with a shell's `swift build`.
+string(REPLACE ":" ";" LAYERKIT_SWIFT_PATH "$ENV{PATH}")
+list(FILTER LAYERKIT_SWIFT_PATH EXCLUDE REGEX "/pip-build-env-")
+list(JOIN LAYERKIT_SWIFT_PATH ":" LAYERKIT_SWIFT_PATH)
 add_custom_target(layerkit_swift_objects
   COMMAND ${CMAKE_COMMAND} -E env --unset=CC --unset=CXX --unset=CFLAGS --unset=CXXFLAGS --unset=LDFLAGS
+          --unset=PIP_BUILD_TRACKER --unset=PYTHONPATH --unset=PYTHONNOUSERSITE
+          --unset=_PYPROJECT_HOOKS_BUILD_BACKEND --unset=CMAKE_GENERATOR "PATH=${LAYERKIT_SWIFT_PATH}"
           ${SWIFT} build -c release --product LayerKitCAPI --package-path ${PROJECT_SOURCE_DIR}
   BYPRODUCTS ${LAYERKIT_SWIFT_BUILD}/libLayerKitCAPI.a
   COMMENT "swift build -c release --product LayerKitCAPI"
