@@ -184,8 +184,11 @@ lk_status lk_layer_create_formula(lk_context *context, const char *formula, cons
                                   size_t weight_count, lk_layer **out);
 
 /* Sets the layer's weights: `weight_count` arrays, array i of `counts[i]`
- * floats (per-channel values: one per channel of the input), in the order of
- * the op's weight names (Swish: "beta"). No other call may be using the layer. */
+ * floats (per-channel values: one per channel of the input; 0 floats keeps
+ * that value's scalar), in the order of the op's weight names (Swish: "beta";
+ * a formula of lk_layer_create_formula: its `weight_names`; a formula
+ * registered with lk_register_formula: the order the formula first uses
+ * them in). No other call may be using the layer. */
 lk_status lk_layer_set_weights(lk_context *context, lk_layer *layer, const float *const *weights,
                                const size_t *counts, size_t weight_count);
 
@@ -209,8 +212,9 @@ lk_status lk_layer_apply(lk_context *context, lk_layer *layer, const lk_tensor *
 /* Runs `layer` on `input`, first rounded to fp16 so both sides read the same
  * values, on the context's GPU and on the CPU, and compares them: `*passed`
  * is 1 when every element is within `tolerance * max(1, |cpu|)` and no
- * non-finite value differs. Any of the result pointers may be NULL. A context
- * without a GPU gives LK_ERROR_GPU_UNAVAILABLE. Any thread. */
+ * non-finite value differs. `input` is of rank 1 to 4 (what a GPU image
+ * holds; LK_ERROR_SHAPE otherwise). Any of the result pointers may be NULL. A
+ * context without a GPU gives LK_ERROR_GPU_UNAVAILABLE. Any thread. */
 lk_status lk_parity(lk_context *context, lk_layer *layer, const lk_tensor *input, double tolerance,
                     int32_t *passed, double *max_abs_error, double *max_rel_error);
 
