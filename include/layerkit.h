@@ -247,9 +247,10 @@ lk_status lk_model_input_shape(lk_context *context, lk_model *model, size_t inde
  * of them, every input once). `outputs` receives one new tensor per model
  * output, in the model's output order; `output_capacity` must be at least
  * the output count (else LK_ERROR_BUFFER_TOO_SMALL); on failure no tensor is
- * made. `profiler` may be NULL. Any thread: one model may be run by several
- * threads at once; its runs take turns (a model reuses its plans' memory run
- * after run), so load one model per thread to run in parallel. */
+ * made. `profiler` may be NULL (one run at a time per profiler). Any thread:
+ * one model may be run by several threads at once; its runs take turns (a
+ * model reuses its plans' memory run after run), so load one model per
+ * thread to run in parallel. */
 lk_status lk_model_predict(lk_context *context, lk_model *model, const char *const *names,
                            const lk_tensor *const *inputs, size_t input_count, lk_tensor **outputs,
                            size_t output_capacity, lk_profiler *profiler);
