@@ -128,7 +128,8 @@ lk_status lk_context_uses_gpu(lk_context *context, int32_t *uses_gpu);
 /* ---- Devices --------------------------------------------------------------- */
 
 /* The number of Vulkan devices found (0 without a Vulkan loader or device;
- * that is not an error). Any thread. */
+ * that is not an error). The devices are surveyed once, at the process's
+ * first device call, LAYERKIT_DEVICE read then. Any thread. */
 lk_status lk_device_count(lk_context *context, int32_t *count);
 
 /* Device `index` (0 ..< count): its name, its LK_DEVICE_* kind, whether
@@ -194,9 +195,11 @@ void lk_layer_destroy(lk_layer *layer);
 /* Runs `layer` on `inputs` (`input_count` tensors) on the context's backend
  * and creates its outputs: `outputs` has room for `output_capacity` handles,
  * and `*output_count` is set to the number made (LK_ERROR_BUFFER_TOO_SMALL,
- * with nothing made, when it is over the capacity). `profiler` may be NULL;
- * otherwise the run's steps are recorded there. Any thread: the same layer
- * may be applied by several threads at once. */
+ * with nothing run or made and `*output_count` the number needed, when that
+ * is over the capacity). `profiler` may be NULL; otherwise the run's steps
+ * are recorded there (one run at a time per profiler: its op labels are
+ * shared). Any thread: the same layer may be applied by several threads at
+ * once, on one context, without a lock (each run plans its own buffers). */
 lk_status lk_layer_apply(lk_context *context, lk_layer *layer, const lk_tensor *const *inputs,
                          size_t input_count, lk_tensor **outputs, size_t output_capacity,
                          size_t *output_count, lk_profiler *profiler);
