@@ -10,6 +10,8 @@
 #   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
 #   make test-c   the C API: liblayerkit.so.1 built by CMake and the Tests/C programs under ctest
+#   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
+#               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
 #   make test-python   the Python package: a fresh venv, `pip install .` (timed), its unittests run
 #               from outside the source tree, `auditwheel show` on the wheel (Docs/PYTHON.md)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
@@ -17,7 +19,7 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-c test-python
+.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-c test-python test-ort
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -118,6 +120,19 @@ test-models: deps
 	test -f $(MODELS_DIR)/summary.json || $(MODELS_VENV)/bin/python Scripts/light_models.py --out $(MODELS_DIR)
 	swift build -c release --product layerkit
 	.build/release/layerkit conformance $(MODELS_DIR) --backend both --expect Tests/Conformance/model-zoo-light.txt
+
+# The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
+# build/cmake (onnxruntime 1.21's headers fetched into it at configure), the
+# layerkit CLI (the mixed model's own result), then Tests/ORT/test_ort.py with
+# onnxruntime, onnx and numpy from PyPI in a venv of its own.
+ORT_VENV := .build/ort-venv
+test-ort: deps
+	test -x $(ORT_VENV)/bin/python || (python3 -m venv $(ORT_VENV) && \
+		$(ORT_VENV)/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 numpy)
+	cmake -S . -B build/cmake -G Ninja >/dev/null
+	cmake --build build/cmake --target layerkit_ort
+	swift build -c release --product layerkit
+	$(ORT_VENV)/bin/python Tests/ORT/test_ort.py
 
 # The Python package (pyproject.toml, python/layerkit, Docs/PYTHON.md) as a user
 # gets it: a fresh venv, `pip install .` (timed; scikit-build-core runs the root
