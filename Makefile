@@ -9,12 +9,14 @@
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
 #   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
+#   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
+#               Examples/c through find_package and pkg-config, the library's exports and NEEDED
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models
+.PHONY: deps demo test test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -61,6 +63,9 @@ shader-checks: deps
 	cmake -S . -B build/shaders -G Ninja -DLAYERKIT_BUILD_LIBRARY=OFF >/dev/null
 	cmake --build build/shaders
 	ctest --test-dir build/shaders --output-on-failure
+
+test-c: deps
+	Scripts/test-c-package
 
 # Fails on a crash, an input over 1 s of CPU, an error of an unpromised type or a
 # resident set over 1 GiB; the input is printed and saved under Fuzz/findings/.

@@ -13,6 +13,7 @@ set(LAYERKIT_SWIFT_BUILD ${PROJECT_SOURCE_DIR}/.build/release)
 # The SONAME's number is the C API's LK_API_VERSION (include/layerkit.h), not the
 # package's version: it changes only when the API breaks.
 set(LAYERKIT_API_VERSION 1)
+include(${CMAKE_CURRENT_LIST_DIR}/LayerKitVersions.cmake)
 set(LAYERKIT_SONAME liblayerkit.so.${LAYERKIT_API_VERSION})
 set(LAYERKIT_LIBRARY_FILE ${CMAKE_CURRENT_BINARY_DIR}/${LAYERKIT_SONAME})
 
