@@ -128,7 +128,8 @@ lk_status lk_context_uses_gpu(lk_context *context, int32_t *uses_gpu);
 /* ---- Devices --------------------------------------------------------------- */
 
 /* The number of Vulkan devices found (0 without a Vulkan loader or device;
- * that is not an error). Any thread. */
+ * that is not an error). The devices are surveyed once, at the process's
+ * first device call, LAYERKIT_DEVICE read then. Any thread. */
 lk_status lk_device_count(lk_context *context, int32_t *count);
 
 /* Device `index` (0 ..< count): its name, its LK_DEVICE_* kind, whether
@@ -183,8 +184,11 @@ lk_status lk_layer_create_formula(lk_context *context, const char *formula, cons
                                   size_t weight_count, lk_layer **out);
 
 /* Sets the layer's weights: `weight_count` arrays, array i of `counts[i]`
- * floats (per-channel values: one per channel of the input), in the order of
- * the op's weight names (Swish: "beta"). No other call may be using the layer. */
+ * floats (per-channel values: one per channel of the input; 0 floats keeps
+ * that value's scalar), in the order of the op's weight names (Swish: "beta";
+ * a formula of lk_layer_create_formula: its `weight_names`; a formula
+ * registered with lk_register_formula: the order the formula first uses
+ * them in). No other call may be using the layer. */
 lk_status lk_layer_set_weights(lk_context *context, lk_layer *layer, const float *const *weights,
                                const size_t *counts, size_t weight_count);
 
@@ -194,9 +198,11 @@ void lk_layer_destroy(lk_layer *layer);
 /* Runs `layer` on `inputs` (`input_count` tensors) on the context's backend
  * and creates its outputs: `outputs` has room for `output_capacity` handles,
  * and `*output_count` is set to the number made (LK_ERROR_BUFFER_TOO_SMALL,
- * with nothing made, when it is over the capacity). `profiler` may be NULL;
- * otherwise the run's steps are recorded there. Any thread: the same layer
- * may be applied by several threads at once. */
+ * with nothing run or made and `*output_count` the number needed, when that
+ * is over the capacity). `profiler` may be NULL; otherwise the run's steps
+ * are recorded there (one run at a time per profiler: its op labels are
+ * shared). Any thread: the same layer may be applied by several threads at
+ * once, on one context, without a lock (each run plans its own buffers). */
 lk_status lk_layer_apply(lk_context *context, lk_layer *layer, const lk_tensor *const *inputs,
                          size_t input_count, lk_tensor **outputs, size_t output_capacity,
                          size_t *output_count, lk_profiler *profiler);
@@ -206,8 +212,9 @@ lk_status lk_layer_apply(lk_context *context, lk_layer *layer, const lk_tensor *
 /* Runs `layer` on `input`, first rounded to fp16 so both sides read the same
  * values, on the context's GPU and on the CPU, and compares them: `*passed`
  * is 1 when every element is within `tolerance * max(1, |cpu|)` and no
- * non-finite value differs. Any of the result pointers may be NULL. A context
- * without a GPU gives LK_ERROR_GPU_UNAVAILABLE. Any thread. */
+ * non-finite value differs. `input` is of rank 1 to 4 (what a GPU image
+ * holds; LK_ERROR_SHAPE otherwise). Any of the result pointers may be NULL. A
+ * context without a GPU gives LK_ERROR_GPU_UNAVAILABLE. Any thread. */
 lk_status lk_parity(lk_context *context, lk_layer *layer, const lk_tensor *input, double tolerance,
                     int32_t *passed, double *max_abs_error, double *max_rel_error);
 
