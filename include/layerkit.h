@@ -186,9 +186,9 @@ lk_status lk_layer_create_formula(lk_context *context, const char *formula, cons
 /* Sets the layer's weights: `weight_count` arrays, array i of `counts[i]`
  * floats (per-channel values: one per channel of the input; 0 floats keeps
  * that value's scalar), in the order of the op's weight names (Swish: "beta";
- * a formula of lk_layer_create_formula: its `weight_names`; a formula
- * registered with lk_register_formula: the order the formula first uses
- * them in). No other call may be using the layer. */
+ * a formula, made by lk_layer_create_formula or registered with
+ * lk_register_formula: its `weight_names`). No other call may be using the
+ * layer. */
 lk_status lk_layer_set_weights(lk_context *context, lk_layer *layer, const float *const *weights,
                                const size_t *counts, size_t weight_count);
 

@@ -18,6 +18,7 @@ public func lk_register_formula(_ context: OpaquePointer?, _ name: UnsafePointer
         let weights = try LayerArguments.names(weightNames, count: weightCount, "weight_names")
         do {
             try context.registry.register(formula: formula, named: name, parameters: parameters, weightNames: weights)
+            context.setWeightOrder(weights, of: name)
         } catch let error as FormulaParser.Error {
             throw CAPIError.invalidArgument("formula '\(formula)': \(error)")
         }
@@ -41,6 +42,7 @@ public func lk_register_layer(_ context: OpaquePointer?, _ name: UnsafePointer<C
             }
             return CallbackLayer(registration: registration)
         }
+        context.setWeightOrder(nil, of: name)
     }
 }
 
