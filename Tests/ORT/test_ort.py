@@ -290,6 +290,27 @@ class ConcurrencyTests(unittest.TestCase):
                f"{serial_seconds / len(inputs) * 1e3:.1f} ms/run serial")
 
 
+class CSessionTests(unittest.TestCase):
+    def test_c_program_built_against_1_21_headers_runs_in_the_wheels_runtime(self):
+        headers = os.environ.get("LAYERKIT_ORT_HEADERS", os.path.join(
+            ROOT, "build", "cmake", "Bindings", "onnxruntime", "onnxruntime-dev", "usr", "include", "onnxruntime"))
+        runtime_dir = os.path.join(os.path.dirname(ort.__file__), "capi")
+        runtime = [name for name in os.listdir(runtime_dir) if name.startswith("libonnxruntime.so.")]
+        self.assertEqual(len(runtime), 1, runtime)
+        with tempfile.TemporaryDirectory() as folder:
+            # The wheel's runtime lacks the link its SONAME (libonnxruntime.so.1) names.
+            os.symlink(os.path.join(runtime_dir, runtime[0]), os.path.join(folder, "libonnxruntime.so.1"))
+            program = os.path.join(folder, "ort_session")
+            subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", headers,
+                            os.path.join(ROOT, "Tests", "ORT", "ort_session.c"), "-o", program,
+                            os.path.join(folder, "libonnxruntime.so.1"), "-Wl,-rpath," + folder, "-lm"], check=True)
+            path = os.path.join(folder, "swish.onnx")
+            onnx.save(unary_model("Swish", [1, 4, 8, 8], beta=0.5), path)
+            ran = subprocess.run([program, LIBRARY, path], capture_output=True, text=True)
+        self.assertEqual(ran.returncode, 0, ran.stdout + ran.stderr)
+        report(ran.stdout.strip())
+
+
 class ErrorTests(unittest.TestCase):
     def assertFails(self, build, *words, at_run=None):
         """Session creation (or, with `at_run`, a run on it) fails with a message holding `words`."""
