@@ -9,7 +9,8 @@
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
 #   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
-#   make test-c   the C API: liblayerkit.so.1 built by CMake and the Tests/C programs under ctest
+#   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
+#               Examples/c through find_package and pkg-config, the library's exports and NEEDED
 #   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
 #               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
@@ -17,7 +18,7 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-c test-ort
+.PHONY: deps demo test test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -66,9 +67,7 @@ shader-checks: deps
 	ctest --test-dir build/shaders --output-on-failure
 
 test-c: deps
-	cmake -S . -B build/cmake -G Ninja >/dev/null
-	cmake --build build/cmake
-	ctest --test-dir build/cmake -R c-api --output-on-failure
+	Scripts/test-c-package
 
 # Fails on a crash, an input over 1 s of CPU, an error of an unpromised type or a
 # resident set over 1 GiB; the input is printed and saved under Fuzz/findings/.
