@@ -121,16 +121,17 @@ test-models: deps
 	.build/release/layerkit conformance $(MODELS_DIR) --backend both --expect Tests/Conformance/model-zoo-light.txt
 
 # The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
-# build/cmake (onnxruntime 1.21's headers fetched into it at configure), the
-# layerkit CLI (the mixed model's own result), then Tests/ORT/test_ort.py with
-# onnxruntime, onnx and numpy from PyPI in a venv of its own.
+# build/cmake (onnxruntime 1.21's headers fetched into it at configure), then
+# Tests/ORT/test_ort.py with onnxruntime, onnx and numpy from PyPI in a venv of
+# its own. (LayerKit's own results come from liblayerkit.so.1 beside it: building
+# the layerkit CLI too would rebuild LayerKit, which SwiftPM recompiles whenever
+# the product changes.)
 ORT_VENV := .build/ort-venv
 test-ort: deps
 	test -x $(ORT_VENV)/bin/python || (python3 -m venv $(ORT_VENV) && \
 		$(ORT_VENV)/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 numpy)
 	cmake -S . -B build/cmake -G Ninja >/dev/null
 	cmake --build build/cmake --target layerkit_ort
-	swift build -c release --product layerkit
 	$(ORT_VENV)/bin/python Tests/ORT/test_ort.py
 
 # The Python package (pyproject.toml, python/layerkit, Docs/PYTHON.md) as a user
