@@ -9,12 +9,14 @@
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
 #   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
+#   make test-python   the Python package: a fresh venv, `pip install .` (timed), its unittests run
+#               from outside the source tree, `auditwheel show` on the wheel (Docs/PYTHON.md)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models
+.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-python
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -110,3 +112,19 @@ test-models: deps
 	test -f $(MODELS_DIR)/summary.json || $(MODELS_VENV)/bin/python Scripts/light_models.py --out $(MODELS_DIR)
 	swift build -c release --product layerkit
 	.build/release/layerkit conformance $(MODELS_DIR) --backend both --expect Tests/Conformance/model-zoo-light.txt
+
+# The Python package (pyproject.toml, python/layerkit, Docs/PYTHON.md) as a user
+# gets it: a fresh venv, `pip install .` (timed; scikit-build-core runs the root
+# CMake, which runs swift build; build/python keeps its CMake build, so a second
+# install only relinks), the tests run from outside the source tree so the
+# installed package is imported, then the wheel itself checked by auditwheel.
+PYTHON_VENV := .build/python-test-venv
+PYTHON_WHEELS := .build/python-wheels
+test-python: deps
+	rm -rf $(PYTHON_VENV) $(PYTHON_WHEELS)
+	python3 -m venv $(PYTHON_VENV)
+	$(PYTHON_VENV)/bin/pip install -q auditwheel==6.8.2
+	TIMEFORMAT='pip install . took %R s'; time $(PYTHON_VENV)/bin/pip install -q .
+	cd / && LAYERKIT_VALIDATION=1 $(CURDIR)/$(PYTHON_VENV)/bin/python -m unittest discover -s $(CURDIR)/Tests/Python -v
+	$(PYTHON_VENV)/bin/pip wheel -q --no-deps . -w $(PYTHON_WHEELS)
+	$(PYTHON_VENV)/bin/auditwheel show $(PYTHON_WHEELS)/layerkit-*-py3-none-linux_x86_64.whl

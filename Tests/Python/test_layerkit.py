@@ -1,0 +1,245 @@
+"""The installed `layerkit` package against float64 numpy and onnxruntime's outputs.
+
+Run from outside the source tree, so the installed wheel is what is imported
+(`make test-python` builds a fresh venv and does so):
+
+    python -m unittest discover -s Tests/Python -v
+
+GPU tests run on the chosen Vulkan device (lavapipe in CI) and fail without
+one, unless LAYERKIT_ALLOW_NO_GPU=1.
+"""
+import importlib.metadata
+import json
+import os
+import re
+import tempfile
+import threading
+import unittest
+
+import numpy as np
+
+import layerkit
+
+SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(SOURCE, "Tests", "LayerKitTests", "Fixtures", "models")
+ARTICLE = os.path.join(SOURCE, "Models", "article.onnx")
+
+
+def swish64(x, beta):
+    x = np.asarray(x, dtype=np.float64)
+    return x / (1.0 + np.exp(-np.asarray(beta, dtype=np.float64) * x))
+
+
+def grid(shape=(1, 4, 32, 32)):
+    """x over [-8, 8], both ends included, as float32 in `shape`."""
+    return np.linspace(-8.0, 8.0, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+
+
+def worst(actual, expected, floor):
+    """max |actual - expected| / max(floor, |expected|), in float64."""
+    actual, expected = np.asarray(actual, np.float64), np.asarray(expected, np.float64)
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    return float(np.max(np.abs(actual - expected) / np.maximum(floor, np.abs(expected))))
+
+
+def gpu_usable():
+    return any(device.usable for device in layerkit.devices())
+
+
+def needs_gpu(test):
+    """GPU tests are never skipped unless LAYERKIT_ALLOW_NO_GPU=1 says so."""
+    allowed = os.environ.get("LAYERKIT_ALLOW_NO_GPU") == "1"
+    return unittest.skipIf(allowed and not gpu_usable(), "no usable Vulkan device (LAYERKIT_ALLOW_NO_GPU=1)")(test)
+
+
+class PackageTests(unittest.TestCase):
+    def test_the_installed_package_is_imported(self):
+        self.assertFalse(os.path.abspath(layerkit.__file__).startswith(os.path.join(SOURCE, "python")),
+                         f"imported from the source tree: {layerkit.__file__}")
+        self.assertTrue(os.path.exists(os.path.join(os.path.dirname(layerkit.__file__), "liblayerkit.so.1")))
+
+    def test_one_version_everywhere(self):
+        with open(os.path.join(SOURCE, "CMakeLists.txt")) as cmake:
+            project = re.search(r"project\(LayerKit VERSION ([0-9.]+)", cmake.read()).group(1)
+        self.assertEqual(layerkit.__version__, project)
+        self.assertEqual(importlib.metadata.version("layerkit"), project)
+
+    def test_the_onnxruntime_library_ships_beside_the_package(self):
+        path = layerkit.ort_library_path()
+        self.assertTrue(os.path.isfile(path), path)
+        self.assertEqual(os.path.dirname(path), os.path.dirname(layerkit.__file__))
+
+
+class ApplyTests(unittest.TestCase):
+    def test_swish_within_1e6_of_float64(self):
+        x = grid()
+        for beta in (1.0, 0.5, 1.7):
+            y = layerkit.apply("Swish", x, beta=beta)
+            self.assertEqual((y.shape, y.dtype), (x.shape, np.float32))
+            error = float(np.max(np.abs(y.astype(np.float64) - swish64(x, beta))))
+            self.assertLessEqual(error, 1e-6, f"beta {beta}: max abs error {error:.3g}")
+
+    def test_the_callers_array_is_copied_not_changed(self):
+        x = grid((2, 3, 5, 7))
+        before = x.copy()
+        x_fortran = np.asfortranarray(x.astype(np.float64))
+        y = layerkit.apply("swish", x_fortran)
+        np.testing.assert_array_equal(x, before)
+        self.assertLessEqual(float(np.max(np.abs(y - swish64(x, 1.0)))), 1e-6)
+
+    def test_per_channel_beta(self):
+        rng = np.random.default_rng(7)
+        x = rng.uniform(-8, 8, size=(2, 3, 6, 5)).astype(np.float32)
+        beta = np.array([0.25, 1.0, 2.5], dtype=np.float32)
+        expected = swish64(x, beta.reshape(1, 3, 1, 1))
+        for weights in (beta, [beta], {"beta": beta}):
+            y = layerkit.apply("Swish", x, weights=weights)
+            self.assertLessEqual(float(np.max(np.abs(y - expected))), 1e-6, f"weights {type(weights).__name__}")
+
+    def test_a_formula_with_a_parameter_and_weights(self):
+        x = grid((1, 2, 16, 16))
+        y = layerkit.apply("x * tanh(softplus(alpha * x))", x, alpha=1.5)
+        x64 = x.astype(np.float64)
+        self.assertLessEqual(worst(y, x64 * np.tanh(np.log1p(np.exp(1.5 * x64))), floor=1.0), 1e-5)
+        gain = np.array([2.0, -0.5], dtype=np.float32)
+        y = layerkit.apply("gain * max(x, 0)", x, weights={"gain": gain})
+        self.assertLessEqual(worst(y, gain.reshape(1, 2, 1, 1) * np.maximum(x64, 0), floor=1.0), 1e-6)
+
+    def test_threads_share_a_context(self):
+        x = grid()
+        expected = layerkit.apply("Swish", x)
+        results = [None] * 4
+
+        def run(index):
+            results[index] = layerkit.apply("Swish", x)
+
+        threads = [threading.Thread(target=run, args=(index,)) for index in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for result in results:
+            np.testing.assert_array_equal(result, expected)
+
+    @needs_gpu
+    def test_swish_on_the_gpu(self):
+        # The GPU stores fp16: compare with float64 on the fp16-rounded input, by the parity rule.
+        x = grid().astype(np.float16).astype(np.float32)
+        y = layerkit.apply("Swish", x, backend="gpu", beta=1.0)
+        self.assertLessEqual(worst(y, swish64(x, 1.0), floor=1.0), 1e-3)
+
+
+class ModelTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.image = np.load(os.path.join(FIXTURES, "article_demo.input.npy"))
+        # onnxruntime's output of the model's standard-op twin (Scripts/generate_model_fixtures.py).
+        cls.expected = np.load(os.path.join(FIXTURES, "article_demo.expected.npy"))
+        with open(ARTICLE, "rb") as model, open(os.path.join(FIXTURES, "article_demo.onnx"), "rb") as fixture:
+            assert model.read() == fixture.read(), "Models/article.onnx is no longer the article_demo fixture"
+
+    def test_article_model_on_the_cpu_matches_onnxruntime(self):
+        with layerkit.Model(ARTICLE) as model:
+            self.assertEqual(model.inputs, ["image"])
+            self.assertEqual(model.outputs, ["probabilities"])
+            self.assertEqual(model.input_shapes, {"image": (1, 3, 64, 64)})
+            outputs = model.predict({"image": self.image})
+        self.assertEqual(list(outputs), ["probabilities"])
+        error = worst(outputs["probabilities"], self.expected, floor=1e-6)
+        self.assertLessEqual(error, 1e-4, f"max relative error {error:.3g}")
+
+    @needs_gpu
+    def test_article_model_on_the_gpu_matches_onnxruntime(self):
+        # fp16 storage: the input's rounding alone moves outputs by up to ~1e-3 (ModelTests.swift).
+        with layerkit.Model(ARTICLE, backend="gpu") as model:
+            probabilities = model.predict({"image": self.image})["probabilities"]
+        error = worst(probabilities, self.expected, floor=1.0)
+        self.assertLessEqual(error, 2e-3, f"max |gpu - ref| / max(1, |ref|) = {error:.3g}")
+
+    def test_a_trace_is_written(self):
+        with tempfile.TemporaryDirectory() as folder, layerkit.Model(ARTICLE) as model:
+            path = os.path.join(folder, "trace.json")
+            model.predict({"image": self.image}, trace=path)
+            with open(path) as trace:
+                events = json.load(trace)
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        self.assertGreater(len(events), 0)
+
+    def test_a_closed_model_refuses_to_run(self):
+        model = layerkit.Model(ARTICLE)
+        model.close()
+        model.close()
+        with self.assertRaises(ValueError):
+            model.predict({"image": self.image})
+
+
+class ParityAndDeviceTests(unittest.TestCase):
+    def test_devices_are_listed(self):
+        found = layerkit.devices()
+        self.assertGreater(len(found), 0, "no Vulkan device: is Mesa's lavapipe installed?")
+        for index, device in enumerate(found):
+            self.assertEqual(device.index, index)
+            self.assertIn(device.kind, {"other", "integrated", "discrete", "virtual", "cpu"})
+            self.assertTrue(device.name)
+        if any(device.usable for device in found):
+            self.assertEqual(sum(device.chosen for device in found), 1)
+
+    @needs_gpu
+    def test_parity_passes(self):
+        x = grid()
+        for op, params in (("Swish", {"beta": 1.0}), ("x * sigmoid(x)", {}), ("Relu", {})):
+            result = layerkit.parity(op, x, **params)
+            self.assertIsInstance(result, layerkit.ParityResult)
+            self.assertTrue(result.passed, f"{op}: {result}")
+            self.assertLessEqual(result.max_abs_error, 1e-3 * 8, op)
+            self.assertGreaterEqual(result.max_rel_error, 0.0, op)
+
+    @needs_gpu
+    def test_parity_fails_at_a_tolerance_below_fp16(self):
+        result = layerkit.parity("Swish", grid(), tolerance=1e-9)
+        self.assertFalse(result.passed, result)
+        self.assertFalse(result)
+
+
+class ErrorTests(unittest.TestCase):
+    def assertLayerKitError(self, status, pattern, function, *args, **kwargs):
+        with self.assertRaises(layerkit.LayerKitError) as caught:
+            function(*args, **kwargs)
+        error = caught.exception
+        self.assertEqual(error.status, status, str(error))
+        self.assertRegex(error.message, pattern)
+        self.assertEqual(str(error), f"{status}: {error.message}")
+        return error
+
+    def test_unknown_op(self):
+        self.assertLayerKitError("LK_ERROR_UNKNOWN_OP", "NoSuchOp", layerkit.apply, "NoSuchOp", grid())
+
+    def test_bad_formula(self):
+        self.assertLayerKitError("LK_ERROR_INVALID_ARGUMENT", "tanhh", layerkit.apply, "tanhh(x)", grid())
+
+    def test_bad_shape(self):
+        self.assertLayerKitError("LK_ERROR_SHAPE", "rank", layerkit.apply, "Swish", np.zeros([1] * 9, np.float32))
+
+    def test_wrong_number_of_channel_weights(self):
+        self.assertLayerKitError("LK_ERROR_WEIGHTS", "3", layerkit.apply, "Swish", np.zeros((1, 4, 2, 2), np.float32),
+                                 weights=np.ones(3, np.float32))
+
+    def test_model_input_of_the_wrong_shape(self):
+        with layerkit.Model(ARTICLE) as model:
+            self.assertLayerKitError("LK_ERROR_SHAPE", "image", model.predict,
+                                     {"image": np.zeros((1, 2, 64, 64), np.float32)})
+
+    def test_missing_model_file(self):
+        self.assertLayerKitError("LK_ERROR_FILE", "no-such-model", layerkit.Model, "/nonexistent/no-such-model.onnx")
+
+    def test_python_side_errors(self):
+        with self.assertRaises(ValueError):
+            layerkit.apply("Swish", grid(), backend="tpu")
+        with self.assertRaises(TypeError):
+            layerkit.apply("Swish", grid(), beta="large")
+        with self.assertRaises(TypeError):
+            layerkit.apply("x * w", grid(), weights=[np.ones(4)])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,107 @@
+"""Contexts (one per backend, shared by the package's calls) and tensors.
+
+A context holds a backend and, for the GPU, an open Vulkan device: opening
+one per call would cost more than most calls, so each backend's context is
+made on first use and kept until the interpreter exits (a weakref finalizer
+destroys it then, after the models made on it, which are finalized first).
+Tensors and layers live only for the call that makes them.
+"""
+import contextlib
+import ctypes
+import threading
+import weakref
+
+import numpy as np
+
+from . import _native
+from ._native import lib
+from .errors import LayerKitError
+
+
+class Context:
+    """An ``lk_context`` for one backend: ``"cpu"``, ``"gpu"`` or ``"auto"``."""
+
+    def __init__(self, backend: str):
+        if backend not in _native.LK_COMPUTE:
+            raise ValueError(f"backend must be 'cpu', 'gpu' or 'auto', got {backend!r}")
+        self.backend = backend
+        pointer = _native.handle()
+        error = ctypes.create_string_buffer(1024)
+        code = lib.lk_context_create(_native.LK_COMPUTE[backend], 0, ctypes.byref(pointer), error, len(error))
+        if code != _native.LK_OK:
+            raise LayerKitError(_native.status_name(code), code, error.value.decode("utf-8", "replace"))
+        self.handle = pointer
+        self._finalizer = weakref.finalize(self, lib.lk_context_destroy, pointer)
+
+    def check(self, code: int) -> None:
+        """Raises this thread's last error on the context unless ``code`` is LK_OK."""
+        _native.check(self.handle, code)
+
+    @property
+    def uses_gpu(self) -> bool:
+        """Whether the context's layers may run on a GPU."""
+        uses = ctypes.c_int32(0)
+        self.check(lib.lk_context_uses_gpu(self.handle, ctypes.byref(uses)))
+        return bool(uses.value)
+
+
+_contexts = {}
+_contexts_lock = threading.Lock()
+
+
+def context(backend: str) -> Context:
+    """The package's shared context for ``backend``, made on first use."""
+    with _contexts_lock:
+        if backend not in _contexts:
+            _contexts[backend] = Context(backend)
+        return _contexts[backend]
+
+
+def as_float32(array, what: str = "x") -> np.ndarray:
+    """A C-contiguous float32 copy of ``array`` (never a view of the caller's)."""
+    try:
+        return np.array(array, dtype=np.float32, order="C", copy=True)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{what} must be convertible to a float32 array: {error}") from None
+
+
+def _float_pointer(array: np.ndarray):
+    return array.ctypes.data_as(_native.c_float_p)
+
+
+@contextlib.contextmanager
+def tensor_from(ctx: Context, array: np.ndarray):
+    """An ``lk_tensor`` holding a copy of ``array`` (float32, C order), destroyed on exit."""
+    shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
+    pointer = _native.handle()
+    ctx.check(lib.lk_tensor_create(ctx.handle, shape, array.ndim, _float_pointer(array), ctypes.byref(pointer)))
+    try:
+        yield pointer
+    finally:
+        lib.lk_tensor_destroy(pointer)
+
+
+def take_array(ctx: Context, tensor) -> np.ndarray:
+    """Copies a tensor the library made into a new numpy array and destroys it."""
+    try:
+        shape = (ctypes.c_int64 * _native.MAX_RANK)()
+        rank = ctypes.c_size_t(0)
+        ctx.check(lib.lk_tensor_shape(ctx.handle, tensor, shape, _native.MAX_RANK, ctypes.byref(rank)))
+        array = np.empty(tuple(shape[: rank.value]), dtype=np.float32)
+        ctx.check(lib.lk_tensor_read(ctx.handle, tensor, _float_pointer(array), array.size))
+        return array
+    finally:
+        lib.lk_tensor_destroy(tensor)
+
+
+def take_arrays(ctx: Context, tensors) -> list:
+    """``take_array`` over every handle, destroying them all even when one read fails."""
+    arrays, failure = [], None
+    for tensor in tensors:
+        try:
+            arrays.append(take_array(ctx, tensor))
+        except LayerKitError as error:
+            failure = failure or error
+    if failure:
+        raise failure
+    return arrays
