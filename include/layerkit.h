@@ -128,7 +128,8 @@ lk_status lk_context_uses_gpu(lk_context *context, int32_t *uses_gpu);
 /* ---- Devices --------------------------------------------------------------- */
 
 /* The number of Vulkan devices found (0 without a Vulkan loader or device;
- * that is not an error). Any thread. */
+ * that is not an error). The devices are surveyed once, at the process's
+ * first device call, LAYERKIT_DEVICE read then. Any thread. */
 lk_status lk_device_count(lk_context *context, int32_t *count);
 
 /* Device `index` (0 ..< count): its name, its LK_DEVICE_* kind, whether
@@ -194,9 +195,11 @@ void lk_layer_destroy(lk_layer *layer);
 /* Runs `layer` on `inputs` (`input_count` tensors) on the context's backend
  * and creates its outputs: `outputs` has room for `output_capacity` handles,
  * and `*output_count` is set to the number made (LK_ERROR_BUFFER_TOO_SMALL,
- * with nothing made, when it is over the capacity). `profiler` may be NULL;
- * otherwise the run's steps are recorded there. Any thread: the same layer
- * may be applied by several threads at once. */
+ * with nothing run or made and `*output_count` the number needed, when that
+ * is over the capacity). `profiler` may be NULL; otherwise the run's steps
+ * are recorded there (one run at a time per profiler: its op labels are
+ * shared). Any thread: the same layer may be applied by several threads at
+ * once, on one context, without a lock (each run plans its own buffers). */
 lk_status lk_layer_apply(lk_context *context, lk_layer *layer, const lk_tensor *const *inputs,
                          size_t input_count, lk_tensor **outputs, size_t output_capacity,
                          size_t *output_count, lk_profiler *profiler);
@@ -239,8 +242,10 @@ lk_status lk_model_input_shape(lk_context *context, lk_model *model, size_t inde
 /* Runs the model: `inputs[i]` is the input named `names[i]` (`input_count`
  * of them, every input once). `outputs` receives one new tensor per model
  * output, in the model's output order; `output_capacity` must be at least
- * the output count. `profiler` may be NULL. Any thread: one model may be run
- * by several threads at once. */
+ * the output count (else LK_ERROR_BUFFER_TOO_SMALL); on failure no tensor is
+ * made. `profiler` may be NULL. Any thread: one model may be run by several
+ * threads at once; its runs take turns (a model reuses its plans' memory run
+ * after run), so load one model per thread to run in parallel. */
 lk_status lk_model_predict(lk_context *context, lk_model *model, const char *const *names,
                            const lk_tensor *const *inputs, size_t input_count, lk_tensor **outputs,
                            size_t output_capacity, lk_profiler *profiler);
@@ -291,10 +296,15 @@ typedef int32_t (*lk_evaluate_fn)(void *user_data, size_t input_count, const flo
  * `evaluate` (Core ML's `evaluate`). `shape` may be NULL: the output has the
  * first input's shape. `user_data` is passed to both callbacks; `destroy`,
  * when not NULL, is called with it once the context and every layer and
- * model made from the registration are gone. It takes no parameters and no
- * weights. Found by name as in lk_register_formula; replaces any layer of
- * that name. Not while another thread creates layers or loads models on the
- * context. */
+ * model made from the registration are gone (a registration replaced by
+ * another of its name goes with the last layer or model made from it); on
+ * failure nothing is registered and `destroy` is not called. It takes no
+ * parameters and no weights. A callback's non-zero return fails the call
+ * that ran it with LK_ERROR_CALLBACK, naming the layer and the value, except
+ * the shape callback's while a model is planned (lk_model_load, or a predict
+ * on new input shapes): LK_ERROR_INVALID_MODEL, naming the node too. Found by
+ * name as in lk_register_formula; replaces any layer of that name. Not while
+ * another thread creates layers or loads models on the context. */
 lk_status lk_register_layer(lk_context *context, const char *name, lk_evaluate_fn evaluate, lk_shape_fn shape,
                             void *user_data, void (*destroy)(void *user_data));
 

@@ -5,7 +5,9 @@ import LayerKit
 /// other (a Vulkan failure, a Foundation error) as `LK_ERROR_INTERNAL`.
 func statusCode(of error: Error) -> lk_status {
     guard let error = error as? LayerKitError else {
-        return error is CAPIError ? (error as! CAPIError).status : lk_status(LK_ERROR_INTERNAL)
+        if let error = error as? CAPIError { return error.status }
+        // A formula that does not parse is a bad argument, like a bad parameter.
+        return error is FormulaParser.Error ? lk_status(LK_ERROR_INVALID_ARGUMENT) : lk_status(LK_ERROR_INTERNAL)
     }
     switch error {
     case .shapeMismatch: return lk_status(LK_ERROR_SHAPE)

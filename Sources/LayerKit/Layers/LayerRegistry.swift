@@ -2,11 +2,13 @@ import Foundation
 
 /// Layers by name, as Core ML finds a custom layer by `className`. Names
 /// match case-insensitively. The catalog's element-wise ops (and `Swish`)
-/// are registered up front; users add their own classes with `register(_:)`.
+/// are registered up front; users add their own classes with `register(_:)`,
+/// formulas with `register(formula:named:)`, and layers made by a closure with
+/// `register(named:make:)`.
 public final class LayerRegistry: @unchecked Sendable {
     /// How to make one registered layer. (Unchecked: `make` captures a
-    /// layer class, whose metatype Swift cannot prove Sendable; it is
-    /// immutable and only constructs.)
+    /// layer class, whose metatype Swift cannot prove Sendable, or a
+    /// registered closure; either is immutable and only constructs.)
     public struct Entry: @unchecked Sendable {
         /// The registered name.
         public let name: String
@@ -50,6 +52,17 @@ public final class LayerRegistry: @unchecked Sendable {
                   definition: definition) {
             try layer.init(parameters: $0)
         })
+    }
+
+    /// Registers the layers `make` makes under `name`, replacing any layer
+    /// of that name: for layers defined at run time rather than one type per
+    /// name (the C API's callback layers). `make` receives the parameters of
+    /// `makeLayer(named:parameters:)` or of a model node's attributes, as
+    /// `init(parameters:)` would; `weightNames` are the blobs its layers'
+    /// `setWeightData` takes, in order.
+    public func register(named name: String, weightNames: [String] = [],
+                         make: @escaping ([String: Any]) throws -> CustomLayer) {
+        add(Entry(name: name, weightNames: weightNames, definition: nil, make: make))
     }
 
     func add(_ entry: Entry) {

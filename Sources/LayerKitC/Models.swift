@@ -1,0 +1,138 @@
+import CLayerKitAPI
+import Foundation
+import LayerKit
+
+// `lk_model` handles are LayerKit `Model`s, loaded on their context's backend
+// with its registry. `Model.predict` serializes runs on one model (its plans
+// and their host arenas are reused run after run), so predicting from several
+// threads at once is safe without a lock here.
+
+@c @implementation
+public func lk_model_load(_ context: OpaquePointer?, _ path: UnsafePointer<CChar>?,
+                          _ out: UnsafeMutablePointer<OpaquePointer?>?) -> lk_status {
+    out?.pointee = nil
+    return withContext(context) { context in
+        guard out != nil else { throw CAPIError.invalidArgument("the output pointer is NULL") }
+        let path = try requireString(path, "the path")
+        guard !path.isEmpty else { throw CAPIError.invalidArgument("the path is empty") }
+        let model = try Model(contentsOf: URL(fileURLWithPath: path), backend: context.backend,
+                              registry: context.registry)
+        try Handle.store(model, in: out)
+    }
+}
+
+@c @implementation
+public func lk_model_destroy(_ model: OpaquePointer?) { Handle.release(model) }
+
+@c @implementation
+public func lk_model_input_count(_ context: OpaquePointer?, _ model: OpaquePointer?,
+                                 _ count: UnsafeMutablePointer<Int>?) -> lk_status {
+    withContext(context) { _ in
+        let model = try Handle.object(model, as: Model.self, "the model")
+        guard let count else { throw CAPIError.invalidArgument("count is NULL") }
+        count.pointee = model.inputs.count
+    }
+}
+
+@c @implementation
+public func lk_model_output_count(_ context: OpaquePointer?, _ model: OpaquePointer?,
+                                  _ count: UnsafeMutablePointer<Int>?) -> lk_status {
+    withContext(context) { _ in
+        let model = try Handle.object(model, as: Model.self, "the model")
+        guard let count else { throw CAPIError.invalidArgument("count is NULL") }
+        count.pointee = model.outputs.count
+    }
+}
+
+@c @implementation
+public func lk_model_input_name(_ context: OpaquePointer?, _ model: OpaquePointer?, _ index: Int,
+                                _ name: UnsafeMutablePointer<CChar>?, _ capacity: Int,
+                                _ length: UnsafeMutablePointer<Int>?) -> lk_status {
+    withContext(context) { _ in
+        let model = try Handle.object(model, as: Model.self, "the model")
+        try writeString(value(index, of: model.inputs, "input").name, to: name, capacity: capacity, length: length)
+    }
+}
+
+@c @implementation
+public func lk_model_output_name(_ context: OpaquePointer?, _ model: OpaquePointer?, _ index: Int,
+                                 _ name: UnsafeMutablePointer<CChar>?, _ capacity: Int,
+                                 _ length: UnsafeMutablePointer<Int>?) -> lk_status {
+    withContext(context) { _ in
+        let model = try Handle.object(model, as: Model.self, "the model")
+        try writeString(value(index, of: model.outputs, "output").name, to: name, capacity: capacity, length: length)
+    }
+}
+
+@c @implementation
+public func lk_model_input_shape(_ context: OpaquePointer?, _ model: OpaquePointer?, _ index: Int,
+                                 _ shape: UnsafeMutablePointer<Int64>?, _ capacity: Int,
+                                 _ rank: UnsafeMutablePointer<Int>?) -> lk_status {
+    withContext(context) { _ in
+        let model = try Handle.object(model, as: Model.self, "the model")
+        let dimensions = try value(index, of: model.inputs, "input").dimensions
+        rank?.pointee = dimensions.count
+        guard let shape else { return }
+        guard capacity >= dimensions.count else {
+            throw CAPIError(status: lk_status(LK_ERROR_BUFFER_TOO_SMALL),
+                            description: "the shape needs room for \(dimensions.count) dims, got \(capacity)")
+        }
+        for (i, dimension) in dimensions.enumerated() { shape[i] = dimension.size.map(Int64.init) ?? -1 }
+    }
+}
+
+@c @implementation
+public func lk_model_predict(_ context: OpaquePointer?, _ model: OpaquePointer?,
+                             _ names: UnsafePointer<UnsafePointer<CChar>?>?, _ inputs: UnsafePointer<OpaquePointer?>?,
+                             _ inputCount: Int, _ outputs: UnsafeMutablePointer<OpaquePointer?>?,
+                             _ outputCapacity: Int, _ profiler: OpaquePointer?) -> lk_status {
+    withContext(context) { _ in
+        let model = try Handle.object(model, as: Model.self, "the model")
+        guard let outputs else { throw CAPIError.invalidArgument("outputs is NULL") }
+        guard outputCapacity >= model.outputs.count else {
+            throw CAPIError(status: lk_status(LK_ERROR_BUFFER_TOO_SMALL),
+                            description: "outputs has room for \(outputCapacity) tensors; the model has "
+                                + "\(model.outputs.count) output(s)")
+        }
+        for i in model.outputs.indices { outputs[i] = nil }
+        let given = try namedInputs(names, inputs, inputCount, of: model)
+        let profiler = try profiler.map { try Handle.object($0, as: Profiler.self, "the profiler") }
+        let results = try model.predict(inputs: given, profiler: profiler)
+        let tensors = try model.outputs.map { output in
+            guard let tensor = results[output.name] else {
+                throw CAPIError(status: lk_status(LK_ERROR_INTERNAL), description: "output '\(output.name)' was not computed")
+            }
+            return tensor
+        }
+        for (i, tensor) in tensors.enumerated() { outputs[i] = Handle.make(tensor) }
+    }
+}
+
+/// The inputs of `lk_model_predict` by name. Unknown and missing names are
+/// the model's own errors (`predict`); counts, NULLs and repeats are checked
+/// here, before any pointer past the model's input count is read.
+private func namedInputs(_ names: UnsafePointer<UnsafePointer<CChar>?>?, _ inputs: UnsafePointer<OpaquePointer?>?,
+                         _ count: Int, of model: Model) throws -> [String: Tensor] {
+    let expected = model.inputs.map(\.name).joined(separator: ", ")
+    guard count >= 0, count <= model.inputs.count else {
+        throw CAPIError.invalidArgument("\(count) inputs given; the model has \(model.inputs.count) (\(expected))")
+    }
+    guard count == 0 || (names != nil && inputs != nil) else {
+        throw CAPIError.invalidArgument("names or inputs is NULL with an input count of \(count)")
+    }
+    var given: [String: Tensor] = [:]
+    for i in 0..<count {
+        let name = try requireString(names![i], "input name \(i)")
+        guard given[name] == nil else { throw CAPIError.invalidArgument("input '\(name)' is given twice") }
+        given[name] = try Handle.object(inputs![i], as: Tensor.self, "input \(i) ('\(name)')")
+    }
+    return given
+}
+
+/// Input or output `index` of a model, or an error naming the count.
+private func value(_ index: Int, of values: [Model.ValueDescription], _ what: String) throws -> Model.ValueDescription {
+    guard values.indices.contains(index) else {
+        throw CAPIError.invalidArgument("\(what) index \(index) is out of range: the model has \(values.count) \(what)(s)")
+    }
+    return values[index]
+}
