@@ -11,12 +11,15 @@
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
 #   make test-python   the Python package: a fresh venv, `pip install .` (timed), its unittests run
 #               from outside the source tree, `auditwheel show` on the wheel (Docs/PYTHON.md)
+#   make test-examples   Examples/ray (Ray Data on two local actors) and Examples/triton (the model
+#               repository's config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
+#               with ray (~800 MB in .build/examples-venv; not in make test)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-python
+.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-python test-examples
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -128,3 +131,23 @@ test-python: deps
 	cd / && LAYERKIT_VALIDATION=1 $(CURDIR)/$(PYTHON_VENV)/bin/python -m unittest discover -s $(CURDIR)/Tests/Python -v
 	$(PYTHON_VENV)/bin/pip wheel -q --no-deps . -w $(PYTHON_WHEELS)
 	$(PYTHON_VENV)/bin/auditwheel show $(PYTHON_WHEELS)/layerkit-*-py3-none-linux_x86_64.whl
+
+# The scale-out examples (Docs/SCALING.md) in a venv of their own, made once per
+# requirement list (ray[data] is ~800 MB, which is why this is not in make test),
+# with the layerkit package installed from this tree each run. The Triton check
+# runs the model through the wheel's liblayerkit_ort.so.
+EXAMPLES_VENV := .build/examples-venv
+EXAMPLES_REQUIREMENTS := ray[data]==2.60.0 tritonclient[grpc]==2.73.0 onnx==1.23.2 onnxruntime==1.32.0 \
+	numpy==2.4.6 pillow==13.0.0
+test-examples: deps
+	@TIMEFORMAT='test-examples took %R s'; time ( set -e; \
+	if [ "$$(cat $(EXAMPLES_VENV)/requirements.txt 2>/dev/null)" != "$(EXAMPLES_REQUIREMENTS)" ]; then \
+		rm -rf $(EXAMPLES_VENV) && python3 -m venv $(EXAMPLES_VENV); \
+		TIMEFORMAT='examples venv: pip install took %R s'; time $(EXAMPLES_VENV)/bin/pip install -q $(EXAMPLES_REQUIREMENTS); \
+		echo "$(EXAMPLES_REQUIREMENTS)" > $(EXAMPLES_VENV)/requirements.txt; \
+	fi; \
+	TIMEFORMAT='pip install . (layerkit) took %R s'; time $(EXAMPLES_VENV)/bin/pip install -q --no-deps --force-reinstall .; \
+	ort_library=$$($(EXAMPLES_VENV)/bin/python -c 'import layerkit; print(layerkit.ort_library_path())'); \
+	TIMEFORMAT='Examples/triton/check_config.py took %R s'; \
+	time $(EXAMPLES_VENV)/bin/python Examples/triton/check_config.py --ort-library "$$ort_library"; \
+	TIMEFORMAT='Examples/ray/batch_predict.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/batch_predict.py )
