@@ -204,6 +204,28 @@ lk_status lk_layer_apply(lk_context *context, lk_layer *layer, const lk_tensor *
                          size_t input_count, lk_tensor **outputs, size_t output_capacity,
                          size_t *output_count, lk_profiler *profiler);
 
+/* ---- The op catalog ------------------------------------------------------- */
+
+/* The number of ops lk_layer_create finds by name on `context`: the catalog's
+ * (`layerkit ops`), then the custom layers registered on it. A registration
+ * between calls changes the count and the indices. Any thread. */
+lk_status lk_op_count(lk_context *context, size_t *count);
+
+/* The name of op `index` (0 ..< lk_op_count), in `layerkit ops` order, then
+ * custom layers by name; `name` as in the string conventions. Any thread. */
+lk_status lk_op_name(lk_context *context, size_t index, char *name, size_t capacity, size_t *length);
+
+/* The number of named parameters op `op` (found as by lk_layer_create)
+ * takes: its scalars, which lk_layer_create sets by name, and a word choice
+ * such as Gelu's "approximate". Its per-channel weights are not among them.
+ * Any thread. */
+lk_status lk_op_parameter_count(lk_context *context, const char *op, size_t *count);
+
+/* The name of parameter `index` (0 ..< lk_op_parameter_count) of op `op`;
+ * `name` as in the string conventions. Any thread. */
+lk_status lk_op_parameter_name(lk_context *context, const char *op, size_t index, char *name, size_t capacity,
+                               size_t *length);
+
 /* ---- Parity ---------------------------------------------------------------- */
 
 /* Runs `layer` on `input`, first rounded to fp16 so both sides read the same

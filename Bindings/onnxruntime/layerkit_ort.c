@@ -1,0 +1,744 @@
+/*
+ * liblayerkit_ort.so: LayerKit's ops as an onnxruntime custom-op library.
+ *
+ * RegisterCustomOps adds the domain "layerkit" to a session's options: every
+ * op of LayerKit's catalog by name (lk_op_count / lk_op_name, so the list
+ * cannot drift from LayerKit's), and "Formula". The node forms are those of
+ * LayerKit's own ONNX importer:
+ *   - a catalog op's numeric attributes are its parameters (Swish's beta);
+ *   - its further inputs are its per-channel weights, in the op's weight
+ *     order (a Swish whose beta is a second input, one value per channel);
+ *   - Formula takes the string attribute "formula" over x (as `layerkit run
+ *     --layer Formula=...` does): each other name in it is a scalar when the
+ *     node has a numeric attribute of that name, else a per-channel weight,
+ *     the further input of that name.
+ * The ops run on the CPU execution provider, evaluated by LayerKit's CPU
+ * evaluator through the C API (include/layerkit.h) in one CPU context that
+ * every session shares. onnxruntime may call Compute from several threads
+ * at once on one kernel: lk_layer_apply is safe for that, and the layers
+ * made for a node's weights are shared under the kernel's lock.
+ *
+ * Built against onnxruntime 1.21's headers (ORT_API_VERSION 21), the oldest
+ * it supports; newer runtimes serve that API version too.
+ */
+#include <onnxruntime_c_api.h>
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "layerkit.h"
+
+/* The only symbol the library exports (layerkit_ort.map). */
+OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *api_base);
+
+#define DOMAIN_NAME "layerkit"
+#define FORMULA_OP "Formula"
+
+/* ---- State shared by every session ------------------------------------------ */
+
+static const OrtApi *ort;
+/* The CPU context every kernel runs on, and the domain of every op. Made by
+ * the first RegisterCustomOps and kept while the library is loaded:
+ * onnxruntime holds the ops by pointer for as long as its sessions live. */
+static lk_context *context;
+static OrtCustomOpDomain *domain;
+static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One op of the domain. `base` comes first, so onnxruntime's OrtCustomOp
+ * pointer is this op's. */
+typedef struct {
+    OrtCustomOp base;
+    char *name;
+    int is_formula;
+    /* A catalog op's parameter names (lk_op_parameter_name), read from the
+     * node's attributes. */
+    char **parameters;
+    size_t parameter_count;
+} op_type;
+
+/* A layer made for one set of per-channel weights, shared by the Compute
+ * calls that pass those weights; freed when the last user and the kernel's
+ * cache let go of it. */
+typedef struct {
+    lk_layer *layer;
+    size_t users;
+    size_t weight_count;
+    size_t *counts;
+    float *values; /* the weights, one array after another */
+} weighted_layer;
+
+/* One node's kernel: how to make its layer, and the layers made. */
+typedef struct {
+    const op_type *op;
+    char *node; /* "layerkit.Op node 'name'", for messages */
+    size_t input_count;
+    /* The scalars (from the attributes) and, for a formula, the weight names. */
+    char *formula;
+    char **names;
+    double *values;
+    size_t count;
+    char **weight_names;
+    size_t weight_count;
+    /* The layer without weights, made when the session is created, so a
+     * bad attribute fails there; used by nodes with one input. */
+    lk_layer *plain;
+    pthread_mutex_t lock;
+    weighted_layer *cached; /* the last weights' layer (one user: the cache) */
+} kernel_state;
+
+/* ---- Errors ----------------------------------------------------------------- */
+
+/* A status with a printf-style message (never NULL: onnxruntime returns its
+ * own out-of-memory status when a message cannot be made). */
+static OrtStatus *fail(OrtErrorCode code, const char *format, ...) {
+    char small[512];
+    va_list args;
+    va_start(args, format);
+    int length = vsnprintf(small, sizeof small, format, args);
+    va_end(args);
+    if (length < 0) return ort->CreateStatus(code, format);
+    if ((size_t)length < sizeof small) return ort->CreateStatus(code, small);
+    char *large = malloc((size_t)length + 1);
+    if (!large) return ort->CreateStatus(code, small);
+    va_start(args, format);
+    vsnprintf(large, (size_t)length + 1, format, args);
+    va_end(args);
+    OrtStatus *status = ort->CreateStatus(code, large);
+    free(large);
+    return status;
+}
+
+/* The status of a failed LayerKit call: LayerKit's message (this thread's
+ * last error on the context), after `what`. */
+static OrtStatus *layerkit_failure(const char *what, lk_status status) {
+    OrtErrorCode code = status == LK_ERROR_INVALID_ARGUMENT || status == LK_ERROR_SHAPE ||
+                                status == LK_ERROR_WEIGHTS || status == LK_ERROR_UNKNOWN_OP
+                            ? ORT_INVALID_ARGUMENT
+                            : ORT_FAIL;
+    return fail(code, "%s: %s (%s)", what, lk_context_last_error(context), lk_status_string(status));
+}
+
+static char *copy_string(const char *text) {
+    size_t size = strlen(text) + 1;
+    char *copy = malloc(size);
+    if (copy) memcpy(copy, text, size);
+    return copy;
+}
+
+static void free_strings(char **strings, size_t count) {
+    if (!strings) return;
+    for (size_t i = 0; i < count; i++) free(strings[i]);
+    free(strings);
+}
+
+/* ---- Attributes --------------------------------------------------------------- */
+
+/* Whether the node has a numeric (float or int) attribute `name`, read into `value`. */
+static int numeric_attribute(const OrtKernelInfo *info, const char *name, double *value) {
+    float real;
+    OrtStatus *status = ort->KernelInfoGetAttribute_float(info, name, &real);
+    if (!status) {
+        *value = real;
+        return 1;
+    }
+    ort->ReleaseStatus(status);
+    int64_t integer;
+    status = ort->KernelInfoGetAttribute_int64(info, name, &integer);
+    if (!status) {
+        *value = (double)integer;
+        return 1;
+    }
+    ort->ReleaseStatus(status);
+    return 0;
+}
+
+/* The node's string attribute `name` (malloc'd), or NULL when it has none. */
+static char *string_attribute(const OrtKernelInfo *info, const char *name) {
+    size_t size = 0;
+    OrtStatus *status = ort->KernelInfoGetAttribute_string(info, name, NULL, &size);
+    if (status) {
+        ort->ReleaseStatus(status);
+        return NULL;
+    }
+    char *text = malloc(size + 1);
+    if (!text) return NULL;
+    status = ort->KernelInfoGetAttribute_string(info, name, text, &size);
+    if (status) {
+        ort->ReleaseStatus(status);
+        free(text);
+        return NULL;
+    }
+    text[size] = '\0';
+    return text;
+}
+
+/* Adds `name` (of `length` bytes) to `list` unless it is there. 0 when out of memory. */
+static int add_name(char ***list, size_t *count, const char *name, size_t length) {
+    for (size_t i = 0; i < *count; i++)
+        if (strlen((*list)[i]) == length && memcmp((*list)[i], name, length) == 0) return 1;
+    char **grown = realloc(*list, (*count + 1) * sizeof *grown);
+    if (!grown) return 0;
+    *list = grown;
+    char *copy = malloc(length + 1);
+    if (!copy) return 0;
+    memcpy(copy, name, length);
+    copy[length] = '\0';
+    grown[(*count)++] = copy;
+    return 1;
+}
+
+/* The value names of `formula` in order of first appearance: every name but
+ * x and the functions (a name followed by "("). The formula's grammar is
+ * LayerKit's (Docs/FORMULAS.md); LayerKit parses it, this only finds names.
+ * 0 when out of memory. */
+static int formula_names(const char *formula, char ***names, size_t *count) {
+    const char *p = formula;
+    while (*p) {
+        if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
+            /* A number, with its exponent: "1e-3" names nothing. */
+            while (isalnum((unsigned char)*p) || *p == '.' ||
+                   ((*p == '-' || *p == '+') && (p[-1] == 'e' || p[-1] == 'E')))
+                p++;
+        } else if (isalpha((unsigned char)*p) || *p == '_') {
+            const char *start = p;
+            while (isalnum((unsigned char)*p) || *p == '_') p++;
+            size_t length = (size_t)(p - start);
+            const char *after = p;
+            while (isspace((unsigned char)*after)) after++;
+            int is_input = length == 1 && *start == 'x';
+            if (*after != '(' && !is_input && !add_name(names, count, start, length)) return 0;
+        } else {
+            p++;
+        }
+    }
+    return 1;
+}
+
+/* ---- Kernels ------------------------------------------------------------------- */
+
+/* Makes the node's layer (no weights set). */
+static lk_status make_layer(const kernel_state *kernel, lk_layer **out) {
+    const char *const *names = (const char *const *)kernel->names;
+    if (kernel->op->is_formula)
+        return lk_layer_create_formula(context, kernel->formula, names, kernel->values, kernel->count,
+                                       (const char *const *)kernel->weight_names, kernel->weight_count, out);
+    return lk_layer_create(context, kernel->op->name, names, kernel->values, kernel->count, out);
+}
+
+static void free_weighted(weighted_layer *entry) {
+    if (!entry) return;
+    lk_layer_destroy(entry->layer);
+    free(entry->counts);
+    free(entry->values);
+    free(entry);
+}
+
+static void kernel_free(kernel_state *kernel) {
+    if (!kernel) return;
+    lk_layer_destroy(kernel->plain);
+    free_weighted(kernel->cached);
+    pthread_mutex_destroy(&kernel->lock);
+    free(kernel->node);
+    free(kernel->formula);
+    free_strings(kernel->names, kernel->count);
+    free(kernel->values);
+    free_strings(kernel->weight_names, kernel->weight_count);
+    free(kernel);
+}
+
+/* Reads the node's attributes as the op's parameters (a formula's: its
+ * scalars and weight names). */
+static OrtStatus *read_recipe(kernel_state *kernel, const OrtKernelInfo *info) {
+    const op_type *op = kernel->op;
+    char **candidates = NULL;
+    size_t candidate_count = 0;
+    if (op->is_formula) {
+        kernel->formula = string_attribute(info, "formula");
+        if (!kernel->formula) return fail(ORT_INVALID_ARGUMENT, "%s: needs a string attribute 'formula'", kernel->node);
+        if (!formula_names(kernel->formula, &candidates, &candidate_count)) {
+            free_strings(candidates, candidate_count);
+            return fail(ORT_FAIL, "%s: out of memory", kernel->node);
+        }
+    } else {
+        candidates = op->parameters;
+        candidate_count = op->parameter_count;
+    }
+    OrtStatus *status = NULL;
+    kernel->names = calloc(candidate_count + 1, sizeof *kernel->names);
+    kernel->values = calloc(candidate_count + 1, sizeof *kernel->values);
+    if (!kernel->names || !kernel->values) status = fail(ORT_FAIL, "%s: out of memory", kernel->node);
+    for (size_t i = 0; !status && i < candidate_count; i++) {
+        const char *name = candidates[i];
+        double value;
+        if (numeric_attribute(info, name, &value)) {
+            kernel->values[kernel->count] = value;
+            if (!(kernel->names[kernel->count++] = copy_string(name))) status = fail(ORT_FAIL, "%s: out of memory", kernel->node);
+        } else if (!op->is_formula) {
+            char *text = string_attribute(info, name);
+            if (text) {
+                /* lk_layer_create takes numbers only, so a word choice (Gelu's
+                 * approximate) cannot be passed on. */
+                status = fail(ORT_INVALID_ARGUMENT,
+                              "%s: attribute '%s' is the string '%s'; LayerKit's C API takes numeric parameters only",
+                              kernel->node, name, text);
+                free(text);
+            }
+        }
+    }
+    if (op->is_formula) free_strings(candidates, candidate_count);
+    if (!status && op->is_formula) {
+        /* The further inputs are the weights their names name; LayerKit
+         * says which formula name has no value. */
+        kernel->weight_names = calloc(kernel->input_count, sizeof *kernel->weight_names);
+        if (!kernel->weight_names) return fail(ORT_FAIL, "%s: out of memory", kernel->node);
+        for (size_t i = 1; !status && i < kernel->input_count; i++) {
+            size_t size = 0;
+            char *name = NULL;
+            status = ort->KernelInfo_GetInputName(info, i, NULL, &size);
+            if (!status && !(name = calloc(size + 1, 1))) status = fail(ORT_FAIL, "%s: out of memory", kernel->node);
+            if (!status) status = ort->KernelInfo_GetInputName(info, i, name, &size);
+            if (status) free(name);
+            else kernel->weight_names[kernel->weight_count++] = name;
+        }
+    }
+    return status;
+}
+
+static OrtStatus *ORT_API_CALL kernel_create(const OrtCustomOp *base, const OrtApi *api, const OrtKernelInfo *info,
+                                             void **out) {
+    (void)api;
+    const op_type *op = (const op_type *)base;
+    *out = NULL;
+    kernel_state *kernel = calloc(1, sizeof *kernel);
+    if (!kernel) return fail(ORT_FAIL, "layerkit.%s: out of memory", op->name);
+    kernel->op = op;
+    pthread_mutex_init(&kernel->lock, NULL);
+
+    size_t size = 0;
+    char *name = NULL;
+    OrtStatus *status = ort->KernelInfo_GetNodeName(info, NULL, &size);
+    if (!status && (name = calloc(size + 1, 1))) status = ort->KernelInfo_GetNodeName(info, name, &size);
+    if (status) {
+        ort->ReleaseStatus(status);
+        status = NULL;
+    }
+    size_t length = strlen(op->name) + (name ? strlen(name) : 0) + 32;
+    kernel->node = malloc(length);
+    if (kernel->node) snprintf(kernel->node, length, DOMAIN_NAME ".%s node '%s'", op->name, name ? name : "");
+    free(name);
+    if (!kernel->node) status = fail(ORT_FAIL, "layerkit.%s: out of memory", op->name);
+
+    if (!status) status = ort->KernelInfo_GetInputCount(info, &kernel->input_count);
+    if (!status) status = read_recipe(kernel, info);
+    if (!status) {
+        lk_status made = make_layer(kernel, &kernel->plain);
+        if (made != LK_OK) status = layerkit_failure(kernel->node, made);
+    }
+    if (status) {
+        kernel_free(kernel);
+        return status;
+    }
+    *out = kernel;
+    return NULL;
+}
+
+static void ORT_API_CALL kernel_destroy(void *state) { kernel_free(state); }
+
+/* Drops one user of `entry`, freeing it with the last. */
+static void release_weighted(kernel_state *kernel, weighted_layer *entry) {
+    pthread_mutex_lock(&kernel->lock);
+    int last = --entry->users == 0;
+    pthread_mutex_unlock(&kernel->lock);
+    if (last) free_weighted(entry);
+}
+
+static int same_weights(const weighted_layer *entry, size_t weight_count, const float *const *weights,
+                        const size_t *counts) {
+    if (entry->weight_count != weight_count) return 0;
+    const float *values = entry->values;
+    for (size_t i = 0; i < weight_count; i++) {
+        if (entry->counts[i] != counts[i] || memcmp(values, weights[i], counts[i] * sizeof(float)) != 0) return 0;
+        values += counts[i];
+    }
+    return 1;
+}
+
+/* The layer for `weights`, one user taken: the cached one when it has these
+ * weights, else a new one, which then replaces it in the cache. */
+static OrtStatus *acquire_weighted(kernel_state *kernel, size_t weight_count, const float *const *weights,
+                                   const size_t *counts, weighted_layer **out) {
+    pthread_mutex_lock(&kernel->lock);
+    weighted_layer *cached = kernel->cached;
+    if (cached && same_weights(cached, weight_count, weights, counts)) {
+        cached->users++;
+        pthread_mutex_unlock(&kernel->lock);
+        *out = cached;
+        return NULL;
+    }
+    pthread_mutex_unlock(&kernel->lock);
+
+    size_t total = 0;
+    for (size_t i = 0; i < weight_count; i++) total += counts[i];
+    weighted_layer *entry = calloc(1, sizeof *entry);
+    if (!entry) return fail(ORT_FAIL, "%s: out of memory", kernel->node);
+    entry->users = 1;
+    entry->weight_count = weight_count;
+    entry->counts = malloc(weight_count * sizeof *entry->counts);
+    entry->values = malloc((total ? total : 1) * sizeof *entry->values);
+    if (!entry->counts || !entry->values) {
+        free_weighted(entry);
+        return fail(ORT_FAIL, "%s: out of memory", kernel->node);
+    }
+    float *values = entry->values;
+    for (size_t i = 0; i < weight_count; i++) {
+        entry->counts[i] = counts[i];
+        if (counts[i]) memcpy(values, weights[i], counts[i] * sizeof(float));
+        values += counts[i];
+    }
+    lk_status status = make_layer(kernel, &entry->layer);
+    if (status == LK_OK) status = lk_layer_set_weights(context, entry->layer, weights, counts, weight_count);
+    if (status != LK_OK) {
+        OrtStatus *failure = layerkit_failure(kernel->node, status);
+        free_weighted(entry);
+        return failure;
+    }
+    pthread_mutex_lock(&kernel->lock);
+    weighted_layer *old = kernel->cached;
+    kernel->cached = entry;
+    entry->users++;
+    int free_old = old && --old->users == 0;
+    pthread_mutex_unlock(&kernel->lock);
+    if (free_old) free_weighted(old);
+    *out = entry;
+    return NULL;
+}
+
+/* Input `index`'s float data, dims and element count. */
+static OrtStatus *read_input(const kernel_state *kernel, OrtKernelContext *ort_context, size_t index,
+                             const float **data, int64_t *dims, size_t *rank, size_t *count) {
+    const OrtValue *value = NULL;
+    OrtStatus *status = ort->KernelContext_GetInput(ort_context, index, &value);
+    if (status) return status;
+    if (!value) return fail(ORT_INVALID_ARGUMENT, "%s: input %zu is missing", kernel->node, index);
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    if ((status = ort->GetTensorTypeAndShape(value, &info))) return status;
+    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    if (!(status = ort->GetTensorElementType(info, &type)) && !(status = ort->GetDimensionsCount(info, rank))) {
+        if (type != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)
+            status = fail(ORT_INVALID_ARGUMENT, "%s: input %zu is not float32", kernel->node, index);
+        else if (*rank > LK_MAX_RANK)
+            status = fail(ORT_INVALID_ARGUMENT, "%s: input %zu has rank %zu; LayerKit takes rank %d at most",
+                          kernel->node, index, *rank, LK_MAX_RANK);
+        else if (!(status = ort->GetDimensions(info, dims, *rank)))
+            status = ort->GetTensorShapeElementCount(info, count);
+    }
+    ort->ReleaseTensorTypeAndShapeInfo(info);
+    if (status) return status;
+    void *pointer = NULL;
+    /* GetTensorData (const) is newer than API 21; the data is only read. */
+    if ((status = ort->GetTensorMutableData((OrtValue *)value, &pointer))) return status;
+    *data = pointer;
+    return NULL;
+}
+
+/* Runs `layer` on x (`dims`, `rank`; a scalar goes to LayerKit as [1]) into output 0. */
+static OrtStatus *run_layer(const kernel_state *kernel, OrtKernelContext *ort_context, lk_layer *layer,
+                            const float *x, const int64_t *dims, size_t rank) {
+    static const int64_t scalar[1] = {1};
+    lk_tensor *input = NULL, *output = NULL;
+    size_t made = 0, output_rank = 0, count = 0;
+    int64_t output_dims[LK_MAX_RANK];
+    OrtStatus *failure = NULL;
+    lk_status status = lk_tensor_create(context, rank ? dims : scalar, rank ? rank : 1, x, &input);
+    if (status == LK_OK) status = lk_layer_apply(context, layer, (const lk_tensor *const *)&input, 1, &output, 1, &made, NULL);
+    if (status == LK_OK && made != 1) {
+        failure = fail(ORT_FAIL, "%s: LayerKit's layer made %zu outputs, not 1", kernel->node, made);
+    } else if (status == LK_OK) {
+        status = lk_tensor_shape(context, output, output_dims, LK_MAX_RANK, &output_rank);
+        if (status == LK_OK) status = lk_tensor_element_count(context, output, &count);
+    }
+    if (status == LK_OK && !failure) {
+        OrtValue *value = NULL;
+        void *data = NULL;
+        /* A scalar's output is a scalar too (LayerKit's [1]). */
+        int scalar_out = rank == 0 && output_rank == 1 && output_dims[0] == 1;
+        failure = ort->KernelContext_GetOutput(ort_context, 0, scalar_out ? dims : output_dims,
+                                               scalar_out ? 0 : output_rank, &value);
+        if (!failure) failure = ort->GetTensorMutableData(value, &data);
+        if (!failure) status = lk_tensor_read(context, output, data, count);
+    }
+    if (status != LK_OK && !failure) failure = layerkit_failure(kernel->node, status);
+    lk_tensor_destroy(input);
+    lk_tensor_destroy(output);
+    return failure;
+}
+
+static OrtStatus *ORT_API_CALL kernel_compute(void *state, OrtKernelContext *ort_context) {
+    kernel_state *kernel = state;
+    size_t input_count = 0;
+    OrtStatus *status = ort->KernelContext_GetInputCount(ort_context, &input_count);
+    if (status) return status;
+    if (input_count == 0) return fail(ORT_INVALID_ARGUMENT, "%s: needs an input", kernel->node);
+
+    const float *x = NULL;
+    int64_t dims[LK_MAX_RANK];
+    size_t rank = 0, count = 0;
+    if ((status = read_input(kernel, ort_context, 0, &x, dims, &rank, &count))) return status;
+
+    size_t weight_count = input_count - 1;
+    const float **weights = calloc(weight_count + 1, sizeof *weights);
+    size_t *counts = calloc(weight_count + 1, sizeof *counts);
+    if (!weights || !counts) status = fail(ORT_FAIL, "%s: out of memory", kernel->node);
+    for (size_t i = 0; !status && i < weight_count; i++) {
+        int64_t weight_dims[LK_MAX_RANK];
+        size_t weight_rank = 0;
+        status = read_input(kernel, ort_context, i + 1, &weights[i], weight_dims, &weight_rank, &counts[i]);
+    }
+    if (!status && count == 0) {
+        /* LayerKit's tensors have no empty dims: an empty input gives an empty output. */
+        OrtValue *value = NULL;
+        status = ort->KernelContext_GetOutput(ort_context, 0, dims, rank, &value);
+    } else if (!status && weight_count == 0) {
+        status = run_layer(kernel, ort_context, kernel->plain, x, dims, rank);
+    } else if (!status) {
+        weighted_layer *entry = NULL;
+        status = acquire_weighted(kernel, weight_count, weights, counts, &entry);
+        if (!status) {
+            status = run_layer(kernel, ort_context, entry->layer, x, dims, rank);
+            release_weighted(kernel, entry);
+        }
+    }
+    free(weights);
+    free(counts);
+    return status;
+}
+
+/* ---- The ops' callbacks ---------------------------------------------------------- */
+
+static const char *ORT_API_CALL op_name(const OrtCustomOp *base) { return ((const op_type *)base)->name; }
+
+static const char *ORT_API_CALL op_provider(const OrtCustomOp *base) {
+    (void)base;
+    return "CPUExecutionProvider";
+}
+
+static ONNXTensorElementDataType ORT_API_CALL op_float_type(const OrtCustomOp *base, size_t index) {
+    (void)base, (void)index;
+    return ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
+}
+
+static size_t ORT_API_CALL op_one(const OrtCustomOp *base) {
+    (void)base;
+    return 1;
+}
+
+/* One input, variadic: x, then the weights. */
+static OrtCustomOpInputOutputCharacteristic ORT_API_CALL op_input_characteristic(const OrtCustomOp *base,
+                                                                                 size_t index) {
+    (void)base, (void)index;
+    return INPUT_OUTPUT_VARIADIC;
+}
+
+static OrtCustomOpInputOutputCharacteristic ORT_API_CALL op_output_characteristic(const OrtCustomOp *base,
+                                                                                  size_t index) {
+    (void)base, (void)index;
+    return INPUT_OUTPUT_REQUIRED;
+}
+
+static OrtMemType ORT_API_CALL op_memory_type(const OrtCustomOp *base, size_t index) {
+    (void)base, (void)index;
+    return OrtMemTypeDefault;
+}
+
+static int ORT_API_CALL op_min_arity(const OrtCustomOp *base) {
+    (void)base;
+    return 1;
+}
+
+static int ORT_API_CALL op_homogeneous(const OrtCustomOp *base) {
+    (void)base;
+    return 1;
+}
+
+/* The output has x's type and shape (every op is per element). */
+static OrtStatus *ORT_API_CALL op_infer_shape(const OrtCustomOp *base, OrtShapeInferContext *infer) {
+    (void)base;
+    OrtTensorTypeAndShapeInfo *info = NULL;
+    OrtStatus *status = ort->ShapeInferContext_GetInputTypeShape(infer, 0, &info);
+    if (status) {
+        /* An input of unknown shape leaves the output's unknown. */
+        ort->ReleaseStatus(status);
+        return NULL;
+    }
+    status = ort->ShapeInferContext_SetOutputTypeShape(infer, 0, info);
+    ort->ReleaseTensorTypeAndShapeInfo(info);
+    return status;
+}
+
+static size_t ORT_API_CALL op_no_map(int **input_index, int **output_index) {
+    *input_index = NULL;
+    *output_index = NULL;
+    return 0;
+}
+
+static void ORT_API_CALL op_release_map(int *input_index, int *output_index) { (void)input_index, (void)output_index; }
+
+static void *ORT_API_CALL op_create_kernel_v1(const OrtCustomOp *base, const OrtApi *api, const OrtKernelInfo *info) {
+    /* Not called: onnxruntime uses CreateKernelV2 at this version. */
+    (void)base, (void)api, (void)info;
+    return NULL;
+}
+
+static void ORT_API_CALL op_compute_v1(void *state, OrtKernelContext *ort_context) { (void)state, (void)ort_context; }
+
+/* Fills `op` as op type `name`, owning `name` and `parameters`. */
+static void op_init(op_type *op, char *name, int is_formula, char **parameters, size_t parameter_count) {
+    memset(op, 0, sizeof *op);
+    op->name = name;
+    op->is_formula = is_formula;
+    op->parameters = parameters;
+    op->parameter_count = parameter_count;
+    OrtCustomOp *base = &op->base;
+    base->version = ORT_API_VERSION;
+    base->CreateKernel = op_create_kernel_v1;
+    base->GetName = op_name;
+    base->GetExecutionProviderType = op_provider;
+    base->GetInputType = op_float_type;
+    base->GetInputTypeCount = op_one;
+    base->GetOutputType = op_float_type;
+    base->GetOutputTypeCount = op_one;
+    base->KernelCompute = op_compute_v1;
+    base->KernelDestroy = kernel_destroy;
+    base->GetInputCharacteristic = op_input_characteristic;
+    base->GetOutputCharacteristic = op_output_characteristic;
+    base->GetInputMemoryType = op_memory_type;
+    base->GetVariadicInputMinArity = op_min_arity;
+    base->GetVariadicInputHomogeneity = op_homogeneous;
+    base->GetVariadicOutputMinArity = op_min_arity;
+    base->GetVariadicOutputHomogeneity = op_homogeneous;
+    base->CreateKernelV2 = kernel_create;
+    base->KernelComputeV2 = kernel_compute;
+    base->InferOutputShapeFn = op_infer_shape;
+    base->GetMayInplace = op_no_map;
+    base->ReleaseMayInplace = op_release_map;
+    base->GetAliasMap = op_no_map;
+    base->ReleaseAliasMap = op_release_map;
+}
+
+/* ---- Registration ------------------------------------------------------------------ */
+
+/* A string the C API writes (lk_op_name, lk_op_parameter_name), malloc'd. */
+typedef lk_status (*string_getter)(size_t index, const char *op, char *buffer, size_t capacity, size_t *length);
+
+static lk_status get_op_name(size_t index, const char *op, char *buffer, size_t capacity, size_t *length) {
+    (void)op;
+    return lk_op_name(context, index, buffer, capacity, length);
+}
+
+static lk_status get_parameter_name(size_t index, const char *op, char *buffer, size_t capacity, size_t *length) {
+    return lk_op_parameter_name(context, op, index, buffer, capacity, length);
+}
+
+static OrtStatus *api_string(string_getter get, size_t index, const char *op, char **out) {
+    size_t length = 0;
+    char probe[1];
+    lk_status status = get(index, op, probe, sizeof probe, &length);
+    if (status != LK_OK && status != LK_ERROR_BUFFER_TOO_SMALL) return layerkit_failure("liblayerkit_ort", status);
+    *out = malloc(length + 1);
+    if (!*out) return fail(ORT_FAIL, "liblayerkit_ort: out of memory");
+    if ((status = get(index, op, *out, length + 1, &length)) != LK_OK) {
+        free(*out);
+        *out = NULL;
+        return layerkit_failure("liblayerkit_ort", status);
+    }
+    return NULL;
+}
+
+/* One op type of the catalog: its name and parameter names from the C API. */
+static OrtStatus *catalog_op(size_t index, op_type *op) {
+    char *name = NULL;
+    OrtStatus *status = api_string(get_op_name, index, NULL, &name);
+    if (status) return status;
+    size_t count = 0;
+    lk_status listed = lk_op_parameter_count(context, name, &count);
+    if (listed != LK_OK) {
+        free(name);
+        return layerkit_failure("liblayerkit_ort", listed);
+    }
+    char **parameters = calloc(count + 1, sizeof *parameters);
+    if (!parameters) status = fail(ORT_FAIL, "liblayerkit_ort: out of memory");
+    for (size_t i = 0; !status && i < count; i++) status = api_string(get_parameter_name, i, name, &parameters[i]);
+    if (status) {
+        free(name);
+        free_strings(parameters, count);
+        return status;
+    }
+    op_init(op, name, 0, parameters, count);
+    return NULL;
+}
+
+/* The context and the domain, made once. */
+static OrtStatus *set_up(void) {
+    if (domain) return NULL;
+    if (!context) {
+        /* LayerKit's own threads per Compute call (onnxruntime runs nodes on its own). */
+        const char *variable = getenv("LAYERKIT_ORT_THREADS");
+        int32_t threads = variable && *variable ? (int32_t)strtol(variable, NULL, 10) : 1;
+        char message[1024] = "";
+        lk_status created = lk_context_create(LK_COMPUTE_CPU, threads, &context, message, sizeof message);
+        if (created != LK_OK)
+            return fail(ORT_FAIL, "liblayerkit_ort: LayerKit's CPU context: %s (%s)", message,
+                        lk_status_string(created));
+    }
+    size_t count = 0;
+    lk_status listed = lk_op_count(context, &count);
+    if (listed != LK_OK) return layerkit_failure("liblayerkit_ort", listed);
+    /* The catalog's ops and Formula; kept for the library's lifetime. */
+    op_type *ops = calloc(count + 1, sizeof *ops);
+    char *formula = copy_string(FORMULA_OP);
+    if (!ops || !formula) {
+        free(ops);
+        free(formula);
+        return fail(ORT_FAIL, "liblayerkit_ort: out of memory");
+    }
+    OrtStatus *status = NULL;
+    size_t made = 0;
+    for (; !status && made < count; made++) status = catalog_op(made, &ops[made]);
+    if (!status) op_init(&ops[count], formula, 1, NULL, 0);
+    OrtCustomOpDomain *made_domain = NULL;
+    if (!status) status = ort->CreateCustomOpDomain(DOMAIN_NAME, &made_domain);
+    for (size_t i = 0; !status && i <= count; i++) status = ort->CustomOpDomain_Add(made_domain, &ops[i].base);
+    if (status) {
+        if (made_domain) ort->ReleaseCustomOpDomain(made_domain);
+        for (size_t i = 0; i < made; i++) {
+            free(ops[i].name);
+            free_strings(ops[i].parameters, ops[i].parameter_count);
+        }
+        free(ops);
+        free(formula);
+        return status;
+    }
+    domain = made_domain;
+    return NULL;
+}
+
+OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *api_base) {
+    const OrtApi *api = api_base->GetApi(ORT_API_VERSION);
+    if (!api) {
+        /* Version 1 of the API has CreateStatus in every runtime. */
+        const OrtApi *oldest = api_base->GetApi(1);
+        return oldest ? oldest->CreateStatus(ORT_FAIL, "liblayerkit_ort needs onnxruntime 1.21 or newer (API version "
+                                                       "21)")
+                      : NULL;
+    }
+    pthread_mutex_lock(&setup_lock);
+    if (!ort) ort = api;
+    OrtStatus *status = set_up();
+    pthread_mutex_unlock(&setup_lock);
+    if (status) return status;
+    return ort->AddCustomOpDomain(options, domain);
+}
