@@ -11,9 +11,9 @@
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
 #   make test-python   the Python package: a fresh venv, `pip install .` (timed), its unittests run
 #               from outside the source tree, `auditwheel show` on the wheel (Docs/PYTHON.md)
-#   make test-examples   Examples/ray (Ray Data on two local actors) and Examples/triton (the model
-#               repository's config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
-#               with ray (~800 MB in .build/examples-venv; not in make test)
+#   make test-examples   Examples/ray (Ray Data and Ray Serve, two local workers each) and
+#               Examples/triton (config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
+#               with ray (~1 GB in .build/examples-venv; not in make test)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
@@ -133,11 +133,11 @@ test-python: deps
 	$(PYTHON_VENV)/bin/auditwheel show $(PYTHON_WHEELS)/layerkit-*-py3-none-linux_x86_64.whl
 
 # The scale-out examples (Docs/SCALING.md) in a venv of their own, made once per
-# requirement list (ray[data] is ~800 MB, which is why this is not in make test),
+# requirement list (ray[data,serve] is ~1 GB, which is why this is not in make test),
 # with the layerkit package installed from this tree each run. The Triton check
 # runs the model through the wheel's liblayerkit_ort.so.
 EXAMPLES_VENV := .build/examples-venv
-EXAMPLES_REQUIREMENTS := ray[data]==2.60.0 tritonclient[grpc]==2.73.0 onnx==1.23.2 onnxruntime==1.32.0 \
+EXAMPLES_REQUIREMENTS := ray[data,serve]==2.60.0 tritonclient[grpc]==2.73.0 onnx==1.23.2 onnxruntime==1.32.0 \
 	numpy==2.4.6 pillow==13.0.0
 test-examples: deps
 	@TIMEFORMAT='test-examples took %R s'; time ( set -e; \
@@ -150,4 +150,5 @@ test-examples: deps
 	ort_library=$$($(EXAMPLES_VENV)/bin/python -c 'import layerkit; print(layerkit.ort_library_path())'); \
 	TIMEFORMAT='Examples/triton/check_config.py took %R s'; \
 	time $(EXAMPLES_VENV)/bin/python Examples/triton/check_config.py --ort-library "$$ort_library"; \
-	TIMEFORMAT='Examples/ray/batch_predict.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/batch_predict.py )
+	TIMEFORMAT='Examples/ray/batch_predict.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/batch_predict.py; \
+	TIMEFORMAT='Examples/ray/serve_classifier.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/serve_classifier.py )
