@@ -14,12 +14,15 @@
 #   make test-examples   Examples/ray (Ray Data and Ray Serve, two local workers each) and
 #               Examples/triton (config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
 #               with ray (~1 GB in .build/examples-venv; not in make test)
+#   make test-c   the C API: liblayerkit.so.1 built by CMake and the Tests/C programs under ctest
+#   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
+#               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-python test-examples
+.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-python test-examples test-c test-ort
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -66,6 +69,11 @@ shader-checks: deps
 	cmake -S . -B build/shaders -G Ninja -DLAYERKIT_BUILD_LIBRARY=OFF >/dev/null
 	cmake --build build/shaders
 	ctest --test-dir build/shaders --output-on-failure
+
+test-c: deps
+	cmake -S . -B build/cmake -G Ninja >/dev/null
+	cmake --build build/cmake
+	ctest --test-dir build/cmake -R c-api --output-on-failure
 
 # Fails on a crash, an input over 1 s of CPU, an error of an unpromised type or a
 # resident set over 1 GiB; the input is printed and saved under Fuzz/findings/.
@@ -152,3 +160,16 @@ test-examples: deps
 	time $(EXAMPLES_VENV)/bin/python Examples/triton/check_config.py --ort-library "$$ort_library"; \
 	TIMEFORMAT='Examples/ray/batch_predict.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/batch_predict.py; \
 	TIMEFORMAT='Examples/ray/serve_classifier.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/serve_classifier.py )
+
+# The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
+# build/cmake (onnxruntime 1.21's headers fetched into it at configure), the
+# layerkit CLI (the mixed model's own result), then Tests/ORT/test_ort.py with
+# onnxruntime, onnx and numpy from PyPI in a venv of its own.
+ORT_VENV := .build/ort-venv
+test-ort: deps
+	test -x $(ORT_VENV)/bin/python || (python3 -m venv $(ORT_VENV) && \
+		$(ORT_VENV)/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 numpy)
+	cmake -S . -B build/cmake -G Ninja >/dev/null
+	cmake --build build/cmake --target layerkit_ort
+	swift build -c release --product layerkit
+	$(ORT_VENV)/bin/python Tests/ORT/test_ort.py

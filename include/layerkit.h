@@ -184,8 +184,11 @@ lk_status lk_layer_create_formula(lk_context *context, const char *formula, cons
                                   size_t weight_count, lk_layer **out);
 
 /* Sets the layer's weights: `weight_count` arrays, array i of `counts[i]`
- * floats (per-channel values: one per channel of the input), in the order of
- * the op's weight names (Swish: "beta"). No other call may be using the layer. */
+ * floats (per-channel values: one per channel of the input; 0 floats keeps
+ * that value's scalar), in the order of the op's weight names (Swish: "beta";
+ * a formula, made by lk_layer_create_formula or registered with
+ * lk_register_formula: its `weight_names`). No other call may be using the
+ * layer. */
 lk_status lk_layer_set_weights(lk_context *context, lk_layer *layer, const float *const *weights,
                                const size_t *counts, size_t weight_count);
 
@@ -231,8 +234,9 @@ lk_status lk_op_parameter_name(lk_context *context, const char *op, size_t index
 /* Runs `layer` on `input`, first rounded to fp16 so both sides read the same
  * values, on the context's GPU and on the CPU, and compares them: `*passed`
  * is 1 when every element is within `tolerance * max(1, |cpu|)` and no
- * non-finite value differs. Any of the result pointers may be NULL. A context
- * without a GPU gives LK_ERROR_GPU_UNAVAILABLE. Any thread. */
+ * non-finite value differs. `input` is of rank 1 to 4 (what a GPU image
+ * holds; LK_ERROR_SHAPE otherwise). Any of the result pointers may be NULL. A
+ * context without a GPU gives LK_ERROR_GPU_UNAVAILABLE. Any thread. */
 lk_status lk_parity(lk_context *context, lk_layer *layer, const lk_tensor *input, double tolerance,
                     int32_t *passed, double *max_abs_error, double *max_rel_error);
 
@@ -265,9 +269,10 @@ lk_status lk_model_input_shape(lk_context *context, lk_model *model, size_t inde
  * of them, every input once). `outputs` receives one new tensor per model
  * output, in the model's output order; `output_capacity` must be at least
  * the output count (else LK_ERROR_BUFFER_TOO_SMALL); on failure no tensor is
- * made. `profiler` may be NULL. Any thread: one model may be run by several
- * threads at once; its runs take turns (a model reuses its plans' memory run
- * after run), so load one model per thread to run in parallel. */
+ * made. `profiler` may be NULL (one run at a time per profiler). Any thread:
+ * one model may be run by several threads at once; its runs take turns (a
+ * model reuses its plans' memory run after run), so load one model per
+ * thread to run in parallel. */
 lk_status lk_model_predict(lk_context *context, lk_model *model, const char *const *names,
                            const lk_tensor *const *inputs, size_t input_count, lk_tensor **outputs,
                            size_t output_capacity, lk_profiler *profiler);

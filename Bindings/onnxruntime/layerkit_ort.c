@@ -32,8 +32,9 @@
 
 #include "layerkit.h"
 
-/* The only symbol the library exports (layerkit_ort.map). */
-OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *options, const OrtApiBase *api_base);
+/* The only symbol the library exports (built with -fvisibility=hidden and layerkit_ort.map). */
+__attribute__((visibility("default"))) OrtStatus *ORT_API_CALL RegisterCustomOps(OrtSessionOptions *options,
+                                                                                const OrtApiBase *api_base);
 
 #define DOMAIN_NAME "layerkit"
 #define FORMULA_OP "Formula"
@@ -574,9 +575,8 @@ static OrtStatus *ORT_API_CALL op_infer_shape(const OrtCustomOp *base, OrtShapeI
         ort->ReleaseStatus(status);
         return NULL;
     }
-    status = ort->ShapeInferContext_SetOutputTypeShape(infer, 0, info);
-    ort->ReleaseTensorTypeAndShapeInfo(info);
-    return status;
+    /* `info` is the context's own (it frees it). */
+    return ort->ShapeInferContext_SetOutputTypeShape(infer, 0, info);
 }
 
 static size_t ORT_API_CALL op_no_map(int **input_index, int **output_index) {

@@ -9,6 +9,10 @@ final class Context: @unchecked Sendable {
     let backend: Backend
     let registry = LayerRegistry()
     private let lock = NSLock()
+    /// The weight names of the formulas registered on this context, in the
+    /// order their callers gave (`lk_layer_set_weights` takes that order;
+    /// the registry keeps the formula's own), by lowercased name.
+    private var formulaWeightOrders: [String: [String]] = [:]
     /// Each thread's last message, as a C string it may hold until its next
     /// call on this context (freed then, or with the context).
     private var errors: [pthread_t: UnsafeMutablePointer<CChar>] = [:]
@@ -29,6 +33,20 @@ final class Context: @unchecked Sendable {
             setError("\(error)")
             return statusCode(of: error)
         }
+    }
+
+    /// The order `lk_layer_set_weights` takes the weights of the layer
+    /// registered as `name`: its caller's for a formula registered here.
+    func weightOrder(of name: String, registered entry: LayerRegistry.Entry) -> [String] {
+        lock.lock(); defer { lock.unlock() }
+        return formulaWeightOrders[name.lowercased()] ?? entry.weightNames
+    }
+
+    /// Records (or, with nil, forgets) the caller's weight order of a
+    /// registration named `name`.
+    func setWeightOrder(_ order: [String]?, of name: String) {
+        lock.lock(); defer { lock.unlock() }
+        formulaWeightOrders[name.lowercased()] = order
     }
 
     /// The calling thread's last message, or "".

@@ -100,7 +100,8 @@ public func lk_layer_create(_ context: OpaquePointer?, _ op: UnsafePointer<CChar
         let parameters = try LayerArguments.scalars(names, values, count: count)
         let entry = try context.registry.entry(named: name)
         let layer = try entry.make(parameters)
-        try Handle.store(LayerBox(layer, weightNames: entry.weightNames, blobNames: entry.weightNames), in: out)
+        try Handle.store(LayerBox(layer, weightNames: context.weightOrder(of: name, registered: entry),
+                                  blobNames: entry.weightNames), in: out)
     }
 }
 

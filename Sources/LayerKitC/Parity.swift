@@ -16,6 +16,9 @@ public func lk_parity(_ context: OpaquePointer?, _ layer: OpaquePointer?, _ inpu
             throw LayerKitError.gpuUnavailable("lk_parity needs a context with a GPU (LK_COMPUTE_GPU): "
                 + (context.backend.gpuUnavailableReason ?? "this one is CPU-only"))
         }
+        // A tensor no slice image can hold would run on the CPU on both
+        // sides, a comparison of nothing.
+        _ = try Tensor.nchwShape(input.shape)
         // As `layerkit parity`: both sides read the same fp16-rounded
         // values, the CPU side on the context's thread count.
         let rounded = try input.roundedToHalf()

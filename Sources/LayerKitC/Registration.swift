@@ -14,21 +14,11 @@ public func lk_register_formula(_ context: OpaquePointer?, _ name: UnsafePointer
     withContext(context) { context in
         let name = try layerName(name)
         let formula = try requireString(formula, "the formula")
-        let scalars = try strings(names, count, "names")
-        let weights = try strings(weightNames, weightCount, "weight_names")
-        guard count == 0 || values != nil else { throw CAPIError.invalidArgument("values is NULL with a count of \(count)") }
-        var parameters: [String: Float] = [:]
-        for (i, scalar) in scalars.enumerated() {
-            guard parameters[scalar] == nil else { throw CAPIError.invalidArgument("parameter '\(scalar)' is given twice") }
-            let value = values![i]
-            guard value.isFinite, abs(value) <= Double(Float.greatestFiniteMagnitude) else {
-                throw CAPIError.invalidArgument("parameter '\(scalar)' = \(value) is not a finite float32")
-            }
-            parameters[scalar] = Float(value)
-        }
-        guard Set(weights).count == weights.count else { throw CAPIError.invalidArgument("a weight name is given twice") }
+        let parameters = try LayerArguments.scalars(names, values, count: count).mapValues { Float($0) }
+        let weights = try LayerArguments.names(weightNames, count: weightCount, "weight_names")
         do {
             try context.registry.register(formula: formula, named: name, parameters: parameters, weightNames: weights)
+            context.setWeightOrder(weights, of: name)
         } catch let error as FormulaParser.Error {
             throw CAPIError.invalidArgument("formula '\(formula)': \(error)")
         }
@@ -52,6 +42,7 @@ public func lk_register_layer(_ context: OpaquePointer?, _ name: UnsafePointer<C
             }
             return CallbackLayer(registration: registration)
         }
+        context.setWeightOrder(nil, of: name)
     }
 }
 
@@ -60,17 +51,4 @@ private func layerName(_ pointer: UnsafePointer<CChar>?) throws -> String {
     let name = try requireString(pointer, "the name")
     guard !name.isEmpty else { throw CAPIError.invalidArgument("the name is empty") }
     return name
-}
-
-/// The most scalar or weight names one registration takes.
-private let maxNames = 1024
-
-/// `count` C strings from `pointers` (which may be NULL when `count` is 0).
-private func strings(_ pointers: UnsafePointer<UnsafePointer<CChar>?>?, _ count: Int, _ what: String) throws -> [String] {
-    // A count no formula needs is a caller's bug (or a size_t wrapped negative), never a huge read.
-    guard (0...maxNames).contains(count) else {
-        throw CAPIError.invalidArgument("\(count) \(what) given; at most \(maxNames)")
-    }
-    guard count == 0 || pointers != nil else { throw CAPIError.invalidArgument("\(what) is NULL with a count of \(count)") }
-    return try (0..<count).map { try requireString(pointers![$0], "\(what)[\($0)]") }
 }

@@ -250,11 +250,11 @@ static void *work(void *argument) {
     return NULL;
 }
 
-/* A tensor large enough that CPU runs split into chunks and contend for the
- * evaluator's worker pool. */
+/* A tensor of 196,608 elements: over the CPU evaluator's chunk (65,536), so
+ * CPU runs split into chunks and contend for its worker pool. */
 static void check_threads(lk_context *context, int runs, const char *label) {
-    const int64_t big_shape[4] = {1, CHANNELS, 128, 130};
-    const size_t count = CHANNELS * 128 * 130;
+    const int64_t big_shape[4] = {1, CHANNELS, 256, 256};
+    const size_t count = CHANNELS * 256 * 256;
     float *data = malloc(count * sizeof *data), *expected = malloc(count * sizeof *expected);
     for (size_t i = 0; i < count; i++) data[i] = -8.0f + (float)(i % 1025) / 64.0f;
     lk_tensor *input = NULL;

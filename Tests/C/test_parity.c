@@ -86,6 +86,13 @@ static void check_parity(lk_context *gpu) {
     CHECK(message_has(gpu, "the input is NULL"));
     CHECK_STATUS(gpu, LK_ERROR_INVALID_ARGUMENT,
                  lk_parity(gpu, layer, (const lk_tensor *)layer, 1e-3, &passed, NULL, NULL));
+    /* Rank 5 cannot be a GPU image: both sides would run on the CPU. */
+    const int64_t rank5[5] = {1, 2, 2, 2, 2};
+    lk_tensor *deep = NULL;
+    CHECK_OK(gpu, lk_tensor_create(gpu, rank5, 5, NULL, &deep));
+    CHECK_STATUS(gpu, LK_ERROR_SHAPE, lk_parity(gpu, layer, deep, 1e-3, &passed, NULL, NULL));
+    CHECK(message_has(gpu, "rank 1 to 4"));
+    lk_tensor_destroy(deep);
     lk_tensor_destroy(input);
     lk_layer_destroy(layer);
 }

@@ -1,6 +1,7 @@
 /* Profiling: a model's predict recorded by an lk_profiler and written as a
  * Chrome trace (parsed here as JSON, its events counted); bad paths fail with
  * LK_ERROR_FILE and write nothing; an existing trace is replaced whole. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>

@@ -227,10 +227,116 @@ static void formulas_run_in_a_model(void) {
     lk_context_destroy(context);
 }
 
+/* The registration as a layer of its own (lk_layer_create, lk_layer_apply):
+ * the shape callback's failure there is LK_ERROR_CALLBACK; the layer holds
+ * the registration as a model does. */
+static void callbacks_as_layers(void) {
+    struct counters counters = {0};
+    lk_context *context = cpu_context();
+    CHECK_OK(context, lk_register_layer(context, "CustomSwish", swish_evaluate, same_shape, &counters, count_destroy));
+    lk_layer *layer = NULL;
+    CHECK_OK(context, lk_layer_create(context, "CustomSwish", NULL, NULL, 0, &layer));
+    const char *names[] = {"beta"};
+    const double values[] = {1.0};
+    lk_layer *refused = NULL;
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_layer_create(context, "CustomSwish", names, values, 1, &refused));
+    CHECK(strstr(lk_context_last_error(context), "takes no parameters") != NULL);
+
+    float x[COUNT], y[COUNT];
+    make_input(x);
+    lk_tensor *input = NULL, *output = NULL;
+    CHECK_OK(context, lk_tensor_create(context, shape, 4, x, &input));
+    const lk_tensor *inputs[] = {input};
+    size_t made = 0;
+    CHECK_OK(context, lk_layer_apply(context, layer, inputs, 1, &output, 1, &made, NULL));
+    CHECK(made == 1);
+    double worst = output ? 0 : 1;
+    if (output) {
+        CHECK_OK(context, lk_tensor_read(context, output, y, COUNT));
+        for (int i = 0; i < COUNT; i++) {
+            double error = fabs((double)y[i] - x[i] / (1.0 + exp(-(double)x[i])));
+            if (error > worst) worst = error;
+        }
+    }
+    CHECK(worst <= 1e-6);
+    lk_tensor_destroy(output);
+    output = NULL;
+
+    counters.shape_result = 5;
+    CHECK_STATUS(context, LK_ERROR_CALLBACK, lk_layer_apply(context, layer, inputs, 1, &output, 1, &made, NULL));
+    CHECK(strstr(lk_context_last_error(context), "shape callback returned 5") != NULL);
+    CHECK(output == NULL);
+
+    /* Replaced while the layer lives: destroyed with the layer. */
+    CHECK_OK(context, lk_register_formula(context, "CustomSwish", "x * sigmoid(x)", NULL, NULL, 0, NULL, 0));
+    CHECK(atomic_load(&counters.destroyed) == 0);
+    lk_layer_destroy(layer);
+    CHECK(atomic_load(&counters.destroyed) == 1);
+    lk_tensor_destroy(input);
+    lk_context_destroy(context);
+    CHECK(atomic_load(&counters.destroyed) == 1);
+}
+
+/* A registered formula's weights are set in the order its caller listed
+ * them, not the order the formula uses them: "a * x + b" registered with
+ * weight names (b, a). */
+static void registered_formula_weights_in_callers_order(void) {
+    lk_context *context = cpu_context();
+    const char *weight_names[] = {"b", "a"};
+    CHECK_OK(context, lk_register_formula(context, "Affine", "a * x + b", NULL, NULL, 0, weight_names, 2));
+    lk_layer *layer = NULL;
+    CHECK_OK(context, lk_layer_create(context, "Affine", NULL, NULL, 0, &layer));
+    const float b[3] = {0.25f, -2.0f, 3.0f}, a[3] = {2.0f, 0.5f, -1.5f};
+    const float *weights[] = {b, a};
+    const size_t counts[] = {3, 3};
+    CHECK_OK(context, lk_layer_set_weights(context, layer, weights, counts, 2));
+    float x[COUNT], y[COUNT];
+    make_input(x);
+    lk_tensor *input = NULL, *output = NULL;
+    CHECK_OK(context, lk_tensor_create(context, shape, 4, x, &input));
+    const lk_tensor *inputs[] = {input};
+    size_t made = 0;
+    if (layer && input) CHECK_OK(context, lk_layer_apply(context, layer, inputs, 1, &output, 1, &made, NULL));
+    double worst = output ? 0 : 1;
+    if (output) {
+        CHECK_OK(context, lk_tensor_read(context, output, y, COUNT));
+        for (int i = 0; i < COUNT; i++) {
+            int channel = i / 20;
+            double error = fabs((double)y[i] - ((double)a[channel] * x[i] + (double)b[channel]));
+            if (error > worst) worst = error;
+        }
+    }
+    CHECK(worst <= 1e-6);
+    lk_tensor_destroy(output);
+    lk_tensor_destroy(input);
+    lk_layer_destroy(layer);
+    lk_context_destroy(context);
+}
+
+/* On a GPU context the callback layer runs on the CPU between GPU layers
+ * (the Add). The GPU keeps values in fp16: x (|x| <= 6) and s (|s| <= 8)
+ * each rounded by at most 2^-11 relative, 3e-3 and 4e-3, moved through
+ * swish (slope <= 1.1): the bound is 1e-2. */
+static void callbacks_run_in_a_gpu_model(void) {
+    lk_context *context = check_gpu_context();
+    if (!context) return;
+    struct counters counters = {0};
+    CHECK_OK(context, lk_register_layer(context, "CustomSwish", swish_evaluate, NULL, &counters, count_destroy));
+    double error = run_against_float64(context, 1.0);
+    printf("C callback layer in a GPU model vs float64: max abs error %.3g (bound 1e-2)\n", error);
+    CHECK(error >= 0 && error <= 1e-2);
+    CHECK(atomic_load(&counters.evaluated) == 1);
+    lk_context_destroy(context);
+    CHECK(atomic_load(&counters.destroyed) == 1);
+}
+
 int main(void) {
     callbacks_run_in_a_model();
+    registered_formula_weights_in_callers_order();
     destroy_waits_for_models();
     callback_failures();
+    callbacks_as_layers();
+    callbacks_run_in_a_gpu_model();
     formulas_run_in_a_model();
     return check_finish("test_registration");
 }
