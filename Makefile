@@ -148,7 +148,7 @@ EXAMPLES_VENV := .build/examples-venv
 EXAMPLES_REQUIREMENTS := ray[data,serve]==2.60.0 tritonclient[grpc]==2.73.0 onnx==1.23.2 onnxruntime==1.32.0 \
 	numpy==2.4.6 pillow==13.0.0
 test-examples: deps
-	@TIMEFORMAT='test-examples took %R s'; time ( set -e; \
+	@set -e; start=$$(date +%s); \
 	if [ "$$(cat $(EXAMPLES_VENV)/requirements.txt 2>/dev/null)" != "$(EXAMPLES_REQUIREMENTS)" ]; then \
 		rm -rf $(EXAMPLES_VENV) && python3 -m venv $(EXAMPLES_VENV); \
 		TIMEFORMAT='examples venv: pip install took %R s'; time $(EXAMPLES_VENV)/bin/pip install -q $(EXAMPLES_REQUIREMENTS); \
@@ -159,7 +159,8 @@ test-examples: deps
 	TIMEFORMAT='Examples/triton/check_config.py took %R s'; \
 	time $(EXAMPLES_VENV)/bin/python Examples/triton/check_config.py --ort-library "$$ort_library"; \
 	TIMEFORMAT='Examples/ray/batch_predict.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/batch_predict.py; \
-	TIMEFORMAT='Examples/ray/serve_classifier.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/serve_classifier.py )
+	TIMEFORMAT='Examples/ray/serve_classifier.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/serve_classifier.py; \
+	echo "test-examples took $$(( $$(date +%s) - start )) s"
 
 # The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
 # build/cmake (onnxruntime 1.21's headers fetched into it at configure), the
