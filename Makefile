@@ -14,6 +14,8 @@
 #   make test-examples   Examples/ray (Ray Data and Ray Serve, two local workers each) and
 #               Examples/triton (config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
 #               with ray (~1 GB in .build/examples-venv; not in make test)
+#   make test-triton   Examples/triton's check alone, light enough for make test (tritonclient, onnx,
+#               onnxruntime in .build/triton-venv; the op library from build/cmake)
 #   make test-c   the C API: liblayerkit.so.1 built by CMake and the Tests/C programs under ctest
 #   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
 #               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
@@ -22,7 +24,7 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-python test-examples test-c test-ort
+.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-python test-examples test-triton test-c test-ort
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -139,6 +141,17 @@ test-python: deps
 	cd / && LAYERKIT_VALIDATION=1 $(CURDIR)/$(PYTHON_VENV)/bin/python -m unittest discover -s $(CURDIR)/Tests/Python -v
 	$(PYTHON_VENV)/bin/pip wheel -q --no-deps . -w $(PYTHON_WHEELS)
 	$(PYTHON_VENV)/bin/auditwheel show $(PYTHON_WHEELS)/layerkit-*-py3-none-linux_x86_64.whl
+
+# Examples/triton's model repository checked without Triton (which needs Docker):
+# config.pbtxt parsed with tritonclient's model_config_pb2 and held to the model,
+# the model run through build/cmake's liblayerkit_ort.so (Examples/triton/README.md).
+TRITON_VENV := .build/triton-venv
+test-triton: deps
+	test -x $(TRITON_VENV)/bin/python || (python3 -m venv $(TRITON_VENV) && \
+		$(TRITON_VENV)/bin/pip install -q tritonclient[grpc]==2.73.0 onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
+	cmake -S . -B build/cmake -G Ninja >/dev/null
+	cmake --build build/cmake --target layerkit_ort
+	$(TRITON_VENV)/bin/python Examples/triton/check_config.py --ort-library build/cmake/liblayerkit_ort.so
 
 # The scale-out examples (Docs/SCALING.md) in a venv of their own, made once per
 # requirement list (ray[data,serve] is ~1 GB, which is why this is not in make test),
