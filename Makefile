@@ -16,9 +16,10 @@
 #               with ray (~1 GB in .build/examples-venv; not in make test)
 #   make test-triton   Examples/triton's check alone, light enough for make test (tritonclient, onnx,
 #               onnxruntime in .build/triton-venv; the op library from build/cmake)
-#   make test-c   the C API: liblayerkit.so.1 built by CMake and the Tests/C programs under ctest
 #   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
 #               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
+#   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
+#               Examples/c through find_package and pkg-config, the library's exports and NEEDED
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
@@ -73,9 +74,7 @@ shader-checks: deps
 	ctest --test-dir build/shaders --output-on-failure
 
 test-c: deps
-	cmake -S . -B build/cmake -G Ninja >/dev/null
-	cmake --build build/cmake
-	ctest --test-dir build/cmake -R c-api --output-on-failure
+	Scripts/test-c-package
 
 # Fails on a crash, an input over 1 s of CPU, an error of an unpromised type or a
 # resident set over 1 GiB; the input is printed and saved under Fuzz/findings/.

@@ -13,6 +13,7 @@ set(LAYERKIT_SWIFT_BUILD ${PROJECT_SOURCE_DIR}/.build/release)
 # The SONAME's number is the C API's LK_API_VERSION (include/layerkit.h), not the
 # package's version: it changes only when the API breaks.
 set(LAYERKIT_API_VERSION 1)
+include(${CMAKE_CURRENT_LIST_DIR}/LayerKitVersions.cmake)
 set(LAYERKIT_SONAME liblayerkit.so.${LAYERKIT_API_VERSION})
 set(LAYERKIT_LIBRARY_FILE ${CMAKE_CURRENT_BINARY_DIR}/${LAYERKIT_SONAME})
 
@@ -31,9 +32,13 @@ add_custom_target(layerkit_swift_objects
 # objects name (autolink); the Foundation archives' own dependencies are not
 # followed, so they are named here. The system libraries are those of
 # Package.swift's targets (glslang's archives in dependency order).
+# lld, the toolchain's linker, and not gold: libdispatch's thread-local
+# __dispatch_tsd is hidden, but gold writes its TLS relocations against the
+# symbol itself, which puts it in the dynamic symbol table (`nm -D` lists it);
+# lld resolves them within the library.
 add_custom_command(
   OUTPUT ${LAYERKIT_LIBRARY_FILE}
-  COMMAND ${SWIFTC} -emit-library -static-stdlib -o ${LAYERKIT_LIBRARY_FILE}
+  COMMAND ${SWIFTC} -emit-library -static-stdlib -use-ld=lld -o ${LAYERKIT_LIBRARY_FILE}
           ${LAYERKIT_SWIFT_BUILD}/LayerKitC.build/*.o ${LAYERKIT_SWIFT_BUILD}/libLayerKitCAPI.a
           -Xlinker -soname=${LAYERKIT_SONAME}
           -Xlinker --version-script=${PROJECT_SOURCE_DIR}/cmake/layerkit.map
