@@ -9,6 +9,10 @@
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
 #   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
+#   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
+#               Examples/c through find_package and pkg-config, the library's exports and NEEDED
+#   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
+#               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
 #   make test-python   the Python package: a fresh venv, `pip install .` (timed), its unittests run
 #               from outside the source tree, `auditwheel show` on the wheel (Docs/PYTHON.md)
 #   make test-examples   Examples/ray (Ray Data and Ray Serve, two local workers each) and
@@ -16,16 +20,12 @@
 #               with ray (~1 GB in .build/examples-venv; not in make test)
 #   make test-triton   Examples/triton's check alone, light enough for make test (tritonclient, onnx,
 #               onnxruntime in .build/triton-venv; the op library from build/cmake)
-#   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
-#               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
-#   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
-#               Examples/c through find_package and pkg-config, the library's exports and NEEDED
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks fuzz valgrind bench docs test-models test-python test-examples test-triton test-c test-ort
+.PHONY: deps demo test test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -125,6 +125,19 @@ test-models: deps
 	swift build -c release --product layerkit
 	.build/release/layerkit conformance $(MODELS_DIR) --backend both --expect Tests/Conformance/model-zoo-light.txt
 
+# The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
+# build/cmake (onnxruntime 1.21's headers fetched into it at configure), the
+# layerkit CLI (the mixed model's own result), then Tests/ORT/test_ort.py with
+# onnxruntime, onnx and numpy from PyPI in a venv of its own.
+ORT_VENV := .build/ort-venv
+test-ort: deps
+	test -x $(ORT_VENV)/bin/python || (python3 -m venv $(ORT_VENV) && \
+		$(ORT_VENV)/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 numpy)
+	cmake -S . -B build/cmake -G Ninja >/dev/null
+	cmake --build build/cmake --target layerkit_ort
+	swift build -c release --product layerkit
+	$(ORT_VENV)/bin/python Tests/ORT/test_ort.py
+
 # The Python package (pyproject.toml, python/layerkit, Docs/PYTHON.md) as a user
 # gets it: a fresh venv, `pip install .` (timed; scikit-build-core runs the root
 # CMake, which runs swift build; build/python keeps its CMake build, so a second
@@ -173,16 +186,3 @@ test-examples: deps
 	TIMEFORMAT='Examples/ray/batch_predict.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/batch_predict.py; \
 	TIMEFORMAT='Examples/ray/serve_classifier.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/serve_classifier.py; \
 	echo "test-examples took $$(( $$(date +%s) - start )) s"
-
-# The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
-# build/cmake (onnxruntime 1.21's headers fetched into it at configure), the
-# layerkit CLI (the mixed model's own result), then Tests/ORT/test_ort.py with
-# onnxruntime, onnx and numpy from PyPI in a venv of its own.
-ORT_VENV := .build/ort-venv
-test-ort: deps
-	test -x $(ORT_VENV)/bin/python || (python3 -m venv $(ORT_VENV) && \
-		$(ORT_VENV)/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 numpy)
-	cmake -S . -B build/cmake -G Ninja >/dev/null
-	cmake --build build/cmake --target layerkit_ort
-	swift build -c release --product layerkit
-	$(ORT_VENV)/bin/python Tests/ORT/test_ort.py

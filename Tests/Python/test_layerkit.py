@@ -8,6 +8,7 @@ Run from outside the source tree, so the installed wheel is what is imported
 GPU tests run on the chosen Vulkan device (lavapipe in CI) and fail without
 one, unless LAYERKIT_ALLOW_NO_GPU=1.
 """
+import ctypes
 import importlib.metadata
 import json
 import os
@@ -68,6 +69,8 @@ class PackageTests(unittest.TestCase):
         path = layerkit.ort_library_path()
         self.assertTrue(os.path.isfile(path), path)
         self.assertEqual(os.path.dirname(path), os.path.dirname(layerkit.__file__))
+        # It loads where it is installed (liblayerkit.so.1 found beside it) and has onnxruntime's entry point.
+        self.assertTrue(hasattr(ctypes.CDLL(path), "RegisterCustomOps"))
 
 
 class ApplyTests(unittest.TestCase):
