@@ -45,7 +45,8 @@ def build_model() -> onnx.ModelProto:
         initializer=initializers)
     model = helper.make_model(graph, producer_name="LayerKit Examples/triton/make_model.py",
                               opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("layerkit", 1)])
-    # IR version 8 (onnxruntime 1.10+), so that older Triton releases load it too.
+    # IR version 8, not onnx 1.23's default: older than every onnxruntime the op
+    # library loads in (1.21 and newer), so every Triton release it serves reads it.
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
