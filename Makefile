@@ -15,12 +15,17 @@
 #               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
 #   make test-python   the Python package: a fresh venv, `pip install .` (timed), its unittests run
 #               from outside the source tree, `auditwheel show` on the wheel (Docs/PYTHON.md)
+#   make test-examples   Examples/ray (Ray Data and Ray Serve, two local workers each) and
+#               Examples/triton (config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
+#               with ray (~1 GB in .build/examples-venv; not in make test)
+#   make test-triton   Examples/triton's check alone, light enough for make test (tritonclient, onnx,
+#               onnxruntime in .build/triton-venv; the op library from build/cmake)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python
+.PHONY: deps demo test test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -149,3 +154,36 @@ test-python: deps
 	cd / && LAYERKIT_VALIDATION=1 $(CURDIR)/$(PYTHON_VENV)/bin/python -m unittest discover -s $(CURDIR)/Tests/Python -v
 	$(PYTHON_VENV)/bin/pip wheel -q --no-deps . -w $(PYTHON_WHEELS)
 	$(PYTHON_VENV)/bin/auditwheel show $(PYTHON_WHEELS)/layerkit-*-py3-none-linux_x86_64.whl
+
+# Examples/triton's model repository checked without Triton (which needs Docker):
+# config.pbtxt parsed with tritonclient's model_config_pb2 and held to the model,
+# the model run through build/cmake's liblayerkit_ort.so (Examples/triton/README.md).
+TRITON_VENV := .build/triton-venv
+test-triton: deps
+	test -x $(TRITON_VENV)/bin/python || (python3 -m venv $(TRITON_VENV) && \
+		$(TRITON_VENV)/bin/pip install -q tritonclient[grpc]==2.73.0 onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
+	cmake -S . -B build/cmake -G Ninja >/dev/null
+	cmake --build build/cmake --target layerkit_ort
+	$(TRITON_VENV)/bin/python Examples/triton/check_config.py --ort-library build/cmake/liblayerkit_ort.so
+
+# The scale-out examples (Docs/SCALING.md) in a venv of their own, made once per
+# requirement list (ray[data,serve] is ~1 GB, which is why this is not in make test),
+# with the layerkit package installed from this tree each run. The Triton check
+# runs the model through the wheel's liblayerkit_ort.so.
+EXAMPLES_VENV := .build/examples-venv
+EXAMPLES_REQUIREMENTS := ray[data,serve]==2.60.0 tritonclient[grpc]==2.73.0 onnx==1.23.2 onnxruntime==1.32.0 \
+	numpy==2.4.6 pillow==13.0.0
+test-examples: deps
+	@set -e; start=$$(date +%s); \
+	if [ "$$(cat $(EXAMPLES_VENV)/requirements.txt 2>/dev/null)" != "$(EXAMPLES_REQUIREMENTS)" ]; then \
+		rm -rf $(EXAMPLES_VENV) && python3 -m venv $(EXAMPLES_VENV); \
+		TIMEFORMAT='examples venv: pip install took %R s'; time $(EXAMPLES_VENV)/bin/pip install -q $(EXAMPLES_REQUIREMENTS); \
+		echo "$(EXAMPLES_REQUIREMENTS)" > $(EXAMPLES_VENV)/requirements.txt; \
+	fi; \
+	TIMEFORMAT='pip install . (layerkit) took %R s'; time $(EXAMPLES_VENV)/bin/pip install -q --no-deps --force-reinstall .; \
+	ort_library=$$($(EXAMPLES_VENV)/bin/python -c 'import layerkit; print(layerkit.ort_library_path())'); \
+	TIMEFORMAT='Examples/triton/check_config.py took %R s'; \
+	time $(EXAMPLES_VENV)/bin/python Examples/triton/check_config.py --ort-library "$$ort_library"; \
+	TIMEFORMAT='Examples/ray/batch_predict.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/batch_predict.py; \
+	TIMEFORMAT='Examples/ray/serve_classifier.py took %R s'; time $(EXAMPLES_VENV)/bin/python Examples/ray/serve_classifier.py; \
+	echo "test-examples took $$(( $$(date +%s) - start )) s"
