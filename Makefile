@@ -1,8 +1,10 @@
 # The two commands of the README's quick start, plus the pieces they use.
 #   make demo   the main job: Swish on a built-in image, GPU and CPU side by side
 #   make test   the suite under Khronos validation, parity --all, the onnx package's
-#               backend tests (Scripts/onnx-conformance), the shader checks,
-#               the fuzzer, then the suite under ASan (what CI runs)
+#               backend tests (Scripts/onnx-conformance), the fuzzer, the C library with
+#               the shader checks (test-c), the onnxruntime op library (test-ort), the
+#               Python package (test-python), the Triton repository (test-triton),
+#               valgrind, then the suite under ASan (what CI runs)
 #   make test-asan / test-tsan   the suite under AddressSanitizer+LeakSanitizer / ThreadSanitizer
 #   make soak   10,000 mixed-size dispatches alone in a process: flat objects and RSS
 #   make fuzz   every user-fed parser under the seeded fuzzer (SECONDS each, default 30)
@@ -34,15 +36,21 @@ deps:
 	@Scripts/install-deps
 	@mkdir -p $(XDG_RUNTIME_DIR)
 
+# Release builds go through Scripts/swift-release-build (one environment for all
+# of them, so they share one build).
 demo: deps
-	swift run -c release layerkit demo
+	Scripts/swift-release-build --product layerkit
+	.build/release/layerkit demo
 
 test: deps
 	LAYERKIT_VALIDATION=1 swift test
 	LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
-	$(MAKE) shader-checks
 	$(MAKE) fuzz
+	$(MAKE) test-c
+	$(MAKE) test-ort
+	$(MAKE) test-python
+	$(MAKE) test-triton
 	$(MAKE) valgrind
 	$(MAKE) test-asan
 
@@ -79,7 +87,8 @@ test-c: deps
 # Fails on a crash, an input over 1 s of CPU, an error of an unpromised type or a
 # resident set over 1 GiB; the input is printed and saved under Fuzz/findings/.
 fuzz: deps
-	swift run -c release Fuzz all --seconds $(SECONDS) --seed $(FUZZ_SEED)
+	Scripts/swift-release-build --product Fuzz
+	.build/release/Fuzz all --seconds $(SECONDS) --seed $(FUZZ_SEED)
 
 # valgrind 3.19 cannot read this toolchain's DWARF 5, so it runs a copy without
 # debug info (symbols stay). Scripts/valgrind.supp says why each entry is no bug.
@@ -91,7 +100,8 @@ valgrind: deps
 		.build/layerkit-valgrind demo --output .build/valgrind-demo.npy
 
 bench: deps
-	swift run -c release SwishBench
+	Scripts/swift-release-build --product SwishBench
+	.build/release/SwishBench
 
 # The API reference: symbol graphs of LayerKit and LayerKitCore (whose types
 # LayerKit re-exports), converted by the toolchain's docc into static sites under
@@ -122,7 +132,7 @@ test-models: deps
 	test -x $(MODELS_VENV)/bin/python || (python3 -m venv $(MODELS_VENV) && \
 		$(MODELS_VENV)/bin/pip install -q onnx==1.23.2 onnxruntime==1.32.0 numpy)
 	test -f $(MODELS_DIR)/summary.json || $(MODELS_VENV)/bin/python Scripts/light_models.py --out $(MODELS_DIR)
-	swift build -c release --product layerkit
+	Scripts/swift-release-build --product layerkit
 	.build/release/layerkit conformance $(MODELS_DIR) --backend both --expect Tests/Conformance/model-zoo-light.txt
 
 # The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in

@@ -6,7 +6,6 @@
 # module the API uses, in the package's own .build so `make` and `pip install`
 # share one release build); swiftc links them here, because SwiftPM can link a
 # dynamic library only against the shared Swift runtime.
-find_program(SWIFT swift HINTS /opt/swift/usr/bin REQUIRED)
 find_program(SWIFTC swiftc HINTS /opt/swift/usr/bin REQUIRED)
 
 set(LAYERKIT_SWIFT_BUILD ${PROJECT_SOURCE_DIR}/.build/release)
@@ -17,18 +16,11 @@ include(${CMAKE_CURRENT_LIST_DIR}/LayerKitVersions.cmake)
 set(LAYERKIT_SONAME liblayerkit.so.${LAYERKIT_API_VERSION})
 set(LAYERKIT_LIBRARY_FILE ${CMAKE_CURRENT_BINARY_DIR}/${LAYERKIT_SONAME})
 
-# SwiftPM decides what is stale; it always runs. It runs in an environment of
-# its own (env -i): SwiftPM rebuilds every module when its environment differs
-# from the last build's, and callers' environments do (pip's isolated build
-# adds variables and PATH entries that change on every run), so `pip install .`
-# twice, or `make test-c` after it, would each rebuild everything. This also
-# leaves out CC/CXX/CFLAGS, with which SwiftPM would compile its C targets with
-# the gcc they name and fail.
-find_program(LAYERKIT_ENV env REQUIRED)
-get_filename_component(LAYERKIT_SWIFT_BIN ${SWIFT} DIRECTORY)
+# SwiftPM decides what is stale; it always runs, through
+# Scripts/swift-release-build: the one environment every release build of the
+# package uses, so this build, pip's and make's share their objects.
 add_custom_target(layerkit_swift_objects
-  COMMAND ${LAYERKIT_ENV} -i HOME=$ENV{HOME} PATH=${LAYERKIT_SWIFT_BIN}:/usr/local/bin:/usr/bin:/bin
-          ${SWIFT} build -c release --product LayerKitCAPI --package-path ${PROJECT_SOURCE_DIR}
+  COMMAND ${PROJECT_SOURCE_DIR}/Scripts/swift-release-build --product LayerKitCAPI --package-path ${PROJECT_SOURCE_DIR}
   BYPRODUCTS ${LAYERKIT_SWIFT_BUILD}/libLayerKitCAPI.a
   COMMENT "swift build -c release --product LayerKitCAPI"
   USES_TERMINAL VERBATIM)
