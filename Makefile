@@ -14,20 +14,20 @@
 #   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
 #               Examples/c through find_package and pkg-config, the library's exports and NEEDED
 #   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
-#               against float64 and LayerKit's own CPU result (builds a venv in .build/ort-venv; Docs/ONNXRUNTIME.md)
+#               against float64 and LayerKit's own CPU result (venv in .build/test-venv; Docs/ONNXRUNTIME.md)
 #   make test-python   the Python package: a fresh venv, `pip install .` (timed), its unittests run
 #               from outside the source tree, `auditwheel show` on the wheel (Docs/PYTHON.md)
 #   make test-examples   Examples/ray (Ray Data and Ray Serve, two local workers each) and
 #               Examples/triton (config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
 #               with ray (~1 GB in .build/examples-venv; not in make test)
 #   make test-triton   Examples/triton's check alone, light enough for make test (tritonclient, onnx,
-#               onnxruntime in .build/triton-venv; the op library from build/cmake)
+#               onnxruntime in .build/test-venv; the op library from build/cmake)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps demo test test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
+.PHONY: deps test-venv demo test test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -135,19 +135,25 @@ test-models: deps
 	Scripts/swift-release-build --product layerkit
 	.build/release/layerkit conformance $(MODELS_DIR) --backend both --expect Tests/Conformance/model-zoo-light.txt
 
+# One venv for the Python-driven checks of make test (test-ort, test-triton), from
+# PyPI, remade only when this list changes.
+TEST_VENV := .build/test-venv
+TEST_REQUIREMENTS := onnxruntime==1.32.0 onnx==1.23.2 numpy==2.4.6 tritonclient[grpc]==2.73.0
+test-venv:
+	@if [ "$$(cat $(TEST_VENV)/requirements.txt 2>/dev/null)" != "$(TEST_REQUIREMENTS)" ]; then \
+		rm -rf $(TEST_VENV) && python3 -m venv $(TEST_VENV) && \
+		$(TEST_VENV)/bin/pip install -q $(TEST_REQUIREMENTS) && \
+		echo "$(TEST_REQUIREMENTS)" > $(TEST_VENV)/requirements.txt; \
+	fi
+
 # The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
 # build/cmake (onnxruntime 1.21's headers fetched into it at configure), then
-# Tests/ORT/test_ort.py with onnxruntime, onnx and numpy from PyPI in a venv of
-# its own. (LayerKit's own results come from liblayerkit.so.1 beside it: building
-# the layerkit CLI too would rebuild LayerKit, which SwiftPM recompiles whenever
-# the product changes.)
-ORT_VENV := .build/ort-venv
-test-ort: deps
-	test -x $(ORT_VENV)/bin/python || (python3 -m venv $(ORT_VENV) && \
-		$(ORT_VENV)/bin/pip install -q onnxruntime==1.32.0 onnx==1.23.2 numpy)
+# Tests/ORT/test_ort.py in the test venv; LayerKit's own results, to compare
+# with, come from liblayerkit.so.1 beside the op library (lk_model_predict).
+test-ort: deps test-venv
 	cmake -S . -B build/cmake -G Ninja >/dev/null
 	cmake --build build/cmake --target layerkit_ort
-	$(ORT_VENV)/bin/python Tests/ORT/test_ort.py
+	$(TEST_VENV)/bin/python Tests/ORT/test_ort.py
 
 # The Python package (pyproject.toml, python/layerkit, Docs/PYTHON.md) as a user
 # gets it: a fresh venv, `pip install .` (timed; scikit-build-core runs the root
@@ -168,13 +174,10 @@ test-python: deps
 # Examples/triton's model repository checked without Triton (which needs Docker):
 # config.pbtxt parsed with tritonclient's model_config_pb2 and held to the model,
 # the model run through build/cmake's liblayerkit_ort.so (Examples/triton/README.md).
-TRITON_VENV := .build/triton-venv
-test-triton: deps
-	test -x $(TRITON_VENV)/bin/python || (python3 -m venv $(TRITON_VENV) && \
-		$(TRITON_VENV)/bin/pip install -q tritonclient[grpc]==2.73.0 onnx==1.23.2 onnxruntime==1.32.0 numpy==2.4.6)
+test-triton: deps test-venv
 	cmake -S . -B build/cmake -G Ninja >/dev/null
 	cmake --build build/cmake --target layerkit_ort
-	$(TRITON_VENV)/bin/python Examples/triton/check_config.py --ort-library build/cmake/liblayerkit_ort.so
+	$(TEST_VENV)/bin/python Examples/triton/check_config.py --ort-library build/cmake/liblayerkit_ort.so
 
 # The scale-out examples (Docs/SCALING.md) in a venv of their own, made once per
 # requirement list (ray[data,serve] is ~1 GB, which is why this is not in make test),

@@ -1,6 +1,6 @@
 """Times layerkit.Swish in onnxruntime against the same Swish of standard ops.
 
-    LAYERKIT_ORT_THREADS=1 .build/ort-venv/bin/python Tests/ORT/bench_ort.py
+    LAYERKIT_ORT_THREADS=1 .build/test-venv/bin/python Tests/ORT/bench_ort.py
 
 One Swish (beta per channel, a second input) over an [8, 32, 64, 64] tensor
 (1M floats), median of 30 runs after 3, on a session with 1 intra-op thread,
