@@ -33,11 +33,7 @@ public func lk_device_info(_ context: OpaquePointer?, _ index: Int32, _ name: Un
                            _ kind: UnsafeMutablePointer<Int32>?, _ usable: UnsafeMutablePointer<Int32>?,
                            _ chosen: UnsafeMutablePointer<Int32>?) -> lk_status {
     withContext(context) { _ in
-        let devices = DeviceList.survey?.devices ?? []
-        guard devices.indices.contains(Int(index)) else {
-            throw CAPIError.invalidArgument("device index \(index) is not in 0..<\(devices.count) (lk_device_count)")
-        }
-        let device = devices[Int(index)]
+        let device = try element(DeviceList.survey?.devices ?? [], Int(index), "device")
         kind?.pointee = DeviceList.code(of: device.kind)
         usable?.pointee = device.isUsable ? 1 : 0
         chosen?.pointee = device.index == DeviceList.survey?.chosen?.index ? 1 : 0

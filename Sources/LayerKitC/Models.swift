@@ -50,7 +50,7 @@ public func lk_model_input_name(_ context: OpaquePointer?, _ model: OpaquePointe
                                 _ length: UnsafeMutablePointer<Int>?) -> lk_status {
     withContext(context) { _ in
         let model = try Handle.object(model, as: Model.self, "the model")
-        try writeString(value(index, of: model.inputs, "input").name, to: name, capacity: capacity, length: length)
+        try writeString(element(model.inputs, index, "input").name, to: name, capacity: capacity, length: length)
     }
 }
 
@@ -60,7 +60,7 @@ public func lk_model_output_name(_ context: OpaquePointer?, _ model: OpaquePoint
                                  _ length: UnsafeMutablePointer<Int>?) -> lk_status {
     withContext(context) { _ in
         let model = try Handle.object(model, as: Model.self, "the model")
-        try writeString(value(index, of: model.outputs, "output").name, to: name, capacity: capacity, length: length)
+        try writeString(element(model.outputs, index, "output").name, to: name, capacity: capacity, length: length)
     }
 }
 
@@ -70,14 +70,8 @@ public func lk_model_input_shape(_ context: OpaquePointer?, _ model: OpaquePoint
                                  _ rank: UnsafeMutablePointer<Int>?) -> lk_status {
     withContext(context) { _ in
         let model = try Handle.object(model, as: Model.self, "the model")
-        let dimensions = try value(index, of: model.inputs, "input").dimensions
-        rank?.pointee = dimensions.count
-        guard let shape else { return }
-        guard capacity >= dimensions.count else {
-            throw CAPIError(status: lk_status(LK_ERROR_BUFFER_TOO_SMALL),
-                            description: "the shape needs room for \(dimensions.count) dims, got \(capacity)")
-        }
-        for (i, dimension) in dimensions.enumerated() { shape[i] = dimension.size.map(Int64.init) ?? -1 }
+        let dimensions = try element(model.inputs, index, "input").dimensions
+        try writeShape(dimensions.map { $0.size.map(Int64.init) ?? -1 }, to: shape, capacity: capacity, rank: rank)
     }
 }
 
@@ -127,12 +121,4 @@ private func namedInputs(_ names: UnsafePointer<UnsafePointer<CChar>?>?, _ input
         given[name] = try Handle.object(inputs![i], as: Tensor.self, "input \(i) ('\(name)')")
     }
     return given
-}
-
-/// Input or output `index` of a model, or an error naming the count.
-private func value(_ index: Int, of values: [Model.ValueDescription], _ what: String) throws -> Model.ValueDescription {
-    guard values.indices.contains(index) else {
-        throw CAPIError.invalidArgument("\(what) index \(index) is out of range: the model has \(values.count) \(what)(s)")
-    }
-    return values[index]
 }

@@ -12,14 +12,6 @@ private func parameterNames(of entry: LayerRegistry.Entry) -> [String] {
     return definition.values.filter { $0.defaultValue != nil }.map(\.name) + [definition.choice?.name].compactMap { $0 }
 }
 
-/// Element `index` of `items`, or an error naming the valid range.
-private func element<T>(_ items: [T], _ index: Int, _ what: String) throws -> T {
-    guard items.indices.contains(index) else {
-        throw CAPIError.invalidArgument("\(what) index \(index) is out of range (0 ..< \(items.count))")
-    }
-    return items[index]
-}
-
 @c @implementation
 public func lk_op_count(_ context: OpaquePointer?, _ count: UnsafeMutablePointer<Int>?) -> lk_status {
     withContext(context) { context in

@@ -46,6 +46,21 @@ enum TensorArguments {
     }
 }
 
+/// Writes `dims` to a caller's (shape, capacity, rank), as lk_tensor_shape and
+/// lk_model_input_shape take them: the rank always (when `rank` is not NULL),
+/// the dims when `shape` is not NULL and `capacity` holds them all.
+func writeShape(_ dims: [Int64], to shape: UnsafeMutablePointer<Int64>?, capacity: Int,
+                rank: UnsafeMutablePointer<Int>?) throws {
+    rank?.pointee = dims.count
+    guard let shape else { return }
+    guard capacity >= dims.count else {
+        throw CAPIError(status: lk_status(LK_ERROR_BUFFER_TOO_SMALL),
+                        description: "the shape has rank \(dims.count), shape has room for "
+                            + "\(UInt(bitPattern: capacity)) dims")
+    }
+    shape.update(from: dims, count: dims.count)
+}
+
 @c @implementation
 public func lk_tensor_create(_ context: OpaquePointer?, _ shape: UnsafePointer<Int64>?, _ rank: Int,
                              _ data: UnsafePointer<Float>?, _ out: UnsafeMutablePointer<OpaquePointer?>?) -> lk_status {
@@ -66,14 +81,7 @@ public func lk_tensor_shape(_ context: OpaquePointer?, _ tensor: OpaquePointer?,
                             _ capacity: Int, _ rank: UnsafeMutablePointer<Int>?) -> lk_status {
     withContext(context) { _ in
         let tensor = try TensorArguments.tensor(tensor)
-        rank?.pointee = tensor.shape.count
-        guard let shape else { return }
-        guard capacity >= tensor.shape.count else {
-            throw CAPIError(status: lk_status(LK_ERROR_BUFFER_TOO_SMALL),
-                            description: "the tensor has rank \(tensor.shape.count), shape has room for "
-                                + "\(UInt(bitPattern: capacity)) dims")
-        }
-        for (i, extent) in tensor.shape.enumerated() { shape[i] = Int64(extent) }
+        try writeShape(tensor.shape.map(Int64.init), to: shape, capacity: capacity, rank: rank)
     }
 }
 
