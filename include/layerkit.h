@@ -229,6 +229,17 @@ lk_status lk_op_parameter_count(lk_context *context, const char *op, size_t *cou
 lk_status lk_op_parameter_name(lk_context *context, const char *op, size_t index, char *name, size_t capacity,
                                size_t *length);
 
+/* The number of values `formula` uses (the names in it other than x and the
+ * functions, Docs/FORMULAS.md): what lk_layer_create_formula takes as its
+ * scalars or per-channel weights. A formula that does not parse fails with
+ * the parser's message. Any thread. */
+lk_status lk_formula_value_count(lk_context *context, const char *formula, size_t *count);
+
+/* The name of value `index` (0 ..< lk_formula_value_count) of `formula`, in
+ * the order of first use; `name` as in the string conventions. Any thread. */
+lk_status lk_formula_value_name(lk_context *context, const char *formula, size_t index, char *name,
+                                size_t capacity, size_t *length);
+
 /* ---- Parity ---------------------------------------------------------------- */
 
 /* Runs `layer` on `input`, first rounded to fp16 so both sides read the same

@@ -23,7 +23,6 @@
  */
 #include <onnxruntime_c_api.h>
 
-#include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -177,46 +176,39 @@ static char *string_attribute(const OrtKernelInfo *info, const char *name) {
     return text;
 }
 
-/* Adds `name` (of `length` bytes) to `list` unless it is there. 0 when out of memory. */
-static int add_name(char ***list, size_t *count, const char *name, size_t length) {
-    for (size_t i = 0; i < *count; i++)
-        if (strlen((*list)[i]) == length && memcmp((*list)[i], name, length) == 0) return 1;
-    char **grown = realloc(*list, (*count + 1) * sizeof *grown);
-    if (!grown) return 0;
-    *list = grown;
-    char *copy = malloc(length + 1);
-    if (!copy) return 0;
-    memcpy(copy, name, length);
-    copy[length] = '\0';
-    grown[(*count)++] = copy;
-    return 1;
+/* ---- Strings from the C API --------------------------------------------------- */
+
+/* A string the C API writes (lk_op_name, lk_op_parameter_name, lk_formula_value_name),
+ * malloc'd; a failure is LayerKit's message after `what`. */
+typedef lk_status (*string_getter)(size_t index, const char *op, char *buffer, size_t capacity, size_t *length);
+
+static lk_status get_op_name(size_t index, const char *op, char *buffer, size_t capacity, size_t *length) {
+    (void)op;
+    return lk_op_name(context, index, buffer, capacity, length);
 }
 
-/* The value names of `formula` in order of first appearance: every name but
- * x and the functions (a name followed by "("). The formula's grammar is
- * LayerKit's (Docs/FORMULAS.md); LayerKit parses it, this only finds names.
- * 0 when out of memory. */
-static int formula_names(const char *formula, char ***names, size_t *count) {
-    const char *p = formula;
-    while (*p) {
-        if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
-            /* A number, with its exponent: "1e-3" names nothing. */
-            while (isalnum((unsigned char)*p) || *p == '.' ||
-                   ((*p == '-' || *p == '+') && (p[-1] == 'e' || p[-1] == 'E')))
-                p++;
-        } else if (isalpha((unsigned char)*p) || *p == '_') {
-            const char *start = p;
-            while (isalnum((unsigned char)*p) || *p == '_') p++;
-            size_t length = (size_t)(p - start);
-            const char *after = p;
-            while (isspace((unsigned char)*after)) after++;
-            int is_input = length == 1 && *start == 'x';
-            if (*after != '(' && !is_input && !add_name(names, count, start, length)) return 0;
-        } else {
-            p++;
-        }
+static lk_status get_parameter_name(size_t index, const char *op, char *buffer, size_t capacity, size_t *length) {
+    return lk_op_parameter_name(context, op, index, buffer, capacity, length);
+}
+
+static lk_status get_formula_value_name(size_t index, const char *formula, char *buffer, size_t capacity,
+                                        size_t *length) {
+    return lk_formula_value_name(context, formula, index, buffer, capacity, length);
+}
+
+static OrtStatus *api_string(string_getter get, size_t index, const char *op, const char *what, char **out) {
+    size_t length = 0;
+    char probe[1];
+    lk_status status = get(index, op, probe, sizeof probe, &length);
+    if (status != LK_OK && status != LK_ERROR_BUFFER_TOO_SMALL) return layerkit_failure(what, status);
+    *out = malloc(length + 1);
+    if (!*out) return fail(ORT_FAIL, "%s: out of memory", what);
+    if ((status = get(index, op, *out, length + 1, &length)) != LK_OK) {
+        free(*out);
+        *out = NULL;
+        return layerkit_failure(what, status);
     }
-    return 1;
+    return NULL;
 }
 
 /* ---- Kernels ------------------------------------------------------------------- */
@@ -260,9 +252,17 @@ static OrtStatus *read_recipe(kernel_state *kernel, const OrtKernelInfo *info) {
     if (op->is_formula) {
         kernel->formula = string_attribute(info, "formula");
         if (!kernel->formula) return fail(ORT_INVALID_ARGUMENT, "%s: needs a string attribute 'formula'", kernel->node);
-        if (!formula_names(kernel->formula, &candidates, &candidate_count)) {
-            free_strings(candidates, candidate_count);
-            return fail(ORT_FAIL, "%s: out of memory", kernel->node);
+        /* The formula's values, by LayerKit's parser: the attributes to look for. */
+        lk_status counted = lk_formula_value_count(context, kernel->formula, &candidate_count);
+        if (counted != LK_OK) return layerkit_failure(kernel->node, counted);
+        candidates = calloc(candidate_count + 1, sizeof *candidates);
+        if (!candidates) return fail(ORT_FAIL, "%s: out of memory", kernel->node);
+        for (size_t i = 0; i < candidate_count; i++) {
+            OrtStatus *listed = api_string(get_formula_value_name, i, kernel->formula, kernel->node, &candidates[i]);
+            if (listed) {
+                free_strings(candidates, candidate_count);
+                return listed;
+            }
         }
     } else {
         candidates = op->parameters;
@@ -631,37 +631,10 @@ static void op_init(op_type *op, char *name, int is_formula, char **parameters, 
 
 /* ---- Registration ------------------------------------------------------------------ */
 
-/* A string the C API writes (lk_op_name, lk_op_parameter_name), malloc'd. */
-typedef lk_status (*string_getter)(size_t index, const char *op, char *buffer, size_t capacity, size_t *length);
-
-static lk_status get_op_name(size_t index, const char *op, char *buffer, size_t capacity, size_t *length) {
-    (void)op;
-    return lk_op_name(context, index, buffer, capacity, length);
-}
-
-static lk_status get_parameter_name(size_t index, const char *op, char *buffer, size_t capacity, size_t *length) {
-    return lk_op_parameter_name(context, op, index, buffer, capacity, length);
-}
-
-static OrtStatus *api_string(string_getter get, size_t index, const char *op, char **out) {
-    size_t length = 0;
-    char probe[1];
-    lk_status status = get(index, op, probe, sizeof probe, &length);
-    if (status != LK_OK && status != LK_ERROR_BUFFER_TOO_SMALL) return layerkit_failure("liblayerkit_ort", status);
-    *out = malloc(length + 1);
-    if (!*out) return fail(ORT_FAIL, "liblayerkit_ort: out of memory");
-    if ((status = get(index, op, *out, length + 1, &length)) != LK_OK) {
-        free(*out);
-        *out = NULL;
-        return layerkit_failure("liblayerkit_ort", status);
-    }
-    return NULL;
-}
-
 /* One op type of the catalog: its name and parameter names from the C API. */
 static OrtStatus *catalog_op(size_t index, op_type *op) {
     char *name = NULL;
-    OrtStatus *status = api_string(get_op_name, index, NULL, &name);
+    OrtStatus *status = api_string(get_op_name, index, NULL, "liblayerkit_ort", &name);
     if (status) return status;
     size_t count = 0;
     lk_status listed = lk_op_parameter_count(context, name, &count);
@@ -671,7 +644,8 @@ static OrtStatus *catalog_op(size_t index, op_type *op) {
     }
     char **parameters = calloc(count + 1, sizeof *parameters);
     if (!parameters) status = fail(ORT_FAIL, "liblayerkit_ort: out of memory");
-    for (size_t i = 0; !status && i < count; i++) status = api_string(get_parameter_name, i, name, &parameters[i]);
+    for (size_t i = 0; !status && i < count; i++)
+        status = api_string(get_parameter_name, i, name, "liblayerkit_ort", &parameters[i]);
     if (status) {
         free(name);
         free_strings(parameters, count);

@@ -1,5 +1,6 @@
 /* The op catalog by index (lk_op_*): every op by name, each op's parameter
- * names as the ONNX spec names them, and errors for bad indices and names. */
+ * names as the ONNX spec names them, a formula's value names
+ * (lk_formula_value_*), and errors for bad indices and names. */
 #include <string.h>
 
 #include "check.h"
@@ -62,6 +63,24 @@ int main(void) {
     CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_op_parameter_count(context, NULL, &count));
     CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_op_count(context, NULL));
     CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_op_count(NULL, &count));
+    /* A formula's values, in the order of first use: not x, not the functions,
+     * not the digits of a number's exponent, each once. */
+    const char *formula = "a * tanh(softplus(x)) + where(x >= 1e-3, b, a) * c_2";
+    static const char *const values[] = {"a", "b", "c_2"};
+    CHECK_OK(context, lk_formula_value_count(context, formula, &count));
+    CHECK(count == 3);
+    for (size_t i = 0; i < 3 && i < count; i++) {
+        char name[16];
+        CHECK_OK(context, lk_formula_value_name(context, formula, i, name, sizeof name, &length));
+        CHECK(strcmp(name, values[i]) == 0 && length == strlen(values[i]));
+    }
+    CHECK_OK(context, lk_formula_value_count(context, "x * 2", &count));
+    CHECK(count == 0);
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_formula_value_name(context, formula, 3, small, sizeof small, NULL));
+    CHECK(strstr(lk_context_last_error(context), "out of range") != NULL);
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_formula_value_count(context, "x +* 2", &count));
+    CHECK(strstr(lk_context_last_error(context), "formula column") != NULL);
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_formula_value_count(context, NULL, &count));
     lk_context_destroy(context);
     return check_finish("test_ops");
 }
