@@ -118,3 +118,8 @@ def read_string(call):
             capacity = length.value + 1
             continue
         return code, buffer.value.decode("utf-8", "replace")
+
+
+def c_strings(names):
+    """A C array of UTF-8 copies of ``names`` (``const char *const *``; never empty, so ctypes can make it)."""
+    return (c_char_p * max(len(names), 1))(*[str(name).encode() for name in names])

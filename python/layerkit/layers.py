@@ -17,17 +17,13 @@ _OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 Weights = Union[None, np.ndarray, Sequence, Mapping[str, object]]
 
 
-def _c_strings(names):
-    return (ctypes.c_char_p * max(len(names), 1))(*[name.encode() for name in names])
-
-
 def _scalars(params: Mapping[str, float]):
     names = list(params)
     try:
         values = (ctypes.c_double * max(len(names), 1))(*[float(params[name]) for name in names])
     except (TypeError, ValueError):
         raise TypeError(f"parameters must be numbers, got {params!r}") from None
-    return _c_strings(names), values, len(names)
+    return _native.c_strings(names), values, len(names)
 
 
 def _weight_arrays(weights: Weights, formula: bool):
@@ -55,7 +51,7 @@ def _layer(ctx: Context, op_or_formula: str, weights: Weights, params: Mapping[s
     pointer = _native.handle()
     if formula:
         ctx.check(lib.lk_layer_create_formula(ctx.handle, op_or_formula.encode(), names, values, count,
-                                              _c_strings(weight_names), len(weight_names), ctypes.byref(pointer)))
+                                              _native.c_strings(weight_names), len(weight_names), ctypes.byref(pointer)))
     else:
         ctx.check(lib.lk_layer_create(ctx.handle, op_or_formula.encode(), names, values, count,
                                       ctypes.byref(pointer)))

@@ -82,7 +82,7 @@ class Model:
         with contextlib.ExitStack() as stack:
             tensors = [stack.enter_context(tensor_from(ctx, array)) for array in arrays]
             profiler = stack.enter_context(_profiler(ctx)) if trace is not None else None
-            c_names = (ctypes.c_char_p * max(len(names), 1))(*[str(name).encode() for name in names])
+            c_names = _native.c_strings(names)
             c_inputs = (_native.handle * max(len(tensors), 1))(*tensors)
             outputs = (_native.handle * max(len(self.outputs), 1))()
             ctx.check(lib.lk_model_predict(ctx.handle, handle, c_names, c_inputs, len(tensors), outputs,
