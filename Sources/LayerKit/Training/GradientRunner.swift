@@ -30,7 +30,8 @@ final class GradientRunner {
         return try body()
     }
 
-    private func record(_ work: String, _ placement: Placement) {
+    /// Records `work` of the current op as run at `placement` (once per kind).
+    func record(_ work: String, _ placement: Placement) {
         let entry = BackwardPlacement(op: currentOp, work: work, placement: placement)
         if seen.insert(entry).inserted { placements.append(entry) }
     }

@@ -1,8 +1,8 @@
 /// How an `UpdateTask` trains: the loss, the optimizer, the epochs and
 /// mini-batches, the shuffling seed and which parameters change.
 public struct TrainingConfiguration: Sendable {
-    public var loss: TrainingLoss
-    public var optimizer: OptimizerSettings
+    public var loss: Loss
+    public var optimizer: OptimizerConfiguration
     public var epochs: Int
     public var batchSize: Int
     /// Seeds the order examples are visited in each epoch (`shuffles`).
@@ -12,7 +12,7 @@ public struct TrainingConfiguration: Sendable {
     public var shuffles: Bool
     public var trainable: TrainableSelection
 
-    public init(loss: TrainingLoss, optimizer: OptimizerSettings, epochs: Int = 1, batchSize: Int = 16,
+    public init(loss: Loss, optimizer: OptimizerConfiguration, epochs: Int = 1, batchSize: Int = 16,
                 seed: UInt64 = 0, shuffles: Bool = true, trainable: TrainableSelection = .all) {
         self.loss = loss
         self.optimizer = optimizer

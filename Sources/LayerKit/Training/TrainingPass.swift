@@ -18,7 +18,7 @@ final class TrainingPass {
     let registry: LayerRegistry
     let backend: Backend
     let runner: GradientRunner
-    let loss: TrainingLoss
+    let loss: Loss
     /// The trainable initializers, sorted.
     let trainable: [String]
     /// Every trainable initializer's current value, in the file's dims.
@@ -45,7 +45,7 @@ final class TrainingPass {
     /// Imports `model` for its single input (a symbolic batch axis or a
     /// fixed one), resolves `selection` and checks that every step between
     /// a trainable parameter and the loss has a backward pass.
-    init(model: ONNXModel, registry: LayerRegistry, backend: Backend, loss: TrainingLoss,
+    init(model: ONNXModel, registry: LayerRegistry, backend: Backend, loss: Loss,
          selection: TrainableSelection, batchSize: Int) throws {
         let inputs = model.graph.feedInputs
         guard inputs.count == 1, let input = inputs.first, let dims = input.dims, dims.count >= 1 else {
@@ -106,9 +106,8 @@ final class TrainingPass {
             throw LayerKitError.unsupported("the model's output was not computed")
         }
         runner.currentOp = "loss"
-        let (lossValue, seed) = try runner.cpu("\(loss.rawValue) loss") {
-            try loss.evaluate(prediction: prediction, target: target, logits: lossStep != nil)
-        }
+        let result = try runner.cpu("\(loss.rawValue) loss") { try loss.evaluate(prediction: prediction, target: target) }
+        let (lossValue, seed) = (result.value, result.gradient)
         var gradients = [Tensor?](repeating: nil, count: graph.values.count)
         gradients[predictionValue] = seed
         let requires = requiresGradient(prepared.graph)

@@ -32,10 +32,12 @@ public final class UpdateTask: @unchecked Sendable {
     /// `configuration.trainable` on `data`. Throws for a model that cannot
     /// be trained as asked (a node without a backward pass between a
     /// trainable parameter and the loss, an unknown trainable name), and for
-    /// examples that do not fit the model's input.
+    /// examples that do not fit the model's input. `computeUnits` picks the
+    /// backend unless `backend` shares one; `threads` caps the CPU threads of
+    /// the backend the task makes (nil: one per core the process may use).
     public init(modelAt url: URL, data: TrainingBatchProvider, configuration: TrainingConfiguration,
-                computeUnits: ComputeUnits = .cpuOnly, registry: LayerRegistry = .shared,
-                events: @escaping (TrainingEvent) -> Void = { _ in }) throws {
+                computeUnits: ComputeUnits = .cpuOnly, backend: Backend? = nil, threads: Int? = nil,
+                registry: LayerRegistry = .shared, events: @escaping (TrainingEvent) -> Void = { _ in }) throws {
         try configuration.validate()
         guard data.count > 0 else { throw LayerKitError.invalidParameter("the training data holds no examples") }
         modelURL = url
@@ -44,15 +46,20 @@ public final class UpdateTask: @unchecked Sendable {
         self.data = data
         self.configuration = configuration
         self.events = events
-        backend = try Backend(computeUnits: computeUnits)
-        pass = try TrainingPass(model: model, registry: registry, backend: backend, loss: configuration.loss,
+        if backend != nil, threads != nil {
+            throw LayerKitError.invalidParameter("threads sets the thread count of the backend a task makes; "
+                                                 + "a shared backend has its own (Backend(threads:))")
+        }
+        // No GPU timestamps: a training run reports losses and step times, not per-kernel spans.
+        self.backend = try backend ?? Backend(computeUnits: computeUnits, timestamps: false, threads: threads)
+        pass = try TrainingPass(model: model, registry: registry, backend: self.backend, loss: configuration.loss,
                                 selection: configuration.trainable, batchSize: min(configuration.batchSize, data.count))
         let example = try data.features(at: 0)
         guard example.input.shape == pass.exampleShape else {
             throw LayerKitError.shapeMismatch("an example's input has shape \(Tensor.describe(example.input.shape)); the "
                                               + "model takes examples of shape \(Tensor.describe(pass.exampleShape))")
         }
-        optimizer = try Optimizer(settings: configuration.optimizer, parameters: pass.parameters, backend: backend)
+        optimizer = try Optimizer(configuration.optimizer, backend: self.backend)
     }
 
     /// The initializers training updates, sorted.
@@ -97,9 +104,8 @@ public final class UpdateTask: @unchecked Sendable {
                         + "\(position.epoch), batch \(position.batch)); training stopped with the parameters of the step before")
                 }
                 pass.runner.currentOp = "optimizer"
-                let updated = try optimizer.step(parameters: pass.parameters, gradients: gradients,
-                                                 epoch: position.epoch, recordingIn: pass.runner)
-                try pass.update(updated)
+                pass.runner.record("\(configuration.optimizer.algorithm.rawValue) step", optimizer.placement)
+                try pass.update(try optimizer.step(parameters: pass.parameters, gradients: gradients))
                 position.lossSum += loss
                 events(.miniBatchEnded(epoch: position.epoch, batch: position.batch, loss: loss))
                 position.batch += 1
@@ -110,6 +116,7 @@ public final class UpdateTask: @unchecked Sendable {
             position.epoch += 1
             position.batch = 0
             position.lossSum = 0
+            optimizer.finishEpoch()
         }
         events(.completed(cancelled: false))
     }
