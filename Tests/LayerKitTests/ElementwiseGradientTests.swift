@@ -164,10 +164,13 @@ struct ElementwiseGradientTests {
         }
     }
 
-    /// A fused chain's input gradient (the chain rule as one formula) on both
-    /// backends, against the layers' own backward passes applied in reverse.
+    /// A fused chain's input gradient (the chain rule as one formula, a
+    /// per-channel slope among its values) on both backends, against the
+    /// layers' own backward passes applied in reverse.
     @Test func aFusedChainBackpropagatesLikeItsLayersInReverse() throws {
-        let layers = [try FormulaDerivativeLayers.op("Linear", ["scale": "2", "bias": "-0.5"]),
+        let prelu = try FormulaDerivativeLayers.op("PRelu")
+        try prelu.setWeightData([Self.channelValues.withUnsafeBufferPointer { Data(buffer: $0) }])
+        let layers = [try FormulaDerivativeLayers.op("Linear", ["scale": "2", "bias": "-0.5"]), prelu,
                       try FormulaDerivativeLayers.op("Swish", ["beta": "0.5"]), try FormulaDerivativeLayers.op("Tanh")]
         let fused = try FusedLayer(layers)
         let x = try Tensor.uniform(shape: Self.shape, in: -3...3, seed: 7).roundedToHalf()
