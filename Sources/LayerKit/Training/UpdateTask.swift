@@ -17,16 +17,17 @@ public final class UpdateTask: @unchecked Sendable {
     public let configuration: TrainingConfiguration
     /// The backend the passes run on.
     public let backend: Backend
-    private let modelURL: URL
-    private let modelData: Data
+    let modelURL: URL
+    /// The model file's bytes as loaded: a checkpoint names the model by them.
+    let modelData: Data
     private let data: TrainingBatchProvider
     private let events: (TrainingEvent) -> Void
-    private let pass: TrainingPass
-    private let optimizer: Optimizer
+    let pass: TrainingPass
+    let optimizer: Optimizer
     private let cancelled = Atomic<Bool>(false)
     /// Where the run is: the next epoch and mini-batch within it, optimizer
     /// steps taken, and the sum of the current epoch's losses so far.
-    private var position = TrainingPosition()
+    var position = TrainingPosition()
 
     /// Prepares training `modelAt`'s parameters chosen by
     /// `configuration.trainable` on `data`. Throws for a model that cannot
@@ -76,7 +77,7 @@ public final class UpdateTask: @unchecked Sendable {
     /// Optimizer steps a full run takes: epochs times mini-batches per epoch.
     public var totalSteps: Int { configuration.epochs * batchesPerEpoch }
 
-    private var batchesPerEpoch: Int { (data.count + configuration.batchSize - 1) / configuration.batchSize }
+    var batchesPerEpoch: Int { (data.count + configuration.batchSize - 1) / configuration.batchSize }
 
     /// Stops a running `run()` after its current mini-batch.
     public func cancel() { cancelled.store(true, ordering: .relaxed) }
@@ -128,8 +129,8 @@ public final class UpdateTask: @unchecked Sendable {
     /// statistics) in place of their initializers; every other byte of the
     /// file is copied. Refuses to overwrite the model being trained.
     public func writeModel(to url: URL) throws {
-        try ONNXInitializerWriter.write(original: modelData, replacing: pass.updatedInitializers,
-                                        to: url, source: modelURL)
+        try UpdatedModelFile.write(pass.parameters.merging(pass.runningStatistics) { parameter, _ in parameter },
+                                   intoCopyOf: modelURL.path, to: url.path)
     }
 }
 
