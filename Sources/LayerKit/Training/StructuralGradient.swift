@@ -70,11 +70,13 @@ enum StructuralGradient {
 
     /// `gradient` (of a broadcast result's shape) summed over the axes along
     /// which an operand of `shape` was broadcast, so it has `shape`: the
-    /// gradient of that operand (a new tensor, a copy when nothing is summed). The sum is `Reduce`'s ReduceSum, through
-    /// `runner`: in double precision on the CPU; on the GPU the spatial axes
-    /// of a rank-3 or rank-4 gradient go first through Reduce's GPU form
-    /// (a per-channel bias: [N, C, H, W] to [N, C, 1, 1]), the rest (the batch
-    /// axis) wherever the runner places it.
+    /// gradient of that operand (a new tensor, a copy when nothing is summed).
+    /// The sum is `Reduce`'s ReduceSum through `runner`: on the GPU when the
+    /// axes are one of its GPU forms (every axis after the channel axis of a
+    /// rank-3 or rank-4 gradient, or the channel axis alone), else on the CPU
+    /// in double precision. Not split into a GPU part and a CPU part: partial
+    /// sums stored in fp16 and then added lose what cancels (a per-channel
+    /// bias's [N, C, 1, 1] partial sums were 1.6x the parity allowance off).
     static func sum(_ gradient: Tensor, toShape shape: [Int], on runner: GradientRunner) throws -> Tensor {
         let full = gradient.shape
         let rank = full.count
@@ -93,15 +95,7 @@ enum StructuralGradient {
         }
         // A copy even when nothing is summed: the result is never the caller's tensor.
         guard !axes.isEmpty else { return try gradient.reshaped(to: shape) }
-        var partial = gradient
-        var remaining = axes
-        let spatial = Array(2..<max(2, rank))
-        if runner.backend.gpu != nil, runner.backend.computeUnits != .cpuOnly, (3...4).contains(rank),
-           remaining.count > spatial.count, Set(spatial).isSubset(of: remaining) {
-            partial = try runner.run(Reduce(.sum, axes: spatial, keepDims: true, rank: rank), [partial])[0]
-            remaining.removeAll { spatial.contains($0) }
-        }
-        let summed = try runner.run(Reduce(.sum, axes: remaining, keepDims: true, rank: rank), [partial])[0]
+        let summed = try runner.run(Reduce(.sum, axes: axes, keepDims: true, rank: rank), [gradient])[0]
         return summed.shape == shape ? summed : try summed.reshaped(to: shape)
     }
 }
