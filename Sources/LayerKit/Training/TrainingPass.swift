@@ -29,6 +29,10 @@ final class TrainingPass {
     private var graphs: [Int: PreparedGraph] = [:]
     /// Incremented by every update; a graph remakes its layers when it is behind.
     private var version = 0
+    /// The running mean and variance of each BatchNormalization that trains
+    /// (by initializer name): shared by the graphs of every batch size,
+    /// updated by each training forward pass, written back with the model.
+    private(set) var runningStatistics: [String: Tensor] = [:]
 
     /// A graph with its current layers.
     private final class PreparedGraph {
@@ -75,7 +79,8 @@ final class TrainingPass {
             }
             parameters[name] = try Tensor(shape: tensor.dims, values: tensor.floats())
         }
-        let prepared = PreparedGraph(first, version: 0)
+        // Version -1: the first run makes the training forms (BatchNormalization with batch statistics).
+        let prepared = PreparedGraph(first, version: -1)
         try checkDifferentiable(prepared)
         graphs[batchSize] = prepared
     }
@@ -100,7 +105,13 @@ final class TrainingPass {
     func lossAndGradients(input: Tensor, target: Tensor) throws -> (loss: Double, gradients: [String: Tensor]) {
         let prepared = try graph(batchSize: input.shape[0])
         let graph = prepared.graph.graph
-        var values = try forwardValues(prepared, input: input)
+        var values = try forwardValues(prepared, input: input, training: true)
+        for (i, layer) in prepared.layers.enumerated() {
+            guard let normalization = layer as? TrainingBatchNormalization,
+                  let (mean, variance) = statisticNames(prepared.graph, i) else { continue }
+            runningStatistics[mean] = try normalization.runningMean
+            runningStatistics[variance] = try normalization.runningVariance
+        }
         let (predictionValue, lossStep) = lossInput(prepared)
         guard let prediction = values[predictionValue] else {
             throw LayerKitError.unsupported("the model's output was not computed")
@@ -153,7 +164,7 @@ final class TrainingPass {
     /// forward pass alone, as inference runs it).
     func predict(_ input: Tensor) throws -> Tensor {
         let prepared = try graph(batchSize: input.shape[0])
-        let values = try forwardValues(prepared, input: input)
+        let values = try forwardValues(prepared, input: input, training: false)
         guard let output = prepared.graph.graph.outputs.first, let tensor = values[output] else {
             throw LayerKitError.unsupported("the model's output was not computed")
         }
@@ -177,15 +188,59 @@ final class TrainingPass {
             for (i, held) in prepared.graph.heldParameters.enumerated() {
                 let values = held.compactMapValues { parameters[$0] }
                 guard !values.isEmpty, let layer = prepared.graph.graph.steps[i].layer as? DifferentiableLayer else { continue }
-                prepared.layers[i] = try layer.replacingParameters(values)
+                let updated = try layer.replacingParameters(values)
+                if let frozen = updated as? BatchNormalization, let (mean, variance) = statisticNames(prepared.graph, i) {
+                    prepared.layers[i] = try trainingForm(of: frozen, step: i, in: prepared.graph, mean: mean, variance: variance)
+                } else {
+                    prepared.layers[i] = updated
+                }
             }
             prepared.version = version
         }
         return prepared
     }
 
+    /// The initializers of step `i`'s running mean and variance when it is a
+    /// BatchNormalization whose scale or B trains: such a layer normalizes
+    /// with batch statistics (training mode) and updates them. One whose
+    /// affine parameters are frozen stays frozen (running statistics), so a
+    /// fine-tune of a later layer leaves the backbone's statistics as they were.
+    private func statisticNames(_ graph: TrainingGraph, _ i: Int) -> (String, String)? {
+        let node = graph.nodes[i]
+        guard node.opType == "BatchNormalization", node.inputs.count >= 5,
+              graph.heldParameters[i].values.contains(where: trainable.contains) else { return nil }
+        return (node.inputs[3], node.inputs[4])
+    }
+
+    /// Step `i`'s BatchNormalization in training mode, from the running
+    /// statistics so far (the file's until a training forward pass ran).
+    private func trainingForm(of layer: BatchNormalization, step i: Int, in graph: TrainingGraph,
+                              mean: String, variance: String) throws -> TrainingBatchNormalization {
+        let momentum = try graph.nodes[i].float("momentum") ?? 0.9
+        let runningMean = try runningStatistics[mean] ?? layer.mean
+        let runningVariance = try runningStatistics[variance] ?? layer.variance
+        let current = try BatchNormalization(scale: layer.scale, bias: layer.bias, mean: runningMean,
+                                             variance: runningVariance, epsilon: layer.epsilon)
+        return try TrainingBatchNormalization(current, momentum: momentum)
+    }
+
+    /// Restores running statistics saved by a checkpoint (by initializer name).
+    func restoreRunningStatistics(_ values: [String: Tensor]) throws {
+        for (name, value) in values {
+            guard let current = runningStatistics[name] ?? model.graph.initializers[name].map({ _ in value }),
+                  current.shape == value.shape else {
+                throw LayerKitError.invalidParameter("the checkpoint's running statistic '\(name)' fits no "
+                                                     + "BatchNormalization of this model")
+            }
+            runningStatistics[name] = value
+        }
+        version += 1
+    }
+
     /// Runs every step; returns every value (nil for values no step made).
-    private func forwardValues(_ prepared: PreparedGraph, input: Tensor) throws -> [Tensor?] {
+    /// Not `training`, BatchNormalization uses its running statistics and
+    /// leaves them as they are (inference).
+    private func forwardValues(_ prepared: PreparedGraph, input: Tensor, training: Bool) throws -> [Tensor?] {
         let graph = prepared.graph.graph
         var values = graph.values.map(\.constant)
         for (value, name) in prepared.graph.constantParameters {
@@ -196,7 +251,8 @@ final class TrainingPass {
         }
         values[inputValue] = input
         for (i, step) in graph.steps.enumerated() {
-            guard let layer = prepared.layers[i] else { continue }
+            guard var layer = prepared.layers[i] else { continue }
+            if !training, let normalization = layer as? TrainingBatchNormalization { layer = try normalization.frozen }
             let outputs = try backend.run(layer, inputs: step.inputs.map { values[$0]! }).outputs
             for (value, tensor) in zip(step.outputs, outputs) { values[value] = tensor }
         }
