@@ -14,12 +14,13 @@ import LayerKitONNX
         let scalar = try Tensor(shape: [], values: [42])
         let empty = try Tensor(shape: [0, 4])
         return TrainingCheckpoint(
-            step: 123, epoch: 4, batchInEpoch: 7, seed: .max, shuffleState: [0, 1, .max, 0x0123_4567_89AB_CDEF],
+            step: 123, epoch: 4, batchInEpoch: 7, seed: .max,
             optimizer: .init(name: "adam", hyperParameters: ["lr": 0.1, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
                                                              "weight_decay": 0]),
             schedule: .init(name: "cosine", state: ["base": 0.01, "rate": 0.003_141_592_653_589_793, "steps": 1000]),
             model: .init(name: "net.onnx", contents: Data("model bytes".utf8)),
-            tensors: ["conv.weight": weights, "exp_avg/conv.weight": average, "step/scalar": scalar, "empty": empty])
+            tensors: ["conv.weight": weights, "exp_avg/conv.weight": average, "step/scalar": scalar, "empty": empty],
+            counters: ["step": 123, "conv.weight.step": .max], epochLossSum: 0.1 + 0.2)
     }
 
     static func error(_ data: Data) -> String {
@@ -33,7 +34,7 @@ import LayerKitONNX
         try checkpoint.write(to: folder.file("run.ckpt"))
         let read = try TrainingCheckpoint(contentsOf: folder.file("run.ckpt"))
         #expect(read.step == 123 && read.epoch == 4 && read.batchInEpoch == 7)
-        #expect(read.seed == .max && read.shuffleState == checkpoint.shuffleState)
+        #expect(read.seed == .max && read.counters == checkpoint.counters && read.epochLossSum == checkpoint.epochLossSum)
         #expect(read.optimizer == checkpoint.optimizer && read.schedule == checkpoint.schedule)
         #expect(read.optimizer.hyperParameters["eps"]?.bitPattern == (1e-8 as Double).bitPattern)
         #expect(read.model == checkpoint.model)
@@ -111,7 +112,7 @@ import LayerKitONNX
         """
         {"batchInEpoch":0,"epoch":0,"model":{"byteCount":1,"crc32":2,"name":"m.onnx"},\
         "optimizer":{"hyperParameters":{},"name":"sgd"},"schedule":{"name":"constant","state":{}},\
-        "seed":3,"shuffleState":[],"step":\(step),"tensors":\(tensors)}
+        "seed":3,"counters":{},"epochLossSum":0,"step":\(step),"tensors":\(tensors)}
         """
     }
 

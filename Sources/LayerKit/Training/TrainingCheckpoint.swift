@@ -1,7 +1,9 @@
 import Foundation
 
 /// Where a training run stands, saved so that a resumed run continues it
-/// exactly: the position (step, epoch, batch), the shuffling seed and state,
+/// exactly: the position (step, epoch, batch), the shuffling seed (each
+/// epoch's order is drawn from it and the epoch), the epoch's loss so far,
+/// the optimizer's counters,
 /// the optimizer and learning-rate schedule, the model it trains, and named
 /// Float32 tensors (parameters, optimizer state such as `exp_avg/<param>`,
 /// BatchNormalization running statistics).
@@ -18,8 +20,8 @@ import Foundation
 ///
 /// The header: `{"batchInEpoch", "epoch", "model": {"byteCount", "crc32",
 /// "name"}, "optimizer": {"hyperParameters": {NAME: number}, "name"},
-/// "schedule": {"name", "state": {NAME: number}}, "seed", "shuffleState":
-/// [UInt64], "step", "tensors": [{"name", "shape": [Int]}]}`. Numbers
+/// "schedule": {"name", "state": {NAME: number}}, "seed", "counters":
+/// {NAME: Int}, "epochLossSum", "step", "tensors": [{"name", "shape": [Int]}]}`. Numbers
 /// are written so they read back bit for bit (Double's shortest exact text).
 ///
 /// Reading checks the frame, the sizes the header gives against the file's
@@ -84,9 +86,12 @@ public struct TrainingCheckpoint: Sendable {
     public var batchInEpoch: Int
     /// The seed the run's shuffling started from.
     public var seed: UInt64
-    /// The shuffling generator's state words at this point; empty when
-    /// the run does not shuffle.
-    public var shuffleState: [UInt64]
+    /// Integer state by name: the optimizer's step counts (`step`, `epoch`,
+    /// `NAME.step`, `OptimizerState.integers`).
+    public var counters: [String: Int]
+    /// The sum of the current epoch's mini-batch losses so far (its mean is
+    /// reported when the epoch ends).
+    public var epochLossSum: Double
     /// The optimizer and its hyper-parameters.
     public var optimizer: Optimizer
     /// The learning-rate schedule and its state.
@@ -97,13 +102,14 @@ public struct TrainingCheckpoint: Sendable {
     public var tensors: [String: Tensor]
 
     /// A checkpoint holding these values.
-    public init(step: Int, epoch: Int, batchInEpoch: Int, seed: UInt64, shuffleState: [UInt64] = [],
-                optimizer: Optimizer, schedule: Schedule, model: ModelIdentity, tensors: [String: Tensor]) {
+    public init(step: Int, epoch: Int, batchInEpoch: Int, seed: UInt64, optimizer: Optimizer, schedule: Schedule,
+                model: ModelIdentity, tensors: [String: Tensor], counters: [String: Int] = [:], epochLossSum: Double = 0) {
         self.step = step
         self.epoch = epoch
         self.batchInEpoch = batchInEpoch
         self.seed = seed
-        self.shuffleState = shuffleState
+        self.counters = counters
+        self.epochLossSum = epochLossSum
         self.optimizer = optimizer
         self.schedule = schedule
         self.model = model
@@ -146,8 +152,8 @@ extension TrainingCheckpoint {
     public func data() throws -> Data {
         let names = tensors.keys.sorted()
         if names.contains("") { throw LayerKitError.invalidParameter("a checkpoint tensor has an empty name") }
-        let header = Header(step: step, epoch: epoch, batchInEpoch: batchInEpoch, seed: seed, shuffleState: shuffleState,
-                            optimizer: optimizer, schedule: schedule, model: model,
+        let header = Header(step: step, epoch: epoch, batchInEpoch: batchInEpoch, seed: seed, counters: counters,
+                            epochLossSum: epochLossSum, optimizer: optimizer, schedule: schedule, model: model,
                             tensors: names.map { Header.Entry(name: $0, shape: tensors[$0]!.shape) })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -268,8 +274,8 @@ extension TrainingCheckpoint {
             tensors[entry.name] = tensor
         }
         self.init(step: decoded.step, epoch: decoded.epoch, batchInEpoch: decoded.batchInEpoch, seed: decoded.seed,
-                  shuffleState: decoded.shuffleState, optimizer: decoded.optimizer, schedule: decoded.schedule,
-                  model: decoded.model, tensors: tensors)
+                  optimizer: decoded.optimizer, schedule: decoded.schedule, model: decoded.model, tensors: tensors,
+                  counters: decoded.counters, epochLossSum: decoded.epochLossSum)
     }
 
     /// A decoding error in one line: what was wrong and at which key.
@@ -293,7 +299,8 @@ extension TrainingCheckpoint {
         var epoch: Int
         var batchInEpoch: Int
         var seed: UInt64
-        var shuffleState: [UInt64]
+        var counters: [String: Int]
+        var epochLossSum: Double
         var optimizer: Optimizer
         var schedule: Schedule
         var model: ModelIdentity
