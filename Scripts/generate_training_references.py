@@ -292,7 +292,8 @@ def checkpoint(model_bytes, tensors):
     Float32 tensors in the header's order, CRC-32 of all of it."""
     names = sorted(tensors)
     header = {
-        'step': 7, 'epoch': 1, 'batchInEpoch': 3, 'seed': 12345678901234567890, 'shuffleState': [1, 2 ** 64 - 1],
+        'step': 7, 'epoch': 1, 'batchInEpoch': 3, 'seed': 12345678901234567890,
+        'counters': {'step': 7, 'conv.weight.step': 2 ** 63 - 1}, 'epochLossSum': 4.25,
         'optimizer': {'name': 'adam', 'hyperParameters': {'lr': 0.01, 'beta1': 0.9, 'beta2': 0.999, 'eps': 1e-08}},
         'schedule': {'name': 'cosine', 'state': {'base': 0.01, 'steps': 100}},
         'model': {'name': 'swish_net.onnx', 'byteCount': len(model_bytes), 'crc32': zlib.crc32(model_bytes)},
@@ -361,8 +362,8 @@ those float32 values. Labels are float32 class indices. Losses are the mean cros
 ## A checkpoint file
 
 - `checkpoint_v1.lkckpt`: a training checkpoint written by this script from the documented layout
-  (TrainingCheckpoint, version 1): step 7, epoch 1, batch 3, seed 12345678901234567890, shuffle state
-  [1, 2^64 - 1], Adam (lr 0.01, beta1 0.9, beta2 0.999, eps 1e-8), a cosine schedule (base 0.01,
+  (TrainingCheckpoint, version 1): step 7, epoch 1, batch 3, seed 12345678901234567890, counters
+  {{step: 7, conv.weight.step: 2^63 - 1}}, epoch loss sum 4.25, Adam (lr 0.01, beta1 0.9, beta2 0.999, eps 1e-8), a cosine schedule (base 0.01,
   steps 100), the identity of `swish_net.onnx` (its size and zlib CRC-32), and tensors `conv.weight`
   (swish_net's), `exp_avg/conv.weight` (half of it) and `scalar` (a 0-d 2.5).
 """

@@ -119,7 +119,8 @@ write('onnx/handmade.onnx', pb_int(1, 10) + pb_bytes(7, graph) + pb_bytes(8, pb_
 import json, os
 
 def checkpoint(tensors, **fields):
-    header = {'step': 3, 'epoch': 0, 'batchInEpoch': 3, 'seed': 42, 'shuffleState': [7, 18446744073709551615],
+    header = {'step': 3, 'epoch': 0, 'batchInEpoch': 3, 'seed': 18446744073709551615,
+              'counters': {'step': 3, 'w.step': 3}, 'epochLossSum': 0.75,
               'optimizer': {'name': 'adam', 'hyperParameters': {'lr': 0.001, 'eps': 1e-08}},
               'schedule': {'name': 'step', 'state': {'gamma': 0.5}},
               'model': {'name': 'm.onnx', 'byteCount': 100, 'crc32': 305419896},
