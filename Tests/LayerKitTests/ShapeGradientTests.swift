@@ -288,6 +288,36 @@ struct ShapeGradientTests {
         }
     }
 
+    /// Split's gradient is its outputs' joined (zeros for one the loss does
+    /// not read); Expand's the gradient summed back to the input's shape.
+    @Test func splitAndExpandMatchTheReference() throws {
+        let runner = try ShapeGradientTest.cpuRunner()
+        let split = try SplitLayer(axis: 1, sizes: [2, 3, 1])
+        let x = try OpLayerTest.tensor([2, 6, 3], seed: 1)
+        var step = try ShapeGradientTest.step(split, [x], seed: 2)
+        step = GradientStep(inputs: step.inputs, outputs: step.outputs,
+                            outputGradients: [step.outputGradients[0], nil, step.outputGradients[2]],
+                            needsInputGradients: [true], parameterRoles: [])
+        let expected = (0..<x.count).map { i -> Double in
+            let position = OpLayerTest.position(i, in: x.shape)
+            let (part, offset) = position[1] < 2 ? (0, 0) : position[1] < 5 ? (1, 2) : (2, 5)
+            guard let g = step.outputGradients[part] else { return 0 }
+            return Double(g[ShapeGradientTest.broadcastIndex([position[0], position[1] - offset, position[2]], in: g.shape)])
+        }
+        ShapeGradientTest.expectGradient(try split.gradients(of: step, on: runner).inputs[0], expected, shape: x.shape, "Split")
+        for (from, to) in [([3, 1, 1], [2, 3, 4, 5]), ([1, 5], [2, 3, 4, 5]), ([2, 1, 4], [2, 3, 4])] {
+            let expand = try ExpandLayer(shape: to, inputRank: from.count)
+            let step = try ShapeGradientTest.step(expand, [try OpLayerTest.tensor(from, seed: 3)], seed: 4)
+            let g = step.outputGradients[0]!
+            var expected = [Double](repeating: 0, count: from.reduce(1, *))
+            for o in 0..<g.count {
+                expected[ShapeGradientTest.broadcastIndex(OpLayerTest.position(o, in: g.shape), in: from)] += Double(g[o])
+            }
+            ShapeGradientTest.expectGradient(try expand.gradients(of: step, on: runner).inputs[0], expected, shape: from,
+                                             "Expand \(from) to \(to)")
+        }
+    }
+
     /// On the GPU the moves are exact: the same bits as the CPU's.
     @Test(.enabled(if: TestGPU.isEnabled)) func elementMovingLayersOnTheGPUMatchTheCPU() throws {
         let gpu = try ShapeGradientTest.gpuRunner(), cpu = try ShapeGradientTest.cpuRunner()
