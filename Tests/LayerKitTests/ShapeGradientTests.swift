@@ -78,8 +78,10 @@ struct ShapeGradientTests {
         let runner = try ShapeGradientTest.cpuRunner()
         let shapes = [[2, 3, 4, 5], [3, 1, 1], [1, 5]]
         let layers = [
-            (try BinaryLayer(.add, inputCount: 3, name: "Sum"), false), (try BinaryLayer(.add, inputCount: 3, average: true, name: "Mean"), true),
-            (try BinaryLayer(.max, inputCount: 3, name: "Max"), false), (try BinaryLayer(.min, inputCount: 3, name: "Min"), false),
+            (try BinaryLayer(.add, inputCount: 3, name: "Sum"), false),
+            (try BinaryLayer(.add, inputCount: 3, average: true, name: "Mean"), true),
+            (try BinaryLayer(.max, inputCount: 3, name: "Max"), false),
+            (try BinaryLayer(.min, inputCount: 3, name: "Min"), false),
         ]
         for (layer, average) in layers {
             let inputs = try Self.operands(shapes, seed: 3, tied: true)
