@@ -151,7 +151,7 @@ struct ShapeGradientTests {
         let wrong = GradientStep(inputs: inputs, outputs: good.outputs, outputGradients: [try Tensor(shape: [3, 2])],
                                  needsInputGradients: [true, true], parameterRoles: [])
         #expect { try layer.gradients(of: wrong, on: runner) } throws: { error in
-            "\(error)".contains("Add backward: the gradient of output 0 is 3x2, but the output is 2x3")
+            "\(error)".contains("Add backward: the gradient of output 0 is 3x2; the output is 2x3")
         }
         let missing = GradientStep(inputs: [inputs[0]], outputs: good.outputs, outputGradients: good.outputGradients,
                                    needsInputGradients: [true], parameterRoles: [])
@@ -345,7 +345,7 @@ struct ShapeGradientTests {
         let wrong = GradientStep(inputs: inputs, outputs: good.outputs, outputGradients: [try Tensor(shape: [2, 6])],
                                  needsInputGradients: [true, true], parameterRoles: [])
         #expect { try layer.gradients(of: wrong, on: runner) } throws: { error in
-            "\(error)".contains("Concat backward: the gradient of output 0 is 2x6, but the output is 2x7")
+            "\(error)".contains("Concat backward: the gradient of output 0 is 2x6; the output is 2x7")
         }
         let partial = GradientStep(inputs: inputs, outputs: good.outputs, outputGradients: good.outputGradients,
                                    needsInputGradients: [true, false], parameterRoles: [])

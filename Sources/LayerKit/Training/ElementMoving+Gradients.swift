@@ -9,7 +9,8 @@ extension ReshapeLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -26,7 +27,8 @@ extension ConcatLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -45,7 +47,8 @@ extension TransposeLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -66,7 +69,8 @@ extension SplitLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -86,7 +90,8 @@ extension ExpandLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
