@@ -1,5 +1,5 @@
 /// What the backward passes of the structural layers (pools, Softmax, the
-/// broadcasting binary ops, reshapes, Concat, Transpose) share: checking a
+/// broadcasting binary ops, reshapes, Concat, Split, Transpose, Expand) share: checking a
 /// step against the layer, and summing a broadcast gradient back to an
 /// operand's shape through layers the runner places (the GPU when in use).
 enum StructuralGradient {
