@@ -46,7 +46,7 @@ test: deps
 	LAYERKIT_VALIDATION=1 swift test
 	LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
-	$(MAKE) fuzz
+	$(MAKE) fuzz SECONDS=15
 	$(MAKE) test-c
 	$(MAKE) test-ort
 	$(MAKE) test-python

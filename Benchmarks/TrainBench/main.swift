@@ -17,6 +17,8 @@ struct TrainRow: Codable {
     let stats: TimingStats
     /// The last step's loss (a check that both sides train the same thing).
     let finalLoss: Double
+    /// Milliseconds per step in each kind of work, the largest first.
+    let breakdown: [String]
 }
 
 func trainable(_ word: String) -> TrainableSelection {
@@ -83,7 +85,10 @@ do {
         try task?.run()
         guard let stats = TimingStats(samples: Array(samples.dropFirst(warmup))) else { continue }
         let row = TrainRow(model: URL(fileURLWithPath: paths[0]).lastPathComponent, backend: backend, threads: threads,
-                           batch: batch, steps: steps, stats: stats, finalLoss: finalLoss)
+                           batch: batch, steps: steps, stats: stats, finalLoss: finalLoss,
+                           breakdown: (task?.workSeconds ?? [:]).sorted { $0.value > $1.value }.prefix(12).map {
+                               String(format: "%.3f ms  %@", $0.value * 1e3 / Double(samples.count), $0.key.description)
+                           })
         print(String(decoding: try JSONEncoder().encode(row), as: UTF8.self))
     }
 } catch {

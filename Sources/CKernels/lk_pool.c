@@ -184,3 +184,56 @@ void lk_global_pool_f32(int max, const float *x, float *y, size_t plane, size_t 
         y[i] = max ? lk_reduce_max(p, plane) : (plane > 0 ? lk_reduce_sum(p, plane) / (float)plane : 0.0f);
     }
 }
+
+// The backward pass, window by window in output order: an average sends
+// g / count to each cell inside the input; a maximum sends all of g to the
+// window's first maximal cell in row-major window order (strictly greater
+// replaces; a NaN, which the forward pass propagates, is the maximum and
+// the first NaN keeps it). Each plane's cells receive their shares in a
+// fixed order, so the result does not depend on how planes are split.
+void lk_pool2d_backward_f32(const lk_pool2d_params *p, const float *x, const float *g, float *dx, size_t planes) {
+    const long in_plane = p->in_h * p->in_w, out_plane = p->out_h * p->out_w;
+    const int is_max = p->kind == LK_POOL_MAX;
+    for (size_t n = 0; n < planes; n++) {
+        const float *xp = x + n * in_plane, *gp = g + n * out_plane;
+        float *dp = dx + n * in_plane;
+        for (long i = 0; i < in_plane; i++) dp[i] = 0;
+        for (long oh = 0; oh < p->out_h; oh++) {
+            const long row0 = oh * p->stride_h - p->pad_top;
+            const float row_share = lk_inverse_count(lk_window_cells(p, row0, 0));
+            for (long ow = 0; ow < p->out_w; ow++) {
+                const long col0 = ow * p->stride_w - p->pad_left;
+                const float go = gp[oh * p->out_w + ow];
+                if (is_max) {
+                    long chosen = -1;
+                    float best = 0;
+                    for (long kh = 0; kh < p->kernel_h; kh++) {
+                        const long r = row0 + kh * p->dilation_h;
+                        if (r < 0 || r >= p->in_h) continue;
+                        for (long kw = 0; kw < p->kernel_w; kw++) {
+                            const long c = col0 + kw * p->dilation_w;
+                            if (c < 0 || c >= p->in_w) continue;
+                            const float v = xp[r * p->in_w + c];
+                            if (chosen < 0 || (best == best && (v > best || v != v))) {
+                                chosen = r * p->in_w + c;
+                                best = v;
+                            }
+                        }
+                    }
+                    if (chosen >= 0) dp[chosen] += go;
+                } else {
+                    // The divisor is separable: cells counted along rows times along columns.
+                    const float share = go * row_share * lk_inverse_count(lk_window_cells(p, col0, 1));
+                    for (long kh = 0; kh < p->kernel_h; kh++) {
+                        const long r = row0 + kh * p->dilation_h;
+                        if (r < 0 || r >= p->in_h) continue;
+                        for (long kw = 0; kw < p->kernel_w; kw++) {
+                            const long c = col0 + kw * p->dilation_w;
+                            if (c >= 0 && c < p->in_w) dp[r * p->in_w + c] += share;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

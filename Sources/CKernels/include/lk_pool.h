@@ -38,6 +38,14 @@ void lk_pool2d_f32(const lk_pool2d_params *params, const float *x, float *y, siz
 void lk_pool2d_f32_isa(lk_isa isa, const lk_pool2d_params *params, const float *x, float *y, size_t planes,
                        float *scratch);
 
+/// The backward pass of lk_pool2d_f32 over `planes` planes: `dx` (in_h x
+/// in_w a plane, not overlapping `x` or `g`) receives dLoss/dInput from `x`,
+/// the forward input, and `g`, dLoss/dOutput (out_h x out_w a plane). An
+/// average sends g / count to each cell of the window inside the input; a
+/// maximum sends g to the window's first maximal cell in row-major window
+/// order (a NaN counts as the maximum, as the forward pass propagates it).
+void lk_pool2d_backward_f32(const lk_pool2d_params *params, const float *x, const float *g, float *dx, size_t planes);
+
 /// The floats of scratch lk_pool2d_f32 needs for `params`.
 size_t lk_pool2d_scratch_floats(const lk_pool2d_params *params);
 

@@ -1,9 +1,11 @@
 import Foundation
 
-/// Runs the work of backward passes and remembers where each piece ran: a
-/// layer goes to the backend (the GPU when it is in use and the layer has an
-/// `encode`, else the CPU with the backend's reason), CPU-only code through
-/// `cpu(_:_:)`. `placements` is the training run's placement report.
+/// Runs the work of backward passes and remembers where each piece ran and
+/// how long it took: a layer goes to the backend (the GPU when it is in use
+/// and the layer has an `encode`, else the CPU with the backend's reason),
+/// CPU-only code through `cpu(_:_:)`. `placements` and `seconds` are the
+/// training run's placement and time report (forward steps are recorded
+/// here too, as `forward`).
 final class GradientRunner {
     let backend: Backend
     /// The backward op being run (a step's label), under which placements are recorded.
@@ -12,28 +14,38 @@ final class GradientRunner {
     /// it belongs to, what it was (a layer's name or the CPU work's
     /// description) and where it ran.
     private(set) var placements: [BackwardPlacement] = []
-    private var seen: Set<BackwardPlacement> = []
+    /// Wall seconds spent in each kind of work so far.
+    private(set) var seconds: [BackwardPlacement: Double] = [:]
 
     init(backend: Backend) { self.backend = backend }
 
     /// Runs `layer` on `inputs` on the backend; returns its outputs.
-    func run(_ layer: Layer, _ inputs: [Tensor]) throws -> [Tensor] {
+    func run(_ layer: Layer, _ inputs: [Tensor], work: String? = nil) throws -> [Tensor] {
+        let start = ContinuousClock.now
         let run = try backend.run(layer, inputs: inputs)
-        record(layer.layerName, run.placement)
+        record(work ?? layer.layerName, run.placement, since: start)
         return run.outputs
     }
 
     /// Runs `body`, CPU code with no GPU form, recorded as `work` on the CPU.
     func cpu<T>(_ work: String, _ body: () throws -> T) rethrows -> T {
         let reason = backend.computeUnits == .cpuOnly ? nil : "\(work) has no GPU backward kernel"
-        record(work, .cpu(reason: reason))
+        let start = ContinuousClock.now
+        defer { record(work, .cpu(reason: reason), since: start) }
         return try body()
     }
 
-    /// Records `work` of the current op as run at `placement` (once per kind).
-    func record(_ work: String, _ placement: Placement) {
+    /// Records `work` of the current op as run at `placement` (listed once
+    /// per kind), and the time since `start`.
+    func record(_ work: String, _ placement: Placement, since start: ContinuousClock.Instant? = nil) {
         let entry = BackwardPlacement(op: currentOp, work: work, placement: placement)
-        if seen.insert(entry).inserted { placements.append(entry) }
+        let elapsed = start.map { ContinuousClock.now - $0 }.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 } ?? 0
+        if let total = seconds[entry] {
+            seconds[entry] = total + elapsed
+        } else {
+            seconds[entry] = elapsed
+            placements.append(entry)
+        }
     }
 }
 

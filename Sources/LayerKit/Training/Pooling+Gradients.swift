@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 /// The windows of a pool over up to three spatial axes, fewer given unit
@@ -189,14 +190,18 @@ extension Pooling: DifferentiableLayer {
             return LayerGradients(inputs: [dx])
         case .max, .average(_):
             let p = try kernelParameters(input.shape)
-            let axes = [Padding.Axis(begin: p.pad_top, end: p.pad_bottom, output: p.out_h),
-                        Padding.Axis(begin: p.pad_left, end: p.pad_right, output: p.out_w)]
-            let windows = PoolWindows(input: [p.in_h, p.in_w], axes: axes, kernel: [p.kernel_h, p.kernel_w],
-                                      stride: [p.stride_h, p.stride_w], dilation: [p.dilation_h, p.dilation_w])
-            let rule: PoolGradientRule = kind == .max ? .max(nanWins: true)
-                : .average(includePad: kind == .average(countIncludePad: true))
             let dx = try runner.cpu("\(layerName) backward") {
-                try rule.inputGradient(windows: windows, planes: planes, input: input, gradient: g)
+                let dx = try Tensor(shape: input.shape)
+                let (inPlane, outPlane) = (p.in_h * p.in_w, p.out_h * p.out_w)
+                let chunk = Swift.max(1, defaultChunkSize / Swift.max(inPlane + outPlane, 1))
+                forEachChunk(count: planes, chunkSize: chunk, threadCount: CPUThreads.current) { range in
+                    withUnsafePointer(to: p) { p in
+                        lk_pool2d_backward_f32(p, input.dataPointer + range.lowerBound * inPlane,
+                                               g.dataPointer + range.lowerBound * outPlane,
+                                               dx.dataPointer + range.lowerBound * inPlane, range.count)
+                    }
+                }
+                return dx
             }
             return LayerGradients(inputs: [dx])
         }

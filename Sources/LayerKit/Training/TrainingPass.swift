@@ -221,8 +221,8 @@ final class TrainingPass {
     private func trainingForm(of layer: BatchNormalization, step i: Int, in graph: TrainingGraph,
                               mean: String, variance: String) throws -> TrainingBatchNormalization {
         let momentum = try graph.nodes[i].float("momentum") ?? 0.9
-        let runningMean = try runningStatistics[mean] ?? layer.mean
-        let runningVariance = try runningStatistics[variance] ?? layer.variance
+        let runningMean = runningStatistics[mean] ?? layer.mean
+        let runningVariance = runningStatistics[variance] ?? layer.variance
         let current = try BatchNormalization(scale: layer.scale, bias: layer.bias, mean: runningMean,
                                              variance: runningVariance, epsilon: layer.epsilon)
         return try TrainingBatchNormalization(current, momentum: momentum)
@@ -257,7 +257,8 @@ final class TrainingPass {
         for (i, step) in graph.steps.enumerated() {
             guard var layer = prepared.layers[i] else { continue }
             if !training, let normalization = layer as? TrainingBatchNormalization { layer = try normalization.frozen }
-            let outputs = try backend.run(layer, inputs: step.inputs.map { values[$0]! }).outputs
+            runner.currentOp = step.label
+            let outputs = try runner.run(layer, step.inputs.map { values[$0]! }, work: "forward")
             for (value, tensor) in zip(step.outputs, outputs) {
                 if roundsValuesToHalf { for k in 0..<tensor.count { tensor[k] = Float(Float16(tensor[k])) } }
                 values[value] = tensor

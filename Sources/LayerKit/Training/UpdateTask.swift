@@ -69,10 +69,13 @@ public final class UpdateTask: @unchecked Sendable {
     /// The trainable parameters' current values, by initializer name.
     public var parameters: [String: Tensor] { pass.parameters }
 
-    /// Where each kind of work of the training run went, forward layers
-    /// excepted (they follow the model's placement): every backward op, the
-    /// loss and the optimizer step.
+    /// Where each kind of work of the training run went, in first-run
+    /// order: every step's forward and backward work, the loss and the
+    /// optimizer step, each once.
     public var placementReport: [BackwardPlacement] { pass.runner.placements }
+
+    /// The wall seconds spent so far in each kind of work of `placementReport`.
+    public var workSeconds: [BackwardPlacement: Double] { pass.runner.seconds }
 
     /// Optimizer steps a full run takes: epochs times mini-batches per epoch.
     public var totalSteps: Int { configuration.epochs * batchesPerEpoch }
@@ -123,8 +126,9 @@ public final class UpdateTask: @unchecked Sendable {
             let batch = try data.batch(order[start..<min(start + configuration.batchSize, data.count)])
             let (loss, gradients) = try pass.lossAndGradients(input: batch.input, target: batch.target)
             pass.runner.currentOp = "optimizer"
-            pass.runner.record("\(configuration.optimizer.algorithm.rawValue) step", optimizer.placement)
+            let stepStart = ContinuousClock.now
             try pass.update(try optimizer.step(parameters: pass.parameters, gradients: gradients))
+            pass.runner.record("\(configuration.optimizer.algorithm.rawValue) step", optimizer.placement, since: stepStart)
             return loss
         } catch let error as LayerKitError {
             throw error.prefixed("step \(position.step) (epoch \(position.epoch), batch \(position.batch)): ")
