@@ -64,6 +64,8 @@ let package = Package(
                           path: "Benchmarks/ModelBench"),
         .executableTarget(name: "ConvBench", dependencies: ["LayerKit", "LayerKitCommands", "BenchmarkSupport"],
                           path: "Benchmarks/ConvBench"),
+        .executableTarget(name: "TrainBench", dependencies: ["LayerKit", "LayerKitCommands"],
+                          path: "Benchmarks/TrainBench"),
 
         // Seeded mutation fuzzer over every user-fed parser (`make fuzz`).
         .executableTarget(name: "Fuzz", dependencies: ["LayerKit", "LayerKitONNX", "LayerKitCommands"], path: "Fuzz",

@@ -77,6 +77,10 @@ public struct ONNXTensor: Sendable, Equatable {
     /// Whether the data is in an external file not read yet.
     public var hasExternalData: Bool { externalData != nil }
 
+    /// The external data file's location, relative to the model's folder,
+    /// while the data is still there (nil once read or for inline data).
+    public var externalDataLocation: String? { externalData?.location }
+
     /// The number of elements `dims` describe (1 for a scalar).
     public func elementCount() throws -> Int {
         try dims.reduce(1) { count, dim in

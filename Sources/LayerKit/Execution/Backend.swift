@@ -14,7 +14,7 @@ public enum ComputeUnits: String, Sendable, CaseIterable {
 }
 
 /// Where a layer runs, and why when it is not where it could have been.
-public enum Placement: Sendable, Equatable {
+public enum Placement: Sendable, Hashable {
     case cpu(reason: String?)
     case gpu
 

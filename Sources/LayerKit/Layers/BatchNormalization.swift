@@ -12,6 +12,16 @@ public final class BatchNormalization: Layer, Sendable {
     public let offsets: [Float]
     /// The catalog's Linear op with `multipliers` as its scale and `offsets` as its bias.
     let linear: FormulaChain
+    /// ONNX `scale` as given (a copy): training updates it.
+    public let scale: Tensor
+    /// ONNX `B` as given (a copy): training updates it.
+    public let bias: Tensor
+    /// ONNX `input_mean` as given (a copy): the running mean.
+    public let mean: Tensor
+    /// ONNX `input_var` as given (a copy): the running variance.
+    public let variance: Tensor
+    /// epsilon.
+    public let epsilon: Float
 
     /// Makes the layer from its four per-channel tensors (ONNX `scale`,
     /// `B`, `input_mean`, `input_var`), which must all hold the same
@@ -44,6 +54,9 @@ public final class BatchNormalization: Layer, Sendable {
         }
         self.multipliers = multipliers
         self.offsets = offsets
+        let copy = { (t: Tensor) in try Tensor(shape: t.shape, values: t.values) }
+        (self.scale, self.bias, self.mean, self.variance) = (try copy(scale), try copy(bias), try copy(mean), try copy(variance))
+        self.epsilon = epsilon
         linear = FormulaChain(stages: [.init(name: "BatchNormalization", formula: definition.formula, scalars: [:],
                                              channelValues: ["scale": multipliers, "bias": offsets])])
     }

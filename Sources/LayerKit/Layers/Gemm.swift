@@ -33,6 +33,14 @@ public final class Gemm: Layer {
     let weights: Tensor
     /// beta * C, as the CPU adds it.
     let addend: Addend?
+    /// B as given (a copy), for training: its gradient has this shape.
+    let b: Tensor
+    /// C as given (a copy), if any, for training: its gradient has this shape.
+    let c: Tensor?
+    /// beta.
+    let beta: Float
+    /// Whether B is given as `[M, K]`.
+    let transB: Bool
     /// The GPU form, when there is one.
     let convolution: Convolution?
     /// B' packed once (`lk_sgemm_pack_b`) on the first run with more than
@@ -75,6 +83,9 @@ public final class Gemm: Layer {
         }
         (layerName, self.alpha, self.transA, inputFeatures, outputFeatures) = (name, alpha, transA, k, m)
         weights = transposed
+        self.b = try Tensor(shape: b.shape, values: b.values)
+        self.c = try c.map { try Tensor(shape: $0.shape, values: $0.values) }
+        (self.beta, self.transB) = (beta, transB)
         addend = try c.map { try Self.addend(c: $0, beta: beta, columns: m, name: name) }
         if transA {
             convolution = nil

@@ -100,7 +100,7 @@ public final class GeneralPooling: Layer, Sendable {
     }
 
     /// The windows of each spatial axis of an input shape.
-    private func windows(_ shape: [Int]) throws -> [Padding.Axis] {
+    func windows(_ shape: [Int]) throws -> [Padding.Axis] {
         try LayerChecks.requireRank(shape, in: kernel.count + 2...kernel.count + 2, layer: layerName)
         return try kernel.indices.map { axis in
             try padding.window(axis: axis, of: kernel.count, input: shape[axis + 2], kernel: kernel[axis],

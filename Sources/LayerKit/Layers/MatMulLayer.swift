@@ -27,7 +27,7 @@ public final class MatMulLayer: Layer, Sendable {
     /// Whether a third input C is added (Gemm only).
     public let hasC: Bool
     /// Gemm's 2-D form, or MatMul's batched one.
-    private let isGemm: Bool
+    let isGemm: Bool
 
     /// ONNX MatMul: numpy matmul of the two inputs.
     public init() {
@@ -45,14 +45,14 @@ public final class MatMulLayer: Layer, Sendable {
 
     /// The geometry of one product: M, K, N, the batch shape, and each
     /// operand's shape with 1-D operands promoted.
-    private struct Geometry {
+    struct Geometry {
         var m = 0, k = 0, n = 0
         var batch: [Int] = []
         var a: [Int] = [], b: [Int] = []
         var output: [Int] = []
     }
 
-    private func geometry(_ shapes: [[Int]]) throws -> Geometry {
+    func geometry(_ shapes: [[Int]]) throws -> Geometry {
         try LayerChecks.requireInputCount(shapes, hasC ? 3 : 2, layer: layerName)
         var g = Geometry()
         let (a, b) = (shapes[0], shapes[1])
@@ -159,7 +159,7 @@ public final class MatMulLayer: Layer, Sendable {
 
     /// The element offset of each matrix of `shape` (its last two axes) for
     /// every index of the broadcast `batch` shape, row-major.
-    private static func matrixOffsets(_ shape: [Int], batch: [Int]) -> [Int] {
+    static func matrixOffsets(_ shape: [Int], batch: [Int]) -> [Int] {
         let own = Array(shape.dropLast(2))
         let padded = Array(repeating: 1, count: batch.count - own.count) + own
         let size = shape.suffix(2).reduce(1, *)

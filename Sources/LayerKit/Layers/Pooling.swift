@@ -188,7 +188,7 @@ public final class Pooling: Layer, Sendable {
 
     /// The C kernel's description of the pool over an NCHW input shape
     /// (a global pool as one window over the whole plane).
-    private func kernelParameters(_ shape: [Int]) throws -> lk_pool2d_params {
+    func kernelParameters(_ shape: [Int]) throws -> lk_pool2d_params {
         let image = try Tensor.nchwShape(shape)
         let (h, w) = (image[2], image[3])
         switch kind {

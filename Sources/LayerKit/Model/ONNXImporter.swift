@@ -12,6 +12,10 @@ struct ONNXImporter {
     /// (`ModelGraph.fuseConvolutionEpilogues()`): on unless
     /// `LAYERKIT_EPILOGUES=0` (to measure or compare the unfused graph).
     var fusesEpilogues = ProcessInfo.processInfo.environment["LAYERKIT_EPILOGUES"] != "0"
+    /// Whether every node keeps its own step, no fusion at all: training
+    /// backpropagates through each node's layer and writes each node's
+    /// initializers back, so it needs the graph as the file wrote it.
+    var keepsEveryNode = false
 
     /// An importer for `model`, validated as onnxruntime validates a graph
     /// at load (`ONNXValidation`): its nodes are then in a topological order.
@@ -207,6 +211,7 @@ struct ONNXImporter {
             }
         }
         graph.removeUnreadSteps()
+        guard !keepsEveryNode else { return graph }
         graph.fuseChannelShuffles()
         graph.fuseFlattenedGemms()
         if fusesEpilogues { graph.fuseConvolutionEpilogues() }

@@ -1,0 +1,42 @@
+import Foundation
+import LayerKitONNX
+
+/// Writes a trained model: a copy of the ONNX file it came from in which
+/// only the updated initializers differ
+/// (`ONNXModel.replacingInitializers(_:in:source:)`), so weights that were
+/// not trained stay bit-identical and stock onnxruntime runs the result.
+public enum UpdatedModelFile {
+    /// Writes the ONNX model at `modelPath`, with the FLOAT initializers
+    /// named in `updates` replaced by their values, to `outputPath`,
+    /// atomically (`AtomicFile`: the path holds its old contents or the
+    /// whole new model, never a part).
+    ///
+    /// Refuses, before writing anything, an output that is the model file
+    /// itself or one of its external data files (by identity: links and
+    /// `..` do not hide it), and every update
+    /// `ONNXModel.replacingInitializers` refuses. Initializers in external
+    /// data files are written as references to the same relative locations:
+    /// the new model finds them when it is written in the model's folder.
+    public static func write(_ updates: [String: Tensor], intoCopyOf modelPath: String,
+                             to outputPath: String) throws {
+        let data = try RegularFile.contents(modelPath)
+        let url = URL(fileURLWithPath: modelPath)
+        // The external data files are inputs too: the new model still reads them.
+        let graph = try ONNXModel(data: data, source: url.lastPathComponent).graph
+        let external = Set(graph.initializers.values.compactMap(\.externalDataLocation))
+            .map { url.deletingLastPathComponent().appendingPathComponent($0).path }
+        try write(updates, intoCopyOf: data, source: url.lastPathComponent, to: outputPath,
+                  readingFrom: [modelPath] + external.sorted())
+    }
+
+    /// Writes the ONNX model `modelData` (the bytes of a `.onnx` file,
+    /// named `source` in messages) with `updates` replaced to `outputPath`,
+    /// atomically, refusing an output that is one of `inputs` (the model's
+    /// own file, its data files) by identity.
+    public static func write(_ updates: [String: Tensor], intoCopyOf modelData: Data, source: String,
+                             to outputPath: String, readingFrom inputs: [String] = []) throws {
+        let updated = try ONNXModel.replacingInitializers(updates, in: modelData, source: source)
+        try FileIdentity.refuseOverwrite(of: outputPath, readingFrom: inputs)
+        try writeAtomically(updated, to: outputPath)
+    }
+}

@@ -1,0 +1,179 @@
+import CKernels
+import Synchronization
+
+/// The backward pass of `Conv` (1-D and 2-D, every stride, dilation, pad,
+/// `auto_pad` and group count). For y = b + x ⋆ w:
+///
+/// - dL/dx is the transposed convolution of dL/dy with the same weights
+///   (`ConvTranspose` reads `[M, C/group, kH, kW]` as its `[C_in, C_out/group,
+///   ...]`), run through the runner, on the GPU when training there. Its
+///   pads are the forward's leading pads and whatever makes the output the
+///   input's extent: the forward's windows end at most a stride short of
+///   the padded input, so the cells past the last window (no gradient) are
+///   an `output_padding` below the stride, which ConvTranspose always takes.
+/// - dL/dw per group is dL/dy (rows: output channels; columns: image and
+///   output pixel) times the im2col matrix of the input (rows: image and
+///   output pixel; columns: input channel and tap), one `lk_sgemm_f32` a
+///   block of output channels, on the CPU.
+/// - dL/db is the sum of dL/dy over the batch and the pixels (in Double).
+extension Convolution: DifferentiableLayer {
+    /// `weights` (node input 1) in the ONNX shape, `[M, C/group, kH, kW]`
+    /// (1-D: `[M, C/group, k]`), and `bias` (node input 2, `[M]`) if the
+    /// layer has one.
+    var trainableParameters: [TrainableParameter] {
+        let onnxWeights = spatialRank == 1 ? (try? weights.reshaped(to: Array(weights.shape[..<3]))) ?? weights : weights
+        return [TrainableParameter(role: "weights", nodeInput: 1, value: onnxWeights)]
+            + (bias.map { [TrainableParameter(role: "bias", nodeInput: 2, value: $0)] } ?? [])
+    }
+
+    /// A convolution of the same geometry (strides, dilations, padding,
+    /// group, spatial rank) with the new `weights` and/or `bias`.
+    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
+        let values = try checkedReplacements(values)
+        guard let newWeights = values["weights"] else {
+            throw LayerKitError.invalidParameter("Conv: the weights are missing")
+        }
+        let layer = try Convolution(weights: newWeights, bias: values["bias"], strides: strides, dilations: dilations,
+                                    padding: padding, group: group)
+        layer.threadCount = threadCount
+        layer.gpuOptions = gpuOptions
+        return layer
+    }
+
+    func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
+        let x = try step.checkedInputs(1, layer: layerName)[0]
+        let g = try geometry(forInputShape: x.shape)
+        let dy = try step.checkedOutputGradient(0, layer: layerName)
+        // 1-D tensors are the [N, C, L, 1] images they are by the rank rule.
+        let image = try dy.reshaped(to: [g.batch, outputChannels, g.outHeight, g.outWidth])
+        var result = LayerGradients(inputs: [nil])
+        if step.needsGradient(ofInput: 0) {
+            let dx = try runner.run(inputGradientLayer(geometry: g), [image])[0]
+            result.inputs[0] = try dx.reshaped(to: x.shape)
+        }
+        if step.parameterRoles.contains("weights") {
+            let dw = try runner.cpu("Conv weight gradient (im2col and matrix products)") {
+                try weightGradient(input: x, outputGradient: image, geometry: g)
+            }
+            result.parameters["weights"] = try dw.reshaped(to: trainableParameters[0].value.shape)
+        }
+        if step.parameterRoles.contains("bias"), let bias {
+            result.parameters["bias"] = try runner.cpu("Conv bias gradient (sum over batch and pixels)") {
+                try Self.channelSums(image, shape: bias.shape)
+            }
+        }
+        return result
+    }
+
+    /// The `ConvTranspose` taking dL/dy (`[N, M, OH, OW]`) to dL/dx
+    /// (`[N, C, H, W]`) for a run of geometry `g`.
+    func inputGradientLayer(geometry g: Geometry) throws -> ConvTranspose {
+        let inputs = [g.height, g.width], outputs = [g.outHeight, g.outWidth], heads = [g.padTop, g.padLeft]
+        let kernel = [kernelHeight, kernelWidth]
+        // The cells the transposed convolution spreads to past the input's
+        // last cell (negative: input cells no window reached).
+        let tails = (0..<2).map { (a: Int) -> Int in
+            let spread = strides[a] * (outputs[a] - 1) + (kernel[a] - 1) * dilations[a] + 1
+            return spread - heads[a] - inputs[a]
+        }
+        return try ConvTranspose(weights: weights, strides: strides, dilations: dilations,
+                                 padding: .explicit(heads + tails.map { max(0, $0) }),
+                                 outputPadding: tails.map { max(0, -$0) }, group: group)
+    }
+
+    /// The most floats one pass's im2col matrix holds (16 MiB); a batch
+    /// whose matrix is larger runs in runs of images.
+    static let gradientColumnBudget = 1 << 22
+
+    /// dL/dw, `[M, C/group, kH, kW]`, from the input `[N, C, ...]` and
+    /// dL/dy as the `[N, M, OH, OW]` image.
+    func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry) throws -> Tensor {
+        let dw = try Tensor(shape: weights.shape)
+        let (kh, kw, sh, sw, dh, dwl) = (kernelHeight, kernelWidth, strides[0], strides[1], dilations[0], dilations[1])
+        let (m, c, group) = (outputChannels, inputChannels, group)
+        let (cg, mg) = (c / group, m / group)
+        let taps = kh * kw, r = cg * taps
+        let (height, width, outWidth) = (g.height, g.width, g.outWidth)
+        let (pixels, plane, padTop, padLeft) = (g.outHeight * g.outWidth, g.height * g.width, g.padTop, g.padLeft)
+        guard pixels > 0, g.batch > 0 else { return dw }
+        let run = max(1, min(g.batch, Self.gradientColumnBudget / max(1, pixels * r * group)))
+        let columns = try Tensor(shape: [run * pixels * r * group])
+        let gathered = try Tensor(shape: [m * run * pixels])
+        let threads = min(threadCount, CPUThreads.current,
+                          max(1, g.batch * pixels * r * m / Convolution.minimumWorkPerThread))
+        // Row blocks of output channels, within one group each: a task's rows
+        // of dw are its own, and every element sums its images in order.
+        let block = max(1, min(mg, (mg * group + 2 * threads - 1) / (2 * threads)))
+        let blocksPerGroup = (mg + block - 1) / block
+        let failed = Atomic(false)
+        for first in stride(from: 0, to: g.batch, by: run) {
+            let count = min(run, g.batch - first), k = count * pixels
+            // im2col: group gi's matrix is [count * pixels, r], row (image, pixel), column (channel, tap).
+            forEachChunk(count: count * group, chunkSize: 1, threadCount: threads) { items in
+                for item in items {
+                    let (i, gi) = (item / group, item % group)
+                    let source = input.dataPointer + ((first + i) * c + gi * cg) * plane
+                    let target = columns.dataPointer + gi * k * r + i * pixels * r
+                    for p in 0..<pixels {
+                        let (oh, ow) = (p / outWidth, p % outWidth)
+                        let row = target + p * r
+                        for ci in 0..<cg {
+                            for th in 0..<kh {
+                                let ih = oh * sh - padTop + th * dh
+                                let cells = row + (ci * kh + th) * kw
+                                guard ih >= 0, ih < height else {
+                                    cells.update(repeating: 0, count: kw)
+                                    continue
+                                }
+                                let line = source + ci * plane + ih * width
+                                for tw in 0..<kw {
+                                    let iw = ow * sw - padLeft + tw * dwl
+                                    cells[tw] = iw >= 0 && iw < width ? line[iw] : 0
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            // dL/dy as [M, count * pixels]: a channel's row runs over the images.
+            for i in 0..<count {
+                for o in 0..<m {
+                    (gathered.dataPointer + o * k + i * pixels)
+                        .update(from: dy.dataPointer + ((first + i) * m + o) * pixels, count: pixels)
+                }
+            }
+            forEachChunk(count: group * blocksPerGroup, chunkSize: 1, threadCount: threads) { tasks in
+                for task in tasks {
+                    let (gi, b) = (task / blocksPerGroup, task % blocksPerGroup)
+                    let row = gi * mg + b * block, rows = min(block, mg - b * block)
+                    if lk_sgemm_f32(rows, r, k, 1, gathered.dataPointer + row * k, k, 1,
+                                    columns.dataPointer + gi * k * r, r, dw.dataPointer + row * r, r,
+                                    nil, nil, 1) != 0 {
+                        failed.store(true, ordering: .relaxed)
+                    }
+                }
+            }
+        }
+        if failed.load(ordering: .relaxed) {
+            throw LayerKitError.unsupported("Conv weight gradient: out of memory for the packing buffers")
+        }
+        return dw
+    }
+
+    /// The sums over the batch and the pixels of each channel of the
+    /// `[N, C, ...]` tensor `t`, in Double, as a tensor of `shape`.
+    static func channelSums(_ t: Tensor, shape: [Int]) throws -> Tensor {
+        let (batch, channels) = (t.shape[0], t.shape[1])
+        let plane = channels == 0 || batch == 0 ? 0 : t.count / (batch * channels)
+        var sums = [Double](repeating: 0, count: channels)
+        for n in 0..<batch {
+            for ch in 0..<channels {
+                let values = t.dataPointer + (n * channels + ch) * plane
+                var sum = 0.0
+                for p in 0..<plane { sum += Double(values[p]) }
+                sums[ch] += sum
+            }
+        }
+        return try Tensor(shape: shape, values: sums.map { Float($0) })
+    }
+}
