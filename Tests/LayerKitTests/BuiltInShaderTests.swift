@@ -57,6 +57,7 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.channelShuffle),
         Variant(BuiltInShaders.pad),
         Variant(BuiltInShaders.resize),
+        Variant(BuiltInShaders.optimizer),
     ]
 
     @Test(arguments: variants)
@@ -96,5 +97,6 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<ChannelShuffleConstants>.size == 5 * 4 + 4)
         #expect(MemoryLayout<PadConstants>.size == 5 * 4 + 10 * 4)
         #expect(MemoryLayout<ResizeConstants>.size == 5 * 4 + 5 * 4)
+        #expect(MemoryLayout<OptimizerConstants>.size == 5 * 4 + 11 * 4)
     }
 }

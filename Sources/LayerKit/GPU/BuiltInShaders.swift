@@ -57,6 +57,7 @@ enum BuiltInShaders {
                                                                        buffers: 0)
     static let pad = BuiltInShader<PadConstants>(file: "pad.comp", images: 2, buffers: 0)
     static let resize = BuiltInShader<ResizeConstants>(file: "resize.comp", images: 2, buffers: 1)
+    static let optimizer = BuiltInShader<OptimizerConstants>(file: "optimizer.comp", images: 0, buffers: 4)
 }
 
 /// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]; float zero`.

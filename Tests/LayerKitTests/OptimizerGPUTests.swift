@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+@testable import LayerKit
+
+/// The optimizer's GPU step (optimizer.comp) against its CPU twin, for
+/// every algorithm: within 1e-6 relative at every step, the same bits on a
+/// rerun, and where each ran.
+struct OptimizerGPUTests {
+    static func gpuBackend() throws -> Backend {
+        try Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in })
+    }
+
+    /// Parameters of 1, 7 and 70001 elements: the last spans three rows of
+    /// a dispatch (32768 elements each) and ends mid-workgroup.
+    static let shapes: [String: [Int]] = ["scalar": [1], "bias": [7], "weights": [7, 10001]]
+
+    /// The values, drawn once (a debug build draws 70000 slowly).
+    static let initialValues = shapes.mapValues { shape in
+        seededUniform(count: shape.reduce(1, *), in: -1...1, seed: UInt64(shape.reduce(1, *)))
+    }
+    static let gradientValues = (0..<6).map { step in
+        shapes.mapValues { shape in
+            seededUniform(count: shape.reduce(1, *), in: -0.5...0.5, seed: UInt64(7 * shape.reduce(1, *) + step))
+        }
+    }
+
+    static func tensors(_ values: [String: [Float]]) throws -> [String: Tensor] {
+        var tensors: [String: Tensor] = [:]
+        for (name, values) in values { tensors[name] = try Tensor(shape: shapes[name]!, values: values) }
+        return tensors
+    }
+
+    static func parameters() throws -> [String: Tensor] { try tensors(initialValues) }
+    static func gradients(step: Int) throws -> [String: Tensor] { try tensors(gradientValues[step]) }
+
+    /// Six steps of `optimizer`; the parameters after each.
+    static func run(_ optimizer: Optimizer) throws -> [[String: [Float]]] {
+        var parameters = try Self.parameters()
+        var trace: [[String: [Float]]] = []
+        for step in 0..<6 {
+            parameters = try optimizer.step(parameters: parameters, gradients: Self.gradients(step: step))
+            if step == 2 { optimizer.finishEpoch() }
+            trace.append(parameters.mapValues(\.values))
+        }
+        return trace
+    }
+
+    static let configurations: [OptimizerConfiguration] = {
+        var cosine = OptimizerConfiguration.adamW(learningRate: 0.02, weightDecay: 0.05)
+        cosine.schedule = .cosine(maxEpochs: 3, minimum: 0.001)
+        cosine.maxGradientNorm = 10
+        return [
+            .sgd(learningRate: 0.1),
+            .sgd(learningRate: 0.05, momentum: 0.9, dampening: 0.1, weightDecay: 0.01),
+            .sgd(learningRate: 0.05, momentum: 0.8, nesterov: true, weightDecay: 0.001),
+            .adam(learningRate: 0.01, weightDecay: 0.01),
+            .adam(learningRate: 0.02, beta1: 0.3, beta2: 0.9),
+            cosine,
+        ]
+    }()
+
+    @Test(.enabled(if: TestGPU.isEnabled), arguments: configurations.indices)
+    func theGPUStepMatchesItsCPUTwin(_ index: Int) throws {
+        let configuration = Self.configurations[index]
+        let gpu = try Optimizer(configuration, backend: Self.gpuBackend())
+        #expect(gpu.placement == .gpu)
+        let cpu = try Optimizer(configuration, backend: Backend(computeUnits: .cpuOnly))
+        #expect(cpu.placement == .cpu(reason: nil))
+        let onGPU = try Self.run(gpu)
+        let onCPU = try Self.run(cpu)
+        var worst = 0.0, differing = 0, total = 0
+        for (g, c) in zip(onGPU, onCPU) {
+            for name in g.keys {
+                for (a, b) in zip(g[name]!, c[name]!) {
+                    let relative = Double(abs(a - b)) / max(Double(abs(b)), 1e-30)
+                    worst = max(worst, relative)
+                    differing += a.bitPattern == b.bitPattern ? 0 : 1
+                    total += 1
+                }
+            }
+        }
+        #expect(worst <= 1e-6, "\(configuration.algorithm) #\(index): GPU vs CPU \(worst) relative, \(differing) of \(total) differ")
+        // The same run again on a fresh optimizer: the same bits.
+        let again = try Self.run(Optimizer(configuration, backend: Self.gpuBackend()))
+        #expect(again.map { $0.mapValues { $0.map(\.bitPattern) } } == onGPU.map { $0.mapValues { $0.map(\.bitPattern) } })
+        // And the state the GPU left matches the CPU's.
+        let (gs, cs) = (gpu.exportState(), cpu.exportState())
+        #expect(gs.integers == cs.integers)
+        #expect(Set(gs.tensors.keys) == Set(cs.tensors.keys))
+        var worstState = 0.0
+        for (key, tensor) in gs.tensors {
+            guard let twin = cs.tensors[key] else { continue }
+            for i in 0..<tensor.count {
+                worstState = max(worstState, Double(abs(tensor[i] - twin[i])) / max(Double(abs(twin[i])), 1e-30))
+            }
+        }
+        #expect(worstState <= 1e-6, "\(configuration.algorithm) #\(index): GPU vs CPU state \(worstState) relative")
+    }
+
+    /// `.automatic` on lavapipe runs the step on the CPU and says why, once;
+    /// with no backend it is the CPU without a reason.
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func theCPUStepIsAnnouncedWhenTheGPUWasAllowed() throws {
+        let context = try TestGPU.get()
+        let notices = NoticeLog()
+        let backend = try Backend(computeUnits: .automatic, context: context, notice: { notices.append($0) })
+        let optimizer = try Optimizer(.sgd(learningRate: 0.1), backend: backend)
+        if context.deviceInfo.kind == .cpu {
+            guard case .cpu(let reason?) = optimizer.placement else {
+                Issue.record("expected the CPU with a reason, got \(optimizer.placement)")
+                return
+            }
+            #expect(notices.lines == ["the optimizer step runs on the CPU: \(reason)"])
+        } else {
+            #expect(optimizer.placement == .gpu)
+        }
+        #expect(try Optimizer(.sgd(learningRate: 0.1)).placement == .cpu(reason: nil))
+    }
+}
+
+/// Collects a backend's notices (thread-safe).
+final class NoticeLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var collected: [String] = []
+    func append(_ line: String) { lock.lock(); collected.append(line); lock.unlock() }
+    var lines: [String] { lock.lock(); defer { lock.unlock() }; return collected }
+}
