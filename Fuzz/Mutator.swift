@@ -100,7 +100,7 @@ func fixPNGChecksums(_ b: inout [UInt8]) {
     while offset + 12 <= b.count {
         let length = b[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
         guard length <= b.count - offset - 12 else { return }
-        let crc = crc32(b[offset + 4..<offset + 8 + length])
+        let crc = b[offset + 4..<offset + 8 + length].withUnsafeBytes { CRC32.checksum($0) }
         for i in 0..<4 { b[offset + 8 + length + i] = UInt8(truncatingIfNeeded: crc >> (24 - 8 * UInt32(i))) }
         offset += 12 + length
     }
@@ -119,11 +119,11 @@ func fixNPYHeaderLength(_ b: inout [UInt8]) {
     for i in 0..<(start - 8) { b[8 + i] = UInt8(truncatingIfNeeded: length >> (8 * i)) }
 }
 
-private let crcTable: [UInt32] = (0..<256).map { n in
-    (0..<8).reduce(UInt32(n)) { c, _ in c & 1 == 1 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-}
 
-/// The CRC-32 of PNG chunks (and zlib's `crc32`).
-func crc32(_ bytes: ArraySlice<UInt8>) -> UInt32 {
-    ~bytes.reduce(~UInt32(0)) { crcTable[Int(($0 ^ UInt32($1)) & 0xFF)] ^ ($0 >> 8) }
+/// Rewrites the trailing CRC-32 of a training checkpoint, so that mutations
+/// reach the header and size checks instead of dying at the checksum.
+func fixCheckpointChecksum(_ b: inout [UInt8]) {
+    guard b.count >= 4 else { return }
+    let crc = b.dropLast(4).withUnsafeBytes { CRC32.checksum($0) }
+    for i in 0..<4 { b[b.count - 4 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
 }

@@ -26,7 +26,7 @@ struct Target: Sendable {
     var fixup: (@Sendable (inout [UInt8]) -> Void)? = nil
     let run: @Sendable ([UInt8]) -> Outcome
 
-    static let all = [npy, png, jpeg, formula, cli, onnx, onnxGrammar]
+    static let all = [npy, png, jpeg, formula, cli, onnx, onnxGrammar, checkpoint]
 
     /// `Tensor(npyData:)`: `LayerKitError` only; what it accepts re-encodes to the same shape.
     static let npy = Target(
@@ -141,6 +141,23 @@ struct Target: Sendable {
             return .rejected
         } catch {
             return .unexpected("error other than invalidModel: \(error)")
+        }
+    }
+
+    /// `TrainingCheckpoint(data:source:)`: `LayerKitError` only; what it
+    /// accepts writes back to bytes that read as the same checkpoint.
+    static let checkpoint = Target(
+        name: "checkpoint",
+        dictionary: ["\"tensors\"", "\"shape\"", "\"name\"", "\"seed\"", "\"step\"", "[", "]", "{", "}", ",", ":",
+                     "-1", "0", "18446744073709551615", "18446744073709551616", "9223372036854775807", "1e308", "null"],
+        hotOffsets: [8, 12, 13, 14, 15],
+        fixup: fixCheckpointChecksum
+    ) { bytes in
+        expecting(LayerKitError.self) {
+            let checkpoint = try TrainingCheckpoint(data: Data(bytes), source: "fuzz.ckpt")
+            let written = try checkpoint.data()
+            let again = try TrainingCheckpoint(data: written, source: "rewritten.ckpt")
+            return try again.data() == written ? .accepted : .unexpected("a rewritten checkpoint reads differently")
         }
     }
 

@@ -15,8 +15,11 @@ deterministic: seeded numpy draws, float64 arithmetic on one thread.
 """
 import argparse
 import io
+import json
 import os
+import struct
 import sys
+import zlib
 
 import numpy as np
 import onnx
@@ -274,7 +277,32 @@ def generate():
     twin = standard_twin(student)
     twin.graph.initializer[0].CopyFrom(init('beta', TEACHER_BETA))
     notes.append(('teacher (Swish twin)', agree('teacher', ort_run(twin, teacher_x), teacher_y.astype(np.float64))))
+
+    # A checkpoint written here from the documented layout (TrainingCheckpoint), for LayerKit to read.
+    files['checkpoint_v1.lkckpt'] = checkpoint(files['swish_net.onnx'], {
+        'conv.weight': sw['conv.weight'],
+        'exp_avg/conv.weight': (sw['conv.weight'] * 0.5).astype(np.float32),
+        'scalar': np.array(2.5, dtype=np.float32),
+    })
     return files, notes
+
+
+def checkpoint(model_bytes, tensors):
+    """A LayerKit training checkpoint, version 1: magic, version, header length, JSON header,
+    Float32 tensors in the header's order, CRC-32 of all of it."""
+    names = sorted(tensors)
+    header = {
+        'step': 7, 'epoch': 1, 'batchInEpoch': 3, 'seed': 12345678901234567890,
+        'counters': {'step': 7, 'conv.weight.step': 2 ** 63 - 1}, 'epochLossSum': 4.25,
+        'optimizer': {'name': 'adam', 'hyperParameters': {'lr': 0.01, 'beta1': 0.9, 'beta2': 0.999, 'eps': 1e-08}},
+        'schedule': {'name': 'cosine', 'state': {'base': 0.01, 'steps': 100}},
+        'model': {'name': 'swish_net.onnx', 'byteCount': len(model_bytes), 'crc32': zlib.crc32(model_bytes)},
+        'tensors': [{'name': n, 'shape': list(tensors[n].shape)} for n in names],
+    }
+    text = json.dumps(header, sort_keys=True, separators=(',', ':')).encode()
+    body = b'\x89LKCKPT\n' + struct.pack('<II', 1, len(text)) + text
+    body += b''.join(np.ascontiguousarray(tensors[n], dtype='<f4').tobytes() for n in names)
+    return body + struct.pack('<I', zlib.crc32(body))
 
 
 README = """# Training references
@@ -330,6 +358,14 @@ those float32 values. Labels are float32 class indices. Losses are the mean cros
 - `teacher_y.npy` [64, 4, 4, 4] float32: Swish with per-channel beta 0.5, 1, 1.5, 2.5, computed in
   float64 from the float32 inputs and rounded to float32 (checked in onnxruntime: {teacher_err:.1e}).
 - `student.onnx`: input `x` [N, 4, 4, 4] (N symbolic) -> layerkit.Swish (`beta` [4], all ones) -> `y`.
+
+## A checkpoint file
+
+- `checkpoint_v1.lkckpt`: a training checkpoint written by this script from the documented layout
+  (TrainingCheckpoint, version 1): step 7, epoch 1, batch 3, seed 12345678901234567890, counters
+  {{step: 7, conv.weight.step: 2^63 - 1}}, epoch loss sum 4.25, Adam (lr 0.01, beta1 0.9, beta2 0.999, eps 1e-8), a cosine schedule (base 0.01,
+  steps 100), the identity of `swish_net.onnx` (its size and zlib CRC-32), and tensors `conv.weight`
+  (swish_net's), `exp_avg/conv.weight` (half of it) and `scalar` (a 0-d 2.5).
 """
 
 

@@ -114,3 +114,26 @@ graph = pb_bytes(1, node) + pb_str(2, 'g') + b''.join(pb_bytes(5, t) for t in in
     + pb_bytes(11, value) + pb_bytes(12, pb_str(1, 'y'))
 write('onnx/handmade.onnx', pb_int(1, 10) + pb_bytes(7, graph) + pb_bytes(8, pb_str(1, '') + pb_int(2, 24))
       + pb_bytes(8, pb_str(1, 'layerkit') + pb_int(2, 1)))
+
+# Training checkpoints (TrainingCheckpoint's documented layout, version 1).
+import json, os
+
+def checkpoint(tensors, **fields):
+    header = {'step': 3, 'epoch': 0, 'batchInEpoch': 3, 'seed': 18446744073709551615,
+              'counters': {'step': 3, 'w.step': 3}, 'epochLossSum': 0.75,
+              'optimizer': {'name': 'adam', 'hyperParameters': {'lr': 0.001, 'eps': 1e-08}},
+              'schedule': {'name': 'step', 'state': {'gamma': 0.5}},
+              'model': {'name': 'm.onnx', 'byteCount': 100, 'crc32': 305419896},
+              'tensors': [{'name': n, 'shape': s} for n, s, _ in tensors]}
+    header.update(fields)
+    text = json.dumps(header, sort_keys=True, separators=(',', ':')).encode()
+    body = b'\x89LKCKPT\n' + struct.pack('<II', 1, len(text)) + text
+    body += b''.join(struct.pack('<%df' % len(v), *v) for _, _, v in tensors)
+    return body + struct.pack('<I', zlib.crc32(body))
+
+c = 'checkpoint/'
+os.makedirs(c, exist_ok=True)
+write(c + 'adam.lkckpt', checkpoint([('w', [2, 3], [0.5, -1, 2, 0, -0.0, 3e38]), ('exp_avg/w', [2, 3], [0.1] * 6),
+                                     ('s', [], [1.5]), ('empty', [0, 2], [])]))
+write(c + 'no_tensors.lkckpt', checkpoint([]))
+write(c + 'truncated.lkckpt', checkpoint([('w', [4], [1, 2, 3, 4])])[:-7])

@@ -119,7 +119,7 @@ struct OptimizerGPUTests {
 }
 
 /// Collects a backend's notices (thread-safe).
-final class NoticeLog: @unchecked Sendable {
+private final class NoticeLog: @unchecked Sendable {
     private let lock = NSLock()
     private var collected: [String] = []
     func append(_ line: String) { lock.lock(); collected.append(line); lock.unlock() }

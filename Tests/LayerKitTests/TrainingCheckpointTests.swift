@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import LayerKit
+import LayerKitONNX
 
 /// The checkpoint file: a round trip is bit-exact, and every kind of
 /// damage is refused with an error that names it.
@@ -144,6 +145,25 @@ import Testing
         } catch {
             #expect("\(error)".contains("written for model 'net.onnx'") && "\(error)".contains("not 'other.onnx'"), "\(error)")
         }
+    }
+
+    @Test func aCheckpointWrittenByPythonFromTheDocumentedLayoutIsRead() throws {
+        let checkpoint = try TrainingCheckpoint(contentsOf: TrainingFixtures.path("checkpoint_v1.lkckpt"))
+        #expect(checkpoint.step == 7 && checkpoint.epoch == 1 && checkpoint.batchInEpoch == 3)
+        #expect(checkpoint.seed == 12_345_678_901_234_567_890 && checkpoint.epochLossSum == 4.25)
+        #expect(checkpoint.counters == ["step": 7, "conv.weight.step": .max])
+        #expect(checkpoint.optimizer == .init(name: "adam", hyperParameters: ["lr": 0.01, "beta1": 0.9, "beta2": 0.999,
+                                                                              "eps": 1e-8]))
+        #expect(checkpoint.schedule == .init(name: "cosine", state: ["base": 0.01, "steps": 100]))
+        // zlib's CRC-32 of the model file, as Python computed it.
+        let model = try Data(contentsOf: URL(fileURLWithPath: TrainingFixtures.path("swish_net.onnx")))
+        try checkpoint.check(model: .init(name: "swish_net.onnx", contents: model))
+        #expect(checkpoint.model == .init(name: "swish_net.onnx", contents: model))
+        let weights = try #require(ONNXModel(data: model).graph.initializers["conv.weight"]).floats()
+        #expect(checkpoint.tensors["conv.weight"]?.shape == [4, 3, 3, 3])
+        #expect(checkpoint.tensors["conv.weight"]?.values == weights)
+        #expect(checkpoint.tensors["exp_avg/conv.weight"]?.values == weights.map { $0 * 0.5 })
+        #expect(checkpoint.tensors["scalar"]?.shape == [] && checkpoint.tensors["scalar"]?.values == [2.5])
     }
 
     @Test func aHyperParameterThatIsNotFiniteIsAnError() throws {

@@ -46,3 +46,80 @@ import Testing
         }
     }
 }
+
+extension TrainingNetworkTests {
+    /// The 20 Adam steps of the fixture: losses collected from the task's events.
+    static func adamLosses(backend: Backend) throws -> (losses: [Double], task: UpdateTask) {
+        let data = try ArrayBatchProvider(inputs: fixture("adam_x.npy"), targets: fixture("adam_labels.npy"))
+        let configuration = TrainingConfiguration(loss: .crossEntropy, optimizer: .adam(learningRate: 0.01), epochs: 5,
+                                                  batchSize: 4, shuffles: false, trainable: .all)
+        var losses: [Double] = []
+        let task = try UpdateTask(modelAt: directory.appendingPathComponent("swish_net.onnx"), data: data,
+                                  configuration: configuration, backend: backend) { event in
+            if case .miniBatchEnded(_, _, let loss) = event { losses.append(loss) }
+        }
+        try task.run()
+        return (losses, task)
+    }
+
+    @Test func twentyAdamStepsFollowPyTorch() throws {
+        let (losses, task) = try Self.adamLosses(backend: Self.cpu)
+        let reference = try Self.fixture("adam_losses.npy")
+        #expect(losses.count == 20)
+        for (step, loss) in losses.enumerated() {
+            #expect(abs(loss - Double(reference[step])) <= 1e-5, "step \(step): \(loss) vs \(reference[step])")
+        }
+        for name in task.trainableNames {
+            let error = Self.relativeError(try #require(task.parameters[name]), try Self.fixture("adam_final.\(name).npy"))
+            #expect(error <= 1e-5, "\(name) after 20 steps: error \(error)")
+        }
+    }
+
+    @Test func twentyAdamStepsOnTheGPUFollowTheCPU() throws {
+        guard TestGPU.isEnabled else { return }
+        let gpu = try Backend(computeUnits: .gpu, context: TestGPU.get(), timestamps: false, notice: { _ in })
+        let (cpuLosses, _) = try Self.adamLosses(backend: Self.cpu)
+        let (gpuLosses, task) = try Self.adamLosses(backend: gpu)
+        for (step, (g, c)) in zip(gpuLosses, cpuLosses).enumerated() {
+            #expect(abs(g - c) <= 1e-3, "step \(step): GPU \(g), CPU \(c)")
+        }
+        #expect(task.placementReport.contains { $0.placement == .gpu && $0.op == "optimizer" })
+        #expect(task.placementReport.contains { $0.placement == .gpu && $0.op.hasPrefix("swish") })
+        // The same GPU run twice gives the same bits.
+        let (again, _) = try Self.adamLosses(backend: gpu)
+        #expect(again.map(\.bitPattern) == gpuLosses.map(\.bitPattern))
+    }
+
+    @Test func batchNormalizationRunningStatisticsFollowPyTorch() throws {
+        let pass = try Self.pass("bn_net", backend: Self.cpu)
+        _ = try pass.lossAndGradients(input: Self.fixture("x.npy"), target: Self.fixture("labels.npy"))
+        for (name, file) in [("bn.running_mean", "bn_net.running_mean.npy"), ("bn.running_var", "bn_net.running_var.npy")] {
+            let error = Self.relativeError(try #require(pass.runningStatistics[name]), try Self.fixture(file))
+            #expect(error <= 1e-6, "\(name): error \(error)")
+        }
+    }
+
+    @Test(arguments: ["swish_net", "bn_net"])
+    func gpuGradientsFollowTheCPU(net: String) throws {
+        guard TestGPU.isEnabled else { return }
+        let gpu = try Backend(computeUnits: .gpu, context: TestGPU.get(), timestamps: false, notice: { _ in })
+        // The CPU reads the input the GPU holds: fp16-rounded.
+        let x = try Self.fixture("x.npy").roundedToHalf(), labels = try Self.fixture("labels.npy")
+        let (_, cpu) = try Self.pass(net, backend: Self.cpu).lossAndGradients(input: x, target: labels)
+        let twinPass = try Self.pass(net, backend: Self.cpu)
+        twinPass.roundsValuesToHalf = true
+        let (_, twin) = try twinPass.lossAndGradients(input: x, target: labels)
+        let gpuPass = try Self.pass(net, backend: gpu)
+        let (_, first) = try gpuPass.lossAndGradients(input: x, target: labels)
+        let (_, second) = try Self.pass(net, backend: gpu).lossAndGradients(input: x, target: labels)
+        for (name, reference) in cpu {
+            let g = try #require(first[name])
+            let error = Self.relativeError(g, reference)
+            let twinError = Self.relativeError(try #require(twin[name]), reference)
+            print("\(net) \(name): GPU error \(error), fp16 twin \(twinError)")
+            #expect(error <= max(1e-3, 2 * twinError), "\(net) GPU d(loss)/d(\(name)): error \(error), fp16 twin \(twinError)")
+            #expect(g.values.map(\.bitPattern) == second[name]?.values.map(\.bitPattern), "\(name): two GPU runs differ")
+        }
+        #expect(gpuPass.runner.placements.contains { $0.placement == .gpu })
+    }
+}

@@ -25,8 +25,8 @@ public final class Optimizer {
     public private(set) var stepCount = 0
     /// The schedule's epoch: 0 in the first epoch, advanced by `finishEpoch()`.
     public private(set) var epoch = 0
-    /// The gradients' total L2 norm before clipping in the last step, when
-    /// clipping is configured.
+    /// The gradients' total L2 norm before clipping in the last step; nil
+    /// when clipping is not configured.
     public private(set) var lastGradientNorm: Double?
 
     private let gpu: GPUContext?
@@ -90,6 +90,7 @@ public final class Optimizer {
     public func step(parameters: [String: Tensor], gradients: [String: Tensor]) throws -> [String: Tensor] {
         try check(parameters: parameters, gradients: gradients)
         var gradients = gradients
+        lastGradientNorm = nil
         if let maxNorm = configuration.maxGradientNorm {
             let clipped = try GradientClipping.clip(gradients, maxNorm: maxNorm)
             gradients = clipped.gradients
@@ -221,6 +222,7 @@ struct PackedStep {
         (gradients, first, second) = (parameters, parameters, parameters)
     }
 
+    /// Runs `body` on the four arrays' storage (the gradients read-only).
     mutating func withBuffers(_ body: (UnsafeMutableBufferPointer<Float>, UnsafeBufferPointer<Float>,
                                        UnsafeMutableBufferPointer<Float>, UnsafeMutableBufferPointer<Float>) -> Void) {
         let g = gradients

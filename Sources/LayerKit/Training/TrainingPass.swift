@@ -29,6 +29,10 @@ final class TrainingPass {
     private var graphs: [Int: PreparedGraph] = [:]
     /// Incremented by every update; a graph remakes its layers when it is behind.
     private var version = 0
+    /// Whether every value the forward pass makes is rounded to fp16, as
+    /// the GPU's slice images store it: the fp16 twin of a GPU run on the
+    /// CPU, whose distance from the plain CPU run bounds the GPU's.
+    var roundsValuesToHalf = false
     /// The running mean and variance of each BatchNormalization that trains
     /// (by initializer name): shared by the graphs of every batch size,
     /// updated by each training forward pass, written back with the model.
@@ -74,7 +78,7 @@ final class TrainingPass {
                                       inputShapes: [input.name: [batchSize] + itemShape])
         trainable = try selection.names(in: first)
         for name in trainable {
-            guard let tensor = model.graph.initializers[name], tensor.elementType == .float else {
+            guard let tensor = model.graph.initializers[name], tensor.dataType == .float else {
                 throw LayerKitError.invalidParameter("'\(name)' cannot be trained: only FLOAT initializers can")
             }
             parameters[name] = try Tensor(shape: tensor.dims, values: tensor.floats())
@@ -254,7 +258,10 @@ final class TrainingPass {
             guard var layer = prepared.layers[i] else { continue }
             if !training, let normalization = layer as? TrainingBatchNormalization { layer = try normalization.frozen }
             let outputs = try backend.run(layer, inputs: step.inputs.map { values[$0]! }).outputs
-            for (value, tensor) in zip(step.outputs, outputs) { values[value] = tensor }
+            for (value, tensor) in zip(step.outputs, outputs) {
+                if roundsValuesToHalf { for k in 0..<tensor.count { tensor[k] = Float(Float16(tensor[k])) } }
+                values[value] = tensor
+            }
         }
         return values
     }

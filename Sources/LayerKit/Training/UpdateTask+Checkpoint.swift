@@ -14,7 +14,7 @@ extension UpdateTask {
         let checkpoint = TrainingCheckpoint(
             step: position.step, epoch: position.epoch, batchInEpoch: position.batch, seed: configuration.seed,
             optimizer: .init(name: settings.algorithm.rawValue, hyperParameters: settings.hyperParameters),
-            schedule: .init(name: settings.schedule.name, state: ["epoch": Double(optimizer.epoch)]),
+            schedule: settings.schedule.record(epoch: optimizer.epoch),
             model: .init(name: modelURL.lastPathComponent, contents: modelData), tensors: tensors,
             counters: state.integers, epochLossSum: position.lossSum)
         try checkpoint.write(to: url.path)
@@ -68,5 +68,18 @@ extension OptimizerConfiguration {
                       "beta1": beta1, "beta2": beta2, "eps": epsilon, "weight_decay": weightDecay]
         if let maxGradientNorm { values["max_norm"] = maxGradientNorm }
         return values
+    }
+}
+
+extension LearningRateSchedule {
+    /// The schedule as a checkpoint records it: its kind, its settings and the epoch it is at.
+    func record(epoch: Int) -> TrainingCheckpoint.Schedule {
+        switch self {
+        case .constant: return .init(name: "constant", state: ["epoch": Double(epoch)])
+        case .step(let stepSize, let gamma):
+            return .init(name: "step", state: ["epoch": Double(epoch), "step_size": Double(stepSize), "gamma": gamma])
+        case .cosine(let maxEpochs, let minimum):
+            return .init(name: "cosine", state: ["epoch": Double(epoch), "T_max": Double(maxEpochs), "eta_min": minimum])
+        }
     }
 }
