@@ -36,7 +36,7 @@ struct ImageFolderBatchProviderTests {
         #expect(provider.files.map { URL(fileURLWithPath: $0).lastPathComponent } == ["a.png", "b.png", "c.png"])
         for (index, level) in [10, 20, 30].enumerated() {
             let (input, target) = try provider.features(at: index)
-            #expect(input.shape == [1, 3, 2, 3])
+            #expect(input.shape == [3, 2, 3])
             #expect(target.shape == [1] && target[0] == Float(7 + index))
             for c in 0..<3 {
                 for y in 0..<2 {
@@ -60,7 +60,7 @@ struct ImageFolderBatchProviderTests {
         let provider = try ImageFolderBatchProvider(folder: URL(fileURLWithPath: folder.path), labels: [1, 0],
                                                     width: 2, height: 2, channels: 3, normalization: .signed)
         let (small, _) = try provider.features(at: 0)
-        #expect(small.shape == [1, 3, 2, 2])
+        #expect(small.shape == [3, 2, 2])
         for c in 0..<3 {
             for y in 0..<2 {
                 for x in 0..<2 {

@@ -6,7 +6,7 @@ import Foundation
 /// resized to `width` x `height` (bilinear, `Tensor.resized`), fitted to
 /// `channels` (gray repeated, RGBA's alpha dropped: `fittingChannels`) and
 /// normalized; its target is its class index.
-public struct ImageFolderBatchProvider: Sendable {
+public struct ImageFolderBatchProvider: TrainingBatchProvider, Sendable {
     /// The pictures, in file-name order: item `i` is `files[i]`.
     public let files: [String]
     /// The class index of each picture.
@@ -65,8 +65,8 @@ public struct ImageFolderBatchProvider: Sendable {
     /// How many items there are: one per picture.
     public var count: Int { files.count }
 
-    /// Item `index`: the picture as a 1 x channels x height x width input
-    /// and its class index as a one-element target. Throws for an index
+    /// Item `index`: the picture as a channels x height x width input (an
+    /// example has no batch axis) and its class index as a one-element target. Throws for an index
     /// outside `0..<count` and for a picture that cannot be read or fitted
     /// (the error names the file).
     public func features(at index: Int) throws -> (input: Tensor, target: Tensor) {
@@ -84,6 +84,6 @@ public struct ImageFolderBatchProvider: Sendable {
         } catch let error as LayerKitError {
             throw LayerKitError.shapeMismatch("\(path): \(error)")
         }
-        return (input, try Tensor(shape: [1], values: [Float(labels[index])]))
+        return (try input.reshaped(to: [channels, height, width]), try Tensor(shape: [1], values: [Float(labels[index])]))
     }
 }
