@@ -36,8 +36,11 @@ enum TrainCommand {
         let json = arguments.has("--json")
         let log = TrainingLog(epochs: configuration.epochs, console: console,
                               label: "train \(URL(fileURLWithPath: path).lastPathComponent)", printsEpochs: !json)
+        // The task's own backend, but with the command's notices (held until it ends, as every command's).
+        let backend = try Backend(computeUnits: units, timestamps: false, threads: threads,
+                                  notice: { console.note($0) })
         let task = try UpdateTask(modelAt: URL(fileURLWithPath: path), data: provider, configuration: configuration,
-                                  computeUnits: units, threads: threads, events: { log.record($0) })
+                                  backend: backend, events: { log.record($0) })
         if let resume { try task.resume(fromCheckpoint: URL(fileURLWithPath: resume)) }
         if !json {
             console.print(ModelFiles.deviceLine(task.backend))

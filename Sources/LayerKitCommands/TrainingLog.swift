@@ -43,13 +43,11 @@ final class TrainingLog {
     /// Erases the bar (the run ended or failed).
     func finish() { progress?.finish() }
 
-    /// `epoch 3/5  loss 0.1234  1.23 s`; a loss under 0.001 in scientific notation.
+    /// `epoch 3/5  loss 0.1234  1.23 s`: the loss to 4 significant digits.
     static func line(epoch: Int, of epochs: Int, loss: Double, seconds: Double) -> String {
         "epoch \(epoch)/\(epochs)  loss \(lossText(loss))  " + String(format: "%.2f s", seconds)
     }
 
-    /// `0.1234`, or `1.234e-05` for a loss under 0.001 (not 0).
-    static func lossText(_ loss: Double) -> String {
-        loss != 0 && abs(loss) < 1e-3 ? String(format: "%.3e", loss) : String(format: "%.4f", loss)
-    }
+    /// `0.1234`, `2.303`, `1.234e-05`: 4 significant digits.
+    static func lossText(_ loss: Double) -> String { String(format: "%.4g", loss) }
 }
