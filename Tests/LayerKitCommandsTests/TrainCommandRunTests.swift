@@ -95,6 +95,20 @@ struct TrainCommandRunTests {
                 != Data(contentsOf: URL(fileURLWithPath: "\(directory)/whole.onnx")))
     }
 
+    @Test func aCheckpointOfAnotherRunIsRefusedAndNothingIsWritten() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let first = CommandRunner()
+        #expect(first.run(Self.student(output: "\(directory)/a.onnx", ["--epochs", "1", "--backend", "cpu", "--checkpoint",
+                                                                       "\(directory)/a.ckpt"])) == 0, "\(first.error)")
+        var words = Self.student(output: "\(directory)/b.onnx", ["--epochs", "2", "--backend", "cpu", "--resume",
+                                                                 "\(directory)/a.ckpt", "--plot", "\(directory)/b.svg"])
+        words[words.firstIndex(of: "adam")!] = "sgd"
+        let second = CommandRunner()
+        #expect(second.run(words) == 1)
+        #expect(second.error.contains("resume with --optimizer adam"), "\(second.error)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["a.ckpt", "a.onnx"])
+    }
+
     @Test func anUnknownTrainableNameGetsTheClosestAndNothingIsWritten() throws {
         let directory = try CommandRunner.scratchDirectory()
         let runner = CommandRunner()
