@@ -253,7 +253,7 @@ struct CommandHelp {
             Option("--normalize", "0,1|-1,1|mean=..,std=..", default: "0,1",
                    "with a folder of pictures: how pixels become input values"),
             Option("--plot", "FILE.svg", default: "none", "draw the loss of every mini-batch and each epoch's mean"),
-            threads, json("layerkit-train/1"),
+            layer, threads, json("layerkit-train/1"),
         ],
         positional: 1...1,
         examples: ["layerkit train student.onnx --data x.npy --labels y.npy --loss mse --trainable custom \\",

@@ -32,7 +32,7 @@ public enum LayerKitCommands {
           (Docs/JSON.md). --threads N (every command that computes: apply, parity, run, train,
           demo, bench, profile, conformance, inspect, whose loading folds constants): the CPU
           evaluator's threads, default the cores the process may use.
-        --layer OPTYPE='FORMULA' (run, inspect, profile): a model's nodes of that op type, in any
+        --layer OPTYPE='FORMULA' (run, train, inspect, profile): a model's nodes of that op type, in any
           domain, run as the formula, e.g. --layer ArticleSwish='x * sigmoid(beta * x)'; the
           node's attributes are its parameters, its constant inputs its per-channel weights.
 

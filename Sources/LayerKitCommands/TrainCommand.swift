@@ -30,8 +30,11 @@ enum TrainCommand {
         try checkFiles(model: path, data: data, labels: labels, resume: resume, output: output,
                        checkpoint: checkpoint, plot: plot)
 
-        let provider = try TrainData.provider(data: data, labels: labels, model: path, loss: options.configuration.loss,
-                                              normalization: normalization, console: console)
+        let layers = arguments.values("--layer")
+        let registry = try ModelFiles.registry(layers)
+        let provider = try TrainData.provider(data: data, labels: labels, model: path, layers: layers,
+                                              loss: options.configuration.loss, normalization: normalization,
+                                              console: console)
         let configuration = options.configuration
         let json = arguments.has("--json")
         let log = TrainingLog(epochs: configuration.epochs, console: console,
@@ -40,7 +43,7 @@ enum TrainCommand {
         let backend = try Backend(computeUnits: units, timestamps: false, threads: threads,
                                   notice: { console.note($0) })
         let task = try UpdateTask(modelAt: URL(fileURLWithPath: path), data: provider, configuration: configuration,
-                                  backend: backend, events: { log.record($0) })
+                                  backend: backend, registry: registry, events: { log.record($0) })
         if let resume { try task.resume(fromCheckpoint: URL(fileURLWithPath: resume)) }
         if !json {
             console.print(ModelFiles.deviceLine(task.backend))

@@ -10,9 +10,9 @@ enum TrainData {
     /// folder or class labels) gives a folder's picture size and channels
     /// (its one input, NxCxHxW) and, for a classifier's N x K output, the
     /// number of classes the labels must be below.
-    static func provider(data: String, labels: String, model path: String, loss: Loss,
+    static func provider(data: String, labels: String, model path: String, layers: [String], loss: Loss,
                          normalization: PixelNormalization, console: Console) throws -> TrainingBatchProvider {
-        let model = { try ModelFiles.load(path, computeUnits: .cpuOnly, console: console) }
+        let model = { try ModelFiles.load(path, computeUnits: .cpuOnly, layers: layers, console: console) }
         if RunBatch.isDirectory(data) {
             return try folder(data, labels: labels, model: try model(), loss: loss, normalization: normalization)
         }

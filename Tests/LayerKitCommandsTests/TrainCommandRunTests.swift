@@ -95,6 +95,39 @@ struct TrainCommandRunTests {
                 != Data(contentsOf: URL(fileURLWithPath: "\(directory)/whole.onnx")))
     }
 
+    @Test func aCustomOpGivenAsAFormulaTrainsItsPerChannelWeights() throws {
+        // A com.example.ArticleSwish node with a constant beta of ones, run as a formula (--layer).
+        let directory = try CommandRunner.scratchDirectory()
+        let model = "\(directory)/article.onnx"
+        try TinyONNX.model(opType: "ArticleSwish", domain: "com.example", shape: [1, 3, 2, 2], attributes: [:],
+                           constants: ["swish.beta": [1, 1, 1]]).write(to: URL(fileURLWithPath: model))
+        // The teacher, in float64: beta 0.5, 1.25, 2 per channel, on 24 seeded items.
+        let betas = [0.5, 1.25, 2.0]
+        let x = try Tensor.uniform(shape: [24, 3, 2, 2], in: -4...4, seed: 9)
+        let y = try Tensor(shape: x.shape, values: x.values.enumerated().map { i, value in
+            let (v, b) = (Double(value), betas[(i / 4) % 3])
+            return Float(v / (1 + exp(-b * v)))
+        })
+        try x.writeNPY(to: "\(directory)/x.npy")
+        try y.writeNPY(to: "\(directory)/y.npy")
+        let runner = CommandRunner()
+        #expect(runner.run(["train", model, "--layer", ModelLayerOptionTests.formula, "--data", "\(directory)/x.npy",
+                            "--labels", "\(directory)/y.npy", "--loss", "mse", "--trainable", "custom", "--optimizer", "adam",
+                            "--lr", "0.1", "--batch", "1", "--epochs", "10", "--backend", "cpu",
+                            "--output", "\(directory)/trained.onnx"]) == 0, "\(runner.error)")
+        #expect(runner.out.contains("trainable: swish.beta"), "\(runner.out)")
+        // The written model run as the formula on ones: sigmoid(beta) per channel.
+        let trained = try Model(contentsOf: URL(fileURLWithPath: "\(directory)/trained.onnx"), computeUnits: .cpuOnly,
+                                registry: try ModelFiles.registry([ModelLayerOptionTests.formula]))
+        let out = try #require(try trained.predict(inputs: ["x": try Tensor(shape: [1, 3, 2, 2],
+                                                                            values: Array(repeating: 1, count: 12))])["y"])
+        for (c, expected) in betas.enumerated() {
+            let value = Double(out[c * 4])
+            let beta = log(value / (1 - value))
+            #expect(abs(beta - expected) <= 0.02 * expected, "channel \(c): beta \(beta), teacher \(expected)")
+        }
+    }
+
     @Test func aCheckpointOfAnotherRunIsRefusedAndNothingIsWritten() throws {
         let directory = try CommandRunner.scratchDirectory()
         let first = CommandRunner()
