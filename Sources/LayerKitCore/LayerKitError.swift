@@ -27,4 +27,19 @@ public enum LayerKitError: Error, CustomStringConvertible, Equatable {
             return m
         }
     }
+
+    /// The same kind of error with `prefix` before its message: a caller
+    /// that knows where the error arose (a training step) says so.
+    public func prefixed(_ prefix: String) -> LayerKitError {
+        switch self {
+        case .shapeMismatch(let m): .shapeMismatch(prefix + m)
+        case .invalidParameter(let m): .invalidParameter(prefix + m)
+        case .invalidWeights(let m): .invalidWeights(prefix + m)
+        case .file(let m): .file(prefix + m)
+        case .unsupported(let m): .unsupported(prefix + m)
+        case .gpuUnavailable(let m): .gpuUnavailable(prefix + m)
+        case .unknownOp(let m): .unknownOp(prefix + m)
+        case .invalidModel(let m): .invalidModel(prefix + m)
+        }
+    }
 }

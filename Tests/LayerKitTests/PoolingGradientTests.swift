@@ -188,7 +188,7 @@ struct PoolingGradientTests {
         let gpu = try ShapeGradientTest.gpuRunner()
         let first = try pool.gradients(of: step, on: gpu).inputs
         let second = try pool.gradients(of: step, on: gpu).inputs
-        #expect(gpu.placements.map(\.placement) == [.gpu, .gpu])
+        #expect(gpu.placements.map(\.placement) == [.gpu])
         let cpu = try pool.gradients(of: step, on: ShapeGradientTest.cpuRunner()).inputs
         ShapeGradientTest.expectParity(first, cpu, "GlobalAveragePool")
         ShapeGradientTest.expectSameBits(first, second, "GlobalAveragePool")
@@ -209,7 +209,7 @@ struct PoolingGradientTests {
         #expect {
             try pool.gradients(of: wrong, on: runner)
         } throws: { error in
-            "\(error)".contains("MaxPool backward: the gradient of output 0 is 2x3x4x4, but the output is 2x3x2x2")
+            "\(error)".contains("MaxPool backward: the gradient of output 0 is 2x3x4x4; the output is 2x3x2x2")
         }
         let noInput = GradientStep(inputs: [], outputs: good.outputs, outputGradients: good.outputGradients,
                                    needsInputGradients: [], parameterRoles: [])

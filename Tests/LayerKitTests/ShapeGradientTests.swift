@@ -78,8 +78,10 @@ struct ShapeGradientTests {
         let runner = try ShapeGradientTest.cpuRunner()
         let shapes = [[2, 3, 4, 5], [3, 1, 1], [1, 5]]
         let layers = [
-            (try BinaryLayer(.add, inputCount: 3, name: "Sum"), false), (try BinaryLayer(.add, inputCount: 3, average: true, name: "Mean"), true),
-            (try BinaryLayer(.max, inputCount: 3, name: "Max"), false), (try BinaryLayer(.min, inputCount: 3, name: "Min"), false),
+            (try BinaryLayer(.add, inputCount: 3, name: "Sum"), false),
+            (try BinaryLayer(.add, inputCount: 3, average: true, name: "Mean"), true),
+            (try BinaryLayer(.max, inputCount: 3, name: "Max"), false),
+            (try BinaryLayer(.min, inputCount: 3, name: "Min"), false),
         ]
         for (layer, average) in layers {
             let inputs = try Self.operands(shapes, seed: 3, tied: true)
@@ -149,7 +151,7 @@ struct ShapeGradientTests {
         let wrong = GradientStep(inputs: inputs, outputs: good.outputs, outputGradients: [try Tensor(shape: [3, 2])],
                                  needsInputGradients: [true, true], parameterRoles: [])
         #expect { try layer.gradients(of: wrong, on: runner) } throws: { error in
-            "\(error)".contains("Add backward: the gradient of output 0 is 3x2, but the output is 2x3")
+            "\(error)".contains("Add backward: the gradient of output 0 is 3x2; the output is 2x3")
         }
         let missing = GradientStep(inputs: [inputs[0]], outputs: good.outputs, outputGradients: good.outputGradients,
                                    needsInputGradients: [true], parameterRoles: [])
@@ -288,6 +290,36 @@ struct ShapeGradientTests {
         }
     }
 
+    /// Split's gradient is its outputs' joined (zeros for one the loss does
+    /// not read); Expand's the gradient summed back to the input's shape.
+    @Test func splitAndExpandMatchTheReference() throws {
+        let runner = try ShapeGradientTest.cpuRunner()
+        let split = try SplitLayer(axis: 1, sizes: [2, 3, 1])
+        let x = try OpLayerTest.tensor([2, 6, 3], seed: 1)
+        var step = try ShapeGradientTest.step(split, [x], seed: 2)
+        step = GradientStep(inputs: step.inputs, outputs: step.outputs,
+                            outputGradients: [step.outputGradients[0], nil, step.outputGradients[2]],
+                            needsInputGradients: [true], parameterRoles: [])
+        let expected = (0..<x.count).map { i -> Double in
+            let position = OpLayerTest.position(i, in: x.shape)
+            let (part, offset) = position[1] < 2 ? (0, 0) : position[1] < 5 ? (1, 2) : (2, 5)
+            guard let g = step.outputGradients[part] else { return 0 }
+            return Double(g[ShapeGradientTest.broadcastIndex([position[0], position[1] - offset, position[2]], in: g.shape)])
+        }
+        ShapeGradientTest.expectGradient(try split.gradients(of: step, on: runner).inputs[0], expected, shape: x.shape, "Split")
+        for (from, to) in [([3, 1, 1], [2, 3, 4, 5]), ([1, 5], [2, 3, 4, 5]), ([2, 1, 4], [2, 3, 4])] {
+            let expand = try ExpandLayer(shape: to, inputRank: from.count)
+            let step = try ShapeGradientTest.step(expand, [try OpLayerTest.tensor(from, seed: 3)], seed: 4)
+            let g = step.outputGradients[0]!
+            var expected = [Double](repeating: 0, count: from.reduce(1, *))
+            for o in 0..<g.count {
+                expected[ShapeGradientTest.broadcastIndex(OpLayerTest.position(o, in: g.shape), in: from)] += Double(g[o])
+            }
+            ShapeGradientTest.expectGradient(try expand.gradients(of: step, on: runner).inputs[0], expected, shape: from,
+                                             "Expand \(from) to \(to)")
+        }
+    }
+
     /// On the GPU the moves are exact: the same bits as the CPU's.
     @Test(.enabled(if: TestGPU.isEnabled)) func elementMovingLayersOnTheGPUMatchTheCPU() throws {
         let gpu = try ShapeGradientTest.gpuRunner(), cpu = try ShapeGradientTest.cpuRunner()
@@ -313,7 +345,7 @@ struct ShapeGradientTests {
         let wrong = GradientStep(inputs: inputs, outputs: good.outputs, outputGradients: [try Tensor(shape: [2, 6])],
                                  needsInputGradients: [true, true], parameterRoles: [])
         #expect { try layer.gradients(of: wrong, on: runner) } throws: { error in
-            "\(error)".contains("Concat backward: the gradient of output 0 is 2x6, but the output is 2x7")
+            "\(error)".contains("Concat backward: the gradient of output 0 is 2x6; the output is 2x7")
         }
         let partial = GradientStep(inputs: inputs, outputs: good.outputs, outputGradients: good.outputGradients,
                                    needsInputGradients: [true, false], parameterRoles: [])

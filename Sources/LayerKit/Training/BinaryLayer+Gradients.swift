@@ -22,7 +22,8 @@ extension BinaryLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -32,14 +33,16 @@ extension BinaryLayer: DifferentiableLayer {
         let x = step.inputs, needs = step.needsInputGradients
         let rank = g.shape.count
         var result = LayerGradients(inputs: Array(repeating: nil, count: x.count))
+        func binary(_ operation: Operation, _ a: Tensor, _ b: Tensor) throws -> Tensor {
+            try StructuralGradient.binary(operation, a, b, on: runner)
+        }
         /// `t` (of the output's shape) summed to input `k`'s shape, `scale` times.
         func give(_ t: Tensor, to k: Int, scale: Float = 1) throws {
             var sum = try StructuralGradient.sum(t, toShape: x[k].shape, on: runner)
-            if scale != 1 { sum = try StructuralGradient.binary(.mul, sum, StructuralGradient.scalar(scale, rank: sum.shape.count), on: runner) }
+            if scale != 1 {
+                sum = try binary(.mul, sum, StructuralGradient.scalar(scale, rank: sum.shape.count))
+            }
             result.inputs[k] = sum
-        }
-        func binary(_ operation: Operation, _ a: Tensor, _ b: Tensor) throws -> Tensor {
-            try StructuralGradient.binary(operation, a, b, on: runner)
         }
         switch operation {
         case .add:

@@ -3,12 +3,14 @@
 /// through the runner (the GPU when in use): Reshape, Flatten, Squeeze and
 /// Unsqueeze (`ReshapeLayer`) reshape it back to the input's shape; Concat
 /// splits it along its axis into the inputs' extents (`SplitLayer`);
-/// Transpose permutes it by the inverse permutation.
+/// Transpose permutes it by the inverse permutation; Split joins its
+/// outputs' gradients (`ConcatLayer`); Expand sums it back to the input's shape.
 extension ReshapeLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -25,7 +27,8 @@ extension ConcatLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -44,7 +47,8 @@ extension TransposeLayer: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -56,5 +60,45 @@ extension TransposeLayer: DifferentiableLayer {
         var inverse = Array(repeating: 0, count: perm.count)
         for (k, axis) in perm.enumerated() { inverse[axis] = k }
         return LayerGradients(inputs: [try runner.run(TransposeLayer(perm: inverse), [g])[0]])
+    }
+}
+
+/// Split's backward: the outputs' gradients joined along its axis (`ConcatLayer`),
+/// zeros for an output the loss does not depend on.
+extension SplitLayer: DifferentiableLayer {
+    var trainableParameters: [TrainableParameter] { [] }
+
+    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
+        _ = try checkedReplacements(values)
+        return self
+    }
+
+    func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
+        let parts = try step.outputs.indices.map { k in
+            try StructuralGradient.outputGradient(step, of: self, output: k, inputCount: 1)
+        }
+        guard parts.contains(where: { $0 != nil }) else { return try StructuralGradient.zeroGradients(step) }
+        guard step.needsInputGradients[0] else { return LayerGradients(inputs: [nil]) }
+        let gradients = try zip(parts, step.outputs).map { part, output in try part ?? Tensor(shape: output.shape) }
+        return LayerGradients(inputs: [try runner.run(ConcatLayer(axis: axis), gradients)[0]])
+    }
+}
+
+/// Expand's backward: the gradient summed over the axes the input was
+/// broadcast along (`StructuralGradient.sum`).
+extension ExpandLayer: DifferentiableLayer {
+    var trainableParameters: [TrainableParameter] { [] }
+
+    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
+        _ = try checkedReplacements(values)
+        return self
+    }
+
+    func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
+        guard let g = try StructuralGradient.outputGradient(step, of: self, inputCount: 1) else {
+            return try StructuralGradient.zeroGradients(step)
+        }
+        guard step.needsInputGradients[0] else { return LayerGradients(inputs: [nil]) }
+        return LayerGradients(inputs: [try StructuralGradient.sum(g, toShape: step.inputs[0].shape, on: runner)])
     }
 }

@@ -163,7 +163,8 @@ extension Pooling: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
@@ -211,7 +212,8 @@ extension GeneralPooling: DifferentiableLayer {
     var trainableParameters: [TrainableParameter] { [] }
 
     func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        try StructuralGradient.noParameters(values, layer: self)
+        _ = try checkedReplacements(values)
+        return self
     }
 
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {

@@ -1,45 +1,21 @@
 /// What the backward passes of the structural layers (pools, Softmax, the
-/// broadcasting binary ops, reshapes, Concat, Transpose) share: checking a
+/// broadcasting binary ops, reshapes, Concat, Split, Transpose, Expand) share: checking a
 /// step against the layer, and summing a broadcast gradient back to an
 /// operand's shape through layers the runner places (the GPU when in use).
 enum StructuralGradient {
-    /// `step`'s gradient of output `output`, checked: the step must have
-    /// `inputCount` inputs (nil: any) with as many `needsInputGradients`, and
-    /// the gradient, when there is one, the output's shape. Nil when the loss
-    /// does not depend on that output.
+    /// `step`'s gradient of output `output`, checked by `GradientStep`'s
+    /// checks: `inputCount` inputs (nil: any) with as many
+    /// `needsInputGradients`, one gradient slot per output, a gradient of
+    /// the output's shape. Nil when the loss does not depend on that output
+    /// (no zeros are made: the caller skips the work).
     static func outputGradient(_ step: GradientStep, of layer: Layer, output: Int = 0,
                                inputCount: Int? = nil) throws -> Tensor? {
-        let name = layer.layerName
-        if let inputCount, step.inputs.count != inputCount {
-            throw LayerKitError.shapeMismatch(
-                "\(name) backward: \(step.inputs.count) forward inputs given, the layer takes \(inputCount)")
+        _ = try step.checkedInputs(inputCount ?? step.inputs.count, layer: layer.layerName)
+        guard step.outputGradients.count == step.outputs.count, output < step.outputs.count,
+              step.outputGradients[output] == nil else {
+            return try step.checkedOutputGradient(output, layer: layer.layerName)
         }
-        guard step.needsInputGradients.count == step.inputs.count else {
-            throw LayerKitError.shapeMismatch("\(name) backward: \(step.needsInputGradients.count) input-gradient "
-                + "flags for \(step.inputs.count) inputs")
-        }
-        guard step.outputGradients.count == step.outputs.count, output < step.outputs.count else {
-            throw LayerKitError.shapeMismatch("\(name) backward: \(step.outputGradients.count) output gradients for "
-                + "\(step.outputs.count) outputs (output \(output) is needed)")
-        }
-        guard let gradient = step.outputGradients[output] else { return nil }
-        let shape = step.outputs[output].shape
-        guard gradient.shape == shape else {
-            throw LayerKitError.shapeMismatch(
-                "\(name) backward: the gradient of output \(output) is \(Tensor.describe(gradient.shape)), but the "
-                + "output is \(Tensor.describe(shape)); a gradient has the shape of what it is the gradient of")
-        }
-        return gradient
-    }
-
-    /// `layer` itself: it holds no parameters. Throws when `values` names any
-    /// (a role the layer does not have).
-    static func noParameters(_ values: [String: Tensor], layer: Layer) throws -> Layer {
-        guard values.isEmpty else {
-            throw LayerKitError.invalidParameter("\(layer.layerName) holds no trainable parameters, but values were "
-                + "given for \(values.keys.sorted().joined(separator: ", "))")
-        }
-        return layer
+        return nil
     }
 
     /// Zero gradients for the inputs that need one (the loss does not

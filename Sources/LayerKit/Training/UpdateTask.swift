@@ -97,16 +97,7 @@ public final class UpdateTask: @unchecked Sendable {
                     events(.completed(cancelled: true))
                     return
                 }
-                let start = position.batch * configuration.batchSize
-                let batch = try data.batch(order[start..<min(start + configuration.batchSize, data.count)])
-                let (loss, gradients) = try pass.lossAndGradients(input: batch.input, target: batch.target)
-                guard loss.isFinite else {
-                    throw LayerKitError.invalidParameter("the loss is \(loss) at step \(position.step) (epoch "
-                        + "\(position.epoch), batch \(position.batch)); training stopped with the parameters of the step before")
-                }
-                pass.runner.currentOp = "optimizer"
-                pass.runner.record("\(configuration.optimizer.algorithm.rawValue) step", optimizer.placement)
-                try pass.update(try optimizer.step(parameters: pass.parameters, gradients: gradients))
+                let loss = try trainingStep(order: order)
                 position.lossSum += loss
                 events(.miniBatchEnded(epoch: position.epoch, batch: position.batch, loss: loss))
                 position.batch += 1
@@ -120,6 +111,24 @@ public final class UpdateTask: @unchecked Sendable {
             optimizer.finishEpoch()
         }
         events(.completed(cancelled: false))
+    }
+
+    /// One mini-batch: forward, loss, backward and the optimizer step; returns
+    /// the loss. Any failure is named by the step, and leaves the parameters
+    /// as they were before it (the loss is not finite: a NaN in the data, or
+    /// a learning rate that diverged).
+    private func trainingStep(order: [Int]) throws -> Double {
+        do {
+            let start = position.batch * configuration.batchSize
+            let batch = try data.batch(order[start..<min(start + configuration.batchSize, data.count)])
+            let (loss, gradients) = try pass.lossAndGradients(input: batch.input, target: batch.target)
+            pass.runner.currentOp = "optimizer"
+            pass.runner.record("\(configuration.optimizer.algorithm.rawValue) step", optimizer.placement)
+            try pass.update(try optimizer.step(parameters: pass.parameters, gradients: gradients))
+            return loss
+        } catch let error as LayerKitError {
+            throw error.prefixed("step \(position.step) (epoch \(position.epoch), batch \(position.batch)): ")
+        }
     }
 
     /// The model's prediction for `input` (a batch) with the current parameters.
