@@ -128,6 +128,23 @@ struct TrainCommandRunTests {
         }
     }
 
+    @Test func aNaNInTheTargetsStopsTrainingNamingTheStepAndNothingIsWritten() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let x = try Tensor(npyFile: Self.fixture("teacher_x.npy"))
+        var targets = try Tensor(npyFile: Self.fixture("teacher_y.npy")).values
+        targets[5 * 64 + 3] = .nan  // one value of item 5
+        try x.writeNPY(to: "\(directory)/x.npy")
+        try Tensor(shape: x.shape, values: targets).writeNPY(to: "\(directory)/y.npy")
+        let runner = CommandRunner()
+        #expect(runner.run(["train", Self.fixture("student.onnx"), "--data", "\(directory)/x.npy", "--labels",
+                            "\(directory)/y.npy", "--loss", "mse", "--trainable", "beta", "--epochs", "2", "--backend", "cpu",
+                            "--output", "\(directory)/out.onnx", "--checkpoint", "\(directory)/out.ckpt",
+                            "--plot", "\(directory)/out.svg"]) == 1)
+        #expect(runner.error.hasPrefix("layerkit: error: step ") && runner.error.contains("holds nan"), "\(runner.error)")
+        #expect(runner.error.split(separator: "\n").count == 1)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["x.npy", "y.npy"])
+    }
+
     @Test func aCheckpointOfAnotherRunIsRefusedAndNothingIsWritten() throws {
         let directory = try CommandRunner.scratchDirectory()
         let first = CommandRunner()
