@@ -29,10 +29,10 @@ public enum LayerKitCommands {
           or --expr "max(x, alpha * x)" --param alpha=0.1
 
         --json (devices, ops, inspect, run, bench, profile): one JSON object with a "schema" field
-          (Docs/JSON.md). --threads N (every command that computes: apply, parity, run, demo,
-          bench, profile, conformance, inspect, whose loading folds constants): the CPU
+          (Docs/JSON.md). --threads N (every command that computes: apply, parity, run, train,
+          demo, bench, profile, conformance, inspect, whose loading folds constants): the CPU
           evaluator's threads, default the cores the process may use.
-        --layer OPTYPE='FORMULA' (run, inspect, profile): a model's nodes of that op type, in any
+        --layer OPTYPE='FORMULA' (run, train, inspect, profile): a model's nodes of that op type, in any
           domain, run as the formula, e.g. --layer ArticleSwish='x * sigmoid(beta * x)'; the
           node's attributes are its parameters, its constant inputs its per-channel weights.
 
@@ -89,6 +89,7 @@ public enum LayerKitCommands {
             case "demo": return try DemoCommand.run(rest, console: console)
             case "inspect": return try InspectCommand.run(rest, console: console)
             case "run": return try RunCommand.run(rest, console: console)
+            case "train": return try TrainCommand.run(rest, console: console)
             case "bench": return try BenchCommand.run(rest, console: console)
             case "profile": return try ProfileCommand.run(rest, console: console)
             case "conformance": return try ConformanceCommand.run(rest, console: console)

@@ -144,24 +144,15 @@ enum ModelFiles {
                                               + "'\(input.name)' takes \(width)x\(height) (add --resize \(width)x\(height))")
         }
         guard let channels = wanted[1], channels != tensor.shape[1] else { return tensor }
-        let plane = tensor.shape[2] * tensor.shape[3]
-        // Gray repeats into every channel; RGBA loses its alpha.
-        let sources: [Int]
         switch (tensor.shape[1], channels) {
         case (1, _):
-            sources = Array(repeating: 0, count: channels)
             console.note("\(path) is gray: its channel is repeated into the \(channels) channels of input '\(input.name)'")
         case (4, 3):
-            sources = [0, 1, 2]
             console.note("\(path) is RGBA: its alpha is dropped for the 3 channels of input '\(input.name)'")
         default:
             throw LayerKitError.shapeMismatch("\(path) has \(tensor.shape[1]) colour channels; input '\(input.name)' "
                                               + "takes \(channels)")
         }
-        let adapted = try Tensor(shape: [1, channels, tensor.shape[2], tensor.shape[3]])
-        for (c, source) in sources.enumerated() {
-            (adapted.dataPointer + c * plane).update(from: tensor.dataPointer + source * plane, count: plane)
-        }
-        return adapted
+        return try tensor.fittingChannels(channels)
     }
 }

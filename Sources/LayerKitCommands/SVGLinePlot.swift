@@ -1,15 +1,20 @@
 import Foundation
 
-/// A line chart on log-log axes as a standalone SVG file: title, axes
-/// with labelled ticks and grid, one polyline with markers per series, a
-/// legend, and notes under the plot. No dependencies.
+/// A line chart on log-log axes (or a linear x axis: `xLogarithmic`) as a
+/// standalone SVG file: title, axes with labelled ticks and grid, one
+/// polyline with markers per series, a legend, and notes under the plot.
+/// No dependencies.
 struct SVGLinePlot {
     struct Series {
         let label: String
         /// A CSS colour.
         let color: String
         var dashed = false
-        /// Points with positive x and y (others are skipped).
+        /// Whether each point gets a dot (never on a dashed line).
+        var markers = true
+        /// The line's stroke width.
+        var lineWidth = 2.5
+        /// Points with positive y, and positive x on a log x axis (others are skipped).
         let points: [(x: Double, y: Double)]
     }
 
@@ -17,8 +22,10 @@ struct SVGLinePlot {
     var subtitle: [String] = []
     var xLabel: String
     var yLabel: String
-    /// Tick positions on x with their labels (x is drawn on a log scale).
+    /// Tick positions on x with their labels.
     var xTicks: [(x: Double, label: String)]
+    /// Whether x is drawn on a log scale (else linear, from the smallest x to the largest).
+    var xLogarithmic = true
     var series: [Series]
     var notes: [String] = []
 
@@ -28,10 +35,12 @@ struct SVGLinePlot {
     func svg() -> String {
         let xs = xTicks.map(\.x) + series.flatMap { $0.points.map(\.x) }
         let ys = series.flatMap { $0.points.map(\.y) }.filter { $0 > 0 }
-        let xRange = (log10(xs.filter { $0 > 0 }.min() ?? 1), log10(xs.max() ?? 10))
+        func xScale(_ x: Double) -> Double { xLogarithmic ? log10(x) : x }
+        let xRange = xLogarithmic ? (log10(xs.filter { $0 > 0 }.min() ?? 1), log10(xs.max() ?? 10))
+            : (xs.min() ?? 0, xs.max() ?? 1)
         let yRange = (floor(log10(ys.min() ?? 1)), ceil(log10(ys.max() ?? 10)))
         func px(_ x: Double) -> Double {
-            plotLeft + (log10(x) - xRange.0) / max(xRange.1 - xRange.0, 1e-9) * plotWidth
+            plotLeft + (xScale(x) - xRange.0) / max(xRange.1 - xRange.0, 1e-9) * plotWidth
         }
         func py(_ y: Double) -> Double {
             plotTop + plotHeight - (log10(y) - yRange.0) / max(yRange.1 - yRange.0, 1e-9) * plotHeight
@@ -68,11 +77,11 @@ struct SVGLinePlot {
         let yMid = plotTop + plotHeight / 2
         out.append(text(yLabel, x: 24, y: yMid, attributes: #"text-anchor="middle" transform="rotate(-90 24 \#(f(yMid)))""#))
         for (i, s) in series.enumerated() {
-            let points = s.points.filter { $0.x > 0 && $0.y > 0 }
+            let points = s.points.filter { (!xLogarithmic || $0.x > 0) && $0.y > 0 }
             let path = points.map { "\(f(px($0.x))),\(f(py($0.y)))" }.joined(separator: " ")
             let dash = s.dashed ? #" stroke-dasharray="7 5""# : ""
-            out.append(#"<polyline points="\#(path)" fill="none" stroke="\#(s.color)" stroke-width="2.5"\#(dash)/>"#)
-            for p in points where !s.dashed {
+            out.append(#"<polyline points="\#(path)" fill="none" stroke="\#(s.color)" stroke-width="\#(f(s.lineWidth))"\#(dash)/>"#)
+            for p in points where !s.dashed && s.markers {
                 out.append(#"<circle cx="\#(f(px(p.x)))" cy="\#(f(py(p.y)))" r="3.5" fill="\#(s.color)"/>"#)
             }
             let ly = plotTop + 12 + Double(i) * 24

@@ -14,6 +14,9 @@ final class CommandRunner: @unchecked Sendable {
     /// Appends `text` to what standard error received (for consoles made in a test).
     func recordError(_ text: String) { lock.lock(); errorText += text; lock.unlock() }
 
+    /// Appends `text` to what standard output received (for consoles made in a test).
+    func recordOut(_ text: String) { lock.lock(); outText += text; lock.unlock() }
+
     /// Runs `arguments` and returns the exit status.
     func run(_ arguments: [String]) -> Int32 {
         let console = Console(out: { [self] text in lock.lock(); outText += text; lock.unlock() },

@@ -14,6 +14,8 @@ import LayerKit
 /// `%` after it if there is one) is replaced by `#` and runs of spaces by one space,
 /// in the document and in the output alike. The lines before it (the demo's
 /// predictions and parity verdict, the profile's heading) are compared exactly.
+/// `train` prints each epoch's wall time at the end of its line (`  1.23 s`):
+/// that time alone becomes `#`; its losses are compared exactly.
 struct DocOutputTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
@@ -73,14 +75,14 @@ struct DocOutputTests {
         let shown = try Self.blocks().map { "\($0.file): \($0.arguments.joined(separator: " "))" }
         for expected in ["README.md: demo", "README.md: parity --op swish",
                          "README.md: profile --op Swish --backend cpu --shape 1x64x128x128 --threads 1",
-                         "Docs/CLI.md: help run"] {
+                         "Docs/CLI.md: help run", "Docs/CLI.md: help train"] {
             #expect(shown.contains(expected), "no generated block for \(expected); found \(shown)")
         }
     }
 
     @Test(arguments: try DocOutputTests.blocks())
     func eachShownOutputIsTheCommands(block: Block) throws {
-        let usesGPU = ["demo", "parity"].contains(block.arguments.first ?? "")
+        let usesGPU = ["demo", "parity"].contains(block.arguments.first ?? "") || block.arguments.contains("gpu")
         guard gpuTestsEnabled || !usesGPU else { return }
         let runner = CommandRunner()
         let status = runner.run(block.arguments)
@@ -91,7 +93,22 @@ struct DocOutputTests {
             expected = Self.masked(expected)
             shown = Self.masked(shown)
         }
+        if block.arguments.first == "train" {
+            expected = Self.maskedEpochTimes(expected)
+            shown = Self.maskedEpochTimes(shown)
+        }
         #expect(shown == expected, "\(block) differs from the command's output: run Scripts/update-doc-outputs")
+    }
+
+    /// `train`'s epoch lines with their times masked.
+    static func maskedEpochTimes(_ text: String) -> String {
+        text.replacingOccurrences(of: #"(?m)^(epoch [0-9]+/[0-9]+  loss [^ ]+  )[0-9]+\.[0-9]+ s$"#, with: "$1# s",
+                                  options: .regularExpression)
+    }
+
+    @Test func theEpochMaskHidesOnlyTheTimes() {
+        #expect(Self.maskedEpochTimes("epoch 2/5  loss 0.1234  1.23 s\nwrote 1.5 s\n")
+                == "epoch 2/5  loss 0.1234  # s\nwrote 1.5 s\n")
     }
 
     @Test func theMaskHidesTimesOnlyFromTheFirstTimedLine() {

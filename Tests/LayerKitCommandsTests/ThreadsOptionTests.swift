@@ -4,7 +4,7 @@ import Testing
 @testable import LayerKitCommands
 
 /// `--threads N` on every command that computes (`layerkit --help` lists
-/// them: apply, parity, run, demo, bench, profile, conformance, and inspect,
+/// them: apply, parity, run, train, demo, bench, profile, conformance, and inspect,
 /// whose loading folds constants by evaluating layers): 0 is refused with a
 /// message naming the option before anything runs, and 1 runs, every CPU
 /// loop on one thread (seen through `CPUThreads.observer`).
@@ -25,6 +25,7 @@ struct ThreadsOptionTests {
             ("apply", ["apply", "--op", "Swish", "--input", x, "--output", "\(directory)/y.npy", "--backend", "cpu"]),
             ("parity", ["parity", "--op", "Swish", "--shape", "1x4x8x8"]),
             ("run", ["run", Self.model, "--input", Self.input, "--backend", "cpu"]),
+            ("train", TrainCommandRunTests.student(output: "\(directory)/trained.onnx", ["--epochs", "1", "--backend", "cpu"])),
             ("demo", ["demo"]),
             ("bench", ["bench", "--op", "Swish", "--shape", "1x4x8x8", "--repeat", "1", "--warmup", "0", "--backend", "cpu"]),
             ("profile", ["profile", Self.model, "--input", Self.input, "--repeat", "1", "--warmup", "0", "--backend", "cpu"]),

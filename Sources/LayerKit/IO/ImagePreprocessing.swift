@@ -84,6 +84,32 @@ extension Tensor {
         return output
     }
 
+    /// The NCHW image with `channels` colour channels, as an RGB model takes
+    /// a gray or RGBA picture: gray (1 channel) repeated into every channel,
+    /// RGBA (4) losing its alpha for 3; the image itself when it already has
+    /// `channels`. Any other pair throws `LayerKitError.shapeMismatch`.
+    public func fittingChannels(_ channels: Int) throws -> Tensor {
+        let (n, c, h, w) = try nchw()
+        guard c != channels else { return self }
+        let sources: [Int]
+        switch (c, channels) {
+        case (1, 1...): sources = Array(repeating: 0, count: channels)
+        case (4, 3): sources = [0, 1, 2]
+        default:
+            throw LayerKitError.shapeMismatch("an image of \(c) colour channels cannot be made \(channels) "
+                                              + "(gray becomes any count, RGBA becomes RGB)")
+        }
+        let plane = h * w
+        let fitted = try Tensor(shape: [n, channels, h, w])
+        for item in 0..<n {
+            for (channel, source) in sources.enumerated() {
+                (fitted.dataPointer + (item * channels + channel) * plane)
+                    .update(from: dataPointer + (item * c + source) * plane, count: plane)
+            }
+        }
+        return fitted
+    }
+
     /// The NCHW image with `normalization` undone: model values back to
     /// 0...1 pixels (`x * std + mean`), for an image-to-image model's
     /// output. Nothing is clamped here.
