@@ -101,10 +101,13 @@ extension Convolution: DifferentiableLayer {
         let gathered = try Tensor(shape: [m * run * pixels])
         let threads = min(threadCount, CPUThreads.current,
                           max(1, g.batch * pixels * r * m / Convolution.minimumWorkPerThread))
-        // Row blocks of output channels, within one group each: a task's rows
-        // of dw are its own, and every element sums its images in order.
-        let block = max(1, min(mg, (mg * group + 2 * threads - 1) / (2 * threads)))
-        let blocksPerGroup = (mg + block - 1) / block
+        // Tiles of one group's dw, along its longer side (each call packs
+        // its whole share of the other operand): a task's elements of dw are
+        // its own, and every element sums its images in order.
+        let alongRows = mg >= r
+        let side = alongRows ? mg : r
+        let block = max(1, min(side, (side * group + 2 * threads - 1) / (2 * threads)))
+        let blocksPerGroup = (side + block - 1) / block
         let failed = Atomic(false)
         for first in stride(from: 0, to: g.batch, by: run) {
             let count = min(run, g.batch - first), k = count * pixels
@@ -144,10 +147,11 @@ extension Convolution: DifferentiableLayer {
             }
             forEachChunk(count: group * blocksPerGroup, chunkSize: 1, threadCount: threads) { tasks in
                 for task in tasks {
-                    let (gi, b) = (task / blocksPerGroup, task % blocksPerGroup)
-                    let row = gi * mg + b * block, rows = min(block, mg - b * block)
-                    if lk_sgemm_f32(rows, r, k, 1, gathered.dataPointer + row * k, k, 1,
-                                    columns.dataPointer + gi * k * r, r, dw.dataPointer + row * r, r,
+                    let (gi, start) = (task / blocksPerGroup, task % blocksPerGroup * block)
+                    let (row, rows) = alongRows ? (gi * mg + start, min(block, mg - start)) : (gi * mg, mg)
+                    let (column, width) = alongRows ? (0, r) : (start, min(block, r - start))
+                    if lk_sgemm_f32(rows, width, k, 1, gathered.dataPointer + row * k, k, 1,
+                                    columns.dataPointer + gi * k * r + column, r, dw.dataPointer + row * r + column, r,
                                     nil, nil, 1) != 0 {
                         failed.store(true, ordering: .relaxed)
                     }
