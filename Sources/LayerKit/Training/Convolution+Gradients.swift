@@ -4,13 +4,18 @@ import Synchronization
 /// The backward pass of `Conv` (1-D and 2-D, every stride, dilation, pad,
 /// `auto_pad` and group count). For y = b + x ⋆ w:
 ///
-/// - dL/dx is the transposed convolution of dL/dy with the same weights
-///   (`ConvTranspose` reads `[M, C/group, kH, kW]` as its `[C_in, C_out/group,
-///   ...]`), run through the runner, on the GPU when training there. Its
-///   pads are the forward's leading pads and whatever makes the output the
-///   input's extent: the forward's windows end at most a stride short of
-///   the padded input, so the cells past the last window (no gradient) are
-///   an `output_padding` below the stride, which ConvTranspose always takes.
+/// - dL/dx runs through the runner (on the GPU when training there) as one
+///   of two layers. At stride 1 with pads no wider than the dilated kernel
+///   less one (the usual case): the `Convolution` of dL/dy with the weights
+///   flipped and their channel axes swapped within each group, pads
+///   (dilated kernel - 1 - forward pad) each side, so the forward's fast
+///   kernels (Winograd included) do it. Otherwise: the transposed
+///   convolution of dL/dy with the same weights (`ConvTranspose` reads
+///   `[M, C/group, kH, kW]` as its `[C_in, C_out/group, ...]`), with the
+///   forward's leading pads and whatever makes the output the input's
+///   extent: the forward's windows end at most a stride short of the padded
+///   input, so the cells past the last window (no gradient) are an
+///   `output_padding` below the stride, which ConvTranspose always takes.
 /// - dL/dw per group is dL/dy (rows: output channels; columns: image and
 ///   output pixel) times the im2col matrix of the input (rows: image and
 ///   output pixel; columns: input channel and tap), one `lk_sgemm_f32` a
@@ -48,7 +53,8 @@ extension Convolution: DifferentiableLayer {
         let image = try dy.reshaped(to: [g.batch, outputChannels, g.outHeight, g.outWidth])
         var result = LayerGradients(inputs: [nil])
         if step.needsGradient(ofInput: 0) {
-            let dx = try runner.run(inputGradientLayer(geometry: g), [image])[0]
+            let layer = try inputGradientLayers.layer(for: x.shape) { try inputGradientLayer(geometry: g) }
+            let dx = try runner.run(layer, [image])[0]
             result.inputs[0] = try dx.reshaped(to: x.shape)
         }
         if step.parameterRoles.contains("weights") {
@@ -65,9 +71,48 @@ extension Convolution: DifferentiableLayer {
         return result
     }
 
-    /// The `ConvTranspose` taking dL/dy (`[N, M, OH, OW]`) to dL/dx
-    /// (`[N, C, H, W]`) for a run of geometry `g`.
-    func inputGradientLayer(geometry g: Geometry) throws -> ConvTranspose {
+    /// The layer taking dL/dy (`[N, M, OH, OW]`) to dL/dx (`[N, C, H, W]`)
+    /// for a run of geometry `g`: the flipped convolution where it applies,
+    /// else the transposed one.
+    func inputGradientLayer(geometry g: Geometry) throws -> Layer {
+        if strides == [1, 1], let flipped = try flippedConvolution(geometry: g) { return flipped }
+        return try transposedConvolution(geometry: g)
+    }
+
+    /// At stride 1: dL/dx[i] = sum over taps t of w[t] * dL/dy[i + pad - t * dilation],
+    /// the convolution of dL/dy with the kernel flipped (tap k - 1 - t) and
+    /// pads (k - 1) * dilation - pad before, whatever gives the input's
+    /// extent after; nil when a forward pad is wider than that.
+    func flippedConvolution(geometry g: Geometry) throws -> Convolution? {
+        let inputs = [g.height, g.width], outputs = [g.outHeight, g.outWidth], heads = [g.padTop, g.padLeft]
+        let kernel = [kernelHeight, kernelWidth]
+        var pads = [0, 0, 0, 0]
+        for a in 0..<2 {
+            let reach = (kernel[a] - 1) * dilations[a]
+            let begin = reach - heads[a], end = inputs[a] + reach - outputs[a] - begin
+            guard begin >= 0, end >= 0 else { return nil }
+            (pads[a], pads[2 + a]) = (begin, end)
+        }
+        let (cg, mg, taps) = (inputChannels / group, outputChannels / group, kernelHeight * kernelWidth)
+        // [C, M/group, kH, kW]: channel axes swapped within each group, taps reversed.
+        let flipped = try Tensor(shape: [inputChannels, mg, kernelHeight, kernelWidth])
+        for gi in 0..<group {
+            for o in 0..<mg {
+                for ci in 0..<cg {
+                    let source = weights.dataPointer + ((gi * mg + o) * cg + ci) * taps
+                    let target = flipped.dataPointer + ((gi * cg + ci) * mg + o) * taps
+                    for t in 0..<taps { target[taps - 1 - t] = source[t] }
+                }
+            }
+        }
+        let layer = try Convolution(weights: flipped, strides: [1, 1], dilations: dilations, padding: .explicit(pads),
+                                    group: group)
+        layer.threadCount = threadCount
+        return layer
+    }
+
+    /// The `ConvTranspose` taking dL/dy to dL/dx for a run of geometry `g`.
+    func transposedConvolution(geometry g: Geometry) throws -> ConvTranspose {
         let inputs = [g.height, g.width], outputs = [g.outHeight, g.outWidth], heads = [g.padTop, g.padLeft]
         let kernel = [kernelHeight, kernelWidth]
         // The cells the transposed convolution spreads to past the input's
