@@ -131,72 +131,79 @@ extension Convolution: DifferentiableLayer {
     static let gradientColumnBudget = 1 << 22
 
     /// dL/dw, `[M, C/group, kH, kW]`, from the input `[N, C, ...]` and
-    /// dL/dy as the `[N, M, OH, OW]` image.
+    /// dL/dy as the `[N, M, OH, OW]` image. Per run of images and group,
+    /// dL/dw^T (`[C/group * taps, M/group]`) += im2col(x) (`[C/group * taps,
+    /// images * pixels]`, each row copied a stretch of input row at a time)
+    /// times dL/dy^T (`[images * pixels, M]`), then transposed into dw.
     func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry) throws -> Tensor {
         let dw = try Tensor(shape: weights.shape)
         let (kh, kw, sh, sw, dh, dwl) = (kernelHeight, kernelWidth, strides[0], strides[1], dilations[0], dilations[1])
         let (m, c, group) = (outputChannels, inputChannels, group)
         let (cg, mg) = (c / group, m / group)
-        let taps = kh * kw, r = cg * taps
-        let (height, width, outWidth) = (g.height, g.width, g.outWidth)
+        let r = cg * kh * kw
+        let (height, width, outHeight, outWidth) = (g.height, g.width, g.outHeight, g.outWidth)
         let (pixels, plane, padTop, padLeft) = (g.outHeight * g.outWidth, g.height * g.width, g.padTop, g.padLeft)
         guard pixels > 0, g.batch > 0 else { return dw }
-        let run = max(1, min(g.batch, Self.gradientColumnBudget / max(1, pixels * r * group)))
+        let run = max(1, min(g.batch, Self.gradientColumnBudget / max(1, pixels * max(r * group, m))))
         let columns = try Tensor(shape: [run * pixels * r * group])
-        let gathered = try Tensor(shape: [m * run * pixels])
+        let transposed = try Tensor(shape: [run * pixels * m])
+        let sums = try Tensor(shape: [group * r * mg])
         let threads = min(threadCount, CPUThreads.current,
                           max(1, g.batch * pixels * r * m / Convolution.minimumWorkPerThread))
-        // Tiles of one group's dw, along its longer side (each call packs
-        // its whole share of the other operand): a task's elements of dw are
-        // its own, and every element sums its images in order.
-        let alongRows = mg >= r
-        let side = alongRows ? mg : r
-        let block = max(1, min(side, (side * group + 2 * threads - 1) / (2 * threads)))
-        let blocksPerGroup = (side + block - 1) / block
+        // Row blocks of each group's dw^T: a task's elements are its own, and
+        // every element sums its images in order, whatever the thread count.
+        let block = max(1, min(r, (r * group + 2 * threads - 1) / (2 * threads)))
+        let blocksPerGroup = (r + block - 1) / block
         let failed = Atomic(false)
         for first in stride(from: 0, to: g.batch, by: run) {
             let count = min(run, g.batch - first), k = count * pixels
-            // im2col: group gi's matrix is [count * pixels, r], row (image, pixel), column (channel, tap).
+            // im2col: group gi's matrix is [r, k], row (channel, tap), column (image, pixel).
             forEachChunk(count: count * group, chunkSize: 1, threadCount: threads) { items in
                 for item in items {
                     let (i, gi) = (item / group, item % group)
                     let source = input.dataPointer + ((first + i) * c + gi * cg) * plane
-                    let target = columns.dataPointer + gi * k * r + i * pixels * r
-                    for p in 0..<pixels {
-                        let (oh, ow) = (p / outWidth, p % outWidth)
-                        let row = target + p * r
-                        for ci in 0..<cg {
-                            for th in 0..<kh {
-                                let ih = oh * sh - padTop + th * dh
-                                let cells = row + (ci * kh + th) * kw
-                                guard ih >= 0, ih < height else {
-                                    cells.update(repeating: 0, count: kw)
-                                    continue
-                                }
-                                let line = source + ci * plane + ih * width
-                                for tw in 0..<kw {
-                                    let iw = ow * sw - padLeft + tw * dwl
-                                    cells[tw] = iw >= 0 && iw < width ? line[iw] : 0
-                                }
+                    for row in 0..<r {
+                        let (ci, th, tw) = (row / (kh * kw), row / kw % kh, row % kw)
+                        let target = columns.dataPointer + (gi * r + row) * k + i * pixels
+                        // The output columns whose tap lands inside the input row.
+                        let offset = tw * dwl - padLeft
+                        let low = offset >= 0 ? 0 : (sw - 1 - offset) / sw
+                        let high = width - 1 - offset < 0 ? 0 : min(outWidth, (width - 1 - offset) / sw + 1)
+                        for oh in 0..<outHeight {
+                            let out = target + oh * outWidth
+                            let ih = oh * sh - padTop + th * dh
+                            guard ih >= 0, ih < height, low < high else {
+                                out.update(repeating: 0, count: outWidth)
+                                continue
+                            }
+                            out.update(repeating: 0, count: low)
+                            (out + high).update(repeating: 0, count: outWidth - high)
+                            let line = source + ci * plane + ih * width + offset
+                            if sw == 1 {
+                                (out + low).update(from: line + low, count: high - low)
+                            } else {
+                                for ow in low..<high { out[ow] = line[ow * sw] }
                             }
                         }
                     }
                 }
             }
-            // dL/dy as [M, count * pixels]: a channel's row runs over the images.
-            for i in 0..<count {
-                for o in 0..<m {
-                    (gathered.dataPointer + o * k + i * pixels)
-                        .update(from: dy.dataPointer + ((first + i) * m + o) * pixels, count: pixels)
+            // dL/dy^T: row (image, pixel), column output channel.
+            forEachChunk(count: count, chunkSize: 1, threadCount: threads) { images in
+                for i in images {
+                    let source = dy.dataPointer + (first + i) * m * pixels
+                    let target = transposed.dataPointer + i * pixels * m
+                    for o in 0..<m {
+                        for p in 0..<pixels { target[p * m + o] = source[o * pixels + p] }
+                    }
                 }
             }
             forEachChunk(count: group * blocksPerGroup, chunkSize: 1, threadCount: threads) { tasks in
                 for task in tasks {
-                    let (gi, start) = (task / blocksPerGroup, task % blocksPerGroup * block)
-                    let (row, rows) = alongRows ? (gi * mg + start, min(block, mg - start)) : (gi * mg, mg)
-                    let (column, width) = alongRows ? (0, r) : (start, min(block, r - start))
-                    if lk_sgemm_f32(rows, width, k, 1, gathered.dataPointer + row * k, k, 1,
-                                    columns.dataPointer + gi * k * r + column, r, dw.dataPointer + row * r + column, r,
+                    let (gi, row) = (task / blocksPerGroup, task % blocksPerGroup * block)
+                    let rows = min(block, r - row)
+                    if lk_sgemm_f32(rows, mg, k, 1, columns.dataPointer + (gi * r + row) * k, k, 1,
+                                    transposed.dataPointer + gi * mg, m, sums.dataPointer + (gi * r + row) * mg, mg,
                                     nil, nil, 1) != 0 {
                         failed.store(true, ordering: .relaxed)
                     }
@@ -205,6 +212,11 @@ extension Convolution: DifferentiableLayer {
         }
         if failed.load(ordering: .relaxed) {
             throw LayerKitError.unsupported("Conv weight gradient: out of memory for the packing buffers")
+        }
+        for gi in 0..<group {
+            for row in 0..<r {
+                for o in 0..<mg { dw[((gi * mg + o) * r) + row] = sums[(gi * r + row) * mg + o] }
+            }
         }
         return dw
     }
