@@ -32,6 +32,16 @@ struct ConvolutionGradientTests {
         Case(description: "no bias, input cells past the last window", input: [2, 3, 8, 8], weights: [4, 3, 3, 3],
              bias: false, strides: [2, 2]),
         Case(description: "1x1 stride 3, no bias", input: [2, 5, 8, 7], weights: [3, 5, 1, 1], bias: false, strides: [3, 3]),
+        // Stride 1: the flipped convolution (Winograd's path for the first).
+        Case(description: "3x3 stride 1, 32 channels", input: [2, 32, 8, 8], weights: [32, 32, 3, 3],
+             padding: .explicit([1, 1, 1, 1])),
+        Case(description: "stride 1 dilation 2, uneven pads, groups 2", input: [2, 4, 9, 8], weights: [6, 2, 3, 2],
+             dilations: [2, 2], padding: .explicit([2, 0, 1, 1]), group: 2),
+        Case(description: "1-D stride 1 dilation 3", input: [2, 3, 12], weights: [4, 3, 3], dilations: [3],
+             padding: .explicit([3, 6])),
+        Case(description: "stride 1, pad wider than the kernel", input: [1, 2, 5, 5], weights: [3, 2, 2, 2],
+             padding: .explicit([2, 0, 0, 2])),
+        Case(description: "1x1 stride 1", input: [2, 8, 5, 6], weights: [4, 8, 1, 1]),
     ]
 
     /// The layer and its seeded input, weights (and bias), fp16-rounded with `half`.
@@ -117,7 +127,8 @@ struct ConvolutionGradientTests {
         } else {
             #expect(gradients.parameters["bias"] == nil)
         }
-        #expect(runner.placements.map(\.work).contains("ConvTranspose"))
+        let flipped = c.strides.allSatisfy { $0 == 1 } && c.description != "stride 1, pad wider than the kernel"
+        #expect(runner.placements.map(\.work).contains(flipped ? "Conv" : "ConvTranspose"), "\(runner.placements)")
     }
 
     @Test(.enabled(if: TestGPU.isEnabled), arguments: cases)

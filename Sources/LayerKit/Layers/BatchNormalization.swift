@@ -4,7 +4,8 @@
 /// computed once in double precision: its CPU program and GPU kernel.
 ///
 /// The input has rank 2 or more (N, C, then any spatial axes); on the GPU,
-/// rank 2 to 4.
+/// rank 2 to 4. The four tensors and epsilon are kept as given, for
+/// training (`TrainingBatchNormalization`, `BatchNormalization+Gradients`).
 public final class BatchNormalization: Layer, Sendable {
     /// Per-channel multipliers `scale / sqrt(variance + epsilon)`.
     public let multipliers: [Float]

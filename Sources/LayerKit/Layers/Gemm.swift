@@ -41,6 +41,8 @@ public final class Gemm: Layer {
     let beta: Float
     /// Whether B is given as `[M, K]`.
     let transB: Bool
+    /// The product giving the input gradient (Training/Gemm+Gradients.swift).
+    let inputGradientLayers = BackwardLayerCache<Gemm>()
     /// The GPU form, when there is one.
     let convolution: Convolution?
     /// B' packed once (`lk_sgemm_pack_b`) on the first run with more than

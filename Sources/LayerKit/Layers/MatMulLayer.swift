@@ -52,6 +52,8 @@ public final class MatMulLayer: Layer, Sendable {
         var output: [Int] = []
     }
 
+    /// The geometry of a product of operands of `shapes`; throws when they
+    /// do not chain or broadcast.
     func geometry(_ shapes: [[Int]]) throws -> Geometry {
         try LayerChecks.requireInputCount(shapes, hasC ? 3 : 2, layer: layerName)
         var g = Geometry()

@@ -4,13 +4,18 @@ import Synchronization
 /// The backward pass of `Conv` (1-D and 2-D, every stride, dilation, pad,
 /// `auto_pad` and group count). For y = b + x ⋆ w:
 ///
-/// - dL/dx is the transposed convolution of dL/dy with the same weights
-///   (`ConvTranspose` reads `[M, C/group, kH, kW]` as its `[C_in, C_out/group,
-///   ...]`), run through the runner, on the GPU when training there. Its
-///   pads are the forward's leading pads and whatever makes the output the
-///   input's extent: the forward's windows end at most a stride short of
-///   the padded input, so the cells past the last window (no gradient) are
-///   an `output_padding` below the stride, which ConvTranspose always takes.
+/// - dL/dx runs through the runner (on the GPU when training there) as one
+///   of two layers. At stride 1 with pads no wider than the dilated kernel
+///   less one (the usual case): the `Convolution` of dL/dy with the weights
+///   flipped and their channel axes swapped within each group, pads
+///   (dilated kernel - 1 - forward pad) each side, so the forward's fast
+///   kernels (Winograd included) do it. Otherwise: the transposed
+///   convolution of dL/dy with the same weights (`ConvTranspose` reads
+///   `[M, C/group, kH, kW]` as its `[C_in, C_out/group, ...]`), with the
+///   forward's leading pads and whatever makes the output the input's
+///   extent: the forward's windows end at most a stride short of the padded
+///   input, so the cells past the last window (no gradient) are an
+///   `output_padding` below the stride, which ConvTranspose always takes.
 /// - dL/dw per group is dL/dy (rows: output channels; columns: image and
 ///   output pixel) times the im2col matrix of the input (rows: image and
 ///   output pixel; columns: input channel and tap), one `lk_sgemm_f32` a
@@ -48,7 +53,8 @@ extension Convolution: DifferentiableLayer {
         let image = try dy.reshaped(to: [g.batch, outputChannels, g.outHeight, g.outWidth])
         var result = LayerGradients(inputs: [nil])
         if step.needsGradient(ofInput: 0) {
-            let dx = try runner.run(inputGradientLayer(geometry: g), [image])[0]
+            let layer = try inputGradientLayers.layer(for: x.shape) { try inputGradientLayer(geometry: g) }
+            let dx = try runner.run(layer, [image])[0]
             result.inputs[0] = try dx.reshaped(to: x.shape)
         }
         if step.parameterRoles.contains("weights") {
@@ -65,9 +71,48 @@ extension Convolution: DifferentiableLayer {
         return result
     }
 
-    /// The `ConvTranspose` taking dL/dy (`[N, M, OH, OW]`) to dL/dx
-    /// (`[N, C, H, W]`) for a run of geometry `g`.
-    func inputGradientLayer(geometry g: Geometry) throws -> ConvTranspose {
+    /// The layer taking dL/dy (`[N, M, OH, OW]`) to dL/dx (`[N, C, H, W]`)
+    /// for a run of geometry `g`: the flipped convolution where it applies,
+    /// else the transposed one.
+    func inputGradientLayer(geometry g: Geometry) throws -> Layer {
+        if strides == [1, 1], let flipped = try flippedConvolution(geometry: g) { return flipped }
+        return try transposedConvolution(geometry: g)
+    }
+
+    /// At stride 1: dL/dx[i] = sum over taps t of w[t] * dL/dy[i + pad - t * dilation],
+    /// the convolution of dL/dy with the kernel flipped (tap k - 1 - t) and
+    /// pads (k - 1) * dilation - pad before, whatever gives the input's
+    /// extent after; nil when a forward pad is wider than that.
+    func flippedConvolution(geometry g: Geometry) throws -> Convolution? {
+        let inputs = [g.height, g.width], outputs = [g.outHeight, g.outWidth], heads = [g.padTop, g.padLeft]
+        let kernel = [kernelHeight, kernelWidth]
+        var pads = [0, 0, 0, 0]
+        for a in 0..<2 {
+            let reach = (kernel[a] - 1) * dilations[a]
+            let begin = reach - heads[a], end = inputs[a] + reach - outputs[a] - begin
+            guard begin >= 0, end >= 0 else { return nil }
+            (pads[a], pads[2 + a]) = (begin, end)
+        }
+        let (cg, mg, taps) = (inputChannels / group, outputChannels / group, kernelHeight * kernelWidth)
+        // [C, M/group, kH, kW]: channel axes swapped within each group, taps reversed.
+        let flipped = try Tensor(shape: [inputChannels, mg, kernelHeight, kernelWidth])
+        for gi in 0..<group {
+            for o in 0..<mg {
+                for ci in 0..<cg {
+                    let source = weights.dataPointer + ((gi * mg + o) * cg + ci) * taps
+                    let target = flipped.dataPointer + ((gi * cg + ci) * mg + o) * taps
+                    for t in 0..<taps { target[taps - 1 - t] = source[t] }
+                }
+            }
+        }
+        let layer = try Convolution(weights: flipped, strides: [1, 1], dilations: dilations, padding: .explicit(pads),
+                                    group: group)
+        layer.threadCount = threadCount
+        return layer
+    }
+
+    /// The `ConvTranspose` taking dL/dy to dL/dx for a run of geometry `g`.
+    func transposedConvolution(geometry g: Geometry) throws -> ConvTranspose {
         let inputs = [g.height, g.width], outputs = [g.outHeight, g.outWidth], heads = [g.padTop, g.padLeft]
         let kernel = [kernelHeight, kernelWidth]
         // The cells the transposed convolution spreads to past the input's
@@ -86,68 +131,79 @@ extension Convolution: DifferentiableLayer {
     static let gradientColumnBudget = 1 << 22
 
     /// dL/dw, `[M, C/group, kH, kW]`, from the input `[N, C, ...]` and
-    /// dL/dy as the `[N, M, OH, OW]` image.
+    /// dL/dy as the `[N, M, OH, OW]` image. Per run of images and group,
+    /// dL/dw^T (`[C/group * taps, M/group]`) += im2col(x) (`[C/group * taps,
+    /// images * pixels]`, each row copied a stretch of input row at a time)
+    /// times dL/dy^T (`[images * pixels, M]`), then transposed into dw.
     func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry) throws -> Tensor {
         let dw = try Tensor(shape: weights.shape)
         let (kh, kw, sh, sw, dh, dwl) = (kernelHeight, kernelWidth, strides[0], strides[1], dilations[0], dilations[1])
         let (m, c, group) = (outputChannels, inputChannels, group)
         let (cg, mg) = (c / group, m / group)
-        let taps = kh * kw, r = cg * taps
-        let (height, width, outWidth) = (g.height, g.width, g.outWidth)
+        let r = cg * kh * kw
+        let (height, width, outHeight, outWidth) = (g.height, g.width, g.outHeight, g.outWidth)
         let (pixels, plane, padTop, padLeft) = (g.outHeight * g.outWidth, g.height * g.width, g.padTop, g.padLeft)
         guard pixels > 0, g.batch > 0 else { return dw }
-        let run = max(1, min(g.batch, Self.gradientColumnBudget / max(1, pixels * r * group)))
+        let run = max(1, min(g.batch, Self.gradientColumnBudget / max(1, pixels * max(r * group, m))))
         let columns = try Tensor(shape: [run * pixels * r * group])
-        let gathered = try Tensor(shape: [m * run * pixels])
+        let transposed = try Tensor(shape: [run * pixels * m])
+        let sums = try Tensor(shape: [group * r * mg])
         let threads = min(threadCount, CPUThreads.current,
                           max(1, g.batch * pixels * r * m / Convolution.minimumWorkPerThread))
-        // Row blocks of output channels, within one group each: a task's rows
-        // of dw are its own, and every element sums its images in order.
-        let block = max(1, min(mg, (mg * group + 2 * threads - 1) / (2 * threads)))
-        let blocksPerGroup = (mg + block - 1) / block
+        // Row blocks of each group's dw^T: a task's elements are its own, and
+        // every element sums its images in order, whatever the thread count.
+        let block = max(1, min(r, (r * group + 2 * threads - 1) / (2 * threads)))
+        let blocksPerGroup = (r + block - 1) / block
         let failed = Atomic(false)
         for first in stride(from: 0, to: g.batch, by: run) {
             let count = min(run, g.batch - first), k = count * pixels
-            // im2col: group gi's matrix is [count * pixels, r], row (image, pixel), column (channel, tap).
+            // im2col: group gi's matrix is [r, k], row (channel, tap), column (image, pixel).
             forEachChunk(count: count * group, chunkSize: 1, threadCount: threads) { items in
                 for item in items {
                     let (i, gi) = (item / group, item % group)
                     let source = input.dataPointer + ((first + i) * c + gi * cg) * plane
-                    let target = columns.dataPointer + gi * k * r + i * pixels * r
-                    for p in 0..<pixels {
-                        let (oh, ow) = (p / outWidth, p % outWidth)
-                        let row = target + p * r
-                        for ci in 0..<cg {
-                            for th in 0..<kh {
-                                let ih = oh * sh - padTop + th * dh
-                                let cells = row + (ci * kh + th) * kw
-                                guard ih >= 0, ih < height else {
-                                    cells.update(repeating: 0, count: kw)
-                                    continue
-                                }
-                                let line = source + ci * plane + ih * width
-                                for tw in 0..<kw {
-                                    let iw = ow * sw - padLeft + tw * dwl
-                                    cells[tw] = iw >= 0 && iw < width ? line[iw] : 0
-                                }
+                    for row in 0..<r {
+                        let (ci, th, tw) = (row / (kh * kw), row / kw % kh, row % kw)
+                        let target = columns.dataPointer + (gi * r + row) * k + i * pixels
+                        // The output columns whose tap lands inside the input row.
+                        let offset = tw * dwl - padLeft
+                        let low = offset >= 0 ? 0 : (sw - 1 - offset) / sw
+                        let high = width - 1 - offset < 0 ? 0 : min(outWidth, (width - 1 - offset) / sw + 1)
+                        for oh in 0..<outHeight {
+                            let out = target + oh * outWidth
+                            let ih = oh * sh - padTop + th * dh
+                            guard ih >= 0, ih < height, low < high else {
+                                out.update(repeating: 0, count: outWidth)
+                                continue
+                            }
+                            out.update(repeating: 0, count: low)
+                            (out + high).update(repeating: 0, count: outWidth - high)
+                            let line = source + ci * plane + ih * width + offset
+                            if sw == 1 {
+                                (out + low).update(from: line + low, count: high - low)
+                            } else {
+                                for ow in low..<high { out[ow] = line[ow * sw] }
                             }
                         }
                     }
                 }
             }
-            // dL/dy as [M, count * pixels]: a channel's row runs over the images.
-            for i in 0..<count {
-                for o in 0..<m {
-                    (gathered.dataPointer + o * k + i * pixels)
-                        .update(from: dy.dataPointer + ((first + i) * m + o) * pixels, count: pixels)
+            // dL/dy^T: row (image, pixel), column output channel.
+            forEachChunk(count: count, chunkSize: 1, threadCount: threads) { images in
+                for i in images {
+                    let source = dy.dataPointer + (first + i) * m * pixels
+                    let target = transposed.dataPointer + i * pixels * m
+                    for o in 0..<m {
+                        for p in 0..<pixels { target[p * m + o] = source[o * pixels + p] }
+                    }
                 }
             }
             forEachChunk(count: group * blocksPerGroup, chunkSize: 1, threadCount: threads) { tasks in
                 for task in tasks {
-                    let (gi, b) = (task / blocksPerGroup, task % blocksPerGroup)
-                    let row = gi * mg + b * block, rows = min(block, mg - b * block)
-                    if lk_sgemm_f32(rows, r, k, 1, gathered.dataPointer + row * k, k, 1,
-                                    columns.dataPointer + gi * k * r, r, dw.dataPointer + row * r, r,
+                    let (gi, row) = (task / blocksPerGroup, task % blocksPerGroup * block)
+                    let rows = min(block, r - row)
+                    if lk_sgemm_f32(rows, mg, k, 1, columns.dataPointer + (gi * r + row) * k, k, 1,
+                                    transposed.dataPointer + gi * mg, m, sums.dataPointer + (gi * r + row) * mg, mg,
                                     nil, nil, 1) != 0 {
                         failed.store(true, ordering: .relaxed)
                     }
@@ -156,6 +212,11 @@ extension Convolution: DifferentiableLayer {
         }
         if failed.load(ordering: .relaxed) {
             throw LayerKitError.unsupported("Conv weight gradient: out of memory for the packing buffers")
+        }
+        for gi in 0..<group {
+            for row in 0..<r {
+                for o in 0..<mg { dw[((gi * mg + o) * r) + row] = sums[(gi * r + row) * mg + o] }
+            }
         }
         return dw
     }

@@ -35,7 +35,9 @@ extension Gemm: DifferentiableLayer {
         let (k, m) = (inputFeatures, outputFeatures)
         var result = LayerGradients(inputs: [nil])
         if step.needsGradient(ofInput: 0) {
-            let product = try Gemm(b: weights, alpha: alpha, transB: true, name: "\(layerName) input gradient")
+            let product = try inputGradientLayers.layer(for: []) {
+                try Gemm(b: weights, alpha: alpha, transB: true, name: "\(layerName) input gradient")
+            }
             let da = try runner.run(product, [dy])[0]
             if transA {
                 result.inputs[0] = try runner.cpu("\(layerName) input gradient transpose") { try MatrixGradients.transposed(da) }

@@ -2,9 +2,9 @@ import CKernels
 import Synchronization
 
 /// The matrix pieces of the Gemm and MatMul backward passes, on the CPU:
-/// products by `lk_sgemm_f32` (output columns split over threads; every
-/// element is one call's sum, so the split never changes a bit),
-/// transposes, and the reduction of a gradient onto a broadcast operand.
+/// products by `lk_sgemm_f32` (blocks of output columns split over
+/// threads, each element summed by one call), transposes, and the
+/// reduction of a gradient onto a broadcast operand.
 enum MatrixGradients {
     /// `alpha * A * B` as a new `[rows, columns]` tensor, A `rows x inner`
     /// with element (i, p) at `a[i * aRow + p * aCol]`, B row-major with row
