@@ -3,8 +3,8 @@
 #   make test   the suite under Khronos validation, parity --all, the onnx package's
 #               backend tests (Scripts/onnx-conformance), the fuzzer, the C library with
 #               the shader checks (test-c), the onnxruntime op library (test-ort), the
-#               Python package (test-python), the Triton repository (test-triton),
-#               valgrind, then the suite under ASan (what CI runs)
+#               Python package (test-python), the Triton repository (test-triton), trained
+#               models in onnxruntime (test-train), valgrind, then the suite under ASan (what CI runs)
 #   make test-asan / test-tsan   the suite under AddressSanitizer+LeakSanitizer / ThreadSanitizer
 #   make soak   10,000 mixed-size dispatches alone in a process: flat objects and RSS
 #   make fuzz   every user-fed parser under the seeded fuzzer (SECONDS each, default 30)
@@ -20,6 +20,8 @@
 #   make test-examples   Examples/ray (Ray Data and Ray Serve, two local workers each) and
 #               Examples/triton (config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
 #               with ray (~1 GB in .build/examples-venv; not in make test)
+#   make test-train   models written by `layerkit train` in stock onnxruntime: predictions
+#               within 1e-5 of LayerKit's, frozen initializers bit-identical (Scripts/check-training)
 #   make test-triton   Examples/triton's check alone, light enough for make test (tritonclient, onnx,
 #               onnxruntime in .build/test-venv; the op library from build/cmake)
 #   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
@@ -27,7 +29,7 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps test-venv demo test test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
+.PHONY: deps test-venv demo test test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -51,6 +53,7 @@ test: deps
 	$(MAKE) test-ort
 	$(MAKE) test-python
 	$(MAKE) test-triton
+	$(MAKE) test-train
 	$(MAKE) valgrind
 	$(MAKE) test-asan
 
@@ -150,6 +153,12 @@ test-venv:
 # build/cmake (onnxruntime 1.21's headers fetched into it at configure), then
 # Tests/ORT/test_ort.py in the test venv; LayerKit's own results, to compare
 # with, come from liblayerkit.so.1 beside the op library (lk_model_predict).
+# Models written by `layerkit train` run in stock onnxruntime: predictions within 1e-5
+# of LayerKit's, every frozen initializer bit-identical (Scripts/check-training).
+test-train: deps test-venv
+	Scripts/swift-release-build --product layerkit
+	Scripts/check-training
+
 test-ort: deps test-venv
 	cmake -S . -B build/cmake -G Ninja >/dev/null
 	cmake --build build/cmake --target layerkit_ort

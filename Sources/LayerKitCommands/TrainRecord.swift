@@ -43,7 +43,7 @@ struct TrainRecord: Encodable {
 
     init(model: String, output: String, checkpoint: String?, plot: String?, resumedFrom: String?, items: Int,
          trainable: [String], configuration: TrainingConfiguration, log: TrainingLog,
-         report: [BackwardPlacement]) {
+         report: [TrainingWork]) {
         (self.model, self.output, self.checkpoint, self.plot, self.resumedFrom) = (model, output, checkpoint, plot, resumedFrom)
         (self.items, self.trainable) = (items, trainable)
         cpu = .current

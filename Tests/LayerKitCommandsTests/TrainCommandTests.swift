@@ -159,9 +159,9 @@ struct TrainCommandTests {
         #expect(TrainingLog.line(epoch: 3, of: 5, loss: 0.12344, seconds: 1.234) == "epoch 3/5  loss 0.1234  1.23 s")
         #expect(TrainingLog.line(epoch: 10, of: 10, loss: 0.00001234, seconds: 0.5) == "epoch 10/10  loss 1.234e-05  0.50 s")
         #expect(TrainingLog.line(epoch: 1, of: 10, loss: 2.302585, seconds: 12.345) == "epoch 1/10  loss 2.303  12.35 s")
-        let report = [BackwardPlacement(op: "conv (Conv)", work: "weights gradient", placement: .gpu),
-                      BackwardPlacement(op: "swish (Swish)", work: "derivative", placement: .cpu(reason: "no kernel")),
-                      BackwardPlacement(op: "optimizer", work: "adam step", placement: .cpu(reason: nil))]
+        let report = [TrainingWork(op: "conv (Conv)", work: "weights gradient", placement: .gpu),
+                      TrainingWork(op: "swish (Swish)", work: "derivative", placement: .cpu(reason: "no kernel")),
+                      TrainingWork(op: "optimizer", work: "adam step", placement: .cpu(reason: nil))]
         #expect(PlacementSummary.lines(report) == [
             "training work: 3 kinds, 1 on the GPU, 2 on the CPU",
             "  conv (Conv)    weights gradient  GPU",

@@ -13,9 +13,9 @@ final class GradientRunner {
     /// Each kind of backward work so far, once, in first-run order: the op
     /// it belongs to, what it was (a layer's name or the CPU work's
     /// description) and where it ran.
-    private(set) var placements: [BackwardPlacement] = []
+    private(set) var placements: [TrainingWork] = []
     /// Wall seconds spent in each kind of work so far.
-    private(set) var seconds: [BackwardPlacement: Double] = [:]
+    private(set) var seconds: [TrainingWork: Double] = [:]
 
     init(backend: Backend) { self.backend = backend }
 
@@ -38,7 +38,7 @@ final class GradientRunner {
     /// Records `work` of the current op as run at `placement` (listed once
     /// per kind), and the time since `start`.
     func record(_ work: String, _ placement: Placement, since start: ContinuousClock.Instant? = nil) {
-        let entry = BackwardPlacement(op: currentOp, work: work, placement: placement)
+        let entry = TrainingWork(op: currentOp, work: work, placement: placement)
         let elapsed = start.map { ContinuousClock.now - $0 }.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 } ?? 0
         if let total = seconds[entry] {
             seconds[entry] = total + elapsed
@@ -50,12 +50,19 @@ final class GradientRunner {
 }
 
 /// Where one kind of training work ran: the op (a step's label, `loss`,
-/// `optimizer`), the work (a layer's name or what the CPU did) and the
-/// placement, with the reason when the CPU ran it although the GPU was allowed.
-public struct BackwardPlacement: Hashable, Sendable, CustomStringConvertible {
+/// `optimizer`), the work (`forward`, a backward layer's name or what the
+/// CPU did) and the placement, with the reason when the CPU ran it although
+/// the GPU was allowed.
+public struct TrainingWork: Hashable, Sendable, CustomStringConvertible {
     public let op: String
     public let work: String
     public let placement: Placement
+
+    public init(op: String, work: String, placement: Placement) {
+        self.op = op
+        self.work = work
+        self.placement = placement
+    }
 
     /// `conv (Conv): Conv weight gradient on the CPU (no GPU kernel)`.
     public var description: String {

@@ -72,10 +72,10 @@ public final class UpdateTask: @unchecked Sendable {
     /// Where each kind of work of the training run went, in first-run
     /// order: every step's forward and backward work, the loss and the
     /// optimizer step, each once.
-    public var placementReport: [BackwardPlacement] { pass.runner.placements }
+    public var placementReport: [TrainingWork] { pass.runner.placements }
 
     /// The wall seconds spent so far in each kind of work of `placementReport`.
-    public var workSeconds: [BackwardPlacement: Double] { pass.runner.seconds }
+    public var workSeconds: [TrainingWork: Double] { pass.runner.seconds }
 
     /// Optimizer steps a full run takes: epochs times mini-batches per epoch.
     public var totalSteps: Int { configuration.epochs * batchesPerEpoch }
