@@ -146,7 +146,7 @@ extension Convolution: DifferentiableLayer {
         guard pixels > 0, g.batch > 0 else { return dw }
         let run = max(1, min(g.batch, Self.gradientColumnBudget / max(1, pixels * max(r * group, m))))
         let columns = try Tensor(shape: [run * pixels * r * group])
-        let transposed = try Tensor(shape: [run * pixels * m])
+        let transposed = try Tensor(shape: [mg >= Self.productChannels ? run * pixels * m : 0])
         let sums = try Tensor(shape: [group * r * mg])
         let threads = min(threadCount, CPUThreads.current,
                           max(1, g.batch * pixels * r * m / Convolution.minimumWorkPerThread))
@@ -188,13 +188,38 @@ extension Convolution: DifferentiableLayer {
                     }
                 }
             }
-            // dL/dy^T: row (image, pixel), column output channel.
+            guard mg >= Self.productChannels else {
+                // A few output channels a group (depthwise): dot products of
+                // im2col rows with dL/dy rows, a matrix product's panels wasted.
+                forEachChunk(count: group, chunkSize: 1, threadCount: threads) { groups in
+                    for gi in groups {
+                        for row in 0..<r {
+                            let column = columns.dataPointer + (gi * r + row) * k
+                            for o in 0..<mg {
+                                var sum: Float = 0
+                                for i in 0..<count {
+                                    sum += Self.dot(column + i * pixels,
+                                                    dy.dataPointer + ((first + i) * m + gi * mg + o) * pixels, pixels)
+                                }
+                                sums[(gi * r + row) * mg + o] += sum
+                            }
+                        }
+                    }
+                }
+                continue
+            }
+            // dL/dy^T: row (image, pixel), column output channel, in tiles
+            // of 16 x 16 (a column of the target at a time would miss the cache).
             forEachChunk(count: count, chunkSize: 1, threadCount: threads) { images in
                 for i in images {
                     let source = dy.dataPointer + (first + i) * m * pixels
                     let target = transposed.dataPointer + i * pixels * m
-                    for o in 0..<m {
-                        for p in 0..<pixels { target[p * m + o] = source[o * pixels + p] }
+                    for o0 in stride(from: 0, to: m, by: 16) {
+                        for p0 in stride(from: 0, to: pixels, by: 16) {
+                            for o in o0..<min(m, o0 + 16) {
+                                for p in p0..<min(pixels, p0 + 16) { target[p * m + o] = source[o * pixels + p] }
+                            }
+                        }
                     }
                 }
             }
@@ -219,6 +244,27 @@ extension Convolution: DifferentiableLayer {
             }
         }
         return dw
+    }
+
+    /// Output channels a group from which the weight gradient is a matrix
+    /// product; fewer (depthwise) take dot products.
+    static let productChannels = 4
+
+    /// The dot product of `count` floats at `a` and `b`, eight lanes at a
+    /// time, in a fixed order.
+    static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Float {
+        var lanes = SIMD8<Float>(), i = 0
+        while i + 8 <= count {
+            lanes += UnsafeRawPointer(a + i).loadUnaligned(as: SIMD8<Float>.self)
+                * UnsafeRawPointer(b + i).loadUnaligned(as: SIMD8<Float>.self)
+            i += 8
+        }
+        var sum = lanes.sum()
+        while i < count {
+            sum += a[i] * b[i]
+            i += 1
+        }
+        return sum
     }
 
     /// The sums over the batch and the pixels of each channel of the
