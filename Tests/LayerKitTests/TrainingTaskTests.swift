@@ -34,6 +34,7 @@ import Testing
         #expect(task.trainableNames == ["beta"])
         try task.run()
         let beta = try #require(task.parameters["beta"])
+        print("student beta on the \(onGPU ? "GPU" : "CPU"): \(beta.values)")
         for (c, expected) in Self.teacherBeta.enumerated() {
             #expect(abs(beta[c] - expected) <= 0.02 * expected, "channel \(c): beta \(beta[c]), teacher \(expected)")
         }
