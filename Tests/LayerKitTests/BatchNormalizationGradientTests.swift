@@ -27,7 +27,7 @@ struct BatchNormalizationGradientTests {
         let layer = try Self.layer(seed: 131)
         let x = try OpLayerTest.tensor(Self.shape, seed: 135, in: -2...2)
         let step = try DenseGradientTest.step(layer, [x], seed: 136, roles: ["scale", "B"])
-        let gradients = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+        let gradients = try layer.gradients(of: step, on: cpuRunner())
         let dy = step.outputGradients[0]!
         var dx = [Double](repeating: 0, count: x.count), dScale = [0.0, 0, 0], dB = [0.0, 0, 0]
         for i in 0..<x.count {
@@ -77,7 +77,7 @@ struct BatchNormalizationGradientTests {
                 return (evaluate(up) - evaluate(down)) / (2 * h)
             }
         }
-        let gradients = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+        let gradients = try layer.gradients(of: step, on: cpuRunner())
         let dx = difference(xs) { loss($0, scale, bias) }
         let dScale = difference(scale) { loss(xs, $0, bias) }, dB = difference(bias) { loss(xs, scale, $0) }
         let errors = [DenseGradientTest.expect(gradients.inputs[0], dx, shape: Self.shape, "training dx"),
@@ -138,12 +138,12 @@ struct BatchNormalizationGradientTests {
         let outputs = [try Tensor(shape: Self.shape)]
         let orphan = GradientStep(inputs: [x], outputs: outputs, outputGradients: [outputs[0]], needsInputGradients: [true],
                                   parameterRoles: [])
-        #expect(throws: LayerKitError.self) { try training.gradients(of: orphan, on: DenseGradientTest.cpuRunner()) }
+        #expect(throws: LayerKitError.self) { try training.gradients(of: orphan, on: cpuRunner()) }
         for layer in [frozen, training] as [any DifferentiableLayer] {
             let step = try DenseGradientTest.step(layer, [x], seed: 173, roles: ["scale"])
             let wrong = GradientStep(inputs: step.inputs, outputs: step.outputs, outputGradients: [try Tensor(shape: [4, 3, 5])],
                                      needsInputGradients: [true], parameterRoles: ["scale"])
-            #expect(throws: LayerKitError.self) { try layer.gradients(of: wrong, on: DenseGradientTest.cpuRunner()) }
+            #expect(throws: LayerKitError.self) { try layer.gradients(of: wrong, on: cpuRunner()) }
         }
         // One value per channel has no batch variance.
         #expect(throws: LayerKitError.self) { try OpLayerTest.cpu(training, [try Tensor(shape: [1, 3])]) }
@@ -155,9 +155,9 @@ struct BatchNormalizationGradientTests {
         let layer = try Self.layer(seed: 181, half: true)
         let x = try OpLayerTest.tensor(Self.shape, seed: 182, in: -2...2, half: true)
         let step = try DenseGradientTest.step(layer, [x], seed: 183, roles: [], half: true)
-        let gpu = try DenseGradientTest.gpuRunner()
+        let gpu = try gpuRunner()
         let onGPU = try layer.gradients(of: step, on: gpu)
-        let onCPU = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+        let onCPU = try layer.gradients(of: step, on: cpuRunner())
         DenseGradientTest.expectParity(onGPU.inputs[0], onCPU.inputs[0], "frozen dx")
         #expect(gpu.placements.map(\.placement) == [.gpu], "\(gpu.placements)")
     }

@@ -115,7 +115,7 @@ struct ConvolutionGradientTests {
         let (layer, x) = try Self.make(c, seed: 11)
         let roles: Set<String> = c.bias ? ["weights", "bias"] : ["weights"]
         let step = try DenseGradientTest.step(layer, [x], seed: 12, roles: roles)
-        let runner = try DenseGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let gradients = try layer.gradients(of: step, on: runner)
         let w = layer.trainableParameters[0].value
         #expect(w.shape == c.weights)
@@ -135,9 +135,9 @@ struct ConvolutionGradientTests {
     func gpuInputGradientMatchesTheCPU(c: Case) throws {
         let (layer, x) = try Self.make(c, seed: 21, half: true)
         let step = try DenseGradientTest.step(layer, [x], seed: 22, roles: [], half: true)
-        let gpu = try DenseGradientTest.gpuRunner()
+        let gpu = try gpuRunner()
         let onGPU = try layer.gradients(of: step, on: gpu)
-        let onCPU = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+        let onCPU = try layer.gradients(of: step, on: cpuRunner())
         DenseGradientTest.expectParity(onGPU.inputs[0], onCPU.inputs[0], "\(c) dx")
         #expect(gpu.placements.map(\.placement) == [.gpu], "\(c): \(gpu.placements)")
     }
@@ -145,7 +145,7 @@ struct ConvolutionGradientTests {
     @Test func onlyWhatIsAskedForIsComputed() throws {
         let (layer, x) = try Self.make(Self.cases[0], seed: 31)
         let step = try DenseGradientTest.step(layer, [x], seed: 32, roles: ["bias"], needs: [false])
-        let gradients = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+        let gradients = try layer.gradients(of: step, on: cpuRunner())
         #expect(gradients.inputs.count == 1 && gradients.inputs[0] == nil)
         #expect(Set(gradients.parameters.keys) == ["bias"])
     }
@@ -169,9 +169,9 @@ struct ConvolutionGradientTests {
         let good = try DenseGradientTest.step(layer, [x], seed: 52, roles: ["weights"])
         let wrong = GradientStep(inputs: good.inputs, outputs: good.outputs, outputGradients: [try Tensor(shape: [2, 4, 5])],
                                  needsInputGradients: [true], parameterRoles: ["weights"])
-        #expect(throws: LayerKitError.self) { try layer.gradients(of: wrong, on: DenseGradientTest.cpuRunner()) }
+        #expect(throws: LayerKitError.self) { try layer.gradients(of: wrong, on: cpuRunner()) }
         do {
-            _ = try layer.gradients(of: wrong, on: DenseGradientTest.cpuRunner())
+            _ = try layer.gradients(of: wrong, on: cpuRunner())
         } catch let error as LayerKitError {
             #expect("\(error)".contains("must have that shape"), "\(error)")
         }

@@ -5,16 +5,6 @@ import Testing
 /// Running the dense layers' backward passes and checking them against
 /// float64 references written in the tests.
 enum DenseGradientTest {
-    /// A CPU-only runner.
-    static func cpuRunner() throws -> GradientRunner {
-        GradientRunner(backend: try Backend(computeUnits: .cpuOnly, notice: { _ in }))
-    }
-
-    /// A runner on the test GPU (lavapipe here), validation on.
-    static func gpuRunner() throws -> GradientRunner {
-        GradientRunner(backend: try Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in }))
-    }
-
     /// The step of a CPU forward pass of `layer` on `inputs` with a seeded
     /// output gradient in [-1, 1] (fp16-rounded with `half`), every input's
     /// gradient and the `roles` asked for.

@@ -39,3 +39,13 @@ func fp16Rounded(_ x: Float) -> Float { Float(Float16(x)) }
 func sameFloat(_ a: Float, _ b: Float) -> Bool {
     (a.isNaN && b.isNaN) || a.bitPattern == b.bitPattern
 }
+
+/// Runners for the backward-pass tests: on the CPU evaluator, or on the
+/// shared test GPU (lavapipe here, validation on) for every layer with `encode`.
+func cpuRunner() throws -> GradientRunner {
+    GradientRunner(backend: try Backend(computeUnits: .cpuOnly, notice: { _ in }))
+}
+
+func gpuRunner() throws -> GradientRunner {
+    GradientRunner(backend: try Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in }))
+}

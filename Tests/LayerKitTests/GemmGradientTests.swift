@@ -54,7 +54,7 @@ struct GemmGradientTests {
         #expect(layer.trainableParameters.map(\.role) == ["B"] + (c.c == nil ? [] : ["C"]))
         #expect(layer.trainableParameters.map(\.nodeInput) == [1] + (c.c == nil ? [] : [2]))
         let step = try DenseGradientTest.step(layer, [a], seed: 62, roles: ["B", "C"])
-        let gradients = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+        let gradients = try layer.gradients(of: step, on: cpuRunner())
         let expected = Self.reference(c, a: a, b: b, dy: step.outputGradients[0]!)
         DenseGradientTest.expect(gradients.inputs[0], expected.da, shape: c.aShape, "\(c) dA")
         DenseGradientTest.expect(gradients.parameters["B"], expected.db, shape: c.bShape, "\(c) dB")
@@ -69,7 +69,7 @@ struct GemmGradientTests {
         let layer = try MatMulLayer(transA: c.transA, transB: c.transB, alpha: c.alpha, beta: c.beta, hasC: cTensor != nil)
         #expect(layer.trainableParameters.isEmpty)
         let step = try DenseGradientTest.step(layer, [a, b] + (cTensor.map { [$0] } ?? []), seed: 72, roles: [])
-        let gradients = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+        let gradients = try layer.gradients(of: step, on: cpuRunner())
         let expected = Self.reference(c, a: a, b: b, dy: step.outputGradients[0]!)
         DenseGradientTest.expect(gradients.inputs[0], expected.da, shape: c.aShape, "\(c) dA")
         DenseGradientTest.expect(gradients.inputs[1], expected.db, shape: c.bShape, "\(c) dB")
@@ -120,7 +120,7 @@ struct GemmGradientTests {
             let a = try OpLayerTest.tensor(aShape, seed: UInt64(80 + index), in: -2...2)
             let b = try OpLayerTest.tensor(bShape, seed: UInt64(90 + index), in: -1...1)
             let step = try DenseGradientTest.step(MatMulLayer(), [a, b], seed: 99, roles: [])
-            let gradients = try MatMulLayer().gradients(of: step, on: DenseGradientTest.cpuRunner())
+            let gradients = try MatMulLayer().gradients(of: step, on: cpuRunner())
             let (da, db) = Self.matMulReference(a, b, dy: step.outputGradients[0]!)
             DenseGradientTest.expect(gradients.inputs[0], da, shape: aShape, "\(aShape) x \(bShape) dA")
             DenseGradientTest.expect(gradients.inputs[1], db, shape: bShape, "\(aShape) x \(bShape) dB")
@@ -132,7 +132,7 @@ struct GemmGradientTests {
         let (a, b, _) = try Self.operands(c, seed: 101)
         let layer = try Gemm(b: b, name: "MatMul")
         let step = try DenseGradientTest.step(layer, [a], seed: 102, roles: ["B"])
-        let gradients = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+        let gradients = try layer.gradients(of: step, on: cpuRunner())
         let expected = Self.reference(c, a: a, b: b, dy: step.outputGradients[0]!)
         DenseGradientTest.expect(gradients.inputs[0], expected.da, shape: c.aShape, "MatMul dA")
         DenseGradientTest.expect(gradients.parameters["B"], expected.db, shape: c.bShape, "MatMul dB")
@@ -149,9 +149,9 @@ struct GemmGradientTests {
             let (a, b, cTensor) = try Self.operands(c, seed: 111, half: true)
             let layer = try Gemm(b: b, c: cTensor, alpha: c.alpha, beta: c.beta, transA: c.transA, transB: c.transB)
             let step = try DenseGradientTest.step(layer, [a], seed: 112, roles: [], half: true)
-            let gpu = try DenseGradientTest.gpuRunner()
+            let gpu = try gpuRunner()
             let onGPU = try layer.gradients(of: step, on: gpu)
-            let onCPU = try layer.gradients(of: step, on: DenseGradientTest.cpuRunner())
+            let onCPU = try layer.gradients(of: step, on: cpuRunner())
             DenseGradientTest.expectParity(onGPU.inputs[0], onCPU.inputs[0], "\(c) dA")
             #expect(gpu.placements.first?.placement == .gpu, "\(gpu.placements)")
         }
@@ -164,12 +164,12 @@ struct GemmGradientTests {
         let good = try DenseGradientTest.step(layer, [a], seed: 122, roles: ["B"])
         let wrong = GradientStep(inputs: good.inputs, outputs: good.outputs, outputGradients: [try Tensor(shape: [Self.m, Self.n])],
                                  needsInputGradients: [true], parameterRoles: ["B"])
-        #expect(throws: LayerKitError.self) { try layer.gradients(of: wrong, on: DenseGradientTest.cpuRunner()) }
+        #expect(throws: LayerKitError.self) { try layer.gradients(of: wrong, on: cpuRunner()) }
         let matMul = MatMulLayer()
         let step = try DenseGradientTest.step(matMul, [a, b], seed: 123, roles: [])
         let misshapen = GradientStep(inputs: step.inputs, outputs: step.outputs, outputGradients: [try Tensor(shape: [Self.n])],
                                      needsInputGradients: [true, true], parameterRoles: [])
-        #expect(throws: LayerKitError.self) { try matMul.gradients(of: misshapen, on: DenseGradientTest.cpuRunner()) }
+        #expect(throws: LayerKitError.self) { try matMul.gradients(of: misshapen, on: cpuRunner()) }
         #expect(throws: LayerKitError.self) { try layer.replacingParameters(["B": try Tensor(shape: [Self.m, Self.k])]) }
         #expect(throws: LayerKitError.self) { try matMul.replacingParameters(["B": b]) }
     }

@@ -77,7 +77,7 @@ struct PoolingGradientTests {
     }
 
     @Test func windowedPoolsMatchTheReference() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         for (k, pool) in try Self.pools().enumerated() {
             let x = try Self.tiedTensor([2, 5, 7, 8], seed: UInt64(k))
             let step = try ShapeGradientTest.step(pool, [x], seed: UInt64(k))
@@ -101,7 +101,7 @@ struct PoolingGradientTests {
     }
 
     @Test func oneDimensionalPoolsMatchTheReference() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         for (k, kind) in [Pooling.Kind.max, .average(countIncludePad: true)].enumerated() {
             let pool = try Pooling(kind: kind, kernel: [3], strides: [2], padding: .explicit([1, 2]))
             let x = try Self.tiedTensor([2, 3, 9], seed: 40 + UInt64(k))
@@ -117,7 +117,7 @@ struct PoolingGradientTests {
 
     /// A tie goes to the first index in row-major window order.
     @Test func maxTiesGoToTheFirstCell() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         // One 2x2 window of equal values, then one whose maximum 3 is at (0, 1) and (1, 0).
         let pool = try Pooling(kind: .max, kernel: [2, 2], strides: [2, 2])
         let x = try Tensor(shape: [1, 2, 2, 2], values: [5, 5, 5, 5, 1, 3, 3, 2])
@@ -133,7 +133,7 @@ struct PoolingGradientTests {
     }
 
     @Test func globalPoolsMatchTheReference() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         for shape in [[2, 5, 3, 4], [3, 6, 5], [2, 3, 2, 3, 2]] {
             for kind in [Pooling.Kind.globalAverage, .globalMax] {
                 let pool = try Pooling(kind: kind)
@@ -154,7 +154,7 @@ struct PoolingGradientTests {
     /// GeneralPooling: 3-D max and averages, 1-D Lp and 2-D Lp, and a
     /// MaxPool with Indices (whose second output has no gradient).
     @Test func generalPoolsMatchTheReference() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let cases: [(GeneralPooling, [Int], Rule)] = [
             (try GeneralPooling(kind: .max, kernel: [2, 3, 2], strides: [1, 2, 2], padding: .explicit([0, 1, 1, 1, 1, 0])),
              [2, 3, 4, 5, 4], .max),
@@ -185,11 +185,11 @@ struct PoolingGradientTests {
         let pool = try Pooling(kind: .globalAverage)
         let x = try OpLayerTest.tensor([2, 7, 5, 6], seed: 3, half: true)
         let step = try ShapeGradientTest.step(pool, [x], seed: 4, half: true)
-        let gpu = try ShapeGradientTest.gpuRunner()
+        let gpu = try gpuRunner()
         let first = try pool.gradients(of: step, on: gpu).inputs
         let second = try pool.gradients(of: step, on: gpu).inputs
         #expect(gpu.placements.map(\.placement) == [.gpu])
-        let cpu = try pool.gradients(of: step, on: ShapeGradientTest.cpuRunner()).inputs
+        let cpu = try pool.gradients(of: step, on: cpuRunner()).inputs
         ShapeGradientTest.expectParity(first, cpu, "GlobalAveragePool")
         ShapeGradientTest.expectSameBits(first, second, "GlobalAveragePool")
         // The windowed pools' backward is CPU work, reported as such.
@@ -199,7 +199,7 @@ struct PoolingGradientTests {
     }
 
     @Test func badGradientsAreErrors() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let pool = try Pooling(kind: .max, kernel: [2, 2], strides: [2, 2])
         let x = try OpLayerTest.tensor([2, 3, 4, 4], seed: 1)
         let good = try ShapeGradientTest.step(pool, [x], seed: 1)

@@ -5,17 +5,6 @@ import Testing
 /// Running the structural layers' backward passes on either backend and
 /// checking them against float64 references the tests compute.
 enum ShapeGradientTest {
-    /// A runner on the CPU evaluator.
-    static func cpuRunner() throws -> GradientRunner {
-        GradientRunner(backend: try Backend(computeUnits: .cpuOnly, notice: { _ in }))
-    }
-
-    /// A runner on the shared test GPU (lavapipe here), every layer with
-    /// `encode` on it.
-    static func gpuRunner() throws -> GradientRunner {
-        GradientRunner(backend: try Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in }))
-    }
-
     /// The step of `layer` on `inputs`: the forward pass on the CPU, and a
     /// seeded dLoss/dOutput per output (rounded to fp16 when `half`), every
     /// input needing its gradient.

@@ -60,7 +60,7 @@ struct ShapeGradientTests {
 
     @Test(arguments: [BinaryLayer.Operation.add, .sub, .mul, .div, .max, .min])
     func binaryOpsMatchTheReference(operation: BinaryLayer.Operation) throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let layer = BinaryLayer(operation)
         for (k, (a, b)) in Self.shapePairs.enumerated() {
             let inputs = try Self.operands([a, b], seed: UInt64(10 * k), tied: operation == .max || operation == .min)
@@ -75,7 +75,7 @@ struct ShapeGradientTests {
     }
 
     @Test func variadicOpsMatchTheReference() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let shapes = [[2, 3, 4, 5], [3, 1, 1], [1, 5]]
         let layers = [
             (try BinaryLayer(.add, inputCount: 3, name: "Sum"), false),
@@ -100,7 +100,7 @@ struct ShapeGradientTests {
 
     /// A tie sends the gradient to the first input.
     @Test func maxAndMinTiesGoToTheFirstInput() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let a = try Tensor(shape: [4], values: [1, 2, 3, 3]), b = try Tensor(shape: [4], values: [1, 5, 0, 3])
         let c = try Tensor(shape: [4], values: [1, 5, 3, 2])
         let g = try Tensor(shape: [4], values: [1, 2, 3, 4])
@@ -120,7 +120,7 @@ struct ShapeGradientTests {
     /// max(1e-3, 2 x the fp16 twin's error).
     @Test(.enabled(if: TestGPU.isEnabled), arguments: [BinaryLayer.Operation.add, .sub, .mul, .div, .max])
     func binaryOpsOnTheGPUMatchTheCPU(operation: BinaryLayer.Operation) throws {
-        let gpu = try ShapeGradientTest.gpuRunner(), cpu = try ShapeGradientTest.cpuRunner()
+        let gpu = try gpuRunner(), cpu = try cpuRunner()
         let layer = BinaryLayer(operation)
         for (k, (a, b)) in Self.shapePairs.enumerated() {
             let inputs = try Self.operands([a, b], seed: UInt64(10 * k), tied: operation == .max, half: true)
@@ -144,7 +144,7 @@ struct ShapeGradientTests {
     }
 
     @Test func binaryBadInputIsAnError() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let layer = BinaryLayer(.add)
         let inputs = try Self.operands([[2, 3], [3]], seed: 1, tied: false)
         let good = try ShapeGradientTest.step(layer, inputs, seed: 1)
@@ -209,7 +209,7 @@ struct ShapeGradientTests {
 
     @Test(arguments: [Softmax.Kind.softmax, .logSoftmax])
     func softmaxMatchesTheReference(kind: Softmax.Kind) throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         for (k, c) in Self.softmaxCases.enumerated() {
             let layer = try Softmax(axis: c.axis, kind: kind, flattensTrailingAxes: c.flattened)
             let x = try OpLayerTest.tensor(c.shape, seed: UInt64(k))
@@ -229,7 +229,7 @@ struct ShapeGradientTests {
     /// sums are stored in fp16 between steps), the same bits twice.
     @Test(.enabled(if: TestGPU.isEnabled), arguments: [Softmax.Kind.softmax, .logSoftmax])
     func softmaxOnTheGPUMatchesTheCPU(kind: Softmax.Kind) throws {
-        let gpu = try ShapeGradientTest.gpuRunner(), cpu = try ShapeGradientTest.cpuRunner()
+        let gpu = try gpuRunner(), cpu = try cpuRunner()
         for (k, shape) in [[2, 6, 3, 3], [3, 7], [2, 5, 4]].enumerated() {
             let layer = try Softmax(axis: 1, kind: kind)
             let x = try OpLayerTest.tensor(shape, seed: UInt64(k), half: true)
@@ -252,7 +252,7 @@ struct ShapeGradientTests {
     /// along axes 0, 1 and 2, Transpose by two permutations: each input's
     /// gradient is the output gradient's elements it became.
     @Test func elementMovingLayersMatchTheReference() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         for (from, to, name) in [([2, 3, 4, 5], [2, 60], "Flatten"), ([2, 1, 5], [2, 5], "Squeeze"),
                                  ([3, 5], [3, 1, 5, 1], "Unsqueeze"), ([2, 3, 4], [4, 6], "Reshape")] {
             let layer = try ReshapeLayer(outputShape: to, name: name)
@@ -293,7 +293,7 @@ struct ShapeGradientTests {
     /// Split's gradient is its outputs' joined (zeros for one the loss does
     /// not read); Expand's the gradient summed back to the input's shape.
     @Test func splitAndExpandMatchTheReference() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let split = try SplitLayer(axis: 1, sizes: [2, 3, 1])
         let x = try OpLayerTest.tensor([2, 6, 3], seed: 1)
         var step = try ShapeGradientTest.step(split, [x], seed: 2)
@@ -322,7 +322,7 @@ struct ShapeGradientTests {
 
     /// On the GPU the moves are exact: the same bits as the CPU's.
     @Test(.enabled(if: TestGPU.isEnabled)) func elementMovingLayersOnTheGPUMatchTheCPU() throws {
-        let gpu = try ShapeGradientTest.gpuRunner(), cpu = try ShapeGradientTest.cpuRunner()
+        let gpu = try gpuRunner(), cpu = try cpuRunner()
         let cases: [(any DifferentiableLayer, [[Int]])] = [
             (try ReshapeLayer(outputShape: [2, 60], name: "Flatten"), [[2, 3, 4, 5]]),
             (try ConcatLayer(axis: 1), [[2, 3, 4, 5], [2, 6, 4, 5], [2, 1, 4, 5]]),
@@ -338,7 +338,7 @@ struct ShapeGradientTests {
     }
 
     @Test func concatBadInputIsAnError() throws {
-        let runner = try ShapeGradientTest.cpuRunner()
+        let runner = try cpuRunner()
         let layer = try ConcatLayer(axis: 1)
         let inputs = try [[2, 3], [2, 4]].map { try OpLayerTest.tensor($0, seed: 1) }
         let good = try ShapeGradientTest.step(layer, inputs, seed: 1)

@@ -7,7 +7,10 @@
 /// batch and spatial axes, in Double on the CPU.
 extension BatchNormalization: DifferentiableLayer {
     /// `scale` (node input 1) and `B` (node input 2), of the shapes given.
-    var trainableParameters: [TrainableParameter] {
+    var trainableParameters: [TrainableParameter] { Self.affineParameters(scale: scale, bias: bias) }
+
+    /// `scale` (node input 1) and `B` (node input 2): what both modes train.
+    static func affineParameters(scale: Tensor, bias: Tensor) -> [TrainableParameter] {
         [TrainableParameter(role: "scale", nodeInput: 1, value: scale),
          TrainableParameter(role: "B", nodeInput: 2, value: bias)]
     }

@@ -18,14 +18,7 @@
 /// as `Reduce`'s ReduceSum through the runner: on the GPU when in use (a
 /// lower-rank operand is given leading 1s first, so the shader can read
 /// it), see `StructuralGradient.sum` for which sums do.
-extension BinaryLayer: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension BinaryLayer: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard let g = try StructuralGradient.outputGradient(step, of: self, inputCount: inputCount) else {
             return try StructuralGradient.zeroGradients(step)

@@ -29,6 +29,20 @@ protocol DifferentiableLayer: Layer {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients
 }
 
+/// A differentiable layer that holds no parameters (every operand is a
+/// graph input: Add, Concat, the pools): it has no roles, and its
+/// replacement is itself (naming any role is an error).
+protocol ParameterFreeGradients: DifferentiableLayer {}
+
+extension ParameterFreeGradients {
+    var trainableParameters: [TrainableParameter] { [] }
+
+    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
+        _ = try checkedReplacements(values)
+        return self
+    }
+}
+
 /// A parameter a layer holds: its role in the layer (`weights`), the ONNX
 /// node input it was made from, and its current value.
 struct TrainableParameter {

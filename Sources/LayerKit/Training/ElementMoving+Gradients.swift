@@ -5,14 +5,7 @@
 /// splits it along its axis into the inputs' extents (`SplitLayer`);
 /// Transpose permutes it by the inverse permutation; Split joins its
 /// outputs' gradients (`ConcatLayer`); Expand sums it back to the input's shape.
-extension ReshapeLayer: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension ReshapeLayer: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard let g = try StructuralGradient.outputGradient(step, of: self, inputCount: 1) else {
             return try StructuralGradient.zeroGradients(step)
@@ -23,14 +16,7 @@ extension ReshapeLayer: DifferentiableLayer {
     }
 }
 
-extension ConcatLayer: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension ConcatLayer: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard let g = try StructuralGradient.outputGradient(step, of: self) else {
             return try StructuralGradient.zeroGradients(step)
@@ -43,14 +29,7 @@ extension ConcatLayer: DifferentiableLayer {
     }
 }
 
-extension TransposeLayer: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension TransposeLayer: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard let g = try StructuralGradient.outputGradient(step, of: self, inputCount: 1) else {
             return try StructuralGradient.zeroGradients(step)
@@ -65,14 +44,7 @@ extension TransposeLayer: DifferentiableLayer {
 
 /// Split's backward: the outputs' gradients joined along its axis (`ConcatLayer`),
 /// zeros for an output the loss does not depend on.
-extension SplitLayer: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension SplitLayer: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         let parts = try step.outputs.indices.map { k in
             try StructuralGradient.outputGradient(step, of: self, output: k, inputCount: 1)
@@ -86,14 +58,7 @@ extension SplitLayer: DifferentiableLayer {
 
 /// Expand's backward: the gradient summed over the axes the input was
 /// broadcast along (`StructuralGradient.sum`).
-extension ExpandLayer: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension ExpandLayer: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard let g = try StructuralGradient.outputGradient(step, of: self, inputCount: 1) else {
             return try StructuralGradient.zeroGradients(step)

@@ -71,17 +71,7 @@ extension ElementwiseLayer: DifferentiableLayer {
 /// stages' values came from several nodes; train the layers unfused (as the
 /// trainer imports models). A chain whose composed formula is too large to
 /// differentiate as one throws, saying so.
-extension FusedLayer: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        guard values.isEmpty else {
-            throw LayerKitError.invalidParameter(
-                "\(layerName): a fused layer has no trainable parameters (set them on its layers before fusing)")
-        }
-        return self
-    }
-
+extension FusedLayer: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard step.parameterRoles.isEmpty else {
             throw LayerKitError.invalidParameter(

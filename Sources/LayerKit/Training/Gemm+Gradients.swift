@@ -73,16 +73,7 @@ extension Gemm: DifferentiableLayer {
 /// - MatMul (numpy matmul): per matrix of the broadcast batch, dL/dA_b +=
 ///   dL/dY_b * B_b^T and dL/dB_b += A_b^T * dL/dY_b, so an operand broadcast
 ///   along a batch axis sums that axis; a 1-D operand's gradient is 1-D.
-extension MatMulLayer: DifferentiableLayer {
-    /// None: every operand is a graph input.
-    var trainableParameters: [TrainableParameter] { [] }
-
-    /// The layer itself (it holds no parameters); throws for any role named.
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension MatMulLayer: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         let inputs = try step.checkedInputs(hasC ? 3 : 2, layer: layerName)
         let g = try geometry(inputs.map(\.shape))

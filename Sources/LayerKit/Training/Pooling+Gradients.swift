@@ -160,14 +160,7 @@ enum PoolGradientRule: Sendable {
 /// `countIncludePad`). These run on the CPU (`GradientRunner.cpu`).
 /// GlobalAveragePool's g / (H * W) is a broadcast product through the
 /// runner (the GPU when in use).
-extension Pooling: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension Pooling: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard let g = try StructuralGradient.outputGradient(step, of: self, inputCount: 1) else {
             return try StructuralGradient.zeroGradients(step)
@@ -213,14 +206,7 @@ extension Pooling: DifferentiableLayer {
 /// AveragePool's rules are `Pooling`'s; LpPool sends
 /// g * sign(x) * (|x| / y)^(p-1) (0 where the window's norm y is 0). The
 /// Indices output has no gradient (its gradient, if given, is ignored).
-extension GeneralPooling: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension GeneralPooling: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard let g = try StructuralGradient.outputGradient(step, of: self, inputCount: 1) else {
             return try StructuralGradient.zeroGradients(step)

@@ -7,14 +7,7 @@
 /// (the GPU when in use), ReduceSum (its GPU form along axis 1 of a rank-2
 /// to rank-4 tensor, double precision on the CPU otherwise) and, for
 /// LogSoftmax, the Softmax itself.
-extension Softmax: DifferentiableLayer {
-    var trainableParameters: [TrainableParameter] { [] }
-
-    func replacingParameters(_ values: [String: Tensor]) throws -> Layer {
-        _ = try checkedReplacements(values)
-        return self
-    }
-
+extension Softmax: ParameterFreeGradients {
     func gradients(of step: GradientStep, on runner: GradientRunner) throws -> LayerGradients {
         guard let g = try StructuralGradient.outputGradient(step, of: self, inputCount: 1), kind != .hardmax else {
             return try StructuralGradient.zeroGradients(step)

@@ -151,8 +151,7 @@ public final class TrainingBatchNormalization: Layer, Sendable {
 extension TrainingBatchNormalization: DifferentiableLayer {
     /// `scale` (node input 1) and `B` (node input 2).
     var trainableParameters: [TrainableParameter] {
-        [TrainableParameter(role: "scale", nodeInput: 1, value: scale),
-         TrainableParameter(role: "B", nodeInput: 2, value: bias)]
+        BatchNormalization.affineParameters(scale: scale, bias: bias)
     }
 
     /// The same training layer (current running statistics, epsilon,
