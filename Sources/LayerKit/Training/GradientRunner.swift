@@ -29,7 +29,7 @@ final class GradientRunner {
 
     /// Runs `body`, CPU code with no GPU form, recorded as `work` on the CPU.
     func cpu<T>(_ work: String, _ body: () throws -> T) rethrows -> T {
-        let reason = backend.computeUnits == .cpuOnly ? nil : "\(work) has no GPU backward kernel"
+        let reason = backend.computeUnits == .cpuOnly ? nil : "\(work) has no GPU kernel"
         let start = ContinuousClock.now
         defer { record(work, .cpu(reason: reason), since: start) }
         return try body()
