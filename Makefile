@@ -48,7 +48,7 @@ test: deps
 	LAYERKIT_VALIDATION=1 swift test
 	LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
-	$(MAKE) fuzz SECONDS=15
+	$(MAKE) fuzz SECONDS=10
 	$(MAKE) test-c
 	$(MAKE) test-ort
 	$(MAKE) test-python
