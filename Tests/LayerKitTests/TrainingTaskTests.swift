@@ -99,6 +99,35 @@ import Testing
                 == Data(contentsOf: URL(fileURLWithPath: folder.file("b.onnx"))))
     }
 
+    /// A resumed run takes the new task's hyper-parameters: a smaller learning rate moves beta less.
+    @Test func aResumedRunMayChangeTheLearningRate() throws {
+        let folder = try TemporaryDirectory()
+        defer { folder.remove() }
+        let checkpoint = URL(fileURLWithPath: folder.file("student.lkckpt"))
+        let first = try UpdateTask(modelAt: Self.url("student.onnx"), data: Self.teacherData(),
+                                   configuration: Self.studentConfiguration(epochs: 1))
+        try first.run()
+        try first.writeCheckpoint(to: checkpoint)
+        let before = try #require(first.parameters["beta"]).values
+        func resumed(learningRate: Double) throws -> [Float] {
+            var configuration = Self.studentConfiguration(epochs: 2)
+            configuration.optimizer.learningRate = learningRate
+            let task = try UpdateTask(modelAt: Self.url("student.onnx"), data: Self.teacherData(),
+                                      configuration: configuration)
+            try task.resume(fromCheckpoint: checkpoint)
+            try task.run()
+            return try #require(task.parameters["beta"]).values
+        }
+        let fast = try resumed(learningRate: 0.1), slow = try resumed(learningRate: 1e-4)
+        let moved = { (b: [Float]) in zip(b, before).map { abs($0 - $1) }.reduce(0, +) }
+        #expect(moved(slow) < moved(fast) / 10, "slow \(moved(slow)), fast \(moved(fast))")
+        // Another optimizer's state does not fit: refused, naming both.
+        var sgd = Self.studentConfiguration(epochs: 2)
+        sgd.optimizer = .sgd(learningRate: 0.1)
+        let other = try UpdateTask(modelAt: Self.url("student.onnx"), data: Self.teacherData(), configuration: sgd)
+        #expect(throws: LayerKitError.self) { try other.resume(fromCheckpoint: checkpoint) }
+    }
+
     @Test func badInputGetsClearErrors() throws {
         let student = Self.url("student.onnx")
         let config = Self.studentConfiguration(epochs: 1)
