@@ -195,12 +195,14 @@ extension Convolution: DifferentiableLayer {
                     for i in 0..<count {
                         let source = input.dataPointer + ((first + i) * c + gi * cg) * g.height * g.width
                         for row in 0..<rows {
-                            Convolution.im2colRow(row0 + row, of: source, kernel: kernel, strides: strides, dilations: dilations,
-                                           geometry: g, into: columns + row * k + i * pixels)
+                            Convolution.im2colRow(row0 + row, of: source, kernel: kernel, strides: strides,
+                                                  dilations: dilations, geometry: g,
+                                                  into: columns + row * k + i * pixels)
                         }
                     }
-                    if lk_sgemm_f32(rows, mg, k, 1, columns, k, 1, transposed.dataPointer + first * pixels * m + gi * mg,
-                                    m, sums.dataPointer + (gi * r + row0) * mg, mg, nil, nil, 1) != 0 {
+                    let gradients = transposed.dataPointer + first * pixels * m + gi * mg
+                    if lk_sgemm_f32(rows, mg, k, 1, columns, k, 1, gradients, m,
+                                    sums.dataPointer + (gi * r + row0) * mg, mg, nil, nil, 1) != 0 {
                         failed.store(true, ordering: .relaxed)
                     }
                 }
@@ -263,65 +265,73 @@ extension Convolution: DifferentiableLayer {
     }
 
     /// dL/dw for a few output channels a group (depthwise), straight from x
-    /// and dL/dy: per output channel (one task each), input channel and tap,
-    /// the sum over images and output rows of the dot product of dL/dy's row
-    /// with x's row shifted by the tap, in eight lanes of a fixed order.
+    /// and dL/dy: per output channel (one task each) and input channel, per
+    /// image, x's plane is copied zero-padded to every cell a window reads
+    /// and dL/dy's rows to a multiple of eight columns (zeros past OW), then
+    /// each tap sums the products of dL/dy's rows with x's rows shifted by
+    /// the tap, eight columns a step into eight lanes, in (image, row,
+    /// column) order.
     func directWeightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry, into dw: Tensor,
                               threads: Int) {
         let (kh, kw, sh, sw, dh, dwl) = (kernelHeight, kernelWidth, strides[0], strides[1], dilations[0], dilations[1])
         let (m, c, group) = (outputChannels, inputChannels, group)
-        let (cg, mg) = (c / group, m / group)
+        let (cg, mg, taps) = (c / group, m / group, kernelHeight * kernelWidth)
         let (height, width, outHeight, outWidth) = (g.height, g.width, g.outHeight, g.outWidth)
         let (plane, pixels) = (height * width, outHeight * outWidth)
+        let rowWidth = (outWidth + 7) / 8 * 8
+        let paddedHeight = (outHeight - 1) * sh + (kh - 1) * dh + 1
+        let paddedWidth = (rowWidth - 1) * sw + (kw - 1) * dwl + 1
         forEachChunk(count: m, chunkSize: 1, threadCount: threads) { channels in
+            let padded = UnsafeMutablePointer<Float>.allocate(capacity: paddedHeight * paddedWidth)
+            let rows = UnsafeMutablePointer<Float>.allocate(capacity: outHeight * rowWidth)
+            var lanes = [SIMD8<Float>](repeating: SIMD8(), count: taps)
+            defer {
+                padded.deallocate()
+                rows.deallocate()
+            }
             for oc in channels {
                 let gi = oc / mg
                 for ci in 0..<cg {
-                    for th in 0..<kh {
-                        for tw in 0..<kw {
-                            let (low, high, offset) = Convolution.windowColumns(tap: tw, dilation: dwl, stride: sw,
-                                                                         pad: g.padLeft, width: width,
-                                                                         outWidth: outWidth)
-                            var lanes = SIMD8<Float>()
-                            for n in 0..<g.batch where low < high {
-                                let gradient = dy.dataPointer + (n * m + oc) * pixels
-                                let image = input.dataPointer + (n * c + gi * cg + ci) * plane
+                    for t in 0..<taps { lanes[t] = SIMD8() }
+                    for n in 0..<g.batch {
+                        let image = input.dataPointer + (n * c + gi * cg + ci) * plane
+                        let gradient = dy.dataPointer + (n * m + oc) * pixels
+                        padded.update(repeating: 0, count: paddedHeight * paddedWidth)
+                        for y in 0..<paddedHeight {
+                            let ih = y - g.padTop
+                            guard ih >= 0, ih < height else { continue }
+                            let (from, to) = (max(0, g.padLeft), min(paddedWidth, width + g.padLeft))
+                            guard from < to else { continue }
+                            (padded + y * paddedWidth + from).update(from: image + ih * width + from - g.padLeft,
+                                                                     count: to - from)
+                        }
+                        for oh in 0..<outHeight {
+                            (rows + oh * rowWidth).update(from: gradient + oh * outWidth, count: outWidth)
+                            (rows + oh * rowWidth + outWidth).update(repeating: 0, count: rowWidth - outWidth)
+                        }
+                        for th in 0..<kh {
+                            for tw in 0..<kw {
+                                var sum = lanes[th * kw + tw]
                                 for oh in 0..<outHeight {
-                                    let ih = oh * sh - g.padTop + th * dh
-                                    guard ih >= 0, ih < height else { continue }
-                                    Convolution.accumulateRow(gradient + oh * outWidth, image + ih * width + offset,
-                                                       low: low, high: high, stride: sw, into: &lanes)
+                                    let line = padded + (oh * sh + th * dh) * paddedWidth + tw * dwl
+                                    let a = rows + oh * rowWidth
+                                    for j in stride(from: 0, to: rowWidth, by: 8) {
+                                        let b: SIMD8<Float>
+                                        if sw == 1 {
+                                            b = UnsafeRawPointer(line + j).loadUnaligned(as: SIMD8<Float>.self)
+                                        } else {
+                                            b = SIMD8((0..<8).lazy.map { line[(j + $0) * sw] })
+                                        }
+                                        sum += UnsafeRawPointer(a + j).loadUnaligned(as: SIMD8<Float>.self) * b
+                                    }
                                 }
+                                lanes[th * kw + tw] = sum
                             }
-                            dw[((oc * cg + ci) * kh + th) * kw + tw] = lanes.sum()
                         }
                     }
+                    for t in 0..<taps { dw[(oc * cg + ci) * taps + t] = lanes[t].sum() }
                 }
             }
-        }
-    }
-
-    /// lanes += the products a[ow] * x[ow * stride] for ow in low..<high,
-    /// eight columns a step (lane ow - low mod 8; zeros past high).
-    @inline(__always)
-    static func accumulateRow(_ a: UnsafePointer<Float>, _ x: UnsafePointer<Float>, low: Int, high: Int, stride: Int,
-                              into lanes: inout SIMD8<Float>) {
-        var ow = low
-        if stride == 1 {
-            while ow + 8 <= high {
-                lanes += UnsafeRawPointer(a + ow).loadUnaligned(as: SIMD8<Float>.self)
-                    * UnsafeRawPointer(x + ow).loadUnaligned(as: SIMD8<Float>.self)
-                ow += 8
-            }
-        }
-        while ow < high {
-            var u = SIMD8<Float>(), v = SIMD8<Float>()
-            for l in 0..<min(8, high - ow) {
-                u[l] = a[ow + l]
-                v[l] = x[(ow + l) * stride]
-            }
-            lanes += u * v
-            ow += 8
         }
     }
 
