@@ -18,8 +18,8 @@ import Synchronization
 ///   `output_padding` below the stride, which ConvTranspose always takes.
 /// - dL/dw per group is dL/dy (rows: output channels; columns: image and
 ///   output pixel) times the im2col matrix of the input (rows: image and
-///   output pixel; columns: input channel and tap), `lk_sgemm_f32` on
-///   cache-sized blocks of im2col, on the CPU; depthwise: dot products of
+///   output pixel; columns: input channel and tap), `lk_sgemm_f32_packed_b`
+///   on cache-sized blocks of im2col, on the CPU; depthwise: dot products of
 ///   shifted rows.
 /// - dL/db is the sum of dL/dy over the batch and the pixels (in Double).
 extension Convolution: DifferentiableLayer {
@@ -146,8 +146,8 @@ extension Convolution: DifferentiableLayer {
     /// (`[C/group * taps, M/group]`), one task: per pass of images, the
     /// block's rows of im2col(x) (`[rows, images * pixels]`, a stretch of
     /// input row at a time, in a buffer of its own that stays in cache) times
-    /// dL/dy^T (`[images * pixels, M]`, transposed once for the batch),
-    /// accumulated by `lk_sgemm_f32`. Every element is one chain of products
+    /// dL/dy^T (`[images * pixels, M/group]`, packed once for the batch),
+    /// accumulated by `lk_sgemm_f32_packed_b`. Every element is one chain of products
     /// in (image, pixel) order whatever the thread count.
     func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry) throws -> Tensor {
         let dw = try Tensor(shape: weights.shape)
@@ -162,26 +162,40 @@ extension Convolution: DifferentiableLayer {
             directWeightGradient(input: input, outputGradient: dy, geometry: g, into: dw, threads: threads)
             return dw
         }
-        // dL/dy^T: row (image, pixel), column output channel, in tiles
-        // of 16 x 16 (a column of the target at a time would miss the cache).
-        let transposed = try Tensor(shape: [g.batch * pixels * m])
+        let block = Self.gradientRowBlock
+        let blocksPerGroup = (r + block - 1) / block
+        let run = max(1, min(g.batch, Self.gradientPassPixels / pixels))
+        // dL/dy^T per group and pass of images, as the B operand's panels
+        // (lk_sgemm_pack_b's layout: panels of nr output channels, a row of
+        // nr a pixel, zeros past the group's channels), written straight
+        // from dL/dy in tiles of nr x 16 so no task packs it again.
+        let isa = lk_kernels_isa()
+        let nr = lk_sgemm_column_block(isa)
+        let padded = (mg + nr - 1) / nr * nr
+        let packed = try Tensor(shape: [group * g.batch * pixels * padded])
         forEachChunk(count: g.batch, chunkSize: 1, threadCount: threads) { images in
-            for i in images {
-                let source = dy.dataPointer + i * m * pixels
-                let target = transposed.dataPointer + i * pixels * m
-                for o0 in stride(from: 0, to: m, by: 16) {
-                    for p0 in stride(from: 0, to: pixels, by: 16) {
-                        for o in o0..<min(m, o0 + 16) {
-                            for p in p0..<min(pixels, p0 + 16) { target[p * m + o] = source[o * pixels + p] }
+            for n in images {
+                let first = n / run * run
+                let k = min(run, g.batch - first) * pixels
+                for gi in 0..<group {
+                    let pass = packed.dataPointer + (gi * g.batch + first) * pixels * padded
+                    for j0 in stride(from: 0, to: padded, by: nr) {
+                        let panel = pass + j0 * k + (n - first) * pixels * nr
+                        let columns = max(0, min(nr, mg - j0))
+                        let source = dy.dataPointer + (n * m + gi * mg + j0) * pixels
+                        for p0 in stride(from: 0, to: pixels, by: 16) {
+                            for p in p0..<min(pixels, p0 + 16) {
+                                (panel + p * nr + columns).update(repeating: 0, count: nr - columns)
+                            }
+                            for j in 0..<columns {
+                                for p in p0..<min(pixels, p0 + 16) { panel[p * nr + j] = source[j * pixels + p] }
+                            }
                         }
                     }
                 }
             }
         }
         let sums = try Tensor(shape: [group * r * mg])
-        let block = Self.gradientRowBlock
-        let blocksPerGroup = (r + block - 1) / block
-        let run = max(1, min(g.batch, Self.gradientPassPixels / pixels))
         let failed = Atomic(false)
         let (kernel, strides, dilations) = ([kernelHeight, kernelWidth], strides, dilations)
         forEachChunk(count: group * blocksPerGroup, chunkSize: 1, threadCount: threads) { tasks in
@@ -200,9 +214,9 @@ extension Convolution: DifferentiableLayer {
                                                   into: columns + row * k + i * pixels)
                         }
                     }
-                    let gradients = transposed.dataPointer + first * pixels * m + gi * mg
-                    if lk_sgemm_f32(rows, mg, k, 1, columns, k, 1, gradients, m,
-                                    sums.dataPointer + (gi * r + row0) * mg, mg, nil, nil, 1) != 0 {
+                    let gradients = packed.dataPointer + (gi * g.batch + first) * pixels * padded
+                    if lk_sgemm_f32_packed_b(isa, rows, mg, k, 1, columns, k, 1, gradients,
+                                             sums.dataPointer + (gi * r + row0) * mg, mg, nil, nil, 1) != 0 {
                         failed.store(true, ordering: .relaxed)
                     }
                 }
