@@ -168,7 +168,7 @@ extension Convolution: DifferentiableLayer {
         // dL/dy^T per group and pass of images, as the B operand's panels
         // (lk_sgemm_pack_b's layout: panels of nr output channels, a row of
         // nr a pixel, zeros past the group's channels), written straight
-        // from dL/dy in tiles of nr x 16 so no task packs it again.
+        // from dL/dy so no task packs it again.
         let isa = lk_kernels_isa()
         let nr = lk_sgemm_column_block(isa)
         let padded = (mg + nr - 1) / nr * nr
@@ -183,13 +183,16 @@ extension Convolution: DifferentiableLayer {
                         let panel = pass + j0 * k + (n - first) * pixels * nr
                         let columns = max(0, min(nr, mg - j0))
                         let source = dy.dataPointer + (n * m + gi * mg + j0) * pixels
-                        for p0 in stride(from: 0, to: pixels, by: 16) {
-                            for p in p0..<min(pixels, p0 + 16) {
-                                (panel + p * nr + columns).update(repeating: 0, count: nr - columns)
-                            }
+                        // A pixel's row at a time: contiguous writes, nr reads a
+                        // plane apart (the tile's planes stay in L1).
+                        for p in 0..<pixels {
+                            let row = panel + p * nr
+                            var from = source + p
                             for j in 0..<columns {
-                                for p in p0..<min(pixels, p0 + 16) { panel[p * nr + j] = source[j * pixels + p] }
+                                row[j] = from.pointee
+                                from += pixels
                             }
+                            (row + columns).update(repeating: 0, count: nr - columns)
                         }
                     }
                 }
