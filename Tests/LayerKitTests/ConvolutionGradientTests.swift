@@ -143,10 +143,11 @@ struct ConvolutionGradientTests {
     }
 
     /// dL/dw has the same bits on one thread and on four (the matrix-product
-    /// path and the depthwise one, each with enough work to split).
+    /// path and the depthwise one, each with enough work to split), and with
+    /// dL/dy packed a few images at a time.
     @Test func weightGradientDoesNotDependOnTheThreadCount() throws {
         let cases = [
-            Case(description: "3x3, 16 -> 32", input: [4, 16, 16, 16], weights: [32, 16, 3, 3],
+            Case(description: "3x3, 8 -> 16", input: [3, 8, 32, 32], weights: [16, 8, 3, 3],
                  padding: .explicit([1, 1, 1, 1])),
             Case(description: "depthwise", input: [8, 64, 16, 16], weights: [64, 1, 3, 3],
                  padding: .explicit([1, 1, 1, 1]), group: 64),
@@ -159,7 +160,9 @@ struct ConvolutionGradientTests {
             let one = try layer.weightGradient(input: x, outputGradient: dy, geometry: g)
             layer.threadCount = 4
             let four = try layer.weightGradient(input: x, outputGradient: dy, geometry: g)
+            let spans = try layer.weightGradient(input: x, outputGradient: dy, geometry: g, columnBudget: 1)
             #expect(one.values == four.values, "\(c)")
+            #expect(one.values == spans.values, "\(c)")
         }
     }
 

@@ -131,6 +131,10 @@ extension Convolution: DifferentiableLayer {
     /// product; fewer (depthwise) take dot products.
     static let productChannels = 4
 
+    /// The most floats of packed dL/dy^T one packing holds (16 MiB); a
+    /// larger batch runs in spans of images.
+    static let gradientColumnBudget = 1 << 22
+
     /// Rows of a group's dL/dw^T one task computes (fixed, so the tasks do
     /// not depend on the thread count).
     static let gradientRowBlock = 32
@@ -147,9 +151,11 @@ extension Convolution: DifferentiableLayer {
     /// block's rows of im2col(x) (`[rows, images * pixels]`, a stretch of
     /// input row at a time, in a buffer of its own that stays in cache) times
     /// dL/dy^T (`[images * pixels, M/group]`, packed once for the batch),
-    /// accumulated by `lk_sgemm_f32_packed_b`. Every element is one chain of products
+    /// accumulated by `lk_sgemm_f32_packed_b`; at most `columnBudget` floats
+    /// of it at a time (spans of whole passes). Every element is one chain of products
     /// in (image, pixel) order whatever the thread count.
-    func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry) throws -> Tensor {
+    func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry,
+                        columnBudget: Int = Convolution.gradientColumnBudget) throws -> Tensor {
         let dw = try Tensor(shape: weights.shape)
         let (m, c, group) = (outputChannels, inputChannels, group)
         let (cg, mg) = (c / group, m / group)
@@ -172,55 +178,60 @@ extension Convolution: DifferentiableLayer {
         let isa = lk_kernels_isa()
         let nr = lk_sgemm_column_block(isa)
         let padded = (mg + nr - 1) / nr * nr
-        let packed = try Tensor(shape: [group * g.batch * pixels * padded])
-        forEachChunk(count: g.batch, chunkSize: 1, threadCount: threads) { images in
-            for n in images {
-                let first = n / run * run
-                let k = min(run, g.batch - first) * pixels
-                for gi in 0..<group {
-                    let pass = packed.dataPointer + (gi * g.batch + first) * pixels * padded
-                    for j0 in stride(from: 0, to: padded, by: nr) {
-                        let panel = pass + j0 * k + (n - first) * pixels * nr
-                        let columns = max(0, min(nr, mg - j0))
-                        let source = dy.dataPointer + (n * m + gi * mg + j0) * pixels
-                        // A pixel's row at a time: contiguous writes, nr reads a
-                        // plane apart (the tile's planes stay in L1).
-                        for p in 0..<pixels {
-                            let row = panel + p * nr
-                            var from = source + p
-                            for j in 0..<columns {
-                                row[j] = from.pointee
-                                from += pixels
+        // Images a packing holds: whole passes, within the column budget.
+        let span = max(1, columnBudget / max(1, group * pixels * padded) / run) * run
+        let packed = try Tensor(shape: [group * min(g.batch, span) * pixels * padded])
+        let sums = try Tensor(shape: [group * r * mg])
+        let failed = Atomic(false)
+        let (kernel, strides, dilations) = ([kernelHeight, kernelWidth], strides, dilations)
+        for start in stride(from: 0, to: g.batch, by: span) {
+            let images = min(span, g.batch - start)
+            forEachChunk(count: images, chunkSize: 1, threadCount: threads) { chunk in
+                for n in chunk.lazy.map({ start + $0 }) {
+                    let first = n / run * run
+                    let k = min(run, g.batch - first) * pixels
+                    for gi in 0..<group {
+                        let pass = packed.dataPointer + (gi * images + first - start) * pixels * padded
+                        for j0 in stride(from: 0, to: padded, by: nr) {
+                            let panel = pass + j0 * k + (n - first) * pixels * nr
+                            let columns = max(0, min(nr, mg - j0))
+                            let source = dy.dataPointer + (n * m + gi * mg + j0) * pixels
+                            // A pixel's row at a time: contiguous writes, nr
+                            // reads a plane apart.
+                            for p in 0..<pixels {
+                                let row = panel + p * nr
+                                var from = source + p
+                                for j in 0..<columns {
+                                    row[j] = from.pointee
+                                    from += pixels
+                                }
+                                (row + columns).update(repeating: 0, count: nr - columns)
                             }
-                            (row + columns).update(repeating: 0, count: nr - columns)
                         }
                     }
                 }
             }
-        }
-        let sums = try Tensor(shape: [group * r * mg])
-        let failed = Atomic(false)
-        let (kernel, strides, dilations) = ([kernelHeight, kernelWidth], strides, dilations)
-        forEachChunk(count: group * blocksPerGroup, chunkSize: 1, threadCount: threads) { tasks in
-            let columns = UnsafeMutablePointer<Float>.allocate(capacity: block * run * pixels)
-            defer { columns.deallocate() }
-            for task in tasks {
-                let (gi, row0) = (task / blocksPerGroup, task % blocksPerGroup * block)
-                let rows = min(block, r - row0)
-                for first in stride(from: 0, to: g.batch, by: run) {
-                    let count = min(run, g.batch - first), k = count * pixels
-                    for i in 0..<count {
-                        let source = input.dataPointer + ((first + i) * c + gi * cg) * g.height * g.width
-                        for row in 0..<rows {
-                            Convolution.im2colRow(row0 + row, of: source, kernel: kernel, strides: strides,
-                                                  dilations: dilations, geometry: g,
-                                                  into: columns + row * k + i * pixels)
+            forEachChunk(count: group * blocksPerGroup, chunkSize: 1, threadCount: threads) { tasks in
+                let columns = UnsafeMutablePointer<Float>.allocate(capacity: block * run * pixels)
+                defer { columns.deallocate() }
+                for task in tasks {
+                    let (gi, row0) = (task / blocksPerGroup, task % blocksPerGroup * block)
+                    let rows = min(block, r - row0)
+                    for first in stride(from: start, to: start + images, by: run) {
+                        let count = min(run, g.batch - first), k = count * pixels
+                        for i in 0..<count {
+                            let source = input.dataPointer + ((first + i) * c + gi * cg) * g.height * g.width
+                            for row in 0..<rows {
+                                Convolution.im2colRow(row0 + row, of: source, kernel: kernel, strides: strides,
+                                                      dilations: dilations, geometry: g,
+                                                      into: columns + row * k + i * pixels)
+                            }
                         }
-                    }
-                    let gradients = packed.dataPointer + (gi * g.batch + first) * pixels * padded
-                    if lk_sgemm_f32_packed_b(isa, rows, mg, k, 1, columns, k, 1, gradients,
-                                             sums.dataPointer + (gi * r + row0) * mg, mg, nil, nil, 1) != 0 {
-                        failed.store(true, ordering: .relaxed)
+                        let gradients = packed.dataPointer + (gi * images + first - start) * pixels * padded
+                        if lk_sgemm_f32_packed_b(isa, rows, mg, k, 1, columns, k, 1, gradients,
+                                                 sums.dataPointer + (gi * r + row0) * mg, mg, nil, nil, 1) != 0 {
+                            failed.store(true, ordering: .relaxed)
+                        }
                     }
                 }
             }
