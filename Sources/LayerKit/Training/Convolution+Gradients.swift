@@ -150,10 +150,10 @@ extension Convolution: DifferentiableLayer {
     /// (`[C/group * taps, M/group]`), one task: per pass of images, the
     /// block's rows of im2col(x) (`[rows, images * pixels]`, a stretch of
     /// input row at a time, in a buffer of its own that stays in cache) times
-    /// dL/dy^T (`[images * pixels, M/group]`, packed once for the batch),
-    /// accumulated by `lk_sgemm_f32_packed_b`; at most `columnBudget` floats
-    /// of it at a time (spans of whole passes). Every element is one chain of products
-    /// in (image, pixel) order whatever the thread count.
+    /// dL/dy^T (`[images * pixels, M/group]`, packed once, at most
+    /// `columnBudget` floats of it at a time: spans of whole passes),
+    /// accumulated by `lk_sgemm_f32_packed_b`. Every element is one chain of
+    /// products in (image, pixel) order whatever the thread count.
     func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry,
                         columnBudget: Int = Convolution.gradientColumnBudget) throws -> Tensor {
         let dw = try Tensor(shape: weights.shape)
