@@ -142,6 +142,30 @@ struct ConvolutionGradientTests {
         #expect(gpu.placements.map(\.placement) == [.gpu], "\(c): \(gpu.placements)")
     }
 
+    /// dL/dw has the same bits on one thread and on four (the matrix-product
+    /// path and the depthwise one, each with enough work to split), and with
+    /// dL/dy packed a few images at a time.
+    @Test func weightGradientDoesNotDependOnTheThreadCount() throws {
+        let cases = [
+            Case(description: "3x3, 8 -> 16", input: [3, 8, 32, 32], weights: [16, 8, 3, 3],
+                 padding: .explicit([1, 1, 1, 1])),
+            Case(description: "depthwise", input: [8, 64, 16, 16], weights: [64, 1, 3, 3],
+                 padding: .explicit([1, 1, 1, 1]), group: 64),
+        ]
+        for c in cases {
+            let (layer, x) = try Self.make(c, seed: 61)
+            let g = try layer.geometry(forInputShape: x.shape)
+            let dy = try OpLayerTest.tensor([x.shape[0], c.weights[0], g.outHeight, g.outWidth], seed: 62, in: -1...1)
+            layer.threadCount = 1
+            let one = try layer.weightGradient(input: x, outputGradient: dy, geometry: g)
+            layer.threadCount = 4
+            let four = try layer.weightGradient(input: x, outputGradient: dy, geometry: g)
+            let spans = try layer.weightGradient(input: x, outputGradient: dy, geometry: g, columnBudget: 1)
+            #expect(one.values == four.values, "\(c)")
+            #expect(one.values == spans.values, "\(c)")
+        }
+    }
+
     @Test func onlyWhatIsAskedForIsComputed() throws {
         let (layer, x) = try Self.make(Self.cases[0], seed: 31)
         let step = try DenseGradientTest.step(layer, [x], seed: 32, roles: ["bias"], needs: [false])

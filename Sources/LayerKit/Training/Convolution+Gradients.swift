@@ -18,8 +18,9 @@ import Synchronization
 ///   `output_padding` below the stride, which ConvTranspose always takes.
 /// - dL/dw per group is dL/dy (rows: output channels; columns: image and
 ///   output pixel) times the im2col matrix of the input (rows: image and
-///   output pixel; columns: input channel and tap), one `lk_sgemm_f32` a
-///   block of output channels, on the CPU.
+///   output pixel; columns: input channel and tap), `lk_sgemm_f32_packed_b`
+///   on cache-sized blocks of im2col, on the CPU; depthwise: dot products of
+///   shifted rows.
 /// - dL/db is the sum of dL/dy over the batch and the pixels (in Double).
 extension Convolution: DifferentiableLayer {
     /// `weights` (node input 1) in the ONNX shape, `[M, C/group, kH, kW]`
@@ -126,111 +127,111 @@ extension Convolution: DifferentiableLayer {
                                  outputPadding: tails.map { max(0, -$0) }, group: group)
     }
 
-    /// The most floats one pass's im2col matrix holds (16 MiB); a batch
-    /// whose matrix is larger runs in runs of images.
+    /// Output channels a group from which the weight gradient is a matrix
+    /// product; fewer (depthwise) take dot products.
+    static let productChannels = 4
+
+    /// The most floats of packed dL/dy^T one packing holds (16 MiB); a
+    /// larger batch runs in spans of images.
     static let gradientColumnBudget = 1 << 22
 
+    /// Rows of a group's dL/dw^T one task computes (fixed, so the tasks do
+    /// not depend on the thread count).
+    static let gradientRowBlock = 32
+
+    /// Columns (image pixels) of one pass's im2col block: a task's block,
+    /// `gradientRowBlock` rows of about this many floats, stays in cache.
+    static let gradientPassPixels = 2048
+
     /// dL/dw, `[M, C/group, kH, kW]`, from the input `[N, C, ...]` and
-    /// dL/dy as the `[N, M, OH, OW]` image. Per run of images and group,
-    /// dL/dw^T (`[C/group * taps, M/group]`) += im2col(x) (`[C/group * taps,
-    /// images * pixels]`, each row copied a stretch of input row at a time)
-    /// times dL/dy^T (`[images * pixels, M]`), then transposed into dw.
-    func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry) throws -> Tensor {
+    /// dL/dy as the `[N, M, OH, OW]` image. With a few output channels a
+    /// group (depthwise): dot products of shifted rows, no im2col. Else, per
+    /// group and block of `gradientRowBlock` rows (channel, tap) of dL/dw^T
+    /// (`[C/group * taps, M/group]`), one task: per pass of images, the
+    /// block's rows of im2col(x) (`[rows, images * pixels]`, a stretch of
+    /// input row at a time, in a buffer of its own that stays in cache) times
+    /// dL/dy^T (`[images * pixels, M/group]`, packed once, at most
+    /// `columnBudget` floats of it at a time: spans of whole passes),
+    /// accumulated by `lk_sgemm_f32_packed_b`. Every element is one chain of
+    /// products in (image, pixel) order whatever the thread count.
+    func weightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry,
+                        columnBudget: Int = Convolution.gradientColumnBudget) throws -> Tensor {
         let dw = try Tensor(shape: weights.shape)
-        let (kh, kw, sh, sw, dh, dwl) = (kernelHeight, kernelWidth, strides[0], strides[1], dilations[0], dilations[1])
         let (m, c, group) = (outputChannels, inputChannels, group)
         let (cg, mg) = (c / group, m / group)
-        let r = cg * kh * kw
-        let (height, width, outHeight, outWidth) = (g.height, g.width, g.outHeight, g.outWidth)
-        let (pixels, plane, padTop, padLeft) = (g.outHeight * g.outWidth, g.height * g.width, g.padTop, g.padLeft)
+        let r = cg * kernelHeight * kernelWidth
+        let pixels = g.outHeight * g.outWidth
         guard pixels > 0, g.batch > 0 else { return dw }
-        let run = max(1, min(g.batch, Self.gradientColumnBudget / max(1, pixels * max(r * group, m))))
-        let columns = try Tensor(shape: [run * pixels * r * group])
-        let transposed = try Tensor(shape: [mg >= Self.productChannels ? run * pixels * m : 0])
-        let sums = try Tensor(shape: [group * r * mg])
         let threads = min(threadCount, CPUThreads.current,
                           max(1, g.batch * pixels * r * m / Convolution.minimumWorkPerThread))
-        // Row blocks of each group's dw^T: a task's elements are its own, and
-        // every element sums its images in order, whatever the thread count.
-        let block = max(1, min(r, (r * group + 2 * threads - 1) / (2 * threads)))
+        guard mg >= Self.productChannels else {
+            directWeightGradient(input: input, outputGradient: dy, geometry: g, into: dw, threads: threads)
+            return dw
+        }
+        let block = Self.gradientRowBlock
         let blocksPerGroup = (r + block - 1) / block
+        let run = max(1, min(g.batch, Self.gradientPassPixels / pixels))
+        // dL/dy^T per group and pass of images, as the B operand's panels
+        // (lk_sgemm_pack_b's layout: panels of nr output channels, a row of
+        // nr a pixel, zeros past the group's channels), written straight
+        // from dL/dy so no task packs it again.
+        let isa = lk_kernels_isa()
+        let nr = lk_sgemm_column_block(isa)
+        let padded = (mg + nr - 1) / nr * nr
+        // Images a packing holds: whole passes, within the column budget.
+        let span = max(1, columnBudget / max(1, group * pixels * padded) / run) * run
+        let packed = try Tensor(shape: [group * min(g.batch, span) * pixels * padded])
+        let sums = try Tensor(shape: [group * r * mg])
         let failed = Atomic(false)
-        for first in stride(from: 0, to: g.batch, by: run) {
-            let count = min(run, g.batch - first), k = count * pixels
-            // im2col: group gi's matrix is [r, k], row (channel, tap), column (image, pixel).
-            forEachChunk(count: count * group, chunkSize: 1, threadCount: threads) { items in
-                for item in items {
-                    let (i, gi) = (item / group, item % group)
-                    let source = input.dataPointer + ((first + i) * c + gi * cg) * plane
-                    for row in 0..<r {
-                        let (ci, th, tw) = (row / (kh * kw), row / kw % kh, row % kw)
-                        let target = columns.dataPointer + (gi * r + row) * k + i * pixels
-                        // The output columns whose tap lands inside the input row.
-                        let offset = tw * dwl - padLeft
-                        let low = offset >= 0 ? 0 : (sw - 1 - offset) / sw
-                        let high = width - 1 - offset < 0 ? 0 : min(outWidth, (width - 1 - offset) / sw + 1)
-                        for oh in 0..<outHeight {
-                            let out = target + oh * outWidth
-                            let ih = oh * sh - padTop + th * dh
-                            guard ih >= 0, ih < height, low < high else {
-                                out.update(repeating: 0, count: outWidth)
-                                continue
-                            }
-                            out.update(repeating: 0, count: low)
-                            (out + high).update(repeating: 0, count: outWidth - high)
-                            let line = source + ci * plane + ih * width + offset
-                            if sw == 1 {
-                                (out + low).update(from: line + low, count: high - low)
-                            } else {
-                                for ow in low..<high { out[ow] = line[ow * sw] }
-                            }
-                        }
-                    }
-                }
-            }
-            guard mg >= Self.productChannels else {
-                // A few output channels a group (depthwise): dot products of
-                // im2col rows with dL/dy rows, a matrix product's panels wasted.
-                forEachChunk(count: group, chunkSize: 1, threadCount: threads) { groups in
-                    for gi in groups {
-                        for row in 0..<r {
-                            let column = columns.dataPointer + (gi * r + row) * k
-                            for o in 0..<mg {
-                                var sum: Float = 0
-                                for i in 0..<count {
-                                    sum += Self.dot(column + i * pixels,
-                                                    dy.dataPointer + ((first + i) * m + gi * mg + o) * pixels, pixels)
+        let (kernel, strides, dilations) = ([kernelHeight, kernelWidth], strides, dilations)
+        for start in stride(from: 0, to: g.batch, by: span) {
+            let images = min(span, g.batch - start)
+            forEachChunk(count: images, chunkSize: 1, threadCount: threads) { chunk in
+                for n in chunk.lazy.map({ start + $0 }) {
+                    let first = n / run * run
+                    let k = min(run, g.batch - first) * pixels
+                    for gi in 0..<group {
+                        let pass = packed.dataPointer + (gi * images + first - start) * pixels * padded
+                        for j0 in stride(from: 0, to: padded, by: nr) {
+                            let panel = pass + j0 * k + (n - first) * pixels * nr
+                            let columns = max(0, min(nr, mg - j0))
+                            let source = dy.dataPointer + (n * m + gi * mg + j0) * pixels
+                            // A pixel's row at a time: contiguous writes, nr
+                            // reads a plane apart.
+                            for p in 0..<pixels {
+                                let row = panel + p * nr
+                                var from = source + p
+                                for j in 0..<columns {
+                                    row[j] = from.pointee
+                                    from += pixels
                                 }
-                                sums[(gi * r + row) * mg + o] += sum
-                            }
-                        }
-                    }
-                }
-                continue
-            }
-            // dL/dy^T: row (image, pixel), column output channel, in tiles
-            // of 16 x 16 (a column of the target at a time would miss the cache).
-            forEachChunk(count: count, chunkSize: 1, threadCount: threads) { images in
-                for i in images {
-                    let source = dy.dataPointer + (first + i) * m * pixels
-                    let target = transposed.dataPointer + i * pixels * m
-                    for o0 in stride(from: 0, to: m, by: 16) {
-                        for p0 in stride(from: 0, to: pixels, by: 16) {
-                            for o in o0..<min(m, o0 + 16) {
-                                for p in p0..<min(pixels, p0 + 16) { target[p * m + o] = source[o * pixels + p] }
+                                (row + columns).update(repeating: 0, count: nr - columns)
                             }
                         }
                     }
                 }
             }
             forEachChunk(count: group * blocksPerGroup, chunkSize: 1, threadCount: threads) { tasks in
+                let columns = UnsafeMutablePointer<Float>.allocate(capacity: block * run * pixels)
+                defer { columns.deallocate() }
                 for task in tasks {
-                    let (gi, row) = (task / blocksPerGroup, task % blocksPerGroup * block)
-                    let rows = min(block, r - row)
-                    if lk_sgemm_f32(rows, mg, k, 1, columns.dataPointer + (gi * r + row) * k, k, 1,
-                                    transposed.dataPointer + gi * mg, m, sums.dataPointer + (gi * r + row) * mg, mg,
-                                    nil, nil, 1) != 0 {
-                        failed.store(true, ordering: .relaxed)
+                    let (gi, row0) = (task / blocksPerGroup, task % blocksPerGroup * block)
+                    let rows = min(block, r - row0)
+                    for first in stride(from: start, to: start + images, by: run) {
+                        let count = min(run, g.batch - first), k = count * pixels
+                        for i in 0..<count {
+                            let source = input.dataPointer + ((first + i) * c + gi * cg) * g.height * g.width
+                            for row in 0..<rows {
+                                Convolution.im2colRow(row0 + row, of: source, kernel: kernel, strides: strides,
+                                                      dilations: dilations, geometry: g,
+                                                      into: columns + row * k + i * pixels)
+                            }
+                        }
+                        let gradients = packed.dataPointer + (gi * images + first - start) * pixels * padded
+                        if lk_sgemm_f32_packed_b(isa, rows, mg, k, 1, columns, k, 1, gradients,
+                                                 sums.dataPointer + (gi * r + row0) * mg, mg, nil, nil, 1) != 0 {
+                            failed.store(true, ordering: .relaxed)
+                        }
                     }
                 }
             }
@@ -246,25 +247,120 @@ extension Convolution: DifferentiableLayer {
         return dw
     }
 
-    /// Output channels a group from which the weight gradient is a matrix
-    /// product; fewer (depthwise) take dot products.
-    static let productChannels = 4
+    /// Row `row` (input channel, tap) of one image's im2col matrix (its
+    /// `OH * OW` pixels) from the image's group channels at `source`, for a
+    /// `[kH, kW]` kernel.
+    static func im2colRow(_ row: Int, of source: UnsafePointer<Float>, kernel: [Int], strides: [Int], dilations: [Int],
+                          geometry g: Geometry, into out: UnsafeMutablePointer<Float>) {
+        let (kh, kw, sh, sw, dh, dwl) = (kernel[0], kernel[1], strides[0], strides[1], dilations[0], dilations[1])
+        let (ci, th, tw) = (row / (kh * kw), row / kw % kh, row % kw)
+        let (height, width, outHeight, outWidth) = (g.height, g.width, g.outHeight, g.outWidth)
+        let plane = source + ci * height * width
+        if kh == 1, kw == 1, sh == 1, sw == 1, g.padTop == 0, g.padLeft == 0, outHeight == height, outWidth == width {
+            // A pointwise layer's row is the channel's plane.
+            out.update(from: plane, count: height * width)
+            return
+        }
+        let (low, high, offset) = Self.windowColumns(tap: tw, dilation: dwl, stride: sw, pad: g.padLeft,
+                                                     width: width, outWidth: outWidth)
+        for oh in 0..<outHeight {
+            let line = out + oh * outWidth
+            let ih = oh * sh - g.padTop + th * dh
+            guard ih >= 0, ih < height, low < high else {
+                line.update(repeating: 0, count: outWidth)
+                continue
+            }
+            line.update(repeating: 0, count: low)
+            (line + high).update(repeating: 0, count: outWidth - high)
+            let input = plane + ih * width + offset
+            if sw == 1 {
+                (line + low).update(from: input + low, count: high - low)
+            } else {
+                for ow in low..<high { line[ow] = input[ow * sw] }
+            }
+        }
+    }
 
-    /// The dot product of `count` floats at `a` and `b`, eight lanes at a
-    /// time, in a fixed order.
-    static func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ count: Int) -> Float {
-        var lanes = SIMD8<Float>(), i = 0
-        while i + 8 <= count {
-            lanes += UnsafeRawPointer(a + i).loadUnaligned(as: SIMD8<Float>.self)
-                * UnsafeRawPointer(b + i).loadUnaligned(as: SIMD8<Float>.self)
-            i += 8
+    /// The output columns `low..<high` whose tap `tap` lands inside an input
+    /// row, and the input column of output column 0's tap (`offset`, may be
+    /// negative: output column ow reads input column offset + ow * stride).
+    static func windowColumns(tap: Int, dilation: Int, stride: Int, pad: Int, width: Int,
+                              outWidth: Int) -> (low: Int, high: Int, offset: Int) {
+        let offset = tap * dilation - pad
+        let low = offset >= 0 ? 0 : (stride - 1 - offset) / stride
+        let high = width - 1 - offset < 0 ? 0 : min(outWidth, (width - 1 - offset) / stride + 1)
+        return (low, max(low, high), offset)
+    }
+
+    /// dL/dw for a few output channels a group (depthwise), straight from x
+    /// and dL/dy: per output channel (one task each) and input channel, per
+    /// image, x's plane is copied zero-padded to every cell a window reads
+    /// and dL/dy's rows to a multiple of eight columns (zeros past OW), then
+    /// each tap sums the products of dL/dy's rows with x's rows shifted by
+    /// the tap, eight columns a step into eight lanes, in (image, row,
+    /// column) order.
+    func directWeightGradient(input: Tensor, outputGradient dy: Tensor, geometry g: Geometry, into dw: Tensor,
+                              threads: Int) {
+        let (kh, kw, sh, sw, dh, dwl) = (kernelHeight, kernelWidth, strides[0], strides[1], dilations[0], dilations[1])
+        let (m, c, group) = (outputChannels, inputChannels, group)
+        let (cg, mg, taps) = (c / group, m / group, kernelHeight * kernelWidth)
+        let (height, width, outHeight, outWidth) = (g.height, g.width, g.outHeight, g.outWidth)
+        let (plane, pixels) = (height * width, outHeight * outWidth)
+        let rowWidth = (outWidth + 7) / 8 * 8
+        let paddedHeight = (outHeight - 1) * sh + (kh - 1) * dh + 1
+        let paddedWidth = (rowWidth - 1) * sw + (kw - 1) * dwl + 1
+        forEachChunk(count: m, chunkSize: 1, threadCount: threads) { channels in
+            let padded = UnsafeMutablePointer<Float>.allocate(capacity: paddedHeight * paddedWidth)
+            let rows = UnsafeMutablePointer<Float>.allocate(capacity: outHeight * rowWidth)
+            var lanes = [SIMD8<Float>](repeating: SIMD8(), count: taps)
+            defer {
+                padded.deallocate()
+                rows.deallocate()
+            }
+            for oc in channels {
+                let gi = oc / mg
+                for ci in 0..<cg {
+                    for t in 0..<taps { lanes[t] = SIMD8() }
+                    for n in 0..<g.batch {
+                        let image = input.dataPointer + (n * c + gi * cg + ci) * plane
+                        let gradient = dy.dataPointer + (n * m + oc) * pixels
+                        padded.update(repeating: 0, count: paddedHeight * paddedWidth)
+                        for y in 0..<paddedHeight {
+                            let ih = y - g.padTop
+                            guard ih >= 0, ih < height else { continue }
+                            let (from, to) = (max(0, g.padLeft), min(paddedWidth, width + g.padLeft))
+                            guard from < to else { continue }
+                            (padded + y * paddedWidth + from).update(from: image + ih * width + from - g.padLeft,
+                                                                     count: to - from)
+                        }
+                        for oh in 0..<outHeight {
+                            (rows + oh * rowWidth).update(from: gradient + oh * outWidth, count: outWidth)
+                            (rows + oh * rowWidth + outWidth).update(repeating: 0, count: rowWidth - outWidth)
+                        }
+                        for th in 0..<kh {
+                            for tw in 0..<kw {
+                                var sum = lanes[th * kw + tw]
+                                for oh in 0..<outHeight {
+                                    let line = padded + (oh * sh + th * dh) * paddedWidth + tw * dwl
+                                    let a = rows + oh * rowWidth
+                                    for j in stride(from: 0, to: rowWidth, by: 8) {
+                                        let b: SIMD8<Float>
+                                        if sw == 1 {
+                                            b = UnsafeRawPointer(line + j).loadUnaligned(as: SIMD8<Float>.self)
+                                        } else {
+                                            b = SIMD8((0..<8).lazy.map { line[(j + $0) * sw] })
+                                        }
+                                        sum += UnsafeRawPointer(a + j).loadUnaligned(as: SIMD8<Float>.self) * b
+                                    }
+                                }
+                                lanes[th * kw + tw] = sum
+                            }
+                        }
+                    }
+                    for t in 0..<taps { dw[(oc * cg + ci) * taps + t] = lanes[t].sum() }
+                }
+            }
         }
-        var sum = lanes.sum()
-        while i < count {
-            sum += a[i] * b[i]
-            i += 1
-        }
-        return sum
     }
 
     /// The sums over the batch and the pixels of each channel of the
