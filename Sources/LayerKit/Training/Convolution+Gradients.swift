@@ -135,8 +135,8 @@ extension Convolution: DifferentiableLayer {
     /// larger batch runs in spans of images.
     static let gradientColumnBudget = 1 << 22
 
-    /// Rows of a group's dL/dw^T one task computes (fixed, so the tasks do
-    /// not depend on the thread count).
+    /// The most rows of a group's dL/dw^T one task computes (the blocks
+    /// depend on the layer, never on the thread count).
     static let gradientRowBlock = 32
 
     /// Columns (image pixels) of one pass's im2col block: a task's block,
@@ -168,7 +168,10 @@ extension Convolution: DifferentiableLayer {
             directWeightGradient(input: input, outputGradient: dy, geometry: g, into: dw, threads: threads)
             return dw
         }
-        let block = Self.gradientRowBlock
+        // A small layer's rows in blocks of 8 or more, so its few rows still make
+        // tasks for every thread (3 channels x 9 taps: 4 blocks of 8); the blocks
+        // depend on the rows alone, and each row's sums on nothing else.
+        let block = max(8, min(Self.gradientRowBlock, (r + Self.gradientRowBlock - 1) / Self.gradientRowBlock * 8))
         let blocksPerGroup = (r + block - 1) / block
         let run = max(1, min(g.batch, Self.gradientPassPixels / pixels))
         // dL/dy^T per group and pass of images, as the B operand's panels
