@@ -231,8 +231,8 @@ final class TrainingPass {
     /// Restores running statistics saved by a checkpoint (by initializer name).
     func restoreRunningStatistics(_ values: [String: Tensor]) throws {
         for (name, value) in values {
-            guard let current = runningStatistics[name] ?? model.graph.initializers[name].map({ _ in value }),
-                  current.shape == value.shape else {
+            guard let shape = runningStatistics[name]?.shape ?? model.graph.initializers[name]?.dims,
+                  shape == value.shape else {
                 throw LayerKitError.invalidParameter("the checkpoint's running statistic '\(name)' fits no "
                                                      + "BatchNormalization of this model")
             }
