@@ -118,6 +118,14 @@ final class ModelPlan {
 
         var slots = [Int?](repeating: nil, count: count)
         var shapes: [[Int]] = []
+        // A constant is uploaded once, at prepare, before any step runs, and
+        // read by every run: its image is its own for the plan's whole life.
+        // Taking a slot freed by an earlier step would let that step's value
+        // overwrite it during a run.
+        for v in 0..<count where graph.values[v].constant != nil && first[v] != Int.max {
+            slots[v] = shapes.count
+            shapes.append(try Tensor.nchwShape(graph.values[v].shape))
+        }
         var free: [[Int]: [Int]] = [:]
         for (i, step) in graph.steps.enumerated() {
             // Outputs are taken before anything is given back, so a step
