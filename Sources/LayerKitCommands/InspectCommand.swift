@@ -35,6 +35,7 @@ enum InspectCommand {
         }
         if let model {
             printPlacements(model, console: console)
+            for finding in model.halfRangeFindings { console.print(ModelParity.warning(finding)) }
             return 0
         }
         console.print("nodes (\(survey.nodes.count)):")

@@ -14,9 +14,23 @@ enum ModelParity {
     }
 
     /// `inputs` rounded to fp16: the GPU stores them so, and the CPU reads
-    /// the same values (parity, as defined).
+    /// the same values (parity, as defined). An input fp16 storage cannot
+    /// keep (`HalfRange`) stays as given: rounding it would destroy the
+    /// very values parity should be about, and the GPU model's placement
+    /// runs its readers on the CPU in fp32.
     static func rounded(_ inputs: [String: Tensor]) throws -> [String: Tensor] {
-        try inputs.mapValues { try $0.roundedToHalf() }
+        try inputs.mapValues { HalfRange(checking: $0) == nil ? try $0.roundedToHalf() : $0 }
+    }
+
+    /// The warning line of a value fp16 storage cannot keep, with what
+    /// LayerKit does about it.
+    static func warning(_ finding: HalfRange.Finding) -> String {
+        let consequence = switch finding.origin {
+        case .input: "kept as given (not rounded to fp16); nodes reading it run on the CPU in fp32"
+        case .constant: "nodes reading it run on the CPU in fp32"
+        case .computed: "a GPU node writing it stores it in fp16 and loses it"
+        }
+        return "warning: fp16 range: \(finding); \(consequence)"
     }
 
     /// The outputs `names` (in that order) of a GPU run against a CPU run.

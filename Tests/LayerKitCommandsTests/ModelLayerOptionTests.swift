@@ -79,29 +79,55 @@ struct ModelLayerOptionTests {
     }
 }
 
-/// A one-node ONNX model written field by field (onnx.proto's numbers), for
-/// tests that need a custom op no committed fixture has.
+/// A small ONNX model written field by field (onnx.proto's numbers), for
+/// tests that need a custom op or a chain of standard ops no committed
+/// fixture has.
 enum TinyONNX {
+    /// One node of a chain: it reads the previous value (`x` first), then
+    /// its constants (1-D, in name order; broadcast by the op).
+    struct Node {
+        let opType: String
+        var domain = ""
+        var attributes: [String: Float] = [:]
+        var constants: [String: [Float]] = [:]
+    }
+
+    /// One node `x → y`.
     static func model(opType: String, domain: String, shape: [Int], attributes: [String: Float],
                       constants: [String: [Float]]) -> Data {
+        chain([Node(opType: opType, domain: domain, attributes: attributes, constants: constants)], shape: shape)
+    }
+
+    /// `nodes` in a chain from input `x` to output `y` (values between are
+    /// `v1`, `v2`, ...), every value of `shape`; opset 17, and version 1 of
+    /// any other domain.
+    static func chain(_ nodes: [Node], shape: [Int]) -> Data {
         let valueType = { (dims: [Int]) -> [UInt8] in
             let shapeBytes = dims.flatMap { message(1, varintField(1, UInt64($0))) }
             return message(1, varintField(1, 1) + message(2, shapeBytes))
         }
         let info = { (name: String) -> [UInt8] in text(1, name) + message(2, valueType(shape)) }
-        var node = text(1, "x")
-        for name in constants.keys.sorted() { node += text(1, name) }
-        node += text(2, "y") + text(3, "node0") + text(4, opType) + text(7, domain)
-        for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
-            node += message(5, text(1, name) + [0x15] + bytes(of: value.bitPattern) + varintField(20, 1))
+        var graph: [UInt8] = []
+        var initializers: [UInt8] = []
+        for (i, spec) in nodes.enumerated() {
+            var node = text(1, i == 0 ? "x" : "v\(i)")
+            for name in spec.constants.keys.sorted() { node += text(1, name) }
+            node += text(2, i == nodes.count - 1 ? "y" : "v\(i + 1)") + text(3, "node\(i)") + text(4, spec.opType)
+                + text(7, spec.domain)
+            for (name, value) in spec.attributes.sorted(by: { $0.key < $1.key }) {
+                node += message(5, text(1, name) + [0x15] + bytes(of: value.bitPattern) + varintField(20, 1))
+            }
+            graph += message(1, node)
+            for (name, values) in spec.constants.sorted(by: { $0.key < $1.key }) {
+                let raw = values.flatMap { bytes(of: $0.bitPattern) }
+                initializers += message(5, varintField(1, UInt64(values.count)) + varintField(2, 1) + text(8, name)
+                                        + message(9, raw))
+            }
         }
-        var graph = message(1, node) + text(2, "g")
-        for (name, values) in constants.sorted(by: { $0.key < $1.key }) {
-            let raw = values.flatMap { bytes(of: $0.bitPattern) }
-            graph += message(5, varintField(1, UInt64(values.count)) + varintField(2, 1) + text(8, name) + message(9, raw))
-        }
-        graph += message(11, info("x")) + message(12, info("y"))
-        let opsets = message(8, text(1, "") + varintField(2, 17)) + message(8, text(1, domain) + varintField(2, 1))
+        graph += text(2, "g") + initializers + message(11, info("x")) + message(12, info("y"))
+        let domains = Set(nodes.map(\.domain)).subtracting([""]).sorted()
+        let opsets = message(8, text(1, "") + varintField(2, 17))
+            + domains.flatMap { message(8, text(1, $0) + varintField(2, 1)) }
         return Data(varintField(1, 8) + message(7, graph) + opsets)
     }
 

@@ -120,7 +120,8 @@ public final class Backend: @unchecked Sendable {
     /// given its own inputs, to run in place and need no second tensor). On
     /// the GPU, a `PerElementLayer` past the device's image limits or over
     /// `ModelRun.pieceTexels` runs streamed in pieces, and any other layer
-    /// past the limits runs on the CPU and says why. With a `profiler`, the
+    /// past the limits runs on the CPU and says why, as does a layer given
+    /// an input fp16 storage cannot keep (`HalfRange`). With a `profiler`, the
     /// run's steps are recorded there: the CPU evaluation, or every upload,
     /// dispatch, download, recording, submit and wait (see `Profiler`).
     public func run(_ layer: Layer, inputs: [Tensor], outputs: [Tensor]? = nil,
@@ -139,12 +140,20 @@ public final class Backend: @unchecked Sendable {
                     "\(layer.layerName) is not per-element: its outputs cannot be its inputs")
             }
         }
-        let plan = try ModelPlan(graph: graph, backend: self)
+        let plan = try ModelPlan(graph: graph, backend: self, inputRanges: halfRanges(of: inputs))
         announce(plan)
         let run = ModelRun(plan: plan, gpu: gpu, inputs: inputs, outputs: outputs ?? [], profiler: profiler,
                            marksTimestamps: timestamps)
         let outputs = try CPUThreads.with(threads) { try run.run() }
         return LayerRun(outputs: outputs, placement: plan.placements[0], gpuTimestamps: run.timestamps)
+    }
+
+    /// What fp16 storage would do to each of `inputs` (nil: it keeps it),
+    /// for the placement policy; empty without a GPU, where nothing is
+    /// stored in fp16 and the pass would be wasted.
+    func halfRanges(of inputs: [Tensor]) -> [HalfRange?] {
+        guard computeUnits != .cpuOnly, gpu != nil else { return [] }
+        return inputs.map(HalfRange.init(checking:))
     }
 
     /// Announces once, per reason, the steps of `plan` that could have used

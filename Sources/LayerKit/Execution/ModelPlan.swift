@@ -36,6 +36,10 @@ final class ModelPlan {
     let arena: HostArena?
     /// Whether each run first fills the arena with NaN (`.poisonedArena`).
     let poisonsArena: Bool
+    /// The values whose data is known at prepare (constants, and the graph
+    /// inputs given to `init`) that fp16 storage cannot keep, in value
+    /// order; every step reading one runs on the CPU (`Backend.place`).
+    let halfRangeFindings: [HalfRange.Finding]
 
     /// Where a plan keeps the host tensors of its intermediate values.
     enum HostMemory {
@@ -54,17 +58,24 @@ final class ModelPlan {
     @TaskLocal static var hostMemory: HostMemory = .arena
 
     /// Places every step by the backend's one policy, assigns images, and
-    /// prepares the GPU side on `backend.gpu`.
-    init(graph: ModelGraph, backend: Backend) throws {
+    /// prepares the GPU side on `backend.gpu`. `inputRanges`: per graph
+    /// input, what fp16 storage would do to the data a run will give it
+    /// (`HalfRange(checking:)`; nil, or no entry: it keeps it).
+    init(graph: ModelGraph, backend: Backend, inputRanges: [HalfRange?] = []) throws {
         self.graph = graph
         lastUses = graph.lastUses()
+        let findings = ModelPlan.halfRangeFindings(graph, inputRanges: inputRanges)
+        halfRangeFindings = findings.map(\.finding)
+        let unfaithful = Dictionary(uniqueKeysWithValues: findings.map { ($0.value, $0.finding) })
         var cpuReasons: [String?] = []
         var inPieces: [Bool] = []
         for step in graph.steps {
             let decision = try step.layer.map {
                 try backend.place($0, inputShapes: step.inputs.map { graph.values[$0].shape },
                                   outputShapes: step.outputs.map { graph.values[$0].shape },
-                                  fromHost: graph.isSingleLayer)
+                                  fromHost: graph.isSingleLayer,
+                                  unfaithfulInput: step.inputs.lazy.compactMap { unfaithful[$0] }.first
+                                    .map { ($0.value, $0.range) })
             }
             cpuReasons.append(decision?.whyNotGPU)
             inPieces.append(decision?.inPieces ?? false)
@@ -94,6 +105,22 @@ final class ModelPlan {
         }
         images = try slotShapes.map { try gpu.makeSliceImage(shape: $0) }
         try prepare(on: gpu)
+    }
+
+    /// The constants, and the graph inputs `inputRanges` judges, that fp16
+    /// storage cannot keep. Constants are checked on a backend without a
+    /// GPU too (`layerkit inspect --backend cpu` warns of them); they are
+    /// read once per plan, beside the prepare's own pass over them.
+    private static func halfRangeFindings(_ graph: ModelGraph, inputRanges: [HalfRange?])
+        -> [(value: Int, finding: HalfRange.Finding)] {
+        let inputs = Dictionary(zip(graph.inputs, inputRanges).compactMap { v, range in range.map { (v, $0) } },
+                                uniquingKeysWith: { first, _ in first })
+        return graph.values.indices.compactMap { v in
+            let value = graph.values[v]
+            if let range = inputs[v] { return (v, HalfRange.Finding(value: value.name, origin: .input, range: range)) }
+            guard let constant = value.constant, let range = HalfRange(checking: constant) else { return nil }
+            return (v, HalfRange.Finding(value: value.name, origin: .constant, range: range))
+        }
     }
 
     /// The slot of each value that lives in an image, and each slot's shape.

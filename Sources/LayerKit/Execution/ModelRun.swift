@@ -41,6 +41,11 @@ final class ModelRun {
     /// Per value: the caller's tensor to write it into (graph outputs only).
     private var given: [Int: Tensor] = [:]
 
+    /// Called with each value a CPU step computes, as soon as it is
+    /// computed (its host tensor may be reused once nothing reads it):
+    /// how `Model` checks a CPU reference's values against fp16's range.
+    var observeComputed: ((Int, Tensor) -> Void)?
+
     /// `outputs`, when given, receive the graph's outputs (of their shapes;
     /// nil for an output that gets a new tensor) instead of new tensors.
     init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], outputs: [Tensor?] = [], profiler: Profiler?,
@@ -240,6 +245,7 @@ final class ModelRun {
         for (v, tensor) in zip(step.outputs, outputs) {
             host[v] = tensor
             onGPU[v] = false
+            observeComputed?(v, tensor)
         }
     }
 }

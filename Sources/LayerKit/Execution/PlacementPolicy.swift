@@ -8,6 +8,16 @@
 /// `ModelRun.pieceTexels`: streamed piece by piece, its device memory (host
 /// memory, on an emulated device) stays a few pieces beyond the tensors,
 /// for no extra transfer. Inside a model, values stay in whole images.
+///
+/// A step that reads a value fp16 storage cannot keep (`HalfRange`: a
+/// constant, checked at prepare, or a graph input, checked when a run
+/// gives it) runs on the CPU in fp32, as it would on a backend without a
+/// GPU. The policy prefers a right answer, slower, to a fast wrong one:
+/// the GPU would read 10000..10003 as 10000 and 1e-9 as 0 whatever its
+/// kernel does. Only values whose data is known before the run are
+/// judged; what a step computes is not (parity checks those, from the CPU
+/// reference). Under `.automatic` on an emulated device every step is on
+/// the CPU already and the emulation is the reason given.
 extension Backend {
     /// Where a step runs: `whyNotGPU` nil means the GPU (in pieces or not).
     struct PlacementDecision {
@@ -28,9 +38,16 @@ extension Backend {
 
     /// Where `layer` runs on tensors of `inputShapes` giving `outputShapes`;
     /// `fromHost`: the layer runs on its own, its tensors on the host.
-    func place(_ layer: Layer, inputShapes: [[Int]], outputShapes: [[Int]], fromHost: Bool) throws -> PlacementDecision {
+    /// `unfaithfulInput`: an input whose known data fp16 storage cannot
+    /// keep (its name and what storage would do), if any.
+    func place(_ layer: Layer, inputShapes: [[Int]], outputShapes: [[Int]], fromHost: Bool,
+               unfaithfulInput: (name: String, range: HalfRange)? = nil) throws -> PlacementDecision {
         guard computeUnits != .cpuOnly else { return PlacementDecision(whyNotGPU: nil, inPieces: false) }
         if let why = whyNotGPU(layer) { return PlacementDecision(whyNotGPU: why, inPieces: false) }
+        // Before the pieces decision: a step run in pieces stores its values in fp16 too.
+        if let (name, range) = unfaithfulInput {
+            return PlacementDecision(whyNotGPU: "its input '\(name)' does not fit fp16 storage: \(range)", inPieces: false)
+        }
         guard let gpu else { return PlacementDecision(whyNotGPU: "no GPU", inPieces: false) }
         // A slice image holds ranks 1 to 4 (`Tensor.nchwShape`); one reason per rank, announced once.
         if let shape = (inputShapes + outputShapes).first(where: { !(1...4).contains($0.count) }) {

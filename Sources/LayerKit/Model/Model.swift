@@ -67,11 +67,14 @@ public final class Model: @unchecked Sendable {
     private var plans: [PlanKey: ModelPlan] = [:]
     private var lastPlan: ModelPlan?
 
-    /// What a plan is made for: the input shapes, and the values of the
-    /// integer inputs (constants of the plan, `ONNXImporter.graph`).
+    /// What a plan is made for: the input shapes, the values of the
+    /// integer inputs (constants of the plan, `ONNXImporter.graph`), and
+    /// which float inputs fp16 storage cannot keep (their readers run on
+    /// the CPU; empty for most runs, which then share the load-time plan).
     private struct PlanKey: Hashable {
         let shapes: [[Int]]
         let integerValues: [[Int64]]
+        var unfaithfulInputs: [Int] = []
     }
 
     /// Whether input `i` is an integer or BOOL input, whose values are read at prepare.
@@ -146,7 +149,7 @@ public final class Model: @unchecked Sendable {
         // Symbolic dimensions are 1 for the load-time plan.
         let shapes = inputs.map(\.shapeWithSymbolsAsOne)
         let plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: [:],
-                                  backend: self.backend, name: name)
+                                  inputRanges: [], backend: self.backend, name: name)
         // Outputs without a shape in the file show the one the graph computes.
         outputs = zip(model.graph.outputs, plan.graph.outputs).map { output, value in
             Model.describe(output, output.dims ?? plan.graph.values[value].shape.map(ONNXDimension.value))
@@ -160,6 +163,41 @@ public final class Model: @unchecked Sendable {
     var planForTests: ModelPlan? {
         lock.lock(); defer { lock.unlock() }
         return lastPlan
+    }
+
+    /// The values that fp16 storage cannot keep, as judged for the plan of
+    /// the last inputs: its constants, and the float inputs of the last
+    /// `predict` (checked on a backend with a GPU only, where they are
+    /// stored in fp16). Every node reading one runs on the CPU, and its
+    /// `cpuReason` says why.
+    public var halfRangeFindings: [HalfRange.Finding] {
+        lock.lock(); defer { lock.unlock() }
+        return lastPlan?.halfRangeFindings ?? []
+    }
+
+    /// Runs the model as `predict(inputs:)` does, and checks every value it
+    /// has on the host against fp16's range: the `halfRangeFindings` of the
+    /// plan, the inputs given, and each value a CPU step computes, in the
+    /// order it is computed (on a `.cpuOnly` model, every value). `layerkit
+    /// parity` runs its CPU reference so, to say which values a GPU run
+    /// would store in fp16 but not keep.
+    public func predictCheckingHalfRange(inputs given: [String: Tensor]) throws
+        -> (outputs: [String: Tensor], findings: [HalfRange.Finding]) {
+        var computed: [HalfRange.Finding] = []
+        var planFindings: [HalfRange.Finding] = []
+        let outputs = try predict(inputs: given, outputs: [:], profiler: nil) { plan, run in
+            planFindings = plan.halfRangeFindings
+            run.observeComputed = { v, tensor in
+                guard let range = HalfRange(checking: tensor) else { return }
+                computed.append(HalfRange.Finding(value: plan.graph.values[v].name, origin: .computed, range: range))
+            }
+        }
+        let inputs = self.inputs.compactMap { input -> HalfRange.Finding? in
+            guard !planFindings.contains(where: { $0.origin == .input && $0.value == input.name }),
+                  let tensor = given[input.name], let range = HalfRange(checking: tensor) else { return nil }
+            return HalfRange.Finding(value: input.name, origin: .input, range: range)
+        }
+        return (outputs, planFindings + inputs + computed)
     }
 
     /// The nodes with where they run, as planned for the last inputs (the
@@ -210,8 +248,9 @@ public final class Model: @unchecked Sendable {
         try predict(inputs: given, outputs: outputs, profiler: profiler)
     }
 
-    private func predict(inputs given: [String: Tensor], outputs provided: [String: Tensor],
-                         profiler: Profiler?) throws -> [String: Tensor] {
+    /// `prepareRun`, when given, sees the plan and the run before the run starts.
+    private func predict(inputs given: [String: Tensor], outputs provided: [String: Tensor], profiler: Profiler?,
+                         prepareRun: ((ModelPlan, ModelRun) -> Void)? = nil) throws -> [String: Tensor] {
         for name in provided.keys.sorted() where !outputs.contains(where: { $0.name == name }) {
             throw LayerKitError.invalidParameter(
                 "the model has no output '\(name)' (outputs: \(outputs.map(\.name).joined(separator: ", ")))")
@@ -251,15 +290,18 @@ public final class Model: @unchecked Sendable {
             integerValues.append(integers)
         }
         let floatTensors = tensors.indices.filter { !isIntegerInput($0) }.map { tensors[$0] }
+        // Checked before the lock: one pass over each input, beside the upload's own.
+        let inputRanges = backend.halfRanges(of: floatTensors)
         lock.lock(); defer { lock.unlock() }
         let shapes = tensors.map(\.shape)
-        let key = PlanKey(shapes: shapes, integerValues: integerValues)
+        let key = PlanKey(shapes: shapes, integerValues: integerValues,
+                          unfaithfulInputs: inputRanges.indices.filter { inputRanges[$0] != nil })
         let plan: ModelPlan
         if let known = plans[key] {
             plan = known
         } else {
             plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: values,
-                                  backend: backend, name: name)
+                                  inputRanges: inputRanges, backend: backend, name: name)
             // Plans hold images: keep those of a few recent shapes only.
             if plans.count >= 4 { plans.removeAll() }
             plans[key] = plan
@@ -278,6 +320,7 @@ public final class Model: @unchecked Sendable {
             return tensor
         }
         let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: floatTensors, outputs: targets, profiler: profiler)
+        prepareRun?(plan, run)
         let results = try CPUThreads.with(backend.threads) {
             try profiler.map { try $0.measure(.run, "run \(name)", run.run) } ?? run.run()
         }
@@ -287,14 +330,16 @@ public final class Model: @unchecked Sendable {
 
     /// The plan for inputs of `shapes`; model errors name the model.
     /// Load-time folding evaluates layers: on the backend's threads too.
+    /// `inputRanges`: per float input, what fp16 storage does to its data (`ModelPlan.init`).
     private static func plan(_ importer: ONNXImporter, inputNames: [String], shapes: [[Int]],
-                             values: [String: ONNXTensor], backend: Backend, name: String) throws -> ModelPlan {
+                             values: [String: ONNXTensor], inputRanges: [HalfRange?], backend: Backend,
+                             name: String) throws -> ModelPlan {
         do {
             let graph = try CPUThreads.with(backend.threads) {
                 try importer.graph(inputShapes: Dictionary(zip(inputNames, shapes), uniquingKeysWith: { first, _ in first }),
                                    inputValues: values)
             }
-            return try ModelPlan(graph: graph, backend: backend)
+            return try ModelPlan(graph: graph, backend: backend, inputRanges: inputRanges)
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")
         }

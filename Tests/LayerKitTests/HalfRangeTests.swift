@@ -1,0 +1,36 @@
+import Foundation
+import Testing
+@testable import LayerKit
+
+/// `HalfRange`: which tensors fp16 storage cannot keep, judged against
+/// fp16's limits (65504, 2^-14, 2048), and the parity rule's NMSE bound.
+struct HalfRangeTests {
+    func range(_ values: [Float]) throws -> HalfRange? {
+        HalfRange(checking: try Tensor(shape: [values.count], values: values))
+    }
+
+    @Test func ordinaryValuesAreKept() throws {
+        #expect(try range([0, 1e-7, -0.5, 1, 255, 2048, 4096, 10000, -65504, .infinity, .nan]) == nil)
+    }
+
+    @Test func eachLossCountsItsElementsAndGivesTheRange() throws {
+        let overflow = try #require(try range([70000, -1, 2, 3]))
+        #expect(overflow.loss == .overflow && overflow.elements == 1 && overflow.lowest == -1 && overflow.highest == 70000)
+        let underflow = try #require(try range([1e-9, -3e-9, 0, 6e-5]))
+        #expect(underflow.loss == .underflow && underflow.elements == 3 && underflow.count == 4)
+        // 10000 is a multiple of 8, fp16's spacing there; 10001..10003 are not.
+        let integers = try #require(try range([10000, 10001, 10002, 10003]))
+        #expect(integers.loss == .lostIntegerBits && integers.elements == 3)
+        #expect(integers.description.contains("(values 10000..10003)"))
+    }
+
+    @Test func nmseAboveTheBoundFailsAResultWithinTheAbsoluteTolerance() throws {
+        let cpu = try Tensor(shape: [4], values: [1e-9, 2e-9, 3e-9, 4e-9])
+        let lost = try ParityReport(gpu: try Tensor(shape: [4]), cpu: cpu)
+        #expect(lost.failures == 0 && lost.nmse == 1 && lost.valuesLost && !lost.passed)
+        #expect(lost.description.hasPrefix("FAIL: values lost"))
+        // An all-zero reference is judged by the elementwise rule alone.
+        let zero = try ParityReport(gpu: try Tensor(shape: [4], values: [1e-4, 0, 0, 0]), cpu: try Tensor(shape: [4]))
+        #expect(zero.passed)
+    }
+}
