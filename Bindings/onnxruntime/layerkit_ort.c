@@ -373,7 +373,7 @@ static OrtStatus *read_recipe(kernel_state *kernel, const OrtKernelInfo *info) {
     if (!kernel->names || !kernel->values) status = fail(ORT_FAIL, "%s: out of memory", kernel->node);
     for (size_t i = 0; !status && i < candidate_count; i++) {
         const char *name = candidates[i];
-        double value;
+        double value = 0;
         int found = 0;
         status = numeric_attribute(kernel, info, name, &found, &value);
         if (!status && found) {
