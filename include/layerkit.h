@@ -16,7 +16,9 @@
  *     results into memory the caller passes, never keeping a caller's pointer
  *     past the call. Strings are written as (buffer, capacity, length): at most
  *     capacity - 1 bytes and a NUL, `*length` (when not NULL) the full length;
- *     LK_ERROR_BUFFER_TOO_SMALL when it was cut.
+ *     LK_ERROR_BUFFER_TOO_SMALL when it was cut. Strings passed in are
+ *     NUL-terminated UTF-8: a caller whose strings carry a length must refuse
+ *     one holding a NUL, which would end it early ("x*2\0+1" reads as "x*2").
  *   - Tensors are float32, row-major (C order), of rank 1 to LK_MAX_RANK;
  *     a 4-D tensor is NCHW.
  *   - Thread safety is stated per function. "Any thread" means the call may
@@ -191,6 +193,16 @@ lk_status lk_layer_create_formula(lk_context *context, const char *formula, cons
  * layer. */
 lk_status lk_layer_set_weights(lk_context *context, lk_layer *layer, const float *const *weights,
                                const size_t *counts, size_t weight_count);
+
+/* The number of weight arrays lk_layer_set_weights takes for `layer`.
+ * Any thread. */
+lk_status lk_layer_weight_count(lk_context *context, lk_layer *layer, size_t *count);
+
+/* The name of weight `index` (0 ..< lk_layer_weight_count), in the order
+ * lk_layer_set_weights takes them (Linear: "scale", "bias"), so a binding
+ * can match weights by name; `name` as in the string conventions. Any thread. */
+lk_status lk_layer_weight_name(lk_context *context, lk_layer *layer, size_t index, char *name, size_t capacity,
+                               size_t *length);
 
 /* Releases a layer. No other call may be using it. */
 void lk_layer_destroy(lk_layer *layer);

@@ -137,27 +137,22 @@ static void free_strings(char **strings, size_t count) {
 
 /* ---- Attributes --------------------------------------------------------------- */
 
-/* Whether the node has a numeric (float or int) attribute `name`, read into `value`. */
-static int numeric_attribute(const OrtKernelInfo *info, const char *name, double *value) {
-    float real;
-    OrtStatus *status = ort->KernelInfoGetAttribute_float(info, name, &real);
-    if (!status) {
-        *value = real;
-        return 1;
-    }
-    ort->ReleaseStatus(status);
-    int64_t integer;
-    status = ort->KernelInfoGetAttribute_int64(info, name, &integer);
-    if (!status) {
-        *value = (double)integer;
-        return 1;
-    }
-    ort->ReleaseStatus(status);
-    return 0;
+/* Refuses a string onnxruntime gave with its `size` (its length and a NUL)
+ * that holds a NUL before its end: the C API takes NUL-terminated strings,
+ * so LayerKit would see only the part before it ("x*2\0+1" as "x*2"). */
+static OrtStatus *refuse_nul(const char *node, const char *what, const char *text, size_t size) {
+    size_t length = strlen(text);
+    if (size > 0 && length < size - 1)
+        return fail(ORT_INVALID_ARGUMENT, "%s: %s holds a NUL byte at byte %zu; LayerKit takes strings without NULs",
+                    node, what, length);
+    return NULL;
 }
 
-/* The node's string attribute `name` (malloc'd), or NULL when it has none. */
-static char *string_attribute(const OrtKernelInfo *info, const char *name) {
+/* The node's string attribute `name` (malloc'd) in `*out`, or NULL there
+ * when it has none of that name and type; an embedded NUL is an error. */
+static OrtStatus *string_attribute(const kernel_state *kernel, const OrtKernelInfo *info, const char *name,
+                                   char **out) {
+    *out = NULL;
     size_t size = 0;
     OrtStatus *status = ort->KernelInfoGetAttribute_string(info, name, NULL, &size);
     if (status) {
@@ -165,15 +160,118 @@ static char *string_attribute(const OrtKernelInfo *info, const char *name) {
         return NULL;
     }
     char *text = malloc(size + 1);
-    if (!text) return NULL;
-    status = ort->KernelInfoGetAttribute_string(info, name, text, &size);
-    if (status) {
-        ort->ReleaseStatus(status);
+    if (!text) return fail(ORT_FAIL, "%s: out of memory", kernel->node);
+    if ((status = ort->KernelInfoGetAttribute_string(info, name, text, &size))) {
         free(text);
-        return NULL;
+        return status;
     }
     text[size] = '\0';
-    return text;
+    char what[256];
+    snprintf(what, sizeof what, "attribute '%s'", name);
+    if ((status = refuse_nul(kernel->node, what, text, size))) {
+        free(text);
+        return status;
+    }
+    *out = text;
+    return NULL;
+}
+
+/* Whether `status` (released here) says the attribute exists with another
+ * type, rather than that the node has none of that name. onnxruntime's C
+ * API cannot list a node's attributes or read every type (STRINGS, GRAPH),
+ * so its message is what tells the two apart. */
+static int other_type(OrtStatus *status) {
+    int exists = strstr(ort->GetErrorMessage(status), "No attribute") == NULL;
+    ort->ReleaseStatus(status);
+    return exists;
+}
+
+/* A TENSOR attribute as one number: 1 when it holds one float32 or float64
+ * element (into `value`), 0 when it is a tensor of another kind, -1 when
+ * the node has no TENSOR attribute `name`. */
+static int tensor_number(const OrtKernelInfo *info, const char *name, double *value) {
+    OrtAllocator *allocator = NULL;
+    OrtValue *tensor = NULL;
+    OrtStatus *status = ort->GetAllocatorWithDefaultOptions(&allocator);
+    if (!status) status = ort->KernelInfoGetAttribute_tensor(info, name, allocator, &tensor);
+    if (status) {
+        ort->ReleaseStatus(status);
+        return -1;
+    }
+    OrtTensorTypeAndShapeInfo *shape = NULL;
+    ONNXTensorElementDataType type = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    size_t count = 0;
+    void *data = NULL;
+    int found = 0;
+    if (!(status = ort->GetTensorTypeAndShape(tensor, &shape)) && !(status = ort->GetTensorElementType(shape, &type)) &&
+        !(status = ort->GetTensorShapeElementCount(shape, &count)) && count == 1 &&
+        (type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT || type == ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE) &&
+        !(status = ort->GetTensorMutableData(tensor, &data))) {
+        *value = type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ? *(const float *)data : *(const double *)data;
+        found = 1;
+    }
+    if (status) ort->ReleaseStatus(status);
+    if (shape) ort->ReleaseTensorTypeAndShapeInfo(shape);
+    ort->ReleaseValue(tensor);
+    return found;
+}
+
+/* A FLOATS or INTS attribute as one number: 1 when it holds one value
+ * (into `value`), 0 when it holds several, -1 when the node has no such
+ * list `name` (or an empty one: some onnxruntime versions read an attribute
+ * of any type as an empty list). */
+static int list_number(const OrtKernelInfo *info, const char *name, double *value) {
+    size_t count = 0;
+    float real;
+    int64_t integer;
+    OrtStatus *status = ort->KernelInfoGetAttributeArray_float(info, name, NULL, &count);
+    if (!status && count == 1 && !(status = ort->KernelInfoGetAttributeArray_float(info, name, &real, &count)))
+        return *value = real, 1;
+    if (status) ort->ReleaseStatus(status);
+    if (count > 1) return 0;
+    count = 0;
+    status = ort->KernelInfoGetAttributeArray_int64(info, name, NULL, &count);
+    if (!status && count == 1 && !(status = ort->KernelInfoGetAttributeArray_int64(info, name, &integer, &count)))
+        return *value = (double)integer, 1;
+    if (status) ort->ReleaseStatus(status);
+    return count > 1 ? 0 : -1;
+}
+
+/* The node's attribute `name` as one number, in the forms ONNX lets a
+ * scalar take: FLOAT, INT, FLOATS or INTS of one value, or a TENSOR of one
+ * float. `*found` is 0 when the node has no attribute of that name; one of
+ * any other type or count is refused by name, never replaced by the
+ * parameter's default. */
+static OrtStatus *numeric_attribute(const kernel_state *kernel, const OrtKernelInfo *info, const char *name,
+                                    int *found, double *value) {
+    *found = 1;
+    float real;
+    int64_t integer;
+    OrtStatus *status = ort->KernelInfoGetAttribute_float(info, name, &real);
+    if (!status) return *value = real, NULL;
+    ort->ReleaseStatus(status);
+    if (!(status = ort->KernelInfoGetAttribute_int64(info, name, &integer))) return *value = (double)integer, NULL;
+    ort->ReleaseStatus(status);
+    int tensor = tensor_number(info, name, value);
+    int list = tensor == -1 ? list_number(info, name, value) : -1;
+    if (tensor == 1 || list == 1) return NULL;
+    const char *form = tensor == 0 ? "a TENSOR that is not one float" : list == 0 ? "a list of several values" : NULL;
+    char *text = NULL;
+    if (!form && (status = string_attribute(kernel, info, name, &text))) return status;
+    if (text) {
+        /* lk_layer_create takes numbers only, so a word choice (Gelu's
+         * approximate) cannot be passed on. */
+        status = fail(ORT_INVALID_ARGUMENT,
+                      "%s: attribute '%s' is the string '%s'; LayerKit's C API takes numeric parameters only",
+                      kernel->node, name, text);
+        free(text);
+        return status;
+    }
+    if (!form && !other_type(ort->KernelInfoGetAttribute_float(info, name, &real))) return *found = 0, NULL;
+    return fail(ORT_INVALID_ARGUMENT,
+                "%s: attribute '%s' is %s; a parameter is one number (FLOAT, INT, FLOATS or INTS of one value, "
+                "or a TENSOR of one float)",
+                kernel->node, name, form ? form : "not a number");
 }
 
 /* ---- Strings from the C API --------------------------------------------------- */
@@ -250,7 +348,8 @@ static OrtStatus *read_recipe(kernel_state *kernel, const OrtKernelInfo *info) {
     char **candidates = NULL;
     size_t candidate_count = 0;
     if (op->is_formula) {
-        kernel->formula = string_attribute(info, "formula");
+        OrtStatus *read = string_attribute(kernel, info, "formula", &kernel->formula);
+        if (read) return read;
         if (!kernel->formula) return fail(ORT_INVALID_ARGUMENT, "%s: needs a string attribute 'formula'", kernel->node);
         /* The formula's values, by LayerKit's parser: the attributes to look for. */
         lk_status counted = lk_formula_value_count(context, kernel->formula, &candidate_count);
@@ -274,20 +373,12 @@ static OrtStatus *read_recipe(kernel_state *kernel, const OrtKernelInfo *info) {
     if (!kernel->names || !kernel->values) status = fail(ORT_FAIL, "%s: out of memory", kernel->node);
     for (size_t i = 0; !status && i < candidate_count; i++) {
         const char *name = candidates[i];
-        double value;
-        if (numeric_attribute(info, name, &value)) {
+        double value = 0;
+        int found = 0;
+        status = numeric_attribute(kernel, info, name, &found, &value);
+        if (!status && found) {
             kernel->values[kernel->count] = value;
             if (!(kernel->names[kernel->count++] = copy_string(name))) status = fail(ORT_FAIL, "%s: out of memory", kernel->node);
-        } else if (!op->is_formula) {
-            char *text = string_attribute(info, name);
-            if (text) {
-                /* lk_layer_create takes numbers only, so a word choice (Gelu's
-                 * approximate) cannot be passed on. */
-                status = fail(ORT_INVALID_ARGUMENT,
-                              "%s: attribute '%s' is the string '%s'; LayerKit's C API takes numeric parameters only",
-                              kernel->node, name, text);
-                free(text);
-            }
         }
     }
     if (op->is_formula) free_strings(candidates, candidate_count);
@@ -302,6 +393,8 @@ static OrtStatus *read_recipe(kernel_state *kernel, const OrtKernelInfo *info) {
             status = ort->KernelInfo_GetInputName(info, i, NULL, &size);
             if (!status && !(name = calloc(size + 1, 1))) status = fail(ORT_FAIL, "%s: out of memory", kernel->node);
             if (!status) status = ort->KernelInfo_GetInputName(info, i, name, &size);
+            /* The name is the weight's name in LayerKit: cut at a NUL, it would name another. */
+            if (!status) status = refuse_nul(kernel->node, "a weight input's name", name, size);
             if (status) free(name);
             else kernel->weight_names[kernel->weight_count++] = name;
         }

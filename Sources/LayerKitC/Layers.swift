@@ -150,6 +150,26 @@ public func lk_layer_set_weights(_ context: OpaquePointer?, _ layer: OpaquePoint
 }
 
 @c @implementation
+public func lk_layer_weight_count(_ context: OpaquePointer?, _ layer: OpaquePointer?,
+                                  _ count: UnsafeMutablePointer<Int>?) -> lk_status {
+    withContext(context) { _ in
+        let box = try LayerArguments.layer(layer)
+        guard let count else { throw CAPIError.invalidArgument("count is NULL") }
+        count.pointee = box.weightNames.count
+    }
+}
+
+@c @implementation
+public func lk_layer_weight_name(_ context: OpaquePointer?, _ layer: OpaquePointer?, _ index: Int,
+                                 _ name: UnsafeMutablePointer<CChar>?, _ capacity: Int,
+                                 _ length: UnsafeMutablePointer<Int>?) -> lk_status {
+    withContext(context) { _ in
+        let box = try LayerArguments.layer(layer)
+        try writeString(element(box.weightNames, index, "weight"), to: name, capacity: capacity, length: length)
+    }
+}
+
+@c @implementation
 public func lk_layer_destroy(_ layer: OpaquePointer?) { Handle.release(layer) }
 
 @c @implementation

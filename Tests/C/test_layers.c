@@ -1,7 +1,8 @@
 /* Layers: Swish with a beta parameter and with per-channel beta weights, a
  * catalog op (Elu), and a formula with a scalar and two weights, each checked
  * against float64 math over x in [-8, 8] (CPU: max abs error <= 1e-6; GPU:
- * the parity rule, |gpu - exact| <= 1e-3 * max(1, |exact|)); errors; and 4
+ * the parity rule, |gpu - exact| <= 1e-3 * max(1, |exact|)); errors; the
+ * weight names lk_layer_weight_name lists; and 4
  * threads applying one layer at once on one context, bit for bit a serial run. */
 #include <math.h>
 #include <pthread.h>
@@ -115,6 +116,34 @@ static void check_layers(lk_context *context, int gpu) {
 
 static int message_has(lk_context *context, const char *text) {
     return strstr(lk_context_last_error(context), text) != NULL;
+}
+
+/* lk_layer_weight_name lists the order lk_layer_set_weights takes: the
+ * catalog's for an op (Linear: scale, then bias), the caller's for a formula. */
+static void check_weight_names(lk_context *context) {
+    lk_layer *layer = NULL;
+    char name[16];
+    size_t count = 0, length = 0;
+    CHECK_OK(context, lk_layer_create(context, "Linear", NULL, NULL, 0, &layer));
+    CHECK_OK(context, lk_layer_weight_count(context, layer, &count));
+    CHECK(count == 2);
+    CHECK_OK(context, lk_layer_weight_name(context, layer, 0, name, sizeof name, &length));
+    CHECK(strcmp(name, "scale") == 0 && length == 5);
+    CHECK_OK(context, lk_layer_weight_name(context, layer, 1, name, sizeof name, NULL));
+    CHECK(strcmp(name, "bias") == 0);
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_layer_weight_name(context, layer, 2, name, sizeof name, NULL));
+    CHECK_STATUS(context, LK_ERROR_BUFFER_TOO_SMALL, lk_layer_weight_name(context, layer, 0, name, 3, &length));
+    CHECK(length == 5);
+    lk_layer_destroy(layer);
+
+    const char *weight_names[2] = {"q", "p"};
+    CHECK_OK(context, lk_layer_create_formula(context, "p * x + q", NULL, NULL, 0, weight_names, 2, &layer));
+    CHECK_OK(context, lk_layer_weight_count(context, layer, &count));
+    CHECK(count == 2);
+    CHECK_OK(context, lk_layer_weight_name(context, layer, 0, name, sizeof name, NULL));
+    CHECK(strcmp(name, "q") == 0);
+    lk_layer_destroy(layer);
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_layer_weight_count(context, NULL, &count));
 }
 
 static void check_errors(lk_context *context) {
@@ -304,6 +333,7 @@ int main(void) {
     }
     check_layers(cpu, 0);
     check_errors(cpu);
+    check_weight_names(cpu);
     check_threads(cpu, 50, "CPU");
     lk_context_destroy(cpu);
 

@@ -299,6 +299,73 @@ class FormulaTests(unittest.TestCase):
         self.assertLessEqual(abs(float(y) - 1.5 / (1 + math.exp(-3.0))), TOLERANCE)
 
 
+def swish64(x, beta):
+    x = x.astype(np.float64)
+    return x / (1 + np.exp(-beta * x))
+
+
+class AttributeFormTests(unittest.TestCase):
+    """A parameter in every form ONNX lets an attribute take: read as its value, or refused by name."""
+    SHAPE = [1, 3, 4, 5]
+
+    def run_with(self, op, beta, formula=None):
+        node = helper.make_node(op, ["x"], ["y"], domain="layerkit")
+        node.attribute.append(beta)
+        if formula:
+            node.attribute.append(helper.make_attribute("formula", formula))
+        x = np.linspace(-6, 6, int(np.prod(self.SHAPE)), dtype=np.float32).reshape(self.SHAPE)
+        made = model([node], [tensor("x", self.SHAPE)], [tensor("y", self.SHAPE)])
+        return x, session(made).run(None, {"x": x})[0]
+
+    def test_one_number_in_every_form_is_read(self):
+        forms = {
+            "FLOAT": helper.make_attribute("beta", 1.75),
+            "INT": helper.make_attribute("beta", 2),
+            "FLOATS of one": helper.make_attribute("beta", [1.75]),
+            "INTS of one": helper.make_attribute("beta", [2]),
+            "TENSOR float32": helper.make_attribute("beta", numpy_helper.from_array(np.array(1.75, np.float32))),
+            "TENSOR float64 [1]": helper.make_attribute("beta", numpy_helper.from_array(np.array([1.75]))),
+        }
+        for form, attribute in forms.items():
+            beta = 2.0 if form.startswith("INT") else 1.75
+            for op, formula in (("Swish", None), ("Formula", "x * sigmoid(beta * x)")):
+                with self.subTest(form=form, op=op):
+                    x, y = self.run_with(op, attribute, formula)
+                    self.assertLessEqual(max_error(y, swish64(x, beta)), TOLERANCE)
+
+    def test_other_forms_are_refused_by_name(self):
+        forms = {
+            "FLOATS of two": helper.make_attribute("beta", [1.0, 2.0]),
+            "empty FLOATS": helper.make_attribute("beta", [], attr_type=onnx.AttributeProto.FLOATS),
+            "TENSOR of two": helper.make_attribute("beta", numpy_helper.from_array(np.array([1.0, 2.0], np.float32))),
+            "TENSOR int32": helper.make_attribute("beta", numpy_helper.from_array(np.array(2, np.int32))),
+            "STRINGS": helper.make_attribute("beta", ["1.5"]),
+            "STRING": helper.make_attribute("beta", "1.5"),
+        }
+        for form, attribute in forms.items():
+            for op, formula in (("Swish", None), ("Formula", "x * sigmoid(beta * x)")):
+                with self.subTest(form=form, op=op):
+                    with self.assertRaises(Exception) as caught:
+                        self.run_with(op, attribute, formula)
+                    self.assertIn(f"layerkit.{op} node", str(caught.exception))
+                    self.assertIn("attribute 'beta'", str(caught.exception))
+
+
+class NulTests(unittest.TestCase):
+    """Strings from the model that LayerKit takes NUL-terminated: one holding a NUL is refused, not cut."""
+
+    def test_formula_with_a_nul_is_refused(self):
+        with self.assertRaises(Exception) as caught:
+            session(unary_model("Formula", [1, 2], formula="x*2\0+1"))
+        self.assertIn("attribute 'formula' holds a NUL byte at byte 3", str(caught.exception))
+
+    def test_weight_input_name_with_a_nul_is_refused(self):
+        made = unary_model("Formula", [1, 2], [("w\0x", [1.0, 2.0])], formula="w * x")
+        with self.assertRaises(Exception) as caught:
+            session(made)
+        self.assertIn("NUL", str(caught.exception))
+
+
 class ConcurrencyTests(unittest.TestCase):
     def test_four_threads_on_one_session_agree_with_serial_runs(self):
         shape = [4, 16, 48, 48]

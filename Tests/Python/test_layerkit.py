@@ -12,7 +12,10 @@ import ctypes
 import importlib.metadata
 import json
 import os
+import pathlib
 import re
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -174,6 +177,147 @@ class ModelTests(unittest.TestCase):
         model.close()
         with self.assertRaises(ValueError):
             model.predict({"image": self.image})
+
+
+class CloseDuringUseTests(unittest.TestCase):
+    """Closing a handle while other threads use it: their calls end normally or raise ValueError, never crash.
+    Run in a child interpreter, so that a crash (SIGSEGV before the fix) fails the test, not the suite."""
+
+    def run_child(self, script):
+        child = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600,
+                               cwd=tempfile.gettempdir())
+        self.assertEqual(child.returncode, 0, f"the child ended with {child.returncode}:\n{child.stderr[-2000:]}")
+        return child.stdout
+
+    def test_close_while_threads_predict(self):
+        script = f"""
+import threading, time, numpy as np, layerkit
+image = np.load({os.path.join(FIXTURES, "article_demo.input.npy")!r})
+expected = np.load({os.path.join(FIXTURES, "article_demo.expected.npy")!r}).astype(np.float64)
+for attempt in range(3):
+    model = layerkit.Model({ARTICLE!r})
+    done, refused, errors = [0], [0], []
+    started = threading.Barrier(5)
+
+    def run():
+        started.wait()
+        while True:
+            try:
+                y = model.predict({{"image": image}})["probabilities"]
+            except ValueError as error:
+                assert "closed" in str(error), error
+                refused[0] += 1
+                return
+            error = float(np.max(np.abs(y - expected) / np.maximum(1e-6, np.abs(expected))))
+            if error > 1e-4:
+                errors.append(error)
+            done[0] += 1
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    started.wait()
+    while done[0] < 8:  # every thread in its loop: most of each one's time is inside lk_model_predict
+        time.sleep(0.001)
+    model.close()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    assert refused[0] == 4, refused
+print("ok")
+"""
+        self.assertEqual(self.run_child(script).strip(), "ok")
+
+    def test_exit_while_daemon_threads_use_the_context_and_a_model(self):
+        # At exit the package's context and the model are finalized while daemon threads are still in calls.
+        script = f"""
+import threading, numpy as np, layerkit
+image = np.load({os.path.join(FIXTURES, "article_demo.input.npy")!r})
+model = layerkit.Model({ARTICLE!r})
+x = np.linspace(-8, 8, 1 << 16, dtype=np.float32)
+running = threading.Barrier(5)
+
+def predict():
+    running.wait()
+    while True:
+        model.predict({{"image": image}})
+
+def apply():
+    running.wait()
+    while True:
+        layerkit.apply("Swish", x)
+
+for target in (predict, predict, apply, apply):
+    threading.Thread(target=target, daemon=True).start()
+running.wait()
+print("ok")
+"""
+        for _ in range(3):
+            self.assertEqual(self.run_child(script).strip(), "ok")
+
+
+class HostileInputTests(unittest.TestCase):
+    """Issue 27: weights by name, NUL bytes and path types, checked before any call reaches C."""
+
+    def test_linear_weights_are_matched_by_name(self):
+        x = grid((2, 3, 4, 5))
+        scale = np.array([2.0, -0.5, 3.0], np.float32)
+        bias = np.array([0.25, 1.5, -4.0], np.float32)
+        expected = scale.astype(np.float64).reshape(1, 3, 1, 1) * x.astype(np.float64) + bias.reshape(1, 3, 1, 1)
+        for weights in ({"bias": bias, "scale": scale}, {"scale": scale, "bias": bias}, [scale, bias]):
+            y = layerkit.apply("Linear", x, weights=weights)
+            self.assertLessEqual(worst(y, expected, floor=1.0), 1e-6, f"weights {weights!r}")
+
+    def test_unknown_or_missing_weight_names_name_the_expected_ones(self):
+        x, ones = grid((1, 3, 2, 2)), np.ones(3, np.float32)
+        for weights, word in (({"scale": ones, "bias": ones, "shift": ones}, "unknown 'shift'"),
+                              ({"bias": ones}, "missing 'scale'"), ({"Beta": ones}, "unknown 'Beta'")):
+            op = "Swish" if "Beta" in weights else "Linear"
+            with self.assertRaises(layerkit.LayerKitError) as caught:
+                layerkit.apply(op, x, weights=weights)
+            self.assertEqual(caught.exception.status, "LK_ERROR_WEIGHTS")
+            self.assertIn(word, caught.exception.message)
+            self.assertIn("beta" if op == "Swish" else "scale, bias", caught.exception.message)
+
+    def test_strings_with_a_nul_are_refused(self):
+        x = grid((1, 2, 2, 2))
+        with tempfile.TemporaryDirectory() as folder, layerkit.Model(ARTICLE) as model:
+            image = np.zeros((1, 3, 64, 64), np.float32)
+            calls = {
+                "formula": lambda: layerkit.apply("x*2\0+1", x),
+                "op": lambda: layerkit.apply("Relu\0", x),
+                "parameter": lambda: layerkit.apply("Swish", x, **{"beta\0": 1.0}),
+                "formula weight": lambda: layerkit.apply("w * x", x, weights={"w\0": np.ones(2)}),
+                "op weight": lambda: layerkit.apply("Swish", x, weights={"beta\0": np.ones(2)}),
+                "model path": lambda: layerkit.Model(ARTICLE + "\0.evil"),
+                "model bytes path": lambda: layerkit.Model(os.fsencode(ARTICLE) + b"\0.evil"),
+                "input name": lambda: model.predict({"image\0": image}),
+                "trace path": lambda: model.predict({"image": image}, trace=os.path.join(folder, "t\0.json")),
+            }
+            for what, call in calls.items():
+                with self.subTest(what), self.assertRaisesRegex(ValueError, "NUL"):
+                    call()
+            self.assertEqual(os.listdir(folder), [])
+
+    def test_paths_may_be_str_bytes_or_pathlike(self):
+        image = np.load(os.path.join(FIXTURES, "article_demo.input.npy"))
+        expected = np.load(os.path.join(FIXTURES, "article_demo.expected.npy"))
+        with tempfile.TemporaryDirectory() as folder:
+            for path in (ARTICLE, os.fsencode(ARTICLE), pathlib.Path(ARTICLE)):
+                with self.subTest(path=path), layerkit.Model(path) as model:
+                    trace = pathlib.Path(folder, "trace.json")
+                    y = model.predict({"image": image}, trace=trace)["probabilities"]
+                    self.assertLessEqual(worst(y, expected, floor=1e-6), 1e-4)
+                    self.assertTrue(trace.exists())
+                    trace.unlink()
+        for bad in (3, None, ["a"]):
+            with self.subTest(path=bad), self.assertRaisesRegex(TypeError, "model path"):
+                layerkit.Model(bad)
+        with self.assertRaisesRegex(TypeError, "op_or_formula must be a str"):
+            layerkit.apply(b"Swish", grid())
+        with self.assertRaisesRegex(TypeError, "input name"):
+            with layerkit.Model(ARTICLE) as model:
+                model.predict({0: image})
 
 
 class ParityAndDeviceTests(unittest.TestCase):

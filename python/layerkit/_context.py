@@ -3,8 +3,11 @@
 A context holds a backend and, for the GPU, an open Vulkan device: opening
 one per call would cost more than most calls, so each backend's context is
 made on first use and kept until the interpreter exits (a weakref finalizer
-destroys it then, after the models made on it, which are finalized first).
-Tensors and layers live only for the call that makes them.
+closes it then, after the models made on it, which are finalized first).
+Every call holds its context through :meth:`Context.use`, so a context
+closed at exit while a daemon thread is still in a call is destroyed when
+that call ends, not under it. Tensors and layers live only for the call
+that makes them.
 """
 import contextlib
 import ctypes
@@ -19,7 +22,10 @@ from .errors import LayerKitError
 
 
 class Context:
-    """An ``lk_context`` for one backend: ``"cpu"``, ``"gpu"`` or ``"auto"``."""
+    """An ``lk_context`` for one backend: ``"cpu"``, ``"gpu"`` or ``"auto"``.
+
+    ``handle`` is the raw pointer, for calls made inside :meth:`use`.
+    """
 
     def __init__(self, backend: str):
         if backend not in _native.LK_COMPUTE:
@@ -29,9 +35,14 @@ class Context:
         error = ctypes.create_string_buffer(1024)
         code = lib.lk_context_create(_native.LK_COMPUTE[backend], 0, ctypes.byref(pointer), error, len(error))
         if code != _native.LK_OK:
-            raise LayerKitError(_native.status_name(code), code, error.value.decode("utf-8", "replace"))
+            raise _native.error(code, error.value.decode("utf-8", "replace"))
         self.handle = pointer
-        self._finalizer = weakref.finalize(self, lib.lk_context_destroy, pointer)
+        self._shared = _native.SharedHandle(pointer, lib.lk_context_destroy, f"{backend} context")
+        self._finalizer = weakref.finalize(self, self._shared.close)
+
+    def use(self):
+        """Holds the context for one call (a context manager); see :class:`_native.SharedHandle`."""
+        return self._shared.use()
 
     def check(self, code: int) -> None:
         """Raises this thread's last error on the context unless ``code`` is LK_OK."""
@@ -41,7 +52,8 @@ class Context:
     def uses_gpu(self) -> bool:
         """Whether the context's layers may run on a GPU."""
         uses = ctypes.c_int32(0)
-        self.check(lib.lk_context_uses_gpu(self.handle, ctypes.byref(uses)))
+        with self.use():
+            self.check(lib.lk_context_uses_gpu(self.handle, ctypes.byref(uses)))
         return bool(uses.value)
 
 
@@ -105,3 +117,17 @@ def take_arrays(ctx: Context, tensors) -> list:
     if failure:
         raise failure
     return arrays
+
+
+def read_names(ctx: Context, count_function, name_function, *handles) -> list:
+    """The names a (count, name) pair of C API functions lists for
+    ``handles`` (a model's inputs, a layer's weights), in their order."""
+    count = ctypes.c_size_t(0)
+    ctx.check(count_function(ctx.handle, *handles, ctypes.byref(count)))
+    names = []
+    for index in range(count.value):
+        code, name = _native.read_string(
+            lambda buffer, capacity, length: name_function(ctx.handle, *handles, index, buffer, capacity, length))
+        ctx.check(code)
+        names.append(name)
+    return names

@@ -3,14 +3,20 @@
 Every function gets its argtypes and restype, so ctypes converts and checks
 each argument; outputs are pointers (``ctypes.byref``), and no struct crosses
 the boundary. The library is the ``liblayerkit.so.1`` beside this module.
+Strings go to C through ``c_string``/``c_path``, which refuse an embedded
+NUL (C would end the string there), and handles that users may close
+through ``SharedHandle``.
 """
+import contextlib
 import ctypes
 import os
+import threading
 from ctypes import POINTER, c_char, c_char_p, c_double, c_int32, c_int64, c_size_t, c_void_p
 
 from .errors import LayerKitError
 
 LK_OK = 0
+LK_ERROR_WEIGHTS = 3
 LK_ERROR_FILE = 4
 LK_ERROR_UNKNOWN_OP = 7
 LK_ERROR_BUFFER_TOO_SMALL = 9
@@ -55,6 +61,8 @@ SIGNATURES = {
     "lk_layer_create_formula": (status, [handle, c_char_p, c_char_pp, c_double_p, c_size_t, c_char_pp, c_size_t,
                                          handle_p]),
     "lk_layer_set_weights": (status, [handle, handle, POINTER(c_float_p), c_size_t_p, c_size_t]),
+    "lk_layer_weight_count": (status, [handle, handle, c_size_t_p]),
+    "lk_layer_weight_name": (status, [handle, handle, c_size_t, POINTER(c_char), c_size_t, c_size_t_p]),
     "lk_layer_destroy": (None, [handle]),
     "lk_layer_apply": (status, [handle, handle, handle_p, c_size_t, handle_p, c_size_t, c_size_t_p, handle]),
     "lk_parity": (status, [handle, handle, handle, c_double, c_int32_p, c_double_p, c_double_p]),
@@ -94,6 +102,11 @@ def status_name(code: int) -> str:
     return lib.lk_status_string(code).decode()
 
 
+def error(code: int, message: str) -> LayerKitError:
+    """A :class:`LayerKitError` of status ``code`` raised on this side of the boundary."""
+    return LayerKitError(status_name(code), code, message)
+
+
 def check(context, code: int) -> None:
     """Raises the calling thread's last error on ``context`` when ``code`` is not LK_OK.
 
@@ -101,8 +114,7 @@ def check(context, code: int) -> None:
     per thread and replaced by that thread's next call.
     """
     if code != LK_OK:
-        message = lib.lk_context_last_error(context).decode("utf-8", "replace")
-        raise LayerKitError(status_name(code), code, message)
+        raise error(code, lib.lk_context_last_error(context).decode("utf-8", "replace"))
 
 
 def read_string(call):
@@ -120,6 +132,86 @@ def read_string(call):
         return code, buffer.value.decode("utf-8", "replace")
 
 
-def c_strings(names):
-    """A C array of UTF-8 copies of ``names`` (``const char *const *``; never empty, so ctypes can make it)."""
-    return (c_char_p * max(len(names), 1))(*[str(name).encode() for name in names])
+def _refuse_nul(data: bytes, what: str) -> bytes:
+    # The C API takes NUL-terminated strings: past a NUL the library would
+    # silently see a shorter string ("x*2\0+1" runs as "x*2").
+    at = data.find(b"\0")
+    if at >= 0:
+        raise ValueError(f"{what} contains a NUL byte (at byte {at}); LayerKit takes strings without NULs")
+    return data
+
+
+def c_string(text, what: str) -> bytes:
+    """``text`` (a str: an op, a formula, a name) as UTF-8 for the C API;
+    TypeError for another type, ValueError for an embedded NUL or text that
+    is not encodable."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a str, got {type(text).__name__}")
+    try:
+        return _refuse_nul(text.encode("utf-8"), what)
+    except UnicodeEncodeError as failure:
+        raise ValueError(f"{what} is not encodable as UTF-8: {failure}") from None
+
+
+def c_path(path, what: str) -> bytes:
+    """A path (str, bytes or os.PathLike) as the file system's bytes for the
+    C API; TypeError for another type, ValueError for an embedded NUL."""
+    try:
+        return _refuse_nul(os.fsencode(path), what)
+    except TypeError:
+        raise TypeError(f"{what} must be a str, bytes or os.PathLike, got {type(path).__name__}") from None
+
+
+def c_strings(names, what: str):
+    """A C array of ``c_string`` copies of ``names`` (``const char *const *``;
+    never empty, so ctypes can make it)."""
+    return (c_char_p * max(len(names), 1))(*[c_string(name, f"{what} {name!r}") for name in names])
+
+
+class SharedHandle:
+    """A native handle that threads use while another may close it.
+
+    Each call holds the handle through :meth:`use`; :meth:`close` marks it
+    closed (later uses raise ValueError) and the handle is destroyed at once
+    when no call holds it, else by the last call to let go. A close during
+    calls so never frees memory under them (the crash it would be), and never
+    waits: a thread that closes the handle from inside a call cannot deadlock.
+    """
+
+    def __init__(self, pointer, destroy, what: str):
+        self._pointer = pointer
+        self._destroy = destroy
+        self._what = what
+        self._users = 0
+        self._closed = False
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def use(self):
+        """The handle, kept alive until the block ends; ValueError once closed."""
+        with self._lock:
+            if self._closed:
+                raise ValueError(f"layerkit: the {self._what} is closed")
+            self._users += 1
+        try:
+            yield self._pointer
+        finally:
+            with self._lock:
+                self._users -= 1
+                last = self._closed and self._users == 0
+            if last:
+                self._destroy(self._pointer)
+
+    def close(self) -> None:
+        """Marks the handle closed; it is destroyed now, or when the last call in flight ends. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            idle = self._users == 0
+        if idle:
+            self._destroy(self._pointer)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

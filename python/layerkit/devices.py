@@ -6,7 +6,6 @@ from typing import List, NamedTuple
 from . import _native
 from ._context import context
 from ._native import lib
-from .errors import LayerKitError
 
 ORT_LIBRARY_PATH = os.path.join(_native.HERE, "liblayerkit_ort.so")
 
@@ -27,17 +26,18 @@ def devices() -> List[Device]:
     """Every Vulkan device found; an empty list without a Vulkan loader or device."""
     ctx = context("cpu")
     count = ctypes.c_int32(0)
-    ctx.check(lib.lk_device_count(ctx.handle, ctypes.byref(count)))
     found = []
-    for index in range(count.value):
-        kind, usable, chosen = ctypes.c_int32(0), ctypes.c_int32(0), ctypes.c_int32(0)
-        code, name = _native.read_string(
-            lambda buffer, capacity, length: lib.lk_device_info(ctx.handle, index, buffer, capacity, length,
-                                                                ctypes.byref(kind), ctypes.byref(usable),
-                                                                ctypes.byref(chosen)))
-        ctx.check(code)
-        found.append(Device(index, name, _native.LK_DEVICE_KINDS.get(kind.value, "other"), bool(usable.value),
-                            bool(chosen.value)))
+    with ctx.use():
+        ctx.check(lib.lk_device_count(ctx.handle, ctypes.byref(count)))
+        for index in range(count.value):
+            kind, usable, chosen = ctypes.c_int32(0), ctypes.c_int32(0), ctypes.c_int32(0)
+            code, name = _native.read_string(
+                lambda buffer, capacity, length: lib.lk_device_info(ctx.handle, index, buffer, capacity, length,
+                                                                    ctypes.byref(kind), ctypes.byref(usable),
+                                                                    ctypes.byref(chosen)))
+            ctx.check(code)
+            found.append(Device(index, name, _native.LK_DEVICE_KINDS.get(kind.value, "other"), bool(usable.value),
+                                bool(chosen.value)))
     return found
 
 
@@ -51,6 +51,6 @@ def ort_library_path() -> str:
     Raises :class:`LayerKitError` (``LK_ERROR_FILE``) when this build has none.
     """
     if not os.path.exists(ORT_LIBRARY_PATH):
-        raise LayerKitError(_native.status_name(_native.LK_ERROR_FILE), _native.LK_ERROR_FILE,
+        raise _native.error(_native.LK_ERROR_FILE,
                             f"{ORT_LIBRARY_PATH} is missing: this layerkit build has no onnxruntime op library")
     return ORT_LIBRARY_PATH
