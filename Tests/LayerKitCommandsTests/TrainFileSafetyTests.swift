@@ -5,7 +5,8 @@ import Testing
 
 /// `layerkit train` given hostile files (issue 27): a run never writes over
 /// a file it reads (a picture of the data folder, the model's external-data
-/// file).
+/// file), and a checkpoint whose counts are near `Int.max` is refused,
+/// naming the field, instead of trapping on overflow.
 struct TrainFileSafetyTests {
     /// The fixture folder of `Scripts/generate_external_training_fixture.py`
     /// copied to a fresh folder: `net.onnx` and its external `scale.bin`.
@@ -67,5 +68,47 @@ struct TrainFileSafetyTests {
         #expect(runner.run(words(["--output", "\(folder)/out.onnx", "--checkpoint", "\(directory)/c.ckpt"])) == 0,
                 "\(runner.error)")
         #expect(try Self.contents(of: folder)["scale.bin"] == before["scale.bin"])
+    }
+
+    /// A checkpoint made by a real run, then given `change` and written
+    /// again with a valid checksum: what `--resume` reads.
+    static func hostileCheckpoint(_ change: (inout TrainingCheckpoint) -> Void) throws -> (directory: String, path: String) {
+        let directory = try CommandRunner.scratchDirectory()
+        let first = CommandRunner()
+        #expect(first.run(TrainCommandRunTests.student(output: "\(directory)/a.onnx",
+                                                       ["--epochs", "1", "--backend", "cpu", "--checkpoint",
+                                                        "\(directory)/a.ckpt"])) == 0, "\(first.error)")
+        var checkpoint = try TrainingCheckpoint(contentsOf: "\(directory)/a.ckpt")
+        change(&checkpoint)
+        try checkpoint.write(to: "\(directory)/hostile.ckpt")
+        return (directory, "\(directory)/hostile.ckpt")
+    }
+
+    @Test(arguments: [
+        ("beta.step", "optimizer state: beta.step is 9223372036854775807"),
+        ("step", "optimizer state: step is 9223372036854775807"),
+        ("epoch", "optimizer state: epoch is 9223372036854775807"),
+    ])
+    func aCounterNearIntMaxIsRefusedNamingItNotATrap(_ counter: String, message: String) throws {
+        let (directory, path) = try Self.hostileCheckpoint { checkpoint in
+            #expect(checkpoint.counters[counter] != nil, "\(checkpoint.counters)")
+            checkpoint.counters[counter] = .max
+        }
+        let runner = CommandRunner()
+        #expect(runner.run(TrainCommandRunTests.student(output: "\(directory)/b.onnx",
+                                                        ["--epochs", "2", "--backend", "cpu", "--resume", path])) == 1)
+        #expect(runner.error == "layerkit: error: checkpoint '\(path)': \(message); expected a count from 0 to "
+                + "9007199254740992 (2^53)\n", "\(runner.error)")
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/b.onnx"))
+    }
+
+    @Test func aStepNearIntMaxIsRefusedNamingItNotATrap() throws {
+        let (directory, path) = try Self.hostileCheckpoint { $0.step = .max }
+        let runner = CommandRunner()
+        #expect(runner.run(TrainCommandRunTests.student(output: "\(directory)/b.onnx",
+                                                        ["--epochs", "2", "--backend", "cpu", "--resume", path])) == 1)
+        #expect(runner.error == "layerkit: error: checkpoint '\(path)': step is 9223372036854775807; expected a count "
+                + "from 0 to 9007199254740992 (2^53)\n", "\(runner.error)")
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/b.onnx"))
     }
 }
