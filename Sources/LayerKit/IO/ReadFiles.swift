@@ -34,7 +34,8 @@ public struct ReadFiles: Sendable {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue,
               let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [] }
-        return names.sorted().map { URL(fileURLWithPath: path).appendingPathComponent($0).path }
+        // Joined as text, not through URL: messages name the files as the user spelled the folder.
+        return names.sorted().map { (path as NSString).appendingPathComponent($0) }
     }
 
     /// The external-data files the ONNX model at `path` names, in its
@@ -42,8 +43,8 @@ public struct ReadFiles: Sendable {
     static func externalDataFiles(ofModelAt path: String) -> [String] {
         guard path.lowercased().hasSuffix(".onnx"), let data = try? RegularFile.contents(path),
               let model = try? ONNXModel(data: data, source: path) else { return [] }
-        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        let folder = (path as NSString).deletingLastPathComponent
         return Set(model.graph.initializers.values.compactMap(\.externalDataLocation)).sorted()
-            .map { folder.appendingPathComponent($0).path }
+            .map { (folder as NSString).appendingPathComponent($0) }
     }
 }
