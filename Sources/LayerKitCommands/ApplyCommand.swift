@@ -10,7 +10,7 @@ enum ApplyCommand {
         let inputPath = try arguments.required("--input")
         let outputPath = try arguments.required("--output")
         let options = try LayerOptions(arguments)
-        try TensorFiles.checkOutput(outputPath, notAmong: [inputPath] + options.weightFiles)
+        try TensorFiles.checkOutput(outputPath, notAmong: ReadFiles([inputPath] + options.weightFiles))
         let input = try TensorFiles.read(inputPath)
 
         let backend = try Backend(computeUnits: units, threads: try arguments.threads(), notice: { console.note($0) })

@@ -27,7 +27,7 @@ enum BenchCommand {
         if arguments.has("--sweep") {
             guard arguments.value("--shape") == nil else { throw UsageError("--sweep sets its own shapes: drop --shape") }
             if let plot = arguments.value("--plot") {
-                try ReportFile.check(plot, fileExtension: "svg", notAmong: options.weightFiles)
+                try ReportFile.check(plot, fileExtension: "svg", notAmong: ReadFiles(options.weightFiles))
             }
             let (cpu, context) = try targets(backendWord, layer: options.layer, console: console)
             return try BenchSweep.run(options, plot: arguments.value("--plot"), json: arguments.has("--json"),

@@ -20,7 +20,7 @@ enum DemoCommand {
             guard outputPath.lowercased().hasSuffix(".npy") else {
                 throw UsageError("\(outputPath): the demo writes its 10 predictions as .npy")
             }
-            try TensorFiles.checkOutput(outputPath, notAmong: [])
+            try TensorFiles.checkOutput(outputPath, notAmong: ReadFiles([]))
         }
         guard let data = BuiltInModels.data(named: BuiltInModels.articleName) else {
             throw LayerKitError.unsupported("this binary was built without Models/\(BuiltInModels.articleName)")
@@ -88,7 +88,7 @@ enum DemoCommand {
         guard outputPath.lowercased().hasSuffix(".png") else {
             throw UsageError("\(outputPath): demo --style writes its picture as .png")
         }
-        try TensorFiles.checkOutput(outputPath, notAmong: [])
+        try TensorFiles.checkOutput(outputPath, notAmong: ReadFiles([]))
         guard let data = BuiltInModels.data(named: BuiltInModels.styleName) else {
             throw LayerKitError.unsupported("this binary was built without Models/\(BuiltInModels.styleName)")
         }

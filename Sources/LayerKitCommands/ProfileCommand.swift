@@ -18,7 +18,7 @@ enum ProfileCommand {
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? BenchCommand.defaultShape)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "gpu")
         let tracePath = arguments.value("--trace")
-        if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: options.weightFiles) }
+        if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: ReadFiles(options.weightFiles)) }
 
         let backend = try Backend(computeUnits: units, notice: { console.note($0) })
         let input = try Tensor.uniform(shape: shape, in: -10...10, seed: 1)
@@ -54,13 +54,13 @@ enum ProfileCommand {
         }
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "gpu")
         let tracePath = arguments.value("--trace")
-        if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: [path]) }
+        if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: ReadFiles([path])) }
         let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
                                         console: console)
         let (inputs, inputFiles, _) = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: model,
                                                                      console: console)
         if let tracePath {
-            try ReportFile.check(tracePath, fileExtension: "json", notAmong: Array(inputFiles.values) + [path])
+            try ReportFile.check(tracePath, fileExtension: "json", notAmong: ReadFiles(inputFiles.values.sorted() + [path]))
         }
         let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
         let repeats = try arguments.count("--repeat", default: 5, minimum: 1)

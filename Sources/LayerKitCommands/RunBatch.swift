@@ -50,6 +50,7 @@ enum RunBatch {
         }
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let several = model.outputs.count > 1
+        let reads = ReadFiles(inputs + [modelPath])
         var seen: Set<String> = []
         return try inputs.map { input in
             let stem = URL(fileURLWithPath: input).deletingPathExtension().lastPathComponent
@@ -60,7 +61,7 @@ enum RunBatch {
                     throw UsageError("\(input): another input also writes \(name) (same name, other extension)")
                 }
                 let path = URL(fileURLWithPath: folder).appendingPathComponent(name).path
-                try TensorFiles.checkOutput(path, notAmong: inputs + [modelPath])
+                try TensorFiles.checkOutput(path, notAmong: reads)
                 outputs[output.name] = path
             }
             return Item(input: input, outputs: outputs)

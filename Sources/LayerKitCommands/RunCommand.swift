@@ -58,14 +58,15 @@ enum RunCommand {
             let inputFiles = try ModelFiles.files(inputSpecs, for: model.inputs.map(\.name), option: "--input")
             let gridFiles = try ModelFiles.files(arguments.values("--output-grid"), for: model.outputs.map(\.name),
                                                  option: "--output-grid")
+            let reads = ReadFiles(inputFiles.values.sorted() + [path])
             for file in outputFiles.values {
-                try TensorFiles.checkOutput(file, notAmong: Array(inputFiles.values) + [path])
+                try TensorFiles.checkOutput(file, notAmong: reads)
             }
             for file in gridFiles.values {
                 guard !outputFiles.values.contains(file) else {
                     throw UsageError("--output-grid \(file) is also an --output: give each its own file")
                 }
-                try TensorFiles.checkOutput(file, notAmong: Array(inputFiles.values) + [path], grid: true)
+                try TensorFiles.checkOutput(file, notAmong: reads, grid: true)
             }
             runs.append((inputFiles.mapValues { [$0] }, outputFiles.mapValues { [$0] }, gridFiles))
         }

@@ -47,9 +47,9 @@ enum TensorFiles {
     }
 
     /// Throws unless `output` has a writable extension (`.png` alone for
-    /// `grid`) and is none of `inputs` by identity (`FileIdentity`:
-    /// overwriting it would destroy the user's file).
-    static func checkOutput(_ output: String, notAmong inputs: [String], grid: Bool = false) throws {
+    /// `grid`) and is none of the files the command reads (`ReadFiles`:
+    /// overwriting one would destroy the user's file).
+    static func checkOutput(_ output: String, notAmong inputs: ReadFiles, grid: Bool = false) throws {
         if grid {
             guard fileExtension(output) == "png" else {
                 throw UsageError("\(output): --output-grid draws a .png picture")
@@ -57,7 +57,7 @@ enum TensorFiles {
         } else if !writable.contains(fileExtension(output)) {
             throw UsageError("\(output): unknown output type (expected .npy or .png)")
         }
-        try FileIdentity.refuseOverwrite(of: output, readingFrom: inputs)
+        try inputs.refuseOverwrite(of: output)
     }
 
     /// Reads Float32 weights from a `.npy` file as little-endian bytes.

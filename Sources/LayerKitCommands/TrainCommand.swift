@@ -83,18 +83,20 @@ enum TrainCommand {
     }
 
     /// Throws unless each file written is of its kind (`.onnx`, `.svg`), is
-    /// none of the files read, and no two are the same file.
+    /// none of the files read (`ReadFiles`: the model and its external-data
+    /// files, the data file or every file of the data folder, the labels,
+    /// the checkpoint resumed), and no two are the same file.
     private static func checkFiles(model: String, data: String, labels: String, resume: String?, output: String,
                                    checkpoint: String?, plot: String?) throws {
-        let inputs = [model, data, labels] + (resume.map { [$0] } ?? [])
-        try ReportFile.check(output, fileExtension: "onnx", notAmong: inputs)
+        let reads = ReadFiles([model, data, labels] + (resume.map { [$0] } ?? []))
+        try ReportFile.check(output, fileExtension: "onnx", notAmong: reads)
         var written = [("--output", output)]
         if let checkpoint {
-            try FileIdentity.refuseOverwrite(of: checkpoint, readingFrom: inputs)
+            try reads.refuseOverwrite(of: checkpoint)
             written.append(("--checkpoint", checkpoint))
         }
         if let plot {
-            try ReportFile.check(plot, fileExtension: "svg", notAmong: inputs)
+            try ReportFile.check(plot, fileExtension: "svg", notAmong: reads)
             written.append(("--plot", plot))
         }
         for (i, (option, file)) in written.enumerated() {

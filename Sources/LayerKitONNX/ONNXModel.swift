@@ -63,24 +63,50 @@ extension ONNXModel {
     /// A location must be a relative path inside the folder (no absolute
     /// path, no `..`, no symbolic link out of it): a model file must not
     /// make LayerKit read anything else on the machine.
+    ///
+    /// Each distinct range (file, offset, length) is read once and shared
+    /// by every tensor naming it (tied weights; Swift's arrays share the
+    /// bytes until one is changed): a small model whose hundreds of
+    /// initializers name one range must not cost hundreds of copies. The
+    /// distinct ranges may hold no more bytes than the files they are in
+    /// (ranges that overlap without being equal could otherwise still
+    /// multiply the files' size), so memory stays bounded by the data files.
     mutating func loadExternalData(from folder: URL) throws {
-        var files: [String: Int32] = [:]
-        defer { files.values.forEach { close($0) } }
+        var files: [String: (descriptor: Int32, size: Int)] = [:]
+        defer { files.values.forEach { close($0.descriptor) } }
+        var ranges: [ONNXTensor.ExternalRange: [UInt8]] = [:]
+        var (readBytes, fileBytes) = (0, 0)
         for name in graph.initializerNames {
-            guard var tensor = graph.initializers[name], let external = tensor.externalData else { continue }
-            let descriptor: Int32
-            if let open = files[external.location] {
-                descriptor = open
+            guard var tensor = graph.initializers[name], let location = tensor.externalDataLocation else { continue }
+            let file: (descriptor: Int32, size: Int)
+            if let open = files[location] {
+                file = open
             } else {
-                descriptor = try ONNXModel.openExternal(external.location, in: folder, tensor: name)
-                files[external.location] = descriptor
+                file = try ONNXModel.openExternal(location, in: folder, tensor: name)
+                files[location] = file
+                fileBytes += file.size
             }
-            try tensor.readExternalData(from: descriptor)
+            guard let range = try tensor.externalRange(fileSize: file.size) else { continue }
+            if let bytes = ranges[range] {
+                tensor.setExternalBytes(bytes)
+            } else {
+                readBytes += range.length  // cannot overflow: each length is at most its file's size
+                guard readBytes <= fileBytes else {
+                    throw LayerKitError.invalidModel(
+                        "tensor '\(name)': the model's external data ranges overlap: they hold \(readBytes) bytes, more "
+                        + "than the \(fileBytes) bytes of the data files they are in")
+                }
+                let bytes = try ONNXTensor.read(range, from: file.descriptor, tensor: name)
+                ranges[range] = bytes
+                tensor.setExternalBytes(bytes)
+            }
             graph.initializers[name] = tensor
         }
     }
 
-    private static func openExternal(_ location: String, in folder: URL, tensor: String) throws -> Int32 {
+    /// Opens the data file at `location` in `folder`: its descriptor and size.
+    private static func openExternal(_ location: String, in folder: URL,
+                                     tensor: String) throws -> (descriptor: Int32, size: Int) {
         let parts = location.split(separator: "/", omittingEmptySubsequences: false)
         guard !location.hasPrefix("/"), !parts.contains(where: { $0 == ".." || $0.isEmpty }) else {
             throw LayerKitError.invalidModel("tensor '\(tensor)': external data location '\(location)' must be a "
@@ -96,7 +122,12 @@ extension ONNXModel {
             close(descriptor)
             throw LayerKitError.invalidModel("tensor '\(tensor)': external data '\(location)' is outside the model's folder")
         }
-        return descriptor
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            close(descriptor)
+            throw LayerKitError.file("cannot read external data '\(location)' of tensor '\(tensor)'")
+        }
+        return (descriptor, Int(status.st_size))
     }
 }
 

@@ -193,10 +193,18 @@ extension ONNXTensor {
         }
     }
 
-    /// Reads the external data from the open file `descriptor` into
-    /// `rawData`, checking the length against the dims and the file's size.
-    mutating func readExternalData(from descriptor: Int32) throws {
-        guard let external = externalData else { return }
+    /// Where the external data is, as a range to read once however many
+    /// tensors share it.
+    struct ExternalRange: Hashable {
+        let location: String
+        let offset: Int
+        let length: Int
+    }
+
+    /// The external data's byte range, checked: its length against the
+    /// dims, its end against `fileSize`, the size of the file it is in.
+    func externalRange(fileSize: Int) throws -> ExternalRange? {
+        guard let external = externalData else { return nil }
         guard let width = elementBytes else {
             throw LayerKitError.invalidModel("tensor '\(name)' of type \(dataType) cannot be read from external data")
         }
@@ -205,22 +213,34 @@ extension ONNXTensor {
             throw LayerKitError.invalidModel("tensor '\(name)': external data length \(external.length ?? -1) does not "
                                              + "match dims \(dims) of \(dataType) (\(bytes) bytes)")
         }
-        var status = stat()
         let (end, past) = external.offset.addingReportingOverflow(bytes)
-        guard fstat(descriptor, &status) == 0, !past, end <= Int(status.st_size) else {
-            throw LayerKitError.invalidModel("tensor '\(name)': external data '\(external.location)' holds \(status.st_size) "
+        guard !past, end <= fileSize else {
+            throw LayerKitError.invalidModel("tensor '\(name)': external data '\(external.location)' holds \(fileSize) "
                                              + "bytes, fewer than offset \(external.offset) + \(bytes)")
         }
-        var data = [UInt8](repeating: 0, count: bytes)
+        return ExternalRange(location: external.location, offset: external.offset, length: bytes)
+    }
+
+    /// Reads `range` from the open file `descriptor`; `tensor` names the
+    /// tensor in the error for a file that ends early.
+    static func read(_ range: ExternalRange, from descriptor: Int32, tensor: String) throws -> [UInt8] {
+        var data = [UInt8](repeating: 0, count: range.length)
         var done = 0
-        while done < bytes {
-            let n = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, bytes - done, off_t(external.offset + done)) }
+        while done < range.length {
+            let n = data.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + done, range.length - done, off_t(range.offset + done))
+            }
             guard n > 0 else {
-                throw LayerKitError.file("cannot read external data '\(external.location)' of tensor '\(name)'")
+                throw LayerKitError.file("cannot read external data '\(range.location)' of tensor '\(tensor)'")
             }
             done += n
         }
-        rawData = data
+        return data
+    }
+
+    /// Takes `bytes` (the external range's contents) as the tensor's data.
+    mutating func setExternalBytes(_ bytes: [UInt8]) {
+        rawData = bytes
         externalData = nil
     }
 }

@@ -88,4 +88,50 @@ import Testing
             #expect("\(error)".contains("external data length 12 does not match dims [2] of FLOAT (8 bytes)"), "\(error)")
         }
     }
+
+    /// A model in a fresh folder beside `w.bin` (Float32 0, 1, 2... `floats`
+    /// of them), whose initializers each read `count` floats at the byte
+    /// offsets given.
+    static func sharing(floats: Int, count: Int, offsets: [Int]) throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lk-shared-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data(PB.littleEndian((0..<floats).map { Float($0).bitPattern })).write(to: folder.appendingPathComponent("w.bin"))
+        let initializers = offsets.enumerated().map { i, offset in
+            let external = PB.bytes(13, PB.string(1, "location") + PB.string(2, "w.bin"))
+                + PB.bytes(13, PB.string(1, "offset") + PB.string(2, "\(offset)"))
+                + PB.bytes(13, PB.string(1, "length") + PB.string(2, "\(count * 4)")) + PB.int(14, 1)
+            return ONNXBytes.tensor("u\(i)", dims: [Int64(count)], type: 1, external)
+        }
+        let url = folder.appendingPathComponent("m.onnx")
+        try ONNXBytes.model(graph: ONNXBytes.graph(initializers: initializers)).write(to: url)
+        return url
+    }
+
+    /// Issue 27: a 29 KB model whose 400 initializers all named one 4 MiB
+    /// range of its data file read it 400 times (a 1.67 GB peak). Every
+    /// tensor naming a range now shares the one read of it.
+    @Test func tensorsNamingOneRangeShareOneRead() throws {
+        let url = try ExternalDataTests.sharing(floats: 1024, count: 1024, offsets: Array(repeating: 0, count: 50))
+        let model = try ONNXModel(contentsOf: url)
+        let tensors = (0..<50).map { model.graph.initializers["u\($0)"]! }
+        #expect(try tensors[0].floats() == (0..<1024).map(Float.init))
+        let storage = Set(tensors.map { $0.rawData!.withUnsafeBufferPointer { Int(bitPattern: $0.baseAddress) } })
+        #expect(storage.count == 1, "\(storage.count) copies of one range")
+    }
+
+    /// Ranges that overlap without being equal cannot be shared; what they
+    /// hold together is bounded by the size of the file they are in.
+    @Test func overlappingRangesBeyondTheFileSizeAreRefused() throws {
+        // 4096 bytes of data: two 2048-byte ranges 4 bytes apart (each named twice) fit; a third does not.
+        let url = try ExternalDataTests.sharing(floats: 1024, count: 512, offsets: [0, 4, 0, 4])
+        #expect(try ONNXModel(contentsOf: url).graph.initializers["u3"]?.floats().first == 1)
+        let refused = try ExternalDataTests.sharing(floats: 1024, count: 512, offsets: [0, 4, 8])
+        do {
+            _ = try ONNXModel(contentsOf: refused)
+            Issue.record("loaded")
+        } catch {
+            #expect("\(error)".contains("tensor 'u2': the model's external data ranges overlap: they hold 6144 bytes, "
+                                        + "more than the 4096 bytes of the data files they are in"), "\(error)")
+        }
+    }
 }

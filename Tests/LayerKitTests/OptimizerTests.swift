@@ -310,6 +310,19 @@ struct OptimizerTests {
         #expect(throws: LayerKitError.invalidParameter("optimizer state: needs integers step and epoch, at least 0")) {
             try Optimizer(.adam()).importState(broken)
         }
+        // Issue 27: a count the optimizer goes on counting from would trap at 2^63 - 1 (`w.step + 1`).
+        for key in ["w.step", "step", "epoch"] {
+            broken = state
+            broken.integers[key] = .max
+            #expect(throws: LayerKitError.invalidParameter(
+                "optimizer state: \(key) is 9223372036854775807; expected a count from 0 to 9007199254740992 (2^53)")) {
+                try Optimizer(.adam()).importState(broken)
+            }
+        }
+        #expect(throws: LayerKitError.invalidParameter(
+            "epochs is 1152921504606846976; expected a count from 0 to 9007199254740992 (2^53)")) {
+            try TrainingConfiguration(loss: .meanSquaredError, optimizer: .sgd(learningRate: 0.1), epochs: 1 << 60).validate()
+        }
     }
 
     @Test func theRawValuesAreTheCommandLineNames() {

@@ -132,7 +132,10 @@ import LayerKitONNX
         let notJSON = Self.error(Self.framed("{not json"))
         #expect(notJSON.contains("the header is not a checkpoint header"), "\(notJSON)")
         let backwards = Self.error(Self.framed(Self.header(tensors: "[]", step: -1)))
-        #expect(backwards.contains("negative step"), "\(backwards)")
+        #expect(backwards.contains("step is -1; expected a count from 0 to 9007199254740992 (2^53)"), "\(backwards)")
+        // Issue 27: a count the run goes on counting from would trap at 2^63 - 1.
+        let huge = Self.error(Self.framed(Self.header(tensors: "[]", step: .max)))
+        #expect(huge.contains("step is 9223372036854775807; expected a count from 0 to 9007199254740992 (2^53)"), "\(huge)")
     }
 
     @Test func aCheckpointForAnotherModelIsRefused() throws {

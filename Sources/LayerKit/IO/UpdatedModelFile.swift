@@ -20,13 +20,9 @@ public enum UpdatedModelFile {
     public static func write(_ updates: [String: Tensor], intoCopyOf modelPath: String,
                              to outputPath: String) throws {
         let data = try RegularFile.contents(modelPath)
-        let url = URL(fileURLWithPath: modelPath)
-        // The external data files are inputs too: the new model still reads them.
-        let graph = try ONNXModel(data: data, source: url.lastPathComponent).graph
-        let external = Set(graph.initializers.values.compactMap(\.externalDataLocation))
-            .map { url.deletingLastPathComponent().appendingPathComponent($0).path }
-        try write(updates, intoCopyOf: data, source: url.lastPathComponent, to: outputPath,
-                  readingFrom: [modelPath] + external.sorted())
+        // The external data files are inputs too (`ReadFiles`): the new model still reads them.
+        try write(updates, intoCopyOf: data, source: URL(fileURLWithPath: modelPath).lastPathComponent, to: outputPath,
+                  readingFrom: ReadFiles([modelPath]).paths)
     }
 
     /// Writes the ONNX model `modelData` (the bytes of a `.onnx` file,

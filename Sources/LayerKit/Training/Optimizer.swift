@@ -158,7 +158,8 @@ public final class Optimizer {
     /// Replaces the state with `state` (from `exportState()`, of this
     /// optimizer's algorithm). Throws, changing nothing, for another
     /// algorithm, unknown or incomplete keys, buffers of different shapes,
-    /// or a missing or negative `step` or `epoch`. Buffer shapes are checked
+    /// a missing or negative `step` or `epoch`, or any count above
+    /// `TrainingCount.maximum` (named). Buffer shapes are checked
     /// against the parameters at the next step.
     public func importState(_ state: OptimizerState) throws {
         guard state.algorithm == configuration.algorithm else {
@@ -168,6 +169,10 @@ public final class Optimizer {
         guard let step = state.integers[OptimizerState.step], let epoch = state.integers[OptimizerState.epoch],
               step >= 0, epoch >= 0 else {
             throw LayerKitError.invalidParameter("optimizer state: needs integers step and epoch, at least 0")
+        }
+        // Each count goes on being counted: checked so that none can overflow (a file may hold 2^63 - 1).
+        for (key, value) in state.integers.sorted(by: { $0.key < $1.key }) {
+            try TrainingCount.check(value, key) { LayerKitError.invalidParameter("optimizer state: " + $0) }
         }
         let states = try state.parameterStates()
         (self.states, stepCount, self.epoch) = (states, step, epoch)

@@ -25,9 +25,11 @@ import Foundation
 /// are written so they read back bit for bit (Double's shortest exact text).
 ///
 /// Reading checks the frame, the sizes the header gives against the file's
-/// (before any tensor is allocated) and the checksum, so a truncated,
-/// damaged or foreign file is refused with a `LayerKitError.file` naming
-/// the file and the fault.
+/// (before any tensor is allocated), the position's counts (0 to
+/// `TrainingCount.maximum`) and the checksum, so a truncated, damaged or
+/// foreign file is refused with a `LayerKitError.file` naming the file and
+/// the fault. `counters` may hold any Int64 here; restoring them
+/// (`Optimizer.importState`) checks them.
 public struct TrainingCheckpoint: Sendable {
     /// Which model a checkpoint belongs to: its file's name (for messages),
     /// size and CRC-32. A checkpoint is refused for a model whose size or
@@ -240,8 +242,9 @@ extension TrainingCheckpoint {
                 return (total, sum.1 || over)
             }
             guard !overflow else { throw failure("its tensor shapes describe more bytes than any file holds") }
-            guard header.step >= 0, header.epoch >= 0, header.batchInEpoch >= 0 else {
-                throw failure("negative step, epoch or batch (\(header.step), \(header.epoch), \(header.batchInEpoch))")
+            // The position goes on being counted from here: a count near Int.max would trap (`TrainingCount`).
+            for (field, value) in [("step", header.step), ("epoch", header.epoch), ("batchInEpoch", header.batchInEpoch)] {
+                try TrainingCount.check(value, field, failure)
             }
             guard bytes.count >= expected else {
                 throw failure("truncated: \(bytes.count) bytes where its header describes \(expected)")

@@ -23,9 +23,13 @@ public struct TrainingConfiguration: Sendable {
         self.trainable = trainable
     }
 
-    /// Throws unless the counts are positive.
+    /// Throws unless the counts are positive and at most
+    /// `TrainingCount.maximum` (a run's step and epoch arithmetic stays far
+    /// from overflow).
     func validate() throws {
         guard epochs >= 1 else { throw LayerKitError.invalidParameter("epochs must be at least 1, got \(epochs)") }
         guard batchSize >= 1 else { throw LayerKitError.invalidParameter("the batch size must be at least 1, got \(batchSize)") }
+        try TrainingCount.check(epochs, "epochs", LayerKitError.invalidParameter)
+        try TrainingCount.check(batchSize, "the batch size", LayerKitError.invalidParameter)
     }
 }

@@ -52,7 +52,9 @@ extension UpdateTask {
         }
         let state = OptimizerState(algorithm: configuration.optimizer.algorithm, tensors: group("optimizer/"),
                                    integers: checkpoint.counters)
-        try optimizer.importState(state)
+        do { try optimizer.importState(state) } catch let error as LayerKitError {
+            throw error.prefixed("checkpoint '\(url.path)': ")
+        }
         try pass.update(parameters)
         try pass.restoreRunningStatistics(group("statistic/"))
         position = TrainingPosition(epoch: checkpoint.epoch, batch: checkpoint.batchInEpoch, step: checkpoint.step,

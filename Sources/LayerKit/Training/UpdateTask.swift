@@ -61,6 +61,12 @@ public final class UpdateTask: @unchecked Sendable {
                                               + "model takes examples of shape \(Tensor.describe(pass.exampleShape))")
         }
         optimizer = try Optimizer(configuration.optimizer, backend: self.backend)
+        // Bounded like every restored count, so that step counting cannot overflow (`TrainingCount`).
+        let (steps, overflow) = configuration.epochs.multipliedReportingOverflow(by: batchesPerEpoch)
+        guard !overflow, steps <= TrainingCount.maximum else {
+            throw LayerKitError.invalidParameter("\(configuration.epochs) epochs of \(batchesPerEpoch) batches are more "
+                                                 + "than \(TrainingCount.maximum) (2^53) steps")
+        }
     }
 
     /// The initializers training updates, sorted.
