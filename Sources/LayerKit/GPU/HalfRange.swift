@@ -10,9 +10,11 @@ import Foundation
 ///
 /// - `overflow`: a finite element beyond ±65504 becomes an infinity.
 /// - `underflow`: every nonzero element is below 6.1e-5 (fp16's smallest
-///   normal number): the whole tensor keeps at most ten bits, and what is
-///   below 6e-8 becomes 0. Judged on the whole tensor, not per element:
-///   a few tiny elements beside values near 1 lose nothing that matters.
+///   normal number) and fp16 changes some of them: the whole tensor keeps
+///   at most ten bits, and what is below 6e-8 becomes 0. Judged on the
+///   whole tensor, not per element: a few tiny elements beside values near
+///   1 lose nothing that matters. Elements fp16 holds exactly (a tensor
+///   already rounded to fp16) lose nothing at all.
 /// - `lostIntegerBits`: an element beyond ±2048 that fp16 changes: there
 ///   fp16 keeps no fraction and, above 4096, not even every integer, so
 ///   10000..10003 all become 10000 (and a softmax of them uniform).
@@ -45,7 +47,7 @@ public struct HalfRange: Sendable, Equatable, CustomStringConvertible {
     /// (cheap beside the upload that converts every element anyway).
     public init?(checking tensor: Tensor) {
         var lowest = Float.infinity, highest = -Float.infinity, largestMagnitude: Float = 0
-        var overflows = 0, nonzero = 0, changedBeyondIntegers = 0
+        var overflows = 0, changedBeyondIntegers = 0, changed = 0
         let values = tensor.dataPointer
         for i in 0..<tensor.count {
             let x = values[i]
@@ -54,17 +56,18 @@ public struct HalfRange: Sendable, Equatable, CustomStringConvertible {
             highest = max(highest, x)
             let magnitude = abs(x)
             largestMagnitude = max(largestMagnitude, magnitude)
-            if x != 0 { nonzero += 1 }
+            let kept = Float(Float16(x)) == x
+            if !kept { changed += 1 }
             if magnitude > HalfRange.largest {
                 overflows += 1
-            } else if magnitude > HalfRange.largestExactInteger, Float(Float16(x)) != x {
+            } else if magnitude > HalfRange.largestExactInteger, !kept {
                 changedBeyondIntegers += 1
             }
         }
         let found: (Loss, Int)? = if overflows > 0 {
             (.overflow, overflows)
-        } else if nonzero > 0, largestMagnitude < HalfRange.smallestNormal {
-            (.underflow, nonzero)
+        } else if changed > 0, largestMagnitude < HalfRange.smallestNormal {
+            (.underflow, changed)
         } else if changedBeyondIntegers > 0 {
             (.lostIntegerBits, changedBeyondIntegers)
         } else {
@@ -86,7 +89,7 @@ public struct HalfRange: Sendable, Equatable, CustomStringConvertible {
         let values = "(values \(HalfRange.text(lowest))..\(HalfRange.text(highest)))"
         return switch loss {
         case .overflow: "\(which) beyond ±65504, fp16's largest value: they would become infinite \(values)"
-        case .underflow: "\(which) nonzero, all below 6.1e-5, fp16's smallest normal value: "
+        case .underflow: "\(which) changed by fp16, all below 6.1e-5, fp16's smallest normal value: "
             + "fp16 keeps them to 6e-8 at best and makes smaller ones 0 \(values)"
         case .lostIntegerBits: "\(which) beyond ±2048, where fp16 keeps no fraction: they would change "
             + "and may no longer differ \(values)"
