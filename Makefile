@@ -1,11 +1,14 @@
 # The two commands of the README's quick start, plus the pieces they use.
 #   make demo   the main job: Swish on a built-in image, GPU and CPU side by side
-#   make test   the suite under Khronos validation, parity --all, the onnx package's
-#               backend tests (Scripts/onnx-conformance), the fuzzer, the C library with
-#               the shader checks (test-c), the onnxruntime op library (test-ort), the
-#               Python package (test-python), the Triton repository (test-triton), trained
-#               models in onnxruntime (test-train), valgrind, then the suite under ASan (what CI runs)
-#   make test-asan / test-tsan   the suite under AddressSanitizer+LeakSanitizer / ThreadSanitizer
+#   make check  the everyday tier, at most 5 minutes from a built tree: the validated Swift suite
+#               less its slowest suites (CHECK_SKIP), then the onnx package's backend tests
+#   make test   the full tier, what CI runs: the whole suite under Khronos validation, parity --all,
+#               the onnx package's backend tests (Scripts/onnx-conformance), the fuzzer, the C library
+#               with the shader checks (test-c), the onnxruntime op library (test-ort), the Python
+#               package (test-python), the Triton repository (test-triton), trained models in
+#               onnxruntime (test-train), valgrind, then the suites that reach C and unsafe code under
+#               ASan (test-asan-core). Both tiers end with a table of where their time went.
+#   make test-asan / test-tsan   the whole suite under AddressSanitizer+LeakSanitizer / ThreadSanitizer
 #   make soak   10,000 mixed-size dispatches alone in a process: flat objects and RSS
 #   make fuzz   every user-fed parser under the seeded fuzzer (SECONDS each, default 30)
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
@@ -29,7 +32,7 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps test-venv demo test test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
+.PHONY: deps test-venv demo check test test-asan-core test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -44,18 +47,34 @@ demo: deps
 	Scripts/swift-release-build --product layerkit
 	.build/release/layerkit demo
 
+# Each tier records how long each stage took (Scripts/timed) and prints the table at the end.
+TIMES := .build/test-times.tsv
+STAGE := Scripts/timed $(TIMES)
+
+# The everyday tier: the suites skipped here are the slowest (whole training runs, the
+# CLI's process-per-case suites, the soak), and they run in make test.
+CHECK_SKIP := $(shell grep -v '^\#' Tests/check-skip.txt | paste -sd'|')
+check: deps
+	@Scripts/timed --reset $(TIMES)
+	$(STAGE) "swift build --build-tests" swift build --build-tests
+	$(STAGE) "swift test (check set)" env LAYERKIT_VALIDATION=1 swift test --skip-build --skip '$(CHECK_SKIP)'
+	$(STAGE) "onnx conformance" env LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
+	@Scripts/timed --report $(TIMES)
+
 test: deps
-	LAYERKIT_VALIDATION=1 swift test
-	LAYERKIT_VALIDATION=1 swift run layerkit parity --all
-	LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
-	$(MAKE) fuzz SECONDS=10
-	$(MAKE) test-c
-	$(MAKE) test-ort
-	$(MAKE) test-python
-	$(MAKE) test-triton
-	$(MAKE) test-train
-	$(MAKE) valgrind
-	$(MAKE) test-asan
+	@Scripts/timed --reset $(TIMES)
+	$(STAGE) "swift test" env LAYERKIT_VALIDATION=1 swift test
+	$(STAGE) "parity --all" env LAYERKIT_VALIDATION=1 swift run layerkit parity --all
+	$(STAGE) "onnx conformance" env LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
+	$(STAGE) "fuzz (10 s a parser)" $(MAKE) fuzz SECONDS=10
+	$(STAGE) "test-c" $(MAKE) test-c
+	$(STAGE) "test-ort" $(MAKE) test-ort
+	$(STAGE) "test-python" $(MAKE) test-python
+	$(STAGE) "test-triton" $(MAKE) test-triton
+	$(STAGE) "test-train" $(MAKE) test-train
+	$(STAGE) "valgrind" $(MAKE) valgrind
+	$(STAGE) "asan (C and unsafe code)" $(MAKE) test-asan-core
+	@Scripts/timed --report $(TIMES)
 
 # Sanitizer builds keep their own scratch paths (a sanitized and a plain build
 # cannot share one). Suppressions: each entry says why it is not a LayerKit bug.
@@ -71,6 +90,16 @@ test-asan: deps
 	LAYERKIT_VALIDATION=1 ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=$(ASAN_DETECT_LEAKS) \
 		LSAN_OPTIONS="suppressions=$(CURDIR)/Scripts/lsan.supp print_suppressions=0" \
 		swift test --sanitize=address --scratch-path .build-asan
+
+# make test's ASan stage: the whole suite in test-asan's sanitized build, less the suites
+# Tests/asan-skip.txt names (each with why: their time goes to lavapipe, to child
+# processes or to repeating what the kept suites run, not to memory code of their own).
+# New suites are sanitized unless listed. The whole suite stays one command away (make test-asan).
+ASAN_SKIP := $(shell grep -v '^\#' Tests/asan-skip.txt | paste -sd'|')
+test-asan-core: deps
+	LAYERKIT_VALIDATION=1 ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=$(ASAN_DETECT_LEAKS) \
+		LSAN_OPTIONS="suppressions=$(CURDIR)/Scripts/lsan.supp print_suppressions=0" \
+		swift test --sanitize=address --scratch-path .build-asan --skip '$(ASAN_SKIP)'
 
 test-tsan: deps
 	LAYERKIT_VALIDATION=1 LAYERKIT_CONCURRENCY_RUNS=100 TSAN_OPTIONS="suppressions=$(CURDIR)/Scripts/tsan.supp allocator_may_return_null=1" \
@@ -165,16 +194,21 @@ test-ort: deps test-venv
 	$(TEST_VENV)/bin/python Tests/ORT/test_ort.py
 
 # The Python package (pyproject.toml, python/layerkit, Docs/PYTHON.md) as a user
-# gets it: a fresh venv, `pip install .` (timed; scikit-build-core runs the root
-# CMake, which runs swift build; build/python keeps its CMake build, so a second
-# install only relinks), the tests run from outside the source tree so the
-# installed package is imported, then the wheel itself checked by auditwheel.
+# gets it: `pip install .` (timed; scikit-build-core runs the root CMake, which runs
+# swift build; build/python keeps its CMake build, so a second install only relinks)
+# into a venv made once per requirement list (as the test venv), the tests run from
+# outside the source tree so the installed package is imported, then the wheel itself
+# checked by auditwheel.
 PYTHON_VENV := .build/python-test-venv
 PYTHON_WHEELS := .build/python-wheels
+PYTHON_REQUIREMENTS := auditwheel==6.8.2 numpy==2.4.6
 test-python: deps
-	rm -rf $(PYTHON_VENV) $(PYTHON_WHEELS)
-	python3 -m venv $(PYTHON_VENV)
-	$(PYTHON_VENV)/bin/pip install -q auditwheel==6.8.2
+	@if [ "$$(cat $(PYTHON_VENV)/requirements.txt 2>/dev/null)" != "$(PYTHON_REQUIREMENTS)" ]; then \
+		rm -rf $(PYTHON_VENV) && python3 -m venv $(PYTHON_VENV) && \
+		$(PYTHON_VENV)/bin/pip install -q $(PYTHON_REQUIREMENTS) && \
+		echo "$(PYTHON_REQUIREMENTS)" > $(PYTHON_VENV)/requirements.txt; \
+	fi
+	rm -rf $(PYTHON_WHEELS)
 	TIMEFORMAT='pip install . took %R s'; time $(PYTHON_VENV)/bin/pip install -q .
 	cd / && LAYERKIT_VALIDATION=1 $(CURDIR)/$(PYTHON_VENV)/bin/python -m unittest discover -s $(CURDIR)/Tests/Python -v
 	$(PYTHON_VENV)/bin/pip wheel -q --no-deps . -w $(PYTHON_WHEELS)
