@@ -11,6 +11,8 @@
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
 #   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
+#   make test-op-differential   single ops with seeded random attributes/shapes against onnxruntime,
+#               both backends (Scripts/op_differential.py; OP_DIFFERENTIAL_SEED=n for another draw)
 #   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
 #               Examples/c through find_package and pkg-config, the library's exports and NEEDED
 #   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
@@ -29,7 +31,7 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps test-venv demo test test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
+.PHONY: deps test-venv test-op-differential demo test test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -48,6 +50,7 @@ test: deps
 	LAYERKIT_VALIDATION=1 swift test
 	LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
+	$(MAKE) test-op-differential
 	$(MAKE) fuzz SECONDS=10
 	$(MAKE) test-c
 	$(MAKE) test-ort
@@ -148,6 +151,16 @@ test-venv:
 		$(TEST_VENV)/bin/pip install -q $(TEST_REQUIREMENTS) && \
 		echo "$(TEST_REQUIREMENTS)" > $(TEST_VENV)/requirements.txt; \
 	fi
+
+# Single ops with seeded random attributes and shapes (extent 1, shrinking axes,
+# zero-size tensors) against onnxruntime, both backends, in .build/op-differential:
+# a wrong value or a crash fails, a refusal with an error is listed (Docs/TESTING.md).
+# OP_DIFFERENTIAL_SEED=n draws another set.
+OP_DIFFERENTIAL_SEED ?= 27
+test-op-differential: deps test-venv
+	swift build --product layerkit
+	$(TEST_VENV)/bin/python Scripts/op_differential.py --seed $(OP_DIFFERENTIAL_SEED) \
+		--layerkit "$$(swift build --show-bin-path)/layerkit"
 
 # The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
 # build/cmake (onnxruntime 1.21's headers fetched into it at configure), then
