@@ -4,7 +4,9 @@ integer attributes and constant integer inputs (pads, axes, starts/ends/
 steps, sizes, repeats, shapes, split, indices, kernel_shape, strides,
 dilations, group, blocksize...) set to INT64_MIN, INT64_MAX and 2^62. No
 expected outputs: `layerkit inspect` and `run` must load each or refuse it
-with an error naming the node, never trap (HostileModelTests). Also
+with an error naming the node, never trap (HostileKernelTests). The fold_*
+models fold integer ops (Range, Add, Sub, Mul, Div, Neg, Abs, ReduceProd,
+ConstantOfShape) at load on such values into a Reshape's shape. Also
 zero_batch.onnx, a Relu on N x 3 x 4 x 4 (a symbolic batch) for the
 zero-size input message.
 
@@ -34,10 +36,33 @@ def model(name, op, x_shape, attrs={}, inits=(), inputs_extra=(), opset=18, n_ou
     onnx.save(m, os.path.join(OUT, f'{name}.onnx'))
 
 
+def folded(name, op, constants, attrs={}):
+    """`op` folded at load from int64 `constants` into r, then Reshape(x, r): the importer's integer
+    arithmetic on values from the file (Range's count, Mul, Neg, Abs, ConstantOfShape's dims)."""
+    inits = [numpy_helper.from_array(np.asarray(v, dtype=np.int64), f'c{k}') for k, v in enumerate(constants)]
+    nodes = [helper.make_node(op, [t.name for t in inits], ['r'], name=name, **attrs),
+             helper.make_node('Reshape', ['x', 'r'], ['y0'], name=f'{name}_reshape')]
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info('x', TensorProto.FLOAT, [1, 2, 3, 4])],
+                          [helper.make_tensor_value_info('y0', TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 18)], producer_name='layerkit-hostile')
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, f'{name}.onnx'))
+
+
 def main():
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
     model('zero_batch', 'Relu', ['N', 3, 4, 4])
+    folded('fold_range_full', 'Range', [MIN, MAX, 1])
+    folded('fold_range_step', 'Range', [MAX, MIN, -2**62])
+    folded('fold_mul', 'Mul', [[MAX, 2], [2, 1]])
+    folded('fold_add', 'Add', [[MAX, 1], [1, 1]])
+    folded('fold_sub', 'Sub', [[MIN, 1], [1, 1]])
+    folded('fold_neg', 'Neg', [[MIN, 1]])
+    folded('fold_abs', 'Abs', [[MIN, 1]])
+    folded('fold_div', 'Div', [[MIN, 24], [-1, 1]])
+    folded('fold_reduceprod', 'ReduceProd', [[MAX, 4, 2**62]], {'keepdims': 1})
+    folded('fold_constantofshape', 'ConstantOfShape', [[2**40, 2**40]])
     I = lambda n, v: numpy_helper.from_array(np.asarray(v, dtype=np.int64), n)
     for k, v in [('min', MIN), ('max', MAX), ('big', 2**62)]:
         model(f'pad_{k}', 'Pad', [1,2,3,4], inits=[I('p',[0,0,v,0,0,0,0,0])], inputs_extra=['p'])

@@ -69,6 +69,25 @@ struct HostileKernelTests {
         }
     }
 
+    /// Integer ops folded at load (shape arithmetic) on values from the file:
+    /// an overflow is refused by name, never wrapped into a wrong shape
+    /// (ReduceProd wrapped MAX * 4 * 2^62 to 0) nor trapped.
+    @Test func foldedIntegerOverflowIsRefusedByName() throws {
+        let expected = [
+            "fold_add": "Add: integer Add overflows Int64", "fold_sub": "Sub: integer Sub overflows Int64",
+            "fold_mul": "Mul: integer Mul overflows Int64", "fold_div": "Div: integer Div overflows Int64",
+            "fold_neg": "Neg: integer Neg overflows Int64", "fold_abs": "Abs: integer Abs overflows Int64",
+            "fold_reduceprod": "ReduceProd: integer ReduceProd overflows Int64",
+            "fold_range_full": "Range: would make more than", "fold_range_step": "Range: would make more than",
+            "fold_constantofshape": "ConstantOfShape: shape 1099511627776x1099511627776 has too many elements",
+        ]
+        for (name, reason) in expected.sorted(by: { $0.key < $1.key }) {
+            let runner = CommandRunner()
+            #expect(runner.run(["inspect", Self.hostile("\(name).onnx"), "--backend", "cpu"]) == 1, "\(name)")
+            #expect(runner.out.contains(reason), "\(name): \(runner.out)")
+        }
+    }
+
     // MARK: Zero-size inputs
 
     @Test func aZeroBatchIsRefusedAsZeroSizeNotAsAShapeTheModelDoesNotTake() throws {
