@@ -4,21 +4,24 @@
 #               less its slowest suites (CHECK_SKIP), then the onnx package's backend tests
 #   make test   the full tier, what CI runs: the whole suite under Khronos validation, parity --all,
 #               the onnx package's backend tests (Scripts/onnx-conformance), the fuzzer, the C library
-#               with the shader checks (test-c), the onnxruntime op library (test-ort), the Python
-#               package (test-python), the Triton repository (test-triton), trained models in
-#               onnxruntime (test-train), valgrind, then the suites that reach C and unsafe code under
-#               ASan (test-asan-core). Both tiers end with a table of where their time went.
+#               the op differential (test-op-differential), with the shader checks (test-c), the
+#               onnxruntime op library (test-ort), the Python package (test-python), the Triton
+#               repository (test-triton), trained models in onnxruntime (test-train), valgrind, then
+#               the suite under ASan less Tests/asan-skip.txt (test-asan-core). Both tiers end with a
+#               table of where their time went.
 #   make test-asan / test-tsan   the whole suite under AddressSanitizer+LeakSanitizer / ThreadSanitizer
 #   make soak   10,000 mixed-size dispatches alone in a process: flat objects and RSS
 #   make fuzz   every user-fed parser under the seeded fuzzer (SECONDS each, default 30)
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
 #   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
+#   make test-op-differential   single ops with seeded random attributes/shapes against onnxruntime,
+#               both backends (Scripts/op_differential.py; OP_DIFFERENTIAL_SEED=n for another draw)
 #   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
 #               Examples/c through find_package and pkg-config, the library's exports and NEEDED
 #   make test-ort   liblayerkit_ort.so (the onnxruntime custom-op library) from Python onnxruntime 1.32
 #               against float64 and LayerKit's own CPU result (venv in .build/test-venv; Docs/ONNXRUNTIME.md)
-#   make test-python   the Python package: a fresh venv, `pip install .` (timed), its unittests run
+#   make test-python   the Python package: `pip install .` (timed) into a venv kept per requirement list, its unittests run
 #               from outside the source tree, `auditwheel show` on the wheel (Docs/PYTHON.md)
 #   make test-examples   Examples/ray (Ray Data and Ray Serve, two local workers each) and
 #               Examples/triton (config.pbtxt parsed, the model run with liblayerkit_ort.so) in a venv
@@ -32,7 +35,7 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps test-venv demo check test test-asan-core test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
+.PHONY: deps test-venv test-op-differential demo check test test-asan-core test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -66,6 +69,7 @@ test: deps
 	$(STAGE) "swift test" env LAYERKIT_VALIDATION=1 swift test
 	$(STAGE) "parity --all" env LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	$(STAGE) "onnx conformance" env LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
+	$(STAGE) "op differential" $(MAKE) test-op-differential
 	$(STAGE) "fuzz (10 s a parser)" $(MAKE) fuzz SECONDS=10
 	$(STAGE) "test-c" $(MAKE) test-c
 	$(STAGE) "test-ort" $(MAKE) test-ort
@@ -177,6 +181,16 @@ test-venv:
 		$(TEST_VENV)/bin/pip install -q $(TEST_REQUIREMENTS) && \
 		echo "$(TEST_REQUIREMENTS)" > $(TEST_VENV)/requirements.txt; \
 	fi
+
+# Single ops with seeded random attributes and shapes (extent 1, shrinking axes,
+# zero-size tensors) against onnxruntime, both backends, in .build/op-differential:
+# a wrong value or a crash fails, a refusal with an error is listed (Docs/TESTING.md).
+# OP_DIFFERENTIAL_SEED=n draws another set.
+OP_DIFFERENTIAL_SEED ?= 27
+test-op-differential: deps test-venv
+	swift build --product layerkit
+	$(TEST_VENV)/bin/python Scripts/op_differential.py --seed $(OP_DIFFERENTIAL_SEED) \
+		--layerkit "$$(swift build --show-bin-path)/layerkit"
 
 # The onnxruntime custom-op library (Docs/ONNXRUNTIME.md): liblayerkit_ort.so in
 # build/cmake (onnxruntime 1.21's headers fetched into it at configure), then

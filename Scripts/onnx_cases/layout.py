@@ -230,6 +230,30 @@ def upsample_cases():
         opset=7)
 
 
+def resize_shrink_cases():
+    """Issue 27: shrinks whose table maps each output index x to input x
+    (to extent 1 by asymmetric, align_corners or pytorch_half_pixel; 64 to
+    63 by floor) look like the identity. Its own generator, so the cases
+    above keep their bytes."""
+    r = rng(27)
+
+    def shrink_data(*shape):
+        return (r.standard_normal(shape) * 3).astype(np.float32)
+
+    for mode in ('asymmetric', 'align_corners', 'pytorch_half_pixel'):
+        resize_case(f'resize_shrink_to_1_{mode}', shrink_data(2, 3, 4, 5), (2, 3, 1, 1),
+                    {'mode': 'linear', 'coordinate_transformation_mode': mode}, sizes=[2, 3, 1, 1])
+    # ONNX's node test resize_downsample_sizes_linear_pytorch_half_pixel: one axis to 1, the other shrunk.
+    resize_case('resize_shrink_pytorch_half_pixel_3x1', shrink_data(1, 1, 4, 4), (1, 1, 3, 1),
+                {'mode': 'linear', 'coordinate_transformation_mode': 'pytorch_half_pixel'}, sizes=[1, 1, 3, 1])
+    resize_case('resize_shrink_channels_to_1_nearest', shrink_data(2, 3, 4, 5), (2, 1, 4, 5),
+                {'mode': 'nearest', 'coordinate_transformation_mode': 'asymmetric'}, sizes=[2, 1, 4, 5])
+    resize_case('resize_shrink_64_to_63_floor', shrink_data(1, 2, 3, 64), (1, 2, 3, 63),
+                {'mode': 'nearest', 'nearest_mode': 'floor'}, sizes=[1, 2, 3, 63])
+    resize_case('resize_shrink_64_to_63_floor_rows', shrink_data(1, 2, 64, 3), (1, 2, 63, 6),
+                {'mode': 'nearest', 'nearest_mode': 'floor'}, sizes=[1, 2, 63, 6])
+
+
 if __name__ == '__main__':
     reset(FAMILY)
     transpose_cases()
@@ -240,3 +264,4 @@ if __name__ == '__main__':
     pad_cases()
     resize_cases()
     upsample_cases()
+    resize_shrink_cases()

@@ -214,3 +214,8 @@ for shape, name in [((2, 3, 17, 19), 'instancenorm_plane323_n2'), ((1, 5, 3, 5),
     x = (data(shape) + 100 * rng.uniform(-2, 2, size=(1, c, 1, 1))).astype(np.float16).astype(np.float32)
     one_op(name, 'InstanceNormalization', x, opset=13,
            extra_inputs=[('scale', data((c,), -2, 2)), ('B', data((c,), -1, 1))])
+
+# noop_with_empty_axes reduces no axis, yet onnxruntime (and ONNX's reference) still
+# apply the op's element-wise part: |x|, x², log, exp (issue 27; LayerKit made these an identity).
+for op in ['ReduceL1', 'ReduceL2', 'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp']:
+    reduce_case(f'{op.lower()}_noop_empty_axes_opset18', op, reduce_input(op, (2, 3, 2)), None, 1, 18, noop=1)

@@ -98,7 +98,7 @@ struct ElementWindow: Sendable, Equatable {
         guard (1...4).contains(outputShape.count), inputShape.count == outputShape.count else { return false }
         let limit = Int(Int32.max)
         return inputShape.reduce(1, { $0 * $1 }) <= limit && outputShape.reduce(1, { $0 * $1 }) <= limit
-            && starts.allSatisfy { $0 <= limit } && steps.allSatisfy { abs($0) <= limit }
+            && starts.allSatisfy { $0 <= limit } && steps.allSatisfy { $0.magnitude <= limit }
     }
 
     /// The push constants of `Shaders/window.comp` that write `output` from `input`.

@@ -27,6 +27,10 @@ public final class Reduce: Layer, Sendable {
 
         /// Its code in `Shaders/reduce.comp` (LK_REDUCE_OP).
         var shaderCode: Int { Operation.allCases.firstIndex(of: self) ?? 0 }
+
+        /// Whether reducing one element gives it back: not so for |x|, x², log x
+        /// and log(exp x) (which is inf past exp's range in Float32, as onnxruntime).
+        var isIdentityOnOneElement: Bool { [.sum, .mean, .max, .min, .product].contains(self) }
     }
 
     /// Which of the GPU's reductions a layer is.

@@ -92,15 +92,25 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
 
     /// One axis's mapping: per output index, `taps` input indices and weights.
     struct AxisTable {
+        /// The input extent the indices point into.
+        var inputLength: Int
         var taps: Int
         var indices: [Int]
         var weights: [Float]
         /// Per output index: outside the input (tf_crop_and_resize), so the extrapolation value.
         var outside: [Bool]
 
-        /// Whether output index x reads input index x alone.
+        /// The output extent.
+        var outputLength: Int { outside.count }
+
+        /// Whether output index x reads input index x alone, for every
+        /// index of an output as long as the input. The lengths are compared
+        /// first: a shrink to 1 (asymmetric, align_corners,
+        /// pytorch_half_pixel) or 64 to 63 by `floor` maps each output index
+        /// x to input x, yet skipping that pass left the axis at its input
+        /// extent and the next pass or the final copy overran the output.
         var isIdentity: Bool {
-            outside.indices.allSatisfy { x in
+            outputLength == inputLength && outside.indices.allSatisfy { x in
                 let used = ((x * taps)..<(x * taps + taps)).filter { weights[$0] != 0 }
                 return !outside[x] && used.count == 1 && indices[used[0]] == x && weights[used[0]] == 1
             }
@@ -147,7 +157,7 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
 
     func table(axis: Int, input: Int, output: Int) -> AxisTable {
         let taps = mode == .nearest ? 1 : mode == .linear ? 2 : 4
-        var table = AxisTable(taps: taps, indices: Array(repeating: 0, count: output * taps),
+        var table = AxisTable(inputLength: input, taps: taps, indices: Array(repeating: 0, count: output * taps),
                               weights: Array(repeating: 0, count: output * taps),
                               outside: Array(repeating: false, count: output))
         let last = Float(input - 1)
@@ -203,11 +213,19 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
             if !table.isIdentity { passes.append((axis, table)) }
         }
         guard !passes.isEmpty else {
+            try requireSameShape(current.shape, outputs[0].shape)
             outputs[0].dataPointer.update(from: current.dataPointer, count: current.count)
             return
         }
         if passes.count == 2, passes[0].axis == shape.count - 1, passes[1].axis == shape.count - 2,
            passes.allSatisfy({ $0.table.taps == 1 && !$0.table.outside.contains(true) }) {
+            var planes = current.shape
+            planes[shape.count - 1] = passes[0].table.inputLength
+            planes[shape.count - 2] = passes[1].table.inputLength
+            try requireSameShape(current.shape, planes)
+            planes[shape.count - 1] = passes[0].table.outputLength
+            planes[shape.count - 2] = passes[1].table.outputLength
+            try requireSameShape(outputs[0].shape, planes)
             nearestPlanes(current, into: outputs[0], rows: passes[1].table, columns: passes[0].table)
             return
         }
@@ -215,9 +233,31 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
             var next = current.shape
             next[pass.axis] = shape[pass.axis]
             let destination = p == passes.count - 1 ? outputs[0] : try Tensor(shape: next)
+            try requirePass(from: current.shape, to: destination.shape, axis: pass.axis, table: pass.table)
             resize(current, into: destination, axis: pass.axis, table: pass.table)
             current = destination
         }
+    }
+
+    /// Throws unless `shape` is `expected`: the unchecked kernels below
+    /// index by these extents, so a disagreement (a pass skipped as an
+    /// identity that was none) must stop here, not overrun a buffer.
+    private func requireSameShape(_ shape: [Int], _ expected: [Int]) throws {
+        guard shape == expected else {
+            throw LayerKitError.shapeMismatch("\(layerName): internal shape \(Tensor.describe(shape)) is not "
+                                              + "\(Tensor.describe(expected)) (a resize pass was lost)")
+        }
+    }
+
+    /// Throws unless a pass along `axis` with `table` maps `source` onto
+    /// `destination`: the table's lengths are the two extents of `axis`, and
+    /// every other extent is equal.
+    private func requirePass(from source: [Int], to destination: [Int], axis: Int, table: AxisTable) throws {
+        var (input, output) = (destination, source)
+        input[axis] = table.inputLength
+        output[axis] = table.outputLength
+        try requireSameShape(source, input)
+        try requireSameShape(destination, output)
     }
 
     private func resize(_ source: Tensor, into destination: Tensor, axis: Int, table: AxisTable) {
@@ -354,7 +394,7 @@ public final class ResizeLayer: Layer, ShapeLimitedGPULayer, Sendable {
             throw LayerKitError.shapeMismatch("\(layerName): output image \(Tensor.describe(output.shape)) is not "
                                               + "\(Tensor.describe(outputShape))")
         }
-        let identity = { (length: Int) in AxisTable(taps: 1, indices: Array(0..<length),
+        let identity = { (length: Int) in AxisTable(inputLength: length, taps: 1, indices: Array(0..<length),
                                                    weights: Array(repeating: 1, count: length),
                                                    outside: Array(repeating: false, count: length)) }
         let width = rank > 3 ? table(axis: 3, input: input.width, output: output.width) : identity(output.width)

@@ -8,16 +8,25 @@ enum IntegerArithmetic {
     case unary((Int64) throws -> Int64)
     case binary((Int64, Int64) throws -> Int64)
     case select
-    case reduce(Int64, (Int64, Int64) -> Int64)
+    case reduce(Int64, (Int64, Int64) throws -> Int64)
     case variadic((Int64, Int64) -> Int64)
 
     /// The folding of `op` on integers, nil when there is none.
     init?(_ op: String) {
         func overflow(_ op: String) -> LayerKitError { .invalidModel("integer \(op) overflows Int64") }
+        /// `f`, throwing where it overflows: a wrapped value would become a wrong shape, silently.
+        func checked(_ op: String, _ f: @escaping (Int64, Int64) -> (partialValue: Int64, overflow: Bool))
+            -> (Int64, Int64) throws -> Int64 {
+            { a, b in
+                let (value, overflowed) = f(a, b)
+                if overflowed { throw overflow(op) }
+                return value
+            }
+        }
         switch op {
-        case "Add": self = .binary { let (v, o) = $0.addingReportingOverflow($1); if o { throw overflow("Add") }; return v }
-        case "Sub": self = .binary { let (v, o) = $0.subtractingReportingOverflow($1); if o { throw overflow("Sub") }; return v }
-        case "Mul": self = .binary { let (v, o) = $0.multipliedReportingOverflow(by: $1); if o { throw overflow("Mul") }; return v }
+        case "Add": self = .binary(checked("Add") { $0.addingReportingOverflow($1) })
+        case "Sub": self = .binary(checked("Sub") { $0.subtractingReportingOverflow($1) })
+        case "Mul": self = .binary(checked("Mul") { $0.multipliedReportingOverflow(by: $1) })
         case "Div":
             self = .binary { a, b in
                 guard b != 0 else { throw LayerKitError.invalidModel("integer division by zero") }
@@ -46,8 +55,8 @@ enum IntegerArithmetic {
         case "Sign": self = .unary { $0.signum() }
         case "Identity": self = .unary { $0 }
         case "Where": self = .select
-        case "ReduceProd": self = .reduce(1) { $0 &* $1 }
-        case "ReduceSum": self = .reduce(0) { $0 &+ $1 }
+        case "ReduceProd": self = .reduce(1, checked("ReduceProd") { $0.multipliedReportingOverflow(by: $1) })
+        case "ReduceSum": self = .reduce(0, checked("ReduceSum") { $0.addingReportingOverflow($1) })
         case "ReduceMax": self = .reduce(.min, Swift.max)
         case "ReduceMin": self = .reduce(.max, Swift.min)
         default: return nil
@@ -121,7 +130,7 @@ enum IntegerArithmetic {
     /// A reduction over the axes (attribute, or input 1 from opset 18;
     /// ReduceSum from 13), keepdims as ONNX.
     static func reduce(_ node: ONNXNodeContext, _ inputs: [IntArray], _ initial: Int64,
-                       _ f: (Int64, Int64) -> Int64) throws -> IntArray {
+                       _ f: (Int64, Int64) throws -> Int64) throws -> IntArray {
         let data = inputs[0]
         let rank = data.shape.count
         var axes = try node.ints("axes")
@@ -138,7 +147,7 @@ enum IntegerArithmetic {
         for value in data.values {
             var out = 0
             for axis in kept { out = out * data.shape[axis] + index[axis] }
-            values[out] = f(values[out], value)
+            values[out] = try f(values[out], value)
             advance(&index, in: data.shape)
         }
         return IntArray(shape: outShape, values: values)

@@ -352,6 +352,13 @@ public final class Model: @unchecked Sendable {
 
     /// Throws unless `shape` has the input's rank and its fixed dimensions.
     private static func check(_ shape: [Int], fits input: ValueDescription) throws {
+        // Before the fit, which also refuses a 0 and would blame the model's "N" for it.
+        if let axis = shape.firstIndex(of: 0) {
+            let symbol = axis < input.dimensions.count && input.dimensions[axis].size == nil
+            let named = symbol ? " ('\(input.dimensions[axis])')" : ""
+            throw LayerKitError.unsupported("input '\(input.name)' has shape \(Tensor.describe(shape)): dimension "
+                                            + "\(axis)\(named) is 0, and LayerKit does not run zero-size tensors")
+        }
         let fits = shape.count == input.dimensions.count
             && zip(shape, input.dimensions).allSatisfy { extent, dimension in
                 extent > 0 && (dimension.size.map { $0 == extent } ?? true)

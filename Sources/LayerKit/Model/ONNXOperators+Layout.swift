@@ -62,7 +62,8 @@ extension ONNXOperators {
                              + "\(axes.count) axes), got \(pads.count)")
         }
         let limit = ONNXImporter.maxValueElements
-        guard pads.allSatisfy({ abs($0) <= limit }) else {
+        // magnitude, not abs(): abs(Int64.min) traps, and pads come straight from the file.
+        guard pads.allSatisfy({ $0.magnitude <= limit }) else {
             throw node.error("pads \(pads) reach past LayerKit's limit of \(limit) elements for one tensor")
         }
         var begins = Array(repeating: 0, count: rank), ends = Array(repeating: 0, count: rank)
@@ -105,7 +106,7 @@ extension ONNXOperators {
         }
         var scales = try optionalFloats(node, 2, "scales")
         var sizes: [Int]? = nil
-        if node.has(3), let initializer = node.initializers[3], initializer.dims.reduce(1, *) == 0 {
+        if node.has(3), let initializer = node.initializers[3], initializer.dims.contains(0) {
             sizes = nil
         } else if node.has(3) {
             sizes = try node.constantInts(3, "sizes")

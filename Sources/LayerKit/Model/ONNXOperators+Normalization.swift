@@ -47,8 +47,13 @@ extension ONNXOperators {
             axes.append(axis)
         }
         if axes.isEmpty {
-            if try node.int("noop_with_empty_axes", default: 0) != 0 { return ConvertedNode(layer: nil, inputs: [0]) }
-            axes = Array(0..<rank)
+            if try node.int("noop_with_empty_axes", default: 0) == 0 {
+                axes = Array(0..<rank)
+            } else if operation.isIdentityOnOneElement {
+                return ConvertedNode(layer: nil, inputs: [0])
+            }
+            // Else noop_with_empty_axes reduces no axis, yet onnxruntime and ONNX's reference still apply the
+            // element-wise part (|x| of ReduceL1, x² of ReduceSumSquare...): a Reduce over no axes.
         }
         let layer = try Reduce(operation, axes: axes, keepDims: node.int("keepdims", default: 1) != 0, rank: rank)
         return ConvertedNode(layer: layer, inputs: [0])
