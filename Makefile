@@ -3,8 +3,8 @@
 #   make check  the everyday tier, at most 5 minutes from a built tree: the validated Swift suite
 #               less its slowest suites (CHECK_SKIP), then the onnx package's backend tests
 #   make test   the full tier, what CI runs: the whole suite under Khronos validation, parity --all,
-#               the onnx package's backend tests (Scripts/onnx-conformance), the fuzzer, the C library
-#               the op differential (test-op-differential), with the shader checks (test-c), the
+#               the onnx package's backend tests (Scripts/onnx-conformance), the op differential
+#               (test-op-differential), the fuzzer, the C library with the shader checks (test-c), the
 #               onnxruntime op library (test-ort), the Python package (test-python), the Triton
 #               repository (test-triton), trained models in onnxruntime (test-train), valgrind, then
 #               the suite under ASan less Tests/asan-skip.txt (test-asan-core). Both tiers end with a
