@@ -56,7 +56,12 @@ struct SwishParityTests {
                 #expect(gpuRun.placement == .gpu)
                 let cpu = try cpuBackend.run(layer, inputs: [input]).outputs[0]
                 let report = try ParityReport(gpu: gpuRun.outputs[0], cpu: cpu)
-                #expect(report.passed, """
+                // Where every output is below fp16's smallest normal (a 1x1 image of the
+                // tiny specials only), fp16 storage keeps it to subnormal precision: parity
+                // must say the values were lost, and only there.
+                let allTiny = cpu.values.allSatisfy { abs($0) < HalfRange.smallestNormal }
+                #expect(report.valuesLost == (allTiny && report.nmse > ParityReport.maxNMSE))
+                #expect(report.failures == 0 && report.nonFiniteMismatches == 0 && (allTiny || report.passed), """
                     \(Tensor.describe(shape)) \(beta.testDescription): max rel \(report.maxRelError), \
                     \(report.failures) failures, \(report.nonFiniteMismatches) non-finite
                     """)
