@@ -196,12 +196,13 @@ extension ONNXTensor {
     /// `ONNXModel.loadExternalData(from:)`.
     init(decoding reader: inout ProtobufReader) throws {
         self.init(name: "", dims: [], dataType: ONNXDataType(rawValue: 0))
-        var dims: [Int64] = [], external = false, strings = 0
+        var dims: [Int64] = [], external = false, unsigned: [Int64] = []
         var entries: [String: String] = [:]
         while let field = try reader.nextField() {
             switch field.number {
             case 1: try reader.appendInt64s(field, "dims", to: &dims)
-            case 6: strings += 1; try reader.skip(field)
+            case 6: stringData.append(Array(try reader.bytes(field, "string_data")))
+            case 11: try reader.appendInt64s(field, "uint64_data", to: &unsigned)
             case 2: dataType = ONNXDataType(rawValue: Int(try reader.int32(field, "data_type")))
             case 3: throw reader.error("segmented tensors are not supported", at: field.offset)
             case 4: try reader.appendFloats(field, "float_data", to: &floatData)
@@ -244,6 +245,7 @@ extension ONNXTensor {
             throw reader.error("tensor '\(name)' has negative dims \(dims)", at: reader.offset)
         }
         self.dims = dims.map { Int($0) }
+        uint64Data = unsigned.map { UInt64(bitPattern: $0) }
         // The dims must describe no more elements than the file holds: every
         // later use (shapes, Flatten's products, allocations) trusts them.
         // External data is checked the same way once it is read.
@@ -253,7 +255,7 @@ extension ONNXTensor {
             }
             return
         }
-        let held = heldElements(strings: strings)
+        let held = heldElements()
         guard let count = try? elementCount(), count <= held else {
             throw reader.error("tensor '\(name)' has dims \(dims) but holds data for \(held) elements", at: reader.offset)
         }
@@ -261,8 +263,10 @@ extension ONNXTensor {
 
     /// The most elements the tensor's data fields can hold: `raw_data` at
     /// the type's width, plus every typed field's values.
-    private func heldElements(strings: Int) -> Int {
-        let typed = floatData.count + int32Data.count + int64Data.count + doubleData.count + strings
+    private func heldElements() -> Int {
+        let packed = [21, 22, 23].contains(dataType.rawValue) ? 2 : [25, 26].contains(dataType.rawValue) ? 4 : 1
+        let typed = floatData.count + int32Data.count * packed + int64Data.count + doubleData.count + uint64Data.count
+            + stringData.count
         guard let raw = rawData else { return typed }
         // Bits per element by ONNX code; unknown codes at the narrowest (2).
         let bits: [Int: Int] = [1: 32, 2: 8, 3: 8, 4: 16, 5: 16, 6: 32, 7: 64, 9: 8, 10: 16, 11: 64, 12: 32, 13: 64,

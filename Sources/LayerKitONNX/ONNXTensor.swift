@@ -64,6 +64,8 @@ public struct ONNXTensor: Sendable, Equatable {
     var int32Data: [Int32] = []
     var int64Data: [Int64] = []
     var doubleData: [Double] = []
+    var uint64Data: [UInt64] = []
+    var stringData: [[UInt8]] = []
 
     /// Where the data is when the file keeps it outside (`data_location`
     /// EXTERNAL): a file beside the model, a byte offset, a length.
@@ -149,7 +151,7 @@ public struct ONNXTensor: Sendable, Equatable {
         }
     }
 
-    private func failure(_ text: String) -> LayerKitError {
+    func failure(_ text: String) -> LayerKitError {
         .invalidModel("tensor '\(name)' \(text)")
     }
 }
@@ -243,4 +245,10 @@ extension ONNXTensor {
         rawData = bytes
         externalData = nil
     }
+}
+
+extension ElementType {
+    /// ONNX's own name: "FLOAT", "FLOAT16", "INT64", ... (as
+    /// `ONNXDataType` names it).
+    public var onnxName: String { ONNXDataType(rawValue: rawValue).description }
 }

@@ -15,6 +15,9 @@ import Foundation
 ///
 /// `predict` may be called from several threads; runs are serialized.
 public final class Model: @unchecked Sendable {
+    /// The element type of an input or output (LayerKitCore's `ElementType`).
+    public typealias ElementType = LayerKitCore.ElementType
+
     /// A graph input or output.
     public struct ValueDescription: Sendable, Equatable, CustomStringConvertible {
         public let name: String
