@@ -63,37 +63,66 @@ enum ModelFiles {
 
     /// The model's inputs from the files `files(_:for:option:)` found for
     /// `--input FILE` (a one-input model) or repeated `--input NAME=FILE`,
-    /// by input name; PNG and JPEG images are resized and normalized
-    /// as asked and their channels fitted to the input (gray to RGB, RGBA to
-    /// RGB); `.npy` files are taken as they are.
+    /// by input name, each read by `input(_:for:resize:normalization:console:)`.
+    /// Every input of the model needs a file; the error names the first
+    /// one without, and all the model takes.
     static func inputs(_ files: [String: String], of model: Model, resize: (width: Int, height: Int)?,
-                       normalization: PixelNormalization, console: Console) throws -> [String: Tensor] {
-        var tensors: [String: Tensor] = [:]
-        for input in model.inputs {
-            guard let path = files[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }
-            var tensor = try TensorFiles.read(path)
-            if TensorFiles.isImage(path) {
-                tensor = try image(tensor, path: path, for: input, resize: resize, console: console)
-                tensor = try tensor.normalized(normalization)
+                       normalization: PixelNormalization, console: Console) throws -> [String: TypedTensor] {
+        var values: [String: TypedTensor] = [:]
+        for description in model.inputs {
+            guard let path = files[description.name] else {
+                throw UsageError("missing --input for model input '\(description.name)' (the model takes "
+                                 + model.inputs.map { "\($0.name): \($0.dataType?.description ?? "untyped")" }
+                                    .joined(separator: ", ") + "; give each as --input NAME=FILE)")
             }
-            tensors[input.name] = tensor
+            values[description.name] = try input(path, for: description, resize: resize, normalization: normalization,
+                                                 console: console)
         }
-        return tensors
+        return values
+    }
+
+    /// One input's value from its file, the one reader of every command:
+    /// `.npy` in its own dtype, `.pb` (an ONNX TensorProto, any element
+    /// type), or a PNG or JPEG picture resized and normalized as asked and
+    /// its channels fitted to the input (gray to RGB, RGBA to RGB). A file
+    /// of another element type than the input's is an error naming both.
+    static func input(_ path: String, for input: Model.ValueDescription, resize: (width: Int, height: Int)?,
+                      normalization: PixelNormalization, console: Console) throws -> TypedTensor {
+        let value: TypedTensor
+        if TensorFiles.isImage(path) {
+            var tensor = try TensorFiles.read(path)
+            tensor = try image(tensor, path: path, for: input, resize: resize, console: console)
+            value = TypedTensor(try tensor.normalized(normalization))
+        } else {
+            value = try TensorFiles.readTyped(path)
+        }
+        let type = input.dataType ?? .float32
+        // A picture is float32 by nature: it may feed any float input.
+        if TensorFiles.isImage(path), type.isFloatingPoint { return try value.converted(to: type) }
+        guard value.elementType == type else {
+            throw UsageError("--input \(path) holds \(value.elementType) values; model input '\(input.name)' is \(type)"
+                             + (TypedTensor.numpyName(type).map { " (save it with a.astype(np.\($0)))" } ?? ""))
+        }
+        return value
     }
 
     /// The model's inputs from `--input` files, or, with none given, seeded
-    /// uniform [0, 1) tensors of the model's shapes (symbolic dimensions 1),
-    /// input `i` from seed `i + 1`; `seeded` says which.
+    /// inputs of the model's shapes (symbolic dimensions 1): uniform [0, 1)
+    /// floats, input `i` from seed `i + 1`, and zeros for integer and bool
+    /// inputs (a valid index of any axis); `seeded` says which. Float32
+    /// tensors, as the timing commands run them (integers as whole numbers).
     static func inputsOrSeeded(_ specs: [String], of model: Model, console: Console) throws
         -> (inputs: [String: Tensor], files: [String: String], seeded: Bool) {
         guard specs.isEmpty else {
             let files = try files(specs, for: model.inputs.map(\.name), option: "--input")
-            return (try inputs(files, of: model, resize: nil, normalization: .unit, console: console), files, false)
+            let values = try inputs(files, of: model, resize: nil, normalization: .unit, console: console)
+            return (try values.mapValues { try $0.float32Tensor() }, files, false)
         }
         var tensors: [String: Tensor] = [:]
         for (i, input) in model.inputs.enumerated() {
-            tensors[input.name] = try Tensor.uniform(shape: input.shapeWithSymbolsAsOne, in: 0...1,
-                                                     seed: UInt64(i + 1))
+            tensors[input.name] = input.dataType?.isFloatingPoint ?? true
+                ? try Tensor.uniform(shape: input.shapeWithSymbolsAsOne, in: 0...1, seed: UInt64(i + 1))
+                : try Tensor(shape: input.shapeWithSymbolsAsOne)
         }
         return (tensors, [:], true)
     }

@@ -82,32 +82,35 @@ enum RunBatch {
     }
 
     /// `items` in groups of `batch`, each stacked along axis 0 into one input.
-    static func stacked(_ tensors: [Tensor], files: [String], batch: Int, input: Model.ValueDescription) throws -> Tensor {
-        let shape = tensors[0].shape
-        for (tensor, file) in zip(tensors, files) where tensor.shape != shape {
-            throw LayerKitError.shapeMismatch("\(file) is \(Tensor.describe(tensor.shape)), \(files[0]) is "
-                                              + "\(Tensor.describe(shape)): a batch needs one shape")
+    static func stacked(_ values: [TypedTensor], files: [String], batch: Int, input: Model.ValueDescription) throws -> TypedTensor {
+        let first = values[0]
+        for (value, file) in zip(values, files) where value.shape != first.shape || value.elementType != first.elementType {
+            throw LayerKitError.shapeMismatch("\(file) is \(value), \(files[0]) is \(first): a batch needs one shape and type")
         }
-        guard batch > 1 else { return tensors[0] }
-        guard shape.first == 1 else {
-            throw LayerKitError.shapeMismatch("\(files[0]) is \(Tensor.describe(shape)): --batch stacks items of batch 1")
+        guard batch > 1 else { return first }
+        guard first.shape.first == 1 else {
+            throw LayerKitError.shapeMismatch("\(files[0]) is \(Tensor.describe(first.shape)): --batch stacks items of batch 1")
         }
-        let stacked = try Tensor(shape: [tensors.count] + shape.dropFirst())
-        let count = tensors[0].count
-        for (i, tensor) in tensors.enumerated() { (stacked.dataPointer + i * count).update(from: tensor.dataPointer, count: count) }
-        return stacked
+        let shape = [values.count] + first.shape.dropFirst()
+        if first.elementType == .string { return try TypedTensor(shape: shape, strings: values.flatMap(\.strings)) }
+        return try TypedTensor(elementType: first.elementType, shape: shape, bytes: values.flatMap(\.bytes))
     }
 
     /// Item `index` of a stacked output (batch `items`).
-    static func item(_ index: Int, of output: Tensor, items: Int, name: String) throws -> Tensor {
+    static func item(_ index: Int, of output: TypedTensor, items: Int, name: String) throws -> TypedTensor {
         guard items > 1 else { return output }
         guard output.shape.first == items else {
             throw LayerKitError.shapeMismatch("output '\(name)' is \(Tensor.describe(output.shape)): "
                                               + "no batch of \(items) items to split")
         }
-        let piece = try Tensor(shape: [1] + output.shape.dropFirst())
-        piece.dataPointer.update(from: output.dataPointer + index * piece.count, count: piece.count)
-        return piece
+        let shape = [1] + output.shape.dropFirst()
+        let count = output.count / items
+        if output.elementType == .string {
+            return try TypedTensor(shape: shape, strings: Array(output.strings[index * count..<(index + 1) * count]))
+        }
+        let width = output.bytes.count / max(output.count, 1)
+        return try TypedTensor(elementType: output.elementType, shape: shape,
+                               bytes: Array(output.bytes[index * count * width..<(index + 1) * count * width]))
     }
 
     static func isDirectory(_ path: String) -> Bool {

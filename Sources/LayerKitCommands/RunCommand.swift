@@ -30,7 +30,6 @@ enum RunCommand {
         let top = try arguments.count("--top", default: 5, minimum: 1)
         let json = arguments.has("--json")
         let inputSpecs = arguments.values("--input")
-        guard !inputSpecs.isEmpty else { throw UsageError("missing --input") }
         let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
                                         console: console)
         // Each run: its input files by input name (one per item of a batch) and its outputs' files.
@@ -77,19 +76,22 @@ enum RunCommand {
                                    total: runs.count > 1 ? runs.count : 0, console: console)
         var records: [RunRecord.Run] = []
         for run in runs {
-            var inputs: [String: Tensor] = [:]
-            for input in model.inputs {
-                guard let files = run.inputs[input.name] else { throw UsageError("missing --input for model input '\(input.name)'") }
-                let tensors = try files.map { try ModelFiles.inputs([input.name: $0], of: model, resize: resize,
-                                                                    normalization: normalization,
-                                                                    console: console)[input.name] }.compactMap { $0 }
-                inputs[input.name] = try RunBatch.stacked(tensors, files: files, batch: batch, input: input)
+            var inputs: [String: TypedTensor] = [:]
+            if run.inputs.values.contains(where: { $0.count > 1 }) {
+                // A batch: the one input's files, stacked.
+                let input = model.inputs[0], files = run.inputs[input.name] ?? []
+                let values = try files.map { try ModelFiles.input($0, for: input, resize: resize, normalization: normalization,
+                                                                  console: console) }
+                inputs[input.name] = try RunBatch.stacked(values, files: files, batch: batch, input: input)
+            } else {
+                inputs = try ModelFiles.inputs(run.inputs.compactMapValues(\.first), of: model, resize: resize,
+                                               normalization: normalization, console: console)
             }
             let start = ContinuousClock.now
-            let outputs = try model.predict(inputs: inputs, profiler: profiler)
+            let outputs = try model.predict(typed: inputs, profiler: profiler)
             let elapsed = Timing.milliseconds(ContinuousClock.now - start)
             let items = run.inputs.values.first?.count ?? 1
-            var record = RunRecord.Run(inputs: model.inputs.map { RunRecord.Value(name: $0.name, shape: inputs[$0.name]?.shape ?? [],
+            var record = RunRecord.Run(inputs: model.inputs.map { RunRecord.Value(name: $0.name, value: inputs[$0.name],
                                                                               files: run.inputs[$0.name] ?? []) },
                                        ms: elapsed, outputs: [])
             if !json {
@@ -102,14 +104,18 @@ enum RunCommand {
                 let files = run.outputs[description.name] ?? []
                 for (i, file) in files.enumerated() {
                     let item = try RunBatch.item(i, of: output, items: items, name: description.name)
-                    try TensorFiles.write(try picture(item, file: file, denormalization: denormalization), to: file, png: .image)
+                    let written = file.lowercased().hasSuffix(".png")
+                        ? TypedTensor(try picture(item.float32Tensor(), file: file, denormalization: denormalization)) : item
+                    try TensorFiles.write(written, name: description.name, to: file, png: .image)
                 }
                 let grid = run.grids[description.name]
-                if let grid { try TensorFiles.write(output, to: grid, png: .grid) }
-                let best = output.shape.count == 2 ? topK(output, k: top) : nil
-                record.outputs.append(RunRecord.Value(name: description.name, shape: output.shape, files: files, top: best))
+                if let grid { try TensorFiles.write(output, name: description.name, to: grid, png: .grid) }
+                let best = output.shape.count == 2 && output.elementType.isFloatingPoint
+                    ? topK(try output.float32Tensor(), k: top) : nil
+                record.outputs.append(RunRecord.Value(name: description.name, value: output, files: files, top: best))
                 guard !json else { continue }
-                console.print("output '\(description.name)': \(Tensor.describe(output.shape))")
+                let type = output.elementType == .float32 ? "" : " \(output.elementType)"
+                console.print("output '\(description.name)': \(Tensor.describe(output.shape))\(type)")
                 for (row, classes) in (best ?? []).enumerated().prefix(8) {
                     console.print("  top-\(top)" + (best?.count ?? 0 > 1 ? " [\(row)]" : "") + ": "
                                   + classes.map { "\($0.index) (\(String(format: "%.4f", $0.value)))" }.joined(separator: ", "))
@@ -173,11 +179,18 @@ struct RunRecord: Encodable {
 
     struct Value: Encodable {
         let name: String
+        /// The element type ("float32", "int64", ...).
+        let type: String
         let shape: [Int]
         /// Files read (inputs) or written (outputs), one per batch item.
         let files: [String]
-        /// For a 2-D output: per row, the top classes, largest first.
+        /// For a 2-D float output: per row, the top classes, largest first.
         var top: [[Class]]? = nil
+
+        init(name: String, value: TypedTensor?, files: [String], top: [[Class]]? = nil) {
+            (self.name, type, shape) = (name, value?.elementType.description ?? "", value?.shape ?? [])
+            (self.files, self.top) = (files, top)
+        }
     }
 
     struct Class: Encodable {

@@ -4,10 +4,10 @@ import LayerKit
 /// Reading and writing tensors by file extension (`.npy`, `.png`, `.jpg`),
 /// with the checks every command needs before it touches a file.
 enum TensorFiles {
-    static let readable = ["npy", "png", "jpg", "jpeg"]
-    static let writable = ["npy", "png"]
+    static let readable = ["npy", "pb", "png", "jpg", "jpeg"]
+    static let writable = ["npy", "pb", "png"]
     /// The readable types, as error messages list them.
-    static let readableText = ".npy, .png or .jpg"
+    static let readableText = ".npy, .pb, .png or .jpg"
 
     /// What a `.png` output holds.
     enum PNGForm {
@@ -26,6 +26,26 @@ enum TensorFiles {
         case "jpg", "jpeg": return try Tensor(jpegFile: path)
         default:
             throw UsageError("\(path): unknown input type (expected \(readableText))")
+        }
+    }
+
+    /// Reads a `.npy` (any numpy dtype LayerKit reads) or `.pb` (an ONNX
+    /// TensorProto of any element type) file in its own element type.
+    static func readTyped(_ path: String) throws -> TypedTensor {
+        switch fileExtension(path) {
+        case "npy": return try TypedTensor(npyFile: path)
+        case "pb": return try TypedTensor(tensorProto: [UInt8](RegularFile.contents(path)), source: "'\(path)'")
+        default: return TypedTensor(try read(path))
+        }
+    }
+
+    /// Writes an output of any element type as `.npy` (its numpy dtype) or
+    /// `.pb` (an ONNX TensorProto named `name`); a float `.png` as `png` says.
+    static func write(_ value: TypedTensor, name: String, to path: String, png: PNGForm) throws {
+        switch fileExtension(path) {
+        case "npy": try value.writeNPY(to: path)
+        case "pb": try value.writeTensorProto(to: path, name: name)
+        default: try write(try value.float32Tensor(), to: path, png: png)
         }
     }
 
@@ -55,7 +75,7 @@ enum TensorFiles {
                 throw UsageError("\(output): --output-grid draws a .png picture")
             }
         } else if !writable.contains(fileExtension(output)) {
-            throw UsageError("\(output): unknown output type (expected .npy or .png)")
+            throw UsageError("\(output): unknown output type (expected .npy, .pb or .png)")
         }
         try inputs.refuseOverwrite(of: output)
     }

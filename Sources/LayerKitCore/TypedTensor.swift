@@ -11,7 +11,7 @@ import Foundation
 /// computed at load. Conversions follow ONNX `Cast`: floats round to
 /// nearest even, floats to integers truncate toward zero, integers wrap to
 /// their width as numpy's `astype` does, and anything non-zero is `true`.
-public struct TypedTensor: Sendable, Equatable, CustomStringConvertible {
+public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
     public let elementType: ElementType
     /// The extent of each dimension, outermost first; empty for a scalar.
     public let shape: [Int]

@@ -36,9 +36,10 @@ public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringCo
         "UINT2", "INT2", "FLOAT6E2M3", "FLOAT6E3M2",
     ]
 
-    /// Whether values of this type are floating point (FLOAT, FLOAT16,
-    /// DOUBLE, BFLOAT16): the others LayerKit reads are integers or BOOL.
-    public var isFloatingPoint: Bool { [1, 10, 11, 16].contains(rawValue) }
+    /// Whether values of this type are real floating point (FLOAT, FLOAT16,
+    /// DOUBLE, BFLOAT16 and the float8/6/4 formats); the others are
+    /// integers, BOOL, strings and complex numbers.
+    public var isFloatingPoint: Bool { ElementType(rawValue: rawValue)?.isFloatingPoint ?? false }
 
     /// The ONNX name ("FLOAT16"), or "data type N" for codes ONNX does not define.
     public var description: String {

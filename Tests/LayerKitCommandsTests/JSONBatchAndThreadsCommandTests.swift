@@ -101,7 +101,7 @@ struct JSONBatchAndThreadsCommandTests {
     func makeImages() throws -> String {
         let folder = directory + "/in"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        let pair = try Tensor(npyFile: ModelCommandTests.fixture("small_cnn_batch2.input.npy"))
+        let pair = try TypedTensor(npyFile: ModelCommandTests.fixture("small_cnn_batch2.input.npy"))
         for i in 0..<3 {
             let item = try RunBatch.item(i % 2, of: pair, items: 2, name: "x")
             try item.writeNPY(to: "\(folder)/img\(i).npy")
@@ -146,7 +146,7 @@ struct JSONBatchAndThreadsCommandTests {
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         let batch2 = ModelCommandTests.fixture("small_cnn_batch2.onnx")
         let cases: [([String], Int32, String)] = [
-            (["run", Self.model, "--input", empty], 1, "no .npy, .png or .jpg files"),
+            (["run", Self.model, "--input", empty], 1, "no .npy, .pb, .png or .jpg files"),
             (["run", Self.model, "--input", folder, "--output", folder], 2, "is the folder of the inputs"),
             (["run", batch2, "--input", folder, "--batch", "2"], 2, "3 files do not fill batches of 2"),
             (["run", Self.model, "--input", folder, "--batch", "2"], 2, "fixed batch of 1"),

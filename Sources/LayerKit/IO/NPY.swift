@@ -24,28 +24,10 @@ extension Tensor {
     ///
     /// Throws `LayerKitError.file` when the file cannot be read or is
     /// malformed or truncated, and `LayerKitError.unsupported` for dtypes
-    /// other than `<f2`, `<f4`, `<f8`, Fortran order, or unknown versions.
+    /// other than `<f2`, `<f4`, `<f8` (integer and bool files are read by
+    /// `TypedTensor(npyFile:)`), Fortran order, or unknown versions.
     public convenience init(npyFile path: String) throws {
-        let source = "'\(path)'"
-        // Only a regular file, opened without blocking (RegularFile): a FIFO cannot hang the read.
-        let fd = try RegularFile.open(path)
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw LayerKitError.file("cannot read \(source): \(systemErrorText())") }
-        let length = Int(status.st_size)
-        let read = { (offset: Int, destination: UnsafeMutableRawBufferPointer) throws in
-            guard let base = destination.baseAddress else { return }
-            var done = 0
-            while done < destination.count {
-                let got = pread(fd, base + done, destination.count - done, off_t(offset + done))
-                if got > 0 {
-                    done += got
-                } else if got == 0 || errno != EINTR {
-                    throw LayerKitError.file("cannot read \(source): "
-                                             + (got == 0 ? "the file ended early (was it changed while read?)" : systemErrorText()))
-                }
-            }
-        }
+        let (length, source, read) = try NPYStreaming.reader(path)
         try self.init(npyLength: length, source: source, read: read)
     }
 
@@ -68,9 +50,13 @@ extension Tensor {
         defer { prefix.deallocate() }
         try read(0, prefix)
         let header = try NPYHeader(parsing: UnsafeRawBufferPointer(prefix), totalLength: length, source: source)
+        guard [.float16, .float32, .float64].contains(header.elementType) else {
+            throw LayerKitError.unsupported("\(source): dtype '\(header.descr)' holds \(header.elementType) values; "
+                                            + "a float32 tensor is read from '<f2', '<f4' or '<f8'")
+        }
         try self.init(shape: header.shape)
-        let size = header.dtype.size
-        if header.dtype == .float32 {
+        let size = header.elementType.byteWidth ?? 4
+        if header.elementType == .float32 {
             try read(header.dataOffset, UnsafeMutableRawBufferPointer(start: dataPointer, count: 4 * count))
             #if _endian(big)
             for i in elements.indices { elements[i] = Float(bitPattern: UInt32(littleEndian: elements[i].bitPattern)) }
@@ -86,7 +72,7 @@ extension Tensor {
             let piece = UnsafeMutableRawBufferPointer(rebasing: chunk[..<(n * size)])
             try read(header.dataOffset + start * size, piece)
             let out = dataPointer + start
-            if header.dtype == .float16 {
+            if header.elementType == .float16 {
                 for i in 0..<n { out[i] = Float(halfBits: UInt16(littleEndian: piece.load(fromByteOffset: 2 * i, as: UInt16.self))) }
             } else {
                 for i in 0..<n {
@@ -132,8 +118,88 @@ extension Tensor {
     }
 }
 
+extension TypedTensor {
+    /// Reads a tensor of the file's own element type from the `.npy` file
+    /// at `path`: every numpy dtype of `NPYHeader.descriptors` (little-endian
+    /// floats, integers, booleans), with the checks of `Tensor(npyFile:)`.
+    public init(npyFile path: String) throws {
+        let (length, source, read) = try NPYStreaming.reader(path)
+        let prefix = UnsafeMutableRawBufferPointer.allocate(byteCount: min(length, NPYStreaming.maxHeaderBytes), alignment: 8)
+        defer { prefix.deallocate() }
+        try read(0, prefix)
+        let header = try NPYHeader(parsing: UnsafeRawBufferPointer(prefix), totalLength: length, source: source)
+        var bytes = [UInt8](repeating: 0, count: header.count * (header.elementType.byteWidth ?? 1))
+        try bytes.withUnsafeMutableBytes { try read(header.dataOffset, $0) }
+        if header.elementType == .bool, let bad = bytes.first(where: { $0 > 1 }) {
+            throw LayerKitError.file("\(source): a bool element holds \(bad), not 0 or 1")
+        }
+        try self.init(elementType: header.elementType, shape: header.shape, bytes: bytes)
+    }
+
+    /// Writes the tensor to `path` as a version 1.0 `.npy` file in its own
+    /// dtype, put in place whole (`writeAtomically(to:streaming:)`). Types
+    /// numpy has no dtype for (bfloat16, float8, 4-bit, strings) throw:
+    /// write those as a TensorProto (`tensorProto(name:)`).
+    public func writeNPY(to path: String) throws {
+        guard let descr = NPYHeader.descriptor(of: elementType) else {
+            throw LayerKitError.unsupported("numpy has no dtype for \(elementType): write '\(path)' as a .pb "
+                                            + "(ONNX TensorProto) file instead")
+        }
+        try writeAtomically(to: path, streaming: { write in
+            try NPYHeader.encoded(shape: shape, descr: descr).withUnsafeBytes { try write($0) }
+            try bytes.withUnsafeBytes { try write($0) }
+        })
+    }
+}
+
+extension TypedTensor {
+    /// Writes the tensor to `path` as a serialized ONNX `TensorProto` named
+    /// `name` (every element type), put in place whole.
+    public func writeTensorProto(to path: String, name: String) throws {
+        try writeAtomically(Data(tensorProto(name: name)), to: path)
+    }
+
+    /// numpy's name for `type` ("int64", "bool"), nil where numpy has none.
+    public static func numpyName(_ type: ElementType) -> String? {
+        NPYHeader.descriptor(of: type) == nil ? nil : type == .bool ? "bool_" : type.description
+    }
+}
+
 /// The sizes `.npy` streaming works in.
 enum NPYStreaming {
+    /// The file at `path` opened for reading in pieces: its length, how
+    /// errors name it, and a reader of (byte offset, buffer to fill).
+    /// Only a regular file, opened without blocking (RegularFile): a FIFO
+    /// cannot hang the read. The descriptor lives as long as the reader.
+    static func reader(_ path: String) throws
+        -> (length: Int, source: String, read: (Int, UnsafeMutableRawBufferPointer) throws -> Void) {
+        let source = "'\(path)'"
+        let file = try OpenFile(path)
+        var status = stat()
+        guard fstat(file.descriptor, &status) == 0 else { throw LayerKitError.file("cannot read \(source): \(systemErrorText())") }
+        let read = { (offset: Int, destination: UnsafeMutableRawBufferPointer) throws in
+            guard let base = destination.baseAddress else { return }
+            var done = 0
+            while done < destination.count {
+                let got = pread(file.descriptor, base + done, destination.count - done, off_t(offset + done))
+                if got > 0 {
+                    done += got
+                } else if got == 0 || errno != EINTR {
+                    throw LayerKitError.file("cannot read \(source): "
+                                             + (got == 0 ? "the file ended early (was it changed while read?)" : systemErrorText()))
+                }
+            }
+        }
+        return (Int(status.st_size), source, read)
+    }
+
+    /// A descriptor closed when the last reader holding it is gone.
+    private final class OpenFile {
+        let descriptor: Int32
+        init(_ path: String) throws { descriptor = try RegularFile.open(path) }
+        deinit { close(descriptor) }
+    }
+
     /// The most header bytes read: numpy's headers are a few hundred bytes;
     /// a file claiming more is refused.
     static let maxHeaderBytes = 1 << 20

@@ -6,24 +6,38 @@
 /// by a small literal parser rather than by pattern matching, so spacing,
 /// quoting and trailing commas vary freely, as they do between numpy versions.
 struct NPYHeader {
-    /// The element types LayerKit reads: little-endian IEEE floats.
-    enum DType: String {
-        case float16 = "<f2"
-        case float32 = "<f4"
-        case float64 = "<f8"
+    /// The `descr` of each element type a `.npy` file can hold and LayerKit
+    /// reads: little-endian IEEE floats, integers and booleans (one-byte
+    /// types under either byte-order mark).
+    static let descriptors: [String: ElementType] = [
+        "<f2": .float16, "<f4": .float32, "<f8": .float64,
+        "|i1": .int8, "<i1": .int8, "<i2": .int16, "<i4": .int32, "<i8": .int64,
+        "|u1": .uint8, "<u1": .uint8, "<u2": .uint16, "<u4": .uint32, "<u8": .uint64,
+        "|b1": .bool, "<b1": .bool,
+    ]
 
-        /// Bytes per element.
-        var size: Int {
-            switch self {
-            case .float16: 2
-            case .float32: 4
-            case .float64: 8
-            }
+    /// The `descr` numpy writes for `type`, nil for types numpy has no dtype for.
+    static func descriptor(of type: ElementType) -> String? {
+        switch type {
+        case .float16: "<f2"
+        case .float32: "<f4"
+        case .float64: "<f8"
+        case .int8: "|i1"
+        case .uint8: "|u1"
+        case .bool: "|b1"
+        case .int16: "<i2"
+        case .int32: "<i4"
+        case .int64: "<i8"
+        case .uint16: "<u2"
+        case .uint32: "<u4"
+        case .uint64: "<u8"
+        default: nil
         }
     }
 
-    /// The element type.
-    let dtype: DType
+    /// The element type, and its `descr` as the file wrote it.
+    let elementType: ElementType
+    let descr: String
     /// The array's shape, C (row-major) order.
     let shape: [Int]
     /// The number of elements, the product of `shape`.
@@ -78,12 +92,13 @@ struct NPYHeader {
         }
         switch try field("descr") {
         case .string(let descr):
-            guard let dtype = DType(rawValue: descr) else {
-                throw unsupported("dtype '\(descr)' is not supported; save little-endian floats, e.g. a.astype('<f4')")
+            guard let type = Self.descriptors[descr] else {
+                throw unsupported("dtype '\(descr)' is not supported; save little-endian numbers or booleans, "
+                                  + "e.g. a.astype('<f4') or a.astype('<i8')")
             }
-            self.dtype = dtype
+            (elementType, self.descr) = (type, descr)
         default:
-            throw unsupported("structured dtypes are not supported; save a plain float array")
+            throw unsupported("structured dtypes are not supported; save a plain array")
         }
         switch try field("fortran_order") {
         case .bool(false): break
@@ -110,17 +125,17 @@ struct NPYHeader {
         dataOffset = start + headerLength
         // Checked before anything is allocated, so a lying header cannot ask
         // for more memory than the input itself occupies.
-        let needed = count * dtype.size
+        let needed = count * (elementType.byteWidth ?? 1)
         guard total - dataOffset >= needed else {
-            throw malformed("data is truncated: shape \(Self.pythonTuple(shape)) of \(dtype.rawValue) needs \(needed) bytes, found \(total - dataOffset)")
+            throw malformed("data is truncated: shape \(Self.pythonTuple(shape)) of \(descr) needs \(needed) bytes, found \(total - dataOffset)")
         }
     }
 
     /// A version 1.0 header for `<f4` data of `shape` in C order, padded with
     /// spaces and ended with a newline so the data starts at a multiple of 64
     /// bytes, as numpy writes it. Headers too long for 1.0 get version 2.0.
-    static func encoded(shape: [Int]) -> [UInt8] {
-        let dict = Array("{'descr': '<f4', 'fortran_order': False, 'shape': \(pythonTuple(shape)), }".utf8)
+    static func encoded(shape: [Int], descr: String = "<f4") -> [UInt8] {
+        let dict = Array("{'descr': '\(descr)', 'fortran_order': False, 'shape': \(pythonTuple(shape)), }".utf8)
         let lengthSize = dict.count + 64 > 0xFFFF ? 4 : 2
         let prefixSize = 8 + lengthSize
         let total = (prefixSize + dict.count + 1 + 63) / 64 * 64

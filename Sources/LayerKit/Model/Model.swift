@@ -71,19 +71,20 @@ public final class Model: @unchecked Sendable {
     private var lastPlan: ModelPlan?
 
     /// What a plan is made for: the input shapes, the values of the
-    /// integer inputs (constants of the plan, `ONNXImporter.graph`), and
+    /// integer, bool and string inputs (constants of the plan, `ONNXImporter.graph`), and
     /// which float inputs fp16 storage cannot keep (their readers run on
     /// the CPU; empty for most runs, which then share the load-time plan).
     private struct PlanKey: Hashable {
         let shapes: [[Int]]
-        let integerValues: [[Int64]]
+        let values: [TypedTensor]
         var unfaithfulInputs: [Int] = []
     }
 
-    /// Whether input `i` is an integer or BOOL input, whose values are read at prepare.
-    private func isIntegerInput(_ i: Int) -> Bool {
-        inputs[i].dataType?.isInteger ?? false
-    }
+    /// Whether input `i` is an integer, bool or string input, whose values
+    /// are read at prepare; float inputs of every width run as float32.
+    private func isValueInput(_ i: Int) -> Bool { Model.isValue(inputs[i]) }
+
+    private static func isValue(_ input: ValueDescription) -> Bool { !(input.dataType?.isFloatingPoint ?? true) }
 
     /// Loads the ONNX model at `url`. `computeUnits` picks the backend
     /// unless `backend` shares one. Placement notices go to `notice` when the
@@ -143,7 +144,7 @@ public final class Model: @unchecked Sendable {
         for input in inputs where input.dataType == .float64 {
             self.backend.announce("\(name): input '\(input.name)' is DOUBLE; LayerKit computes in float32 (values converted)")
         }
-        guard !inputs.contains(where: { $0.dataType?.isInteger ?? false }) else {
+        guard !inputs.contains(where: Model.isValue) else {
             // Integer inputs are constants of a plan: it is made at the first predict, from their values.
             outputs = model.graph.outputs.map { Model.describe($0, $0.dims ?? []) }
             lastPlan = nil
@@ -158,7 +159,7 @@ public final class Model: @unchecked Sendable {
             Model.describe(output, output.dims ?? plan.graph.values[value].shape.map(ONNXDimension.value))
         }
         lastPlan = plan
-        plans[PlanKey(shapes: shapes, integerValues: [])] = plan
+        plans[PlanKey(shapes: shapes, values: [])] = plan
         self.backend.announce(plan, model: name)
     }
 
@@ -278,32 +279,88 @@ public final class Model: @unchecked Sendable {
             try Model.check(tensor.shape, fits: input)
             return tensor
         }
-        // Integer inputs come as Float32 tensors of whole numbers; they are read as Int64 here.
-        var values: [String: ONNXTensor] = [:]
-        var integerValues: [[Int64]] = []
-        for (i, tensor) in tensors.enumerated() where isIntegerInput(i) {
-            let integers = try tensor.values.map { value in
-                guard let integer = Int64(exactly: value) else {
-                    throw LayerKitError.invalidParameter("input '\(inputs[i].name)' is \(inputs[i].dataType.map { "\($0)" } ?? "integer"); "
-                                                         + "its value \(value) is not a whole number")
-                }
-                return integer
+        // Integer inputs come as Float32 tensors of whole numbers; they are read as their type here.
+        var values: [TypedTensor?] = Array(repeating: nil, count: inputs.count)
+        for (i, tensor) in tensors.enumerated() where isValueInput(i) {
+            let type = inputs[i].dataType ?? .int64
+            guard type.isInteger, tensor.elements.allSatisfy({ $0 == $0.rounded(.towardZero) && $0.isFinite }) else {
+                throw LayerKitError.invalidParameter("input '\(inputs[i].name)' is \(type); give it as a TypedTensor "
+                                                     + "(predict(typed:)), or as whole numbers in a float32 Tensor")
             }
-            values[inputs[i].name] = ONNXTensor(name: inputs[i].name, dims: tensor.shape, int64s: integers)
-            integerValues.append(integers)
+            values[i] = try TypedTensor(type, shape: tensor.shape,
+                                        integers: tensor.elements.map { Int64(exactly: $0) ?? .min })
         }
-        let floatTensors = tensors.indices.filter { !isIntegerInput($0) }.map { tensors[$0] }
+        return try run(tensors: tensors, values: values, outputs: provided, profiler: profiler, prepareRun: prepareRun)
+    }
+
+    /// Runs the model on `inputs` of their own element types and returns
+    /// each output in the type the model declares for it: the API for
+    /// models with integer, bool or string values (token ids, masks). Each
+    /// input's type must be the model's (a float32 array for an int64 input
+    /// is an error naming both, never a silent conversion); float16,
+    /// bfloat16 and float64 inputs are computed in float32, integer, bool
+    /// and string inputs are values of the plan (`ONNXImporter.graph`), and
+    /// each output is converted from its float32 result to its declared
+    /// type (integers rounded to nearest, bools non-zero) unless it is
+    /// known exactly at load.
+    public func predict(typed given: [String: TypedTensor], profiler: Profiler? = nil) throws -> [String: TypedTensor] {
+        for name in given.keys.sorted() where !inputs.contains(where: { $0.name == name }) {
+            throw LayerKitError.invalidParameter(
+                "the model has no input '\(name)' (inputs: \(inputs.map(\.name).joined(separator: ", ")))")
+        }
+        var tensors: [Tensor] = []
+        var values: [TypedTensor?] = []
+        for (i, input) in inputs.enumerated() {
+            guard let value = given[input.name] else { throw LayerKitError.invalidParameter("input '\(input.name)' is missing") }
+            let type = input.dataType ?? .float32
+            guard value.elementType == type else {
+                throw LayerKitError.invalidParameter("input '\(input.name)' is \(value.elementType); the model takes \(type)")
+            }
+            try Model.check(value.shape, fits: input)
+            let valueInput = isValueInput(i)
+            tensors.append(valueInput ? try Tensor(shape: value.shape) : try value.float32Tensor())
+            values.append(valueInput ? value : nil)
+        }
+        let results = try run(tensors: tensors, values: values, outputs: [:], profiler: profiler, prepareRun: nil)
+        var typed: [String: TypedTensor] = [:]
+        for output in outputs {
+            guard let result = results[output.name] else { continue }
+            typed[output.name] = try Model.typed(result, as: output.dataType ?? .float32)
+        }
+        return typed
+    }
+
+    /// A float32 result as a value of `type`: floats rounded to the type,
+    /// integers rounded to nearest (a float32 computation of an index may
+    /// land a hair off it), bools non-zero.
+    static func typed(_ result: Tensor, as type: ElementType) throws -> TypedTensor {
+        let values = TypedTensor(result)
+        guard type.isInteger, type != .bool else { return try values.converted(to: type) }
+        return try TypedTensor(.float64, shape: result.shape, doubles: values.doubles().map { $0.rounded() })
+            .converted(to: type)
+    }
+
+    /// Runs the plan for `tensors` (one per input; those of value inputs
+    /// only give their shapes) and `values` (per input, the value of an
+    /// integer, bool or string input).
+    private func run(tensors: [Tensor], values: [TypedTensor?], outputs provided: [String: Tensor], profiler: Profiler?,
+                     prepareRun: ((ModelPlan, ModelRun) -> Void)?) throws -> [String: Tensor] {
+        let floatTensors = tensors.indices.filter { !isValueInput($0) }.map { tensors[$0] }
+        var named: [String: ONNXTensor] = [:]
+        for (input, value) in zip(inputs, values) {
+            if let value { named[input.name] = ONNXTensor(name: input.name, typed: value) }
+        }
         // Checked before the lock: one pass over each input, beside the upload's own.
         let inputRanges = backend.halfRanges(of: floatTensors)
         lock.lock(); defer { lock.unlock() }
         let shapes = tensors.map(\.shape)
-        let key = PlanKey(shapes: shapes, integerValues: integerValues,
+        let key = PlanKey(shapes: shapes, values: values.compactMap { $0 },
                           unfaithfulInputs: inputRanges.indices.filter { inputRanges[$0] != nil })
         let plan: ModelPlan
         if let known = plans[key] {
             plan = known
         } else {
-            plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: values,
+            plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: named,
                                   inputRanges: inputRanges, backend: backend, name: name)
             // Plans hold images: keep those of a few recent shapes only.
             if plans.count >= 4 { plans.removeAll() }

@@ -76,10 +76,10 @@ struct ONNXImporter {
                 unreachable.insert(input.name)
                 continue
             }
-            guard input.elementType == .float || input.elementType == .double else {
+            guard input.elementType?.isFloatingPoint ?? false else {
                 throw LayerKitError.invalidModel("input '\(input.name)' is \(input.elementType?.description ?? "untyped"); "
-                                                 + "LayerKit runs float32 inputs (DOUBLE converted), and integer inputs "
-                                                 + "as values given at prepare")
+                                                 + "LayerKit runs float inputs as float32, and integer, bool and string "
+                                                 + "inputs as values given at prepare")
             }
             guard let shape = inputShapes[input.name] else {
                 throw LayerKitError.invalidModel("no shape for input '\(input.name)'")

@@ -1,0 +1,95 @@
+import Foundation
+import LayerKit
+import Testing
+
+/// `layerkit run` as a user runs a model of several inputs, of none, and of
+/// non-float types: inputs by name in any order, from `.npy` files in their
+/// own dtype or `.pb` TensorProtos, outputs written in the model's declared
+/// type. The expected outputs are onnxruntime's
+/// (Scripts/generate_typed_cli_fixtures.py).
+struct TypedRunCommandTests {
+    static let fixtures = ModelCommandTests.fixtures.deletingLastPathComponent().appendingPathComponent("typed")
+
+    /// Runs case `name` with its inputs as `--input NAME=FILE` (from
+    /// `format`, reversed when `reversed`) on `backend`, writing each output
+    /// as `.pb`, and returns the outputs and the reference ones.
+    static func run(_ name: String, format: String = "npy", reversed: Bool = false, backend: String = "cpu") throws
+        -> (outputs: [TypedTensor], references: [TypedTensor], runner: CommandRunner) {
+        let folder = fixtures.appendingPathComponent(name)
+        let data = folder.appendingPathComponent("test_data_set_0")
+        let model = try Model(contentsOf: folder.appendingPathComponent("model.onnx"), computeUnits: .cpuOnly)
+        let directory = try CommandRunner.scratchDirectory()
+        var arguments = ["run", folder.appendingPathComponent("model.onnx").path, "--backend", backend]
+        var inputs = model.inputs.enumerated().map { i, input in
+            ["--input", "\(input.name)=" + data.appendingPathComponent("input_\(i).\(format)").path]
+        }
+        if reversed { inputs.reverse() }
+        arguments += inputs.flatMap { $0 }
+        let files = model.outputs.map { "\(directory)/\($0.name).pb" }
+        for (output, file) in zip(model.outputs, files) { arguments += ["--output", "\(output.name)=\(file)"] }
+        let runner = CommandRunner()
+        guard runner.run(arguments) == 0 else { return ([], [], runner) }
+        let outputs = try files.map { try TypedTensor(tensorProto: [UInt8](Data(contentsOf: URL(fileURLWithPath: $0))), source: $0) }
+        let references = try model.outputs.indices.map { i in
+            let file = data.appendingPathComponent("output_\(i).pb")
+            return try TypedTensor(tensorProto: [UInt8](Data(contentsOf: file)), source: file.path)
+        }
+        return (outputs, references, runner)
+    }
+
+    @Test(arguments: ["two_inputs", "gather_index"])
+    func severalInputsByNameInEitherOrder(name: String) throws {
+        for reversed in [false, true] {
+            let (outputs, references, runner) = try Self.run(name, reversed: reversed)
+            #expect(runner.error.isEmpty || !runner.error.contains("error"), "\(runner.error)")
+            try #require(outputs.count == 1, "\(runner.error)")
+            #expect(outputs[0].elementType == .float32 && outputs[0].shape == references[0].shape)
+            for (y, reference) in zip(outputs[0].doubles(), references[0].doubles()) {
+                #expect(abs(y - reference) <= 1e-6 * max(1, abs(reference)), "\(name): \(y) vs \(reference)")
+            }
+        }
+    }
+
+    @Test func aModelWithoutInputsRunsWithoutInput() throws {
+        let (outputs, references, runner) = try Self.run("no_inputs")
+        try #require(outputs.count == 1, "\(runner.error)")
+        #expect(outputs == references)
+    }
+
+    /// int64 past 2^24 and bool outputs come back exactly, in their type, from `.npy` and `.pb` inputs.
+    @Test(arguments: ["npy", "pb"])
+    func integerAndBoolValuesKeepTheirType(format: String) throws {
+        for name in ["int64_add", "less_bool"] {
+            let (outputs, references, runner) = try Self.run(name, format: format)
+            try #require(outputs.count == 1, "\(name): \(runner.error)")
+            #expect(outputs[0] == references[0], "\(name): \(outputs[0].integers()) vs \(references[0].integers())")
+        }
+    }
+
+    @Test(arguments: ["cpu", "gpu"])
+    func float16InAndOut(backend: String) throws {
+        let (outputs, references, runner) = try Self.run("float16_relu", backend: backend)
+        try #require(outputs.count == 1, "\(runner.error)")
+        #expect(outputs[0].elementType == .float16)
+        // As numbers: onnxruntime's Relu keeps -0, LayerKit's gives +0; both are right.
+        #expect(outputs[0].doubles() == references[0].doubles(), "\(outputs[0].doubles()) vs \(references[0].doubles())")
+    }
+
+    /// The errors a user meets: a missing input named with what the model
+    /// takes, a file of the wrong dtype with the numpy call that fixes it.
+    @Test func missingInputsAndWrongTypesAreNamed() throws {
+        let folder = Self.fixtures.appendingPathComponent("int64_add")
+        let data = folder.appendingPathComponent("test_data_set_0")
+        let model = folder.appendingPathComponent("model.onnx").path
+        let missing = CommandRunner()
+        #expect(missing.run(["run", model, "--input", "a=" + data.appendingPathComponent("input_0.npy").path]) == 2)
+        #expect(missing.error.contains("missing --input for model input 'b' (the model takes a: int64, b: int64"), "\(missing.error)")
+        let directory = try CommandRunner.scratchDirectory()
+        try writeNPY([1, 2, 3], shape: [3], to: "\(directory)/floats.npy")
+        let wrong = CommandRunner()
+        #expect(wrong.run(["run", model, "--input", "a=\(directory)/floats.npy",
+                           "--input", "b=" + data.appendingPathComponent("input_1.npy").path]) == 2)
+        #expect(wrong.error.contains("holds float32 values; model input 'a' is int64 (save it with a.astype(np.int64))"),
+                "\(wrong.error)")
+    }
+}
