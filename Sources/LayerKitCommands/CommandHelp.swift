@@ -104,7 +104,8 @@ struct CommandHelp {
                               + "are its parameters, constant inputs its per-channel weights, matched by name")
 
     static let input = Option("--input", "FILE|NAME=FILE", default: "none", repeatable: true,
-                              "a .npy, .png or .jpg input; NAME=FILE for each input of a model with several")
+                              "a .npy (any numeric or bool dtype), .pb (ONNX TensorProto, any type), .png or .jpg input; "
+                              + "NAME=FILE for each input of a model with several")
 
     static let threads = Option("--threads", "N", default: "the cores the process may use",
                                 "the CPU evaluator's threads, 1 to 4096")
@@ -190,13 +191,13 @@ struct CommandHelp {
     static let run = CommandHelp(
         name: "run", synopsis: ["MODEL.onnx --input FILE|NAME=FILE ... [--output FILE|NAME=FILE ...] [options]",
                                 "MODEL.onnx --input DIR/ [--output DIR/] [--batch N] [options]"],
-        summary: "Runs an ONNX model on .npy/.png/.jpg inputs, writes its outputs, and prints their shapes and the top-5 "
-            + "of 2-D outputs. A .png output is a picture (an image-to-image model's: 1, 3 or 4 channels, "
+        summary: "Runs an ONNX model on .npy/.pb/.png/.jpg inputs, writes its outputs in their declared types, and prints "
+            + "their shapes and the top-5 of 2-D float outputs; a model without inputs runs with no --input. A .png output is a picture (an image-to-image model's: 1, 3 or 4 channels, "
             + "--normalize undone, clamped to 0..1).",
         options: [
             input,
             Option("--output", "FILE|NAME=FILE", default: "none", repeatable: true,
-                   "write an output as .npy, or as a .png picture (1, 3 or 4 channels); NAME=FILE for each output "
+                   "write an output as .npy or .pb in its type, or as a .png picture (1, 3 or 4 channels); NAME=FILE for each output "
                    + "of a model with several"),
             Option("--output-grid", "FILE.png|NAME=FILE.png", default: "none", repeatable: true,
                    "draw an output's channels as gray tiles (min..max), an activation-map grid"),

@@ -68,7 +68,15 @@ public final class Model: @unchecked Sendable {
     private let name: String
     private let lock = NSLock()
     private var plans: [PlanKey: ModelPlan] = [:]
+    /// The keys of `plans`, least recently used first.
+    private var planOrder: [PlanKey] = []
+    /// How many plans are kept: each holds its images and host arena.
+    static let planCapacity = 4
     private var lastPlan: ModelPlan?
+    /// Float inputs whose values a plan needs (a weight, a scale or a shape
+    /// computed from them: `ValueRequests`): values of the plan, as integer
+    /// inputs are. Found by the first import that needed them.
+    private var preparedInputs = Set<Int>()
 
     /// What a plan is made for: the input shapes, the values of the
     /// integer, bool and string inputs (constants of the plan, `ONNXImporter.graph`), and
@@ -152,8 +160,19 @@ public final class Model: @unchecked Sendable {
         }
         // Symbolic dimensions are 1 for the load-time plan.
         let shapes = inputs.map(\.shapeWithSymbolsAsOne)
-        let plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: [:],
+        let plan: ModelPlan
+        do {
+            plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: [:],
                                   inputRanges: [], backend: self.backend, name: name)
+        } catch let needed as ValuesNeeded {
+            // Inputs the plan needs the values of: it is made at the first predict, as for integer inputs.
+            let names = inputs.map(\.name)
+            preparedInputs = Set(names.indices.filter { needed.inputs.contains(names[$0]) })
+            guard !preparedInputs.isEmpty else { throw needed.error }
+            outputs = model.graph.outputs.map { Model.describe($0, $0.dims ?? []) }
+            lastPlan = nil
+            return
+        }
         // Outputs without a shape in the file show the one the graph computes.
         outputs = zip(model.graph.outputs, plan.graph.outputs).map { output, value in
             Model.describe(output, output.dims ?? plan.graph.values[value].shape.map(ONNXDimension.value))
@@ -343,30 +362,15 @@ public final class Model: @unchecked Sendable {
     /// Runs the plan for `tensors` (one per input; those of value inputs
     /// only give their shapes) and `values` (per input, the value of an
     /// integer, bool or string input).
-    private func run(tensors: [Tensor], values: [TypedTensor?], outputs provided: [String: Tensor], profiler: Profiler?,
+    private func run(tensors: [Tensor], values given: [TypedTensor?], outputs provided: [String: Tensor], profiler: Profiler?,
                      prepareRun: ((ModelPlan, ModelRun) -> Void)?) throws -> [String: Tensor] {
-        let floatTensors = tensors.indices.filter { !isValueInput($0) }.map { tensors[$0] }
-        var named: [String: ONNXTensor] = [:]
-        for (input, value) in zip(inputs, values) {
-            if let value { named[input.name] = ONNXTensor(name: input.name, typed: value) }
-        }
-        // Checked before the lock: one pass over each input, beside the upload's own.
-        let inputRanges = backend.halfRanges(of: floatTensors)
         lock.lock(); defer { lock.unlock() }
-        let shapes = tensors.map(\.shape)
-        let key = PlanKey(shapes: shapes, values: values.compactMap { $0 },
-                          unfaithfulInputs: inputRanges.indices.filter { inputRanges[$0] != nil })
-        let plan: ModelPlan
-        if let known = plans[key] {
-            plan = known
-        } else {
-            plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: named,
-                                  inputRanges: inputRanges, backend: backend, name: name)
-            // Plans hold images: keep those of a few recent shapes only.
-            if plans.count >= 4 { plans.removeAll() }
-            plans[key] = plan
-            backend.announce(plan, model: name)
-        }
+        // An import that needs the values of float inputs makes them values of the
+        // plan and asks again; each time adds an input, so this ends.
+        var planned: (plan: ModelPlan?, floatTensors: [Tensor])
+        repeat { planned = try plan(tensors: tensors, values: given) } while planned.plan == nil
+        guard let plan = planned.plan else { throw LayerKitError.invalidModel("\(name): no plan") }
+        let floatTensors = planned.floatTensors
         lastPlan = plan
         // The caller's output tensors, checked against this plan's shapes before the run.
         let targets = try zip(outputs, plan.graph.outputs).map { output, value -> Tensor? in
@@ -388,20 +392,71 @@ public final class Model: @unchecked Sendable {
         return Dictionary(zip(outputs.map(\.name), results), uniquingKeysWith: { first, _ in first })
     }
 
+    /// The plan for `tensors` and `values` (as `run` takes them), from the
+    /// cache or made, and the float inputs it runs on; nil when the import
+    /// found float inputs whose values it needs (`ValueRequests`), now
+    /// `preparedInputs`: call again. The caller holds `lock`.
+    private func plan(tensors: [Tensor], values given: [TypedTensor?]) throws -> (ModelPlan?, [Tensor]) {
+        var values = given
+        for i in preparedInputs where values[i] == nil { values[i] = TypedTensor(tensors[i]) }
+        let floatTensors = tensors.indices.filter { values[$0] == nil }.map { tensors[$0] }
+        let inputRanges = backend.halfRanges(of: floatTensors)
+        let key = PlanKey(shapes: tensors.map(\.shape), values: values.compactMap { $0 },
+                          unfaithfulInputs: inputRanges.indices.filter { inputRanges[$0] != nil })
+        if let known = plans[key] {
+            planOrder.removeAll { $0 == key }
+            planOrder.append(key)
+            return (known, floatTensors)
+        }
+        var named: [String: ONNXTensor] = [:]
+        for (input, value) in zip(inputs, values) {
+            if let value { named[input.name] = ONNXTensor(name: input.name, typed: value) }
+        }
+        let plan: ModelPlan
+        do {
+            plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: key.shapes, values: named,
+                                  inputRanges: inputRanges, backend: backend, name: name)
+        } catch let needed as ValuesNeeded {
+            let more = Set(inputs.indices.filter { needed.inputs.contains(inputs[$0].name) }).subtracting(preparedInputs)
+            guard !more.isEmpty else { throw needed.error }
+            preparedInputs.formUnion(more)
+            return (nil, [])
+        }
+        // Plans hold images: keep those of the most recently used shapes only.
+        if plans.count >= Model.planCapacity, let oldest = planOrder.first {
+            plans[oldest] = nil
+            planOrder.removeFirst()
+        }
+        plans[key] = plan
+        planOrder.append(key)
+        backend.announce(plan, model: name)
+        return (plan, floatTensors)
+    }
+
+    /// An import needed the values of `inputs` at prepare (`ValueRequests`);
+    /// `error` is what it threw.
+    private struct ValuesNeeded: Error {
+        let inputs: Set<String>
+        let error: LayerKitError
+    }
+
     /// The plan for inputs of `shapes`; model errors name the model.
     /// Load-time folding evaluates layers: on the backend's threads too.
     /// `inputRanges`: per float input, what fp16 storage does to its data (`ModelPlan.init`).
     private static func plan(_ importer: ONNXImporter, inputNames: [String], shapes: [[Int]],
                              values: [String: ONNXTensor], inputRanges: [HalfRange?], backend: Backend,
                              name: String) throws -> ModelPlan {
+        let requests = ValueRequests()
         do {
             let graph = try CPUThreads.with(backend.threads) {
                 try importer.graph(inputShapes: Dictionary(zip(inputNames, shapes), uniquingKeysWith: { first, _ in first }),
-                                   inputValues: values)
+                                   inputValues: values, requests: requests)
             }
             return try ModelPlan(graph: graph, backend: backend, inputRanges: inputRanges)
         } catch LayerKitError.invalidModel(let message) {
-            throw LayerKitError.invalidModel("\(name): \(message)")
+            let error = LayerKitError.invalidModel("\(name): \(message)")
+            let needed = requests.values.reduce(into: Set<String>()) { $0.formUnion(importer.graphInputs(feeding: $1)) }
+            throw needed.isEmpty ? error : ValuesNeeded(inputs: needed, error: error)
         }
     }
 

@@ -55,7 +55,7 @@ struct ONNXImporter {
     /// import: `survey` hears what became of each node, by position, and
     /// the graph of the nodes that converted is returned (`inspect`'s view
     /// of how far a model is from running).
-    func graph(inputShapes: [String: [Int]], inputValues: [String: ONNXTensor] = [:],
+    func graph(inputShapes: [String: [Int]], inputValues: [String: ONNXTensor] = [:], requests: ValueRequests? = nil,
                survey: ((Int, NodeOutcome) -> Void)? = nil) throws -> ModelGraph {
         var graph = ModelGraph()
         var valueIndex: [String: Int] = [:]
@@ -110,7 +110,8 @@ struct ONNXImporter {
                     "node '\(name)' (\(node.opType)) reads '\(input)', which no input, initializer or earlier node makes")
             }
             let known = node.inputs.map { valueIndex[$0] == nil ? constants[$0] : nil }
-            let context = ONNXNodeContext(node: named, opset: opset, inputShapes: shapes, initializers: known)
+            var context = ONNXNodeContext(node: named, opset: opset, inputShapes: shapes, initializers: known)
+            context.requests = requests
             if node.isStandard, let folded = try fold(context, known) {
                 for (output, tensor) in zip(node.outputs, folded) where !output.isEmpty {
                     var tensor = tensor
@@ -216,6 +217,21 @@ struct ONNXImporter {
         graph.fuseFlattenedGemms()
         if fusesEpilogues { graph.fuseConvolutionEpilogues() }
         return graph
+    }
+
+    /// The graph inputs whose values `value` is computed from (itself, when
+    /// it is one): what must be known at prepare for `value` to be.
+    func graphInputs(feeding value: String) -> Set<String> {
+        let inputs = Set(model.graph.feedInputs.map(\.name))
+        var producer: [String: ONNXNode] = [:]
+        for node in model.graph.nodes { for output in node.outputs where !output.isEmpty { producer[output] = node } }
+        var found = Set<String>(), seen = Set<String>(), pending = [value]
+        while let name = pending.popLast() {
+            guard seen.insert(name).inserted else { continue }
+            if inputs.contains(name) { found.insert(name) }
+            pending += producer[name]?.inputs.filter { !$0.isEmpty } ?? []
+        }
+        return found
     }
 
     /// What the import made of one node.

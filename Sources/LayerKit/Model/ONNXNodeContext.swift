@@ -12,6 +12,9 @@ struct ONNXNodeContext {
     let inputShapes: [[Int]?]
     /// Per node input: the initializer behind it, if it is one.
     let initializers: [ONNXTensor?]
+    /// Where a value this node needs at prepare but the graph computes at
+    /// run time is recorded, before the error is thrown (`ValueRequests`).
+    var requests: ValueRequests? = nil
 
     /// `node 'conv1' (Conv)`, how errors name the node.
     var label: String { "node '\(node.name)' (\(node.opType))" }
@@ -49,6 +52,7 @@ struct ONNXNodeContext {
     func optionalConstant(_ i: Int, _ what: String) throws -> Tensor? {
         guard has(i) else { return nil }
         guard let initializer = initializers[i] else {
+            requests?.record(node.inputs[i])
             throw error("\(what) (input \(i), '\(node.inputs[i])') is computed by the graph; LayerKit needs it "
                         + "as an initializer (constant) here")
         }
@@ -62,6 +66,7 @@ struct ONNXNodeContext {
     /// Input `i` as integers (an int64 initializer such as Reshape's shape).
     func constantInts(_ i: Int, _ what: String) throws -> [Int] {
         guard has(i), let initializer = initializers[i] else {
+            if has(i) { requests?.record(node.inputs[i]) }
             throw error("\(what) (input \(i)) must be an initializer: a shape computed at run time cannot be resolved")
         }
         do { return try initializer.int64s() } catch let failure as LayerKitError { throw error("\(what): \(failure)") }
@@ -139,4 +144,19 @@ extension Tensor {
         for value in elements { withUnsafeBytes(of: value.bitPattern.littleEndian) { data.append(contentsOf: $0) } }
         return data
     }
+}
+
+/// The values nodes needed at prepare (weights, shapes, bounds) that the
+/// graph computes from its inputs at run time, as one import found them.
+/// `Model` makes the inputs they are computed from values of the plan, as
+/// integer inputs are, and imports again: a model whose Conv weights or
+/// Resize scales are inputs (or computed from them) runs, planned per value.
+final class ValueRequests: @unchecked Sendable {
+    private let lock = NSLock()
+    private var names: [String] = []
+
+    /// The values requested so far, in order.
+    var values: [String] { lock.lock(); defer { lock.unlock() }; return names }
+
+    func record(_ name: String) { lock.lock(); names.append(name); lock.unlock() }
 }
