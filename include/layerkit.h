@@ -19,8 +19,12 @@
  *     LK_ERROR_BUFFER_TOO_SMALL when it was cut. Strings passed in are
  *     NUL-terminated UTF-8: a caller whose strings carry a length must refuse
  *     one holding a NUL, which would end it early ("x*2\0+1" reads as "x*2").
- *   - Tensors are float32, row-major (C order), of rank 1 to LK_MAX_RANK;
- *     a 4-D tensor is NCHW.
+ *   - Tensors are row-major (C order), of rank 1 to LK_MAX_RANK; a 4-D tensor
+ *     is NCHW. A tensor has an element type (lk_element_type): float32 unless
+ *     made by lk_tensor_create_typed or returned by lk_model_predict for an
+ *     output of another type. Layers, parity and lk_tensor_read/write take
+ *     float32 tensors only: a tensor of another type there is
+ *     LK_ERROR_TYPE, never converted.
  *   - Thread safety is stated per function. "Any thread" means the call may
  *     run at the same time as any other call on the same handles.
  */
@@ -47,7 +51,8 @@ extern "C" {
  * for, the CPU evaluator's threads), the custom layers registered on it, and
  * each thread's last error. */
 typedef struct lk_context lk_context;
-/* A float32 tensor owned by the library. */
+/* A tensor owned by the library: float32, or of the element type it was made
+ * with (lk_tensor_element_type). */
 typedef struct lk_tensor lk_tensor;
 /* An op, a formula or a custom layer, with its parameters and weights. */
 typedef struct lk_layer lk_layer;
@@ -73,7 +78,59 @@ enum {
     LK_ERROR_INVALID_MODEL = 8,    /* a malformed model, or one using what LayerKit cannot run */
     LK_ERROR_BUFFER_TOO_SMALL = 9, /* a caller's buffer is too small (see the conventions) */
     LK_ERROR_CALLBACK = 10,        /* a custom layer's callback returned a failure */
-    LK_ERROR_INTERNAL = 11         /* anything else; the message says what */
+    LK_ERROR_INTERNAL = 11,        /* anything else; the message says what */
+    LK_ERROR_TYPE = 12             /* a tensor of an element type the call does not take (the
+                                      message names both types); nothing is converted */
+};
+
+/* ---- Element types ---------------------------------------------------------- */
+
+/* The element type of a tensor: ONNX's TensorProto.DataType codes. Elements
+ * are little-endian, each `lk_element_type_size` bytes, in C order:
+ *   - LK_BOOL: one byte each, 0 or 1;
+ *   - LK_FLOAT16, LK_BFLOAT16 and the float8/6/4 types: their bit patterns
+ *     (uint16_t or uint8_t), as ONNX stores them;
+ *   - the types under a byte (LK_INT4, LK_UINT4, LK_INT2, LK_UINT2,
+ *     LK_FLOAT4E2M1, LK_FLOAT6E2M3, LK_FLOAT6E3M2): one byte each, the value's
+ *     bits in the low bits and the others 0 (int4 -3 is 0x0D; ONNX files pack
+ *     them, this API does not);
+ *   - LK_COMPLEX64, LK_COMPLEX128: (real, imaginary) pairs of float32, float64.
+ * LK_STRING is listed for lk_model_input_type/lk_model_output_type only:
+ * tensors of strings cannot be made or read through this API
+ * (LK_ERROR_UNSUPPORTED). What a model computes with is its own matter: float
+ * inputs of every width are computed in float32, integer, bool inputs are
+ * values it plans with (Docs/C_API.md). */
+typedef int32_t lk_element_type;
+
+enum {
+    LK_FLOAT32 = 1,
+    LK_UINT8 = 2,
+    LK_INT8 = 3,
+    LK_UINT16 = 4,
+    LK_INT16 = 5,
+    LK_INT32 = 6,
+    LK_INT64 = 7,
+    LK_STRING = 8,
+    LK_BOOL = 9,
+    LK_FLOAT16 = 10,
+    LK_FLOAT64 = 11,
+    LK_UINT32 = 12,
+    LK_UINT64 = 13,
+    LK_COMPLEX64 = 14,
+    LK_COMPLEX128 = 15,
+    LK_BFLOAT16 = 16,
+    LK_FLOAT8E4M3FN = 17,
+    LK_FLOAT8E4M3FNUZ = 18,
+    LK_FLOAT8E5M2 = 19,
+    LK_FLOAT8E5M2FNUZ = 20,
+    LK_UINT4 = 21,
+    LK_INT4 = 22,
+    LK_FLOAT4E2M1 = 23,
+    LK_FLOAT8E8M0 = 24,
+    LK_UINT2 = 25,
+    LK_INT2 = 26,
+    LK_FLOAT6E2M3 = 27,
+    LK_FLOAT6E3M2 = 28
 };
 
 /* Compute units of a context. */
@@ -103,6 +160,11 @@ const char *lk_version_string(void);
 /* A short constant name of `status`, e.g. "LK_ERROR_SHAPE": static storage.
  * Any thread. */
 const char *lk_status_string(lk_status status);
+
+/* The bytes one element of `type` takes in a tensor's data (8 for LK_INT64,
+ * 1 for LK_BOOL and the types under a byte), or 0 for LK_STRING and codes
+ * that are not an lk_element_type. Any thread. */
+size_t lk_element_type_size(lk_element_type type);
 
 /* ---- Contexts -------------------------------------------------------------- */
 
@@ -142,14 +204,29 @@ lk_status lk_device_info(lk_context *context, int32_t index, char *name, size_t 
 
 /* ---- Tensors --------------------------------------------------------------- */
 
-/* Creates a tensor of `shape` (`rank` dims, each at least 1), copying
+/* Creates a float32 tensor of `shape` (`rank` dims, each at least 1), copying
  * product(shape) floats from `data`, or zero-filled when `data` is NULL.
  * Any thread. */
 lk_status lk_tensor_create(lk_context *context, const int64_t *shape, size_t rank, const float *data,
                            lk_tensor **out);
 
+/* Creates a tensor of element type `type` and `shape` (`rank` dims, each at
+ * least 1), copying `byte_count` bytes from `data`, laid out as the element
+ * types say. `byte_count` must be product(shape) * lk_element_type_size(type)
+ * (LK_ERROR_SHAPE otherwise, naming both counts); `data` may be NULL (and
+ * `byte_count` 0) for a zero-filled tensor. A bool byte other than 0 or 1,
+ * or set high bits in a type under a byte, is LK_ERROR_INVALID_ARGUMENT;
+ * LK_STRING is LK_ERROR_UNSUPPORTED, a code not listed
+ * LK_ERROR_INVALID_ARGUMENT. A tensor made with LK_FLOAT32 is the same as one
+ * made by lk_tensor_create. Any thread. */
+lk_status lk_tensor_create_typed(lk_context *context, lk_element_type type, const int64_t *shape, size_t rank,
+                                 const void *data, size_t byte_count, lk_tensor **out);
+
 /* Releases a tensor. No other call may be using it. */
 void lk_tensor_destroy(lk_tensor *tensor);
+
+/* The tensor's element type (an LK_* element type code). Any thread. */
+lk_status lk_tensor_element_type(lk_context *context, const lk_tensor *tensor, lk_element_type *type);
 
 /* The tensor's rank and, when `shape` is not NULL, its dims (`capacity` at
  * least the rank, else LK_ERROR_BUFFER_TOO_SMALL). Any thread. */
@@ -159,13 +236,21 @@ lk_status lk_tensor_shape(lk_context *context, const lk_tensor *tensor, int64_t 
 /* The tensor's element count. Any thread. */
 lk_status lk_tensor_element_count(lk_context *context, const lk_tensor *tensor, size_t *count);
 
-/* Copies the tensor's elements into `data`; `count` must be its element
- * count. Any thread, while no call writes the tensor. */
+/* Copies the float32 tensor's elements into `data`; `count` must be its
+ * element count. A tensor of another type is LK_ERROR_TYPE (read it with
+ * lk_tensor_read_bytes). Any thread, while no call writes the tensor. */
 lk_status lk_tensor_read(lk_context *context, const lk_tensor *tensor, float *data, size_t count);
 
-/* Copies `count` floats (its element count) from `data` into the tensor.
- * No other call may be using the tensor. */
+/* Copies `count` floats (its element count) from `data` into the float32
+ * tensor; a tensor of another type is LK_ERROR_TYPE. No other call may be
+ * using the tensor. */
 lk_status lk_tensor_write(lk_context *context, lk_tensor *tensor, const float *data, size_t count);
+
+/* Copies the elements of a tensor of any type but LK_STRING into `data`, laid
+ * out as the element types say; `byte_count` must be element count *
+ * lk_element_type_size(type) (LK_ERROR_BUFFER_TOO_SMALL when less,
+ * LK_ERROR_SHAPE when more). Any thread, while no call writes the tensor. */
+lk_status lk_tensor_read_bytes(lk_context *context, const lk_tensor *tensor, void *data, size_t byte_count);
 
 /* ---- Layers: ops, formulas and custom layers ------------------------------- */
 
@@ -288,14 +373,24 @@ lk_status lk_model_output_name(lk_context *context, lk_model *model, size_t inde
 lk_status lk_model_input_shape(lk_context *context, lk_model *model, size_t index, int64_t *shape,
                                size_t capacity, size_t *rank);
 
+/* The element type of input or output `index`, as the model declares it
+ * (LK_FLOAT32 when it declares none): the type lk_model_predict takes for
+ * that input and returns for that output. Any thread. */
+lk_status lk_model_input_type(lk_context *context, lk_model *model, size_t index, lk_element_type *type);
+lk_status lk_model_output_type(lk_context *context, lk_model *model, size_t index, lk_element_type *type);
+
 /* Runs the model: `inputs[i]` is the input named `names[i]` (`input_count`
- * of them, every input once). `outputs` receives one new tensor per model
- * output, in the model's output order; `output_capacity` must be at least
- * the output count (else LK_ERROR_BUFFER_TOO_SMALL); on failure no tensor is
- * made. `profiler` may be NULL (one run at a time per profiler). Any thread:
- * one model may be run by several threads at once; its runs take turns (a
- * model reuses its plans' memory run after run), so load one model per
- * thread to run in parallel. */
+ * of them, every input once), each of the element type the model declares
+ * for it (lk_model_input_type; otherwise LK_ERROR_TYPE, naming both types: a
+ * float32 tensor for an int64 input is refused, not converted). `outputs`
+ * receives one new tensor per model output, in the model's output order, of
+ * the type the model declares for it (lk_model_output_type; read a float32
+ * one with lk_tensor_read, any with lk_tensor_read_bytes); `output_capacity`
+ * must be at least the output count (else LK_ERROR_BUFFER_TOO_SMALL); on
+ * failure no tensor is made. `profiler` may be NULL (one run at a time per
+ * profiler). Any thread: one model may be run by several threads at once;
+ * its runs take turns (a model reuses its plans' memory run after run), so
+ * load one model per thread to run in parallel. */
 lk_status lk_model_predict(lk_context *context, lk_model *model, const char *const *names,
                            const lk_tensor *const *inputs, size_t input_count, lk_tensor **outputs,
                            size_t output_capacity, lk_profiler *profiler);

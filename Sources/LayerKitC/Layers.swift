@@ -184,7 +184,9 @@ public func lk_layer_apply(_ context: OpaquePointer?, _ layer: OpaquePointer?,
         let count = try TensorArguments.count(inputCount, "input_count")
         guard count >= 1 else { throw CAPIError.invalidArgument("input_count is 0: a layer takes at least one input") }
         guard let inputs else { throw CAPIError.invalidArgument("inputs is NULL") }
-        let tensors = try (0..<count).map { try TensorArguments.tensor(inputs[$0], "inputs[\($0)]") }
+        let tensors = try (0..<count).map {
+            try TensorArguments.tensor(inputs[$0], "inputs[\($0)]", takes: "layers take float32 tensors")
+        }
         let capacity = try TensorArguments.count(outputCapacity, "output_capacity")
         guard capacity == 0 || outputs != nil else { throw CAPIError.invalidArgument("outputs is NULL") }
         let recorder = try profiler.map { try Handle.object($0, as: Profiler.self, "the profiler") }

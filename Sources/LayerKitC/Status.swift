@@ -44,7 +44,7 @@ enum StaticStrings {
     nonisolated(unsafe) private static let names: [UnsafePointer<CChar>] = [
         "LK_OK", "LK_ERROR_INVALID_ARGUMENT", "LK_ERROR_SHAPE", "LK_ERROR_WEIGHTS", "LK_ERROR_FILE",
         "LK_ERROR_UNSUPPORTED", "LK_ERROR_GPU_UNAVAILABLE", "LK_ERROR_UNKNOWN_OP", "LK_ERROR_INVALID_MODEL",
-        "LK_ERROR_BUFFER_TOO_SMALL", "LK_ERROR_CALLBACK", "LK_ERROR_INTERNAL",
+        "LK_ERROR_BUFFER_TOO_SMALL", "LK_ERROR_CALLBACK", "LK_ERROR_INTERNAL", "LK_ERROR_TYPE",
     ].map(permanent)
     nonisolated(unsafe) private static let unknown = permanent("LK_ERROR_UNKNOWN_STATUS")
     nonisolated(unsafe) static let version = permanent(LayerKitVersion.number)

@@ -64,5 +64,21 @@ int main() {
     }
     std::printf("test_cxx: Swish from C++, max abs error %.3g over %lld points (bound 1e-6)\n", worst,
                 static_cast<long long>(count));
-    return worst <= 1e-6 && made == 1 ? 0 : 1;
+
+    // A typed tensor from C++: the element type constants and lk_element_type.
+    const std::vector<int64_t> ids = {(int64_t(1) << 40) + 1, -7};
+    const int64_t idsShape[] = {2};
+    lk_tensor *typed = nullptr;
+    if (lk_tensor_create_typed(context.get(), LK_INT64, idsShape, 1, ids.data(),
+                               ids.size() * lk_element_type_size(LK_INT64), &typed) != LK_OK) {
+        return fail(context.get(), "typed tensor");
+    }
+    TensorPtr typedHolder(typed);
+    lk_element_type type = 0;
+    std::vector<int64_t> back(2);
+    if (lk_tensor_element_type(context.get(), typed, &type) != LK_OK ||
+        lk_tensor_read_bytes(context.get(), typed, back.data(), back.size() * sizeof(int64_t)) != LK_OK) {
+        return fail(context.get(), "typed read");
+    }
+    return worst <= 1e-6 && made == 1 && type == LK_INT64 && back == ids ? 0 : 1;
 }

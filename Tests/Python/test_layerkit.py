@@ -27,6 +27,9 @@ import layerkit
 SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(SOURCE, "Tests", "LayerKitTests", "Fixtures", "models")
 ARTICLE = os.path.join(SOURCE, "Models", "article.onnx")
+# Models of int64, bool, float16, uint8, int32 and float64 values with onnxruntime's outputs
+# (Scripts/generate_typed_api_fixtures.py; Tests/C/test_typed.c reads them too).
+TYPED = os.path.join(SOURCE, "Tests", "LayerKitTests", "Fixtures", "typed-api")
 
 
 def swish64(x, beta):
@@ -177,6 +180,99 @@ class ModelTests(unittest.TestCase):
         model.close()
         with self.assertRaises(ValueError):
             model.predict({"image": self.image})
+
+
+def typed_case(name):
+    """(model path, inputs, expected outputs) of a typed-api fixture, the arrays in the graph's order."""
+    folder = os.path.join(TYPED, name)
+
+    def arrays(prefix):
+        found = []
+        while os.path.exists(os.path.join(folder, f"{prefix}_{len(found)}.npy")):
+            found.append(np.load(os.path.join(folder, f"{prefix}_{len(found)}.npy")))
+        return found
+
+    return os.path.join(folder, "model.onnx"), arrays("input"), arrays("output")
+
+
+class TypedModelTests(unittest.TestCase):
+    """Inputs in their own dtypes, outputs in the model's declared dtypes, nothing converted."""
+
+    def check_case(self, name, backend="cpu"):
+        path, inputs, expected = typed_case(name)
+        with layerkit.Model(path, backend=backend) as model:
+            self.assertEqual([model.input_types[n] for n in model.inputs], [a.dtype.name for a in inputs])
+            self.assertEqual([model.output_types[n] for n in model.outputs], [a.dtype.name for a in expected])
+            outputs = model.predict(dict(zip(model.inputs, inputs)))
+        self.assertEqual(list(outputs), model.outputs)
+        for output, want in zip(model.outputs, expected):
+            got = outputs[output]
+            self.assertEqual(got.dtype, want.dtype, output)
+            self.assertEqual(got.shape, want.shape, output)
+            # Exact: every expected value is exact in its type (-0.0 equals 0.0 here).
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}: output {output!r}")
+        return outputs
+
+    def test_int64_in_and_out_exact_past_2_to_the_24(self):
+        y = self.check_case("int64_add")["y"]
+        self.assertEqual(int(y[0]), 2**40 + 1)
+
+    def test_int64_passed_through(self):
+        self.check_case("int64_identity")
+
+    def test_int64_inputs_compared_to_a_bool_output(self):
+        self.check_case("int64_equal")
+
+    def test_bool_output_of_float_inputs(self):
+        self.assertEqual(self.check_case("less_bool")["y"].dtype, np.bool_)
+
+    def test_float16_in_and_out(self):
+        self.check_case("float16_relu")
+
+    def test_float_and_int64_index(self):
+        self.check_case("gather_index")
+
+    def test_uint8_float64_in_float64_int32_out(self):
+        self.check_case("mixed_types")
+
+    @needs_gpu
+    def test_on_the_gpu(self):
+        for name in ("int64_equal", "less_bool", "float16_relu", "gather_index", "mixed_types"):
+            with self.subTest(name):
+                self.check_case(name, backend="gpu")
+
+    def test_an_input_of_another_dtype_is_refused_naming_both(self):
+        path, (a, b), _ = typed_case("int64_add")
+        with layerkit.Model(path) as model:
+            for wrong in (b.astype(np.int32), b.astype(np.float32), b.astype(np.float64), b.astype(np.uint64)):
+                with self.subTest(str(wrong.dtype)), self.assertRaises(TypeError) as caught:
+                    model.predict({"a": a, "b": wrong})
+                self.assertIn(f"input 'b' is {wrong.dtype}; the model takes int64", str(caught.exception))
+        path, (x,), _ = typed_case("float16_relu")
+        with layerkit.Model(path) as model:
+            with self.assertRaisesRegex(TypeError, "input 'x' is float32; the model takes float16"):
+                model.predict({"x": x.astype(np.float32)})
+        path, (u, d), _ = typed_case("mixed_types")
+        with layerkit.Model(path) as model:
+            with self.assertRaisesRegex(TypeError, "input 'd' is float32; the model takes float64"):
+                model.predict({"u": u, "d": d.astype(np.float32)})
+            with self.assertRaisesRegex(TypeError, "input 'u' is bool; the model takes uint8"):
+                model.predict({"u": u.astype(bool), "d": d})
+
+    def test_float32_inputs_take_what_they_took(self):
+        # A float32 input converts what numpy converts to float32, as before typed inputs.
+        path, (a, b), (y,) = typed_case("less_bool")
+        with layerkit.Model(path) as model:
+            np.testing.assert_array_equal(model.predict({"a": a.astype(np.float64), "b": b.tolist()})["y"], y)
+            np.testing.assert_array_equal(model.predict({"a": a.astype(np.int32), "b": b.astype(np.float16)})["y"], y)
+
+    def test_lists_and_other_byte_orders(self):
+        path, (a, b), (y,) = typed_case("int64_equal")
+        with layerkit.Model(path) as model:
+            # Lists of ints are int64 to numpy; a big-endian int64 array is still int64 (2^40 + 1 vs 2^40).
+            got = model.predict({"a": a.tolist(), "b": b.astype(">i8")})["y"]
+        self.assertEqual(got.dtype, np.bool_)
+        np.testing.assert_array_equal(got, y)
 
 
 class CloseDuringUseTests(unittest.TestCase):

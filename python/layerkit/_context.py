@@ -81,38 +81,86 @@ def _float_pointer(array: np.ndarray):
     return array.ctypes.data_as(_native.c_float_p)
 
 
+#: The numpy dtypes that are lk_element_types, by code: every type a model
+#: takes or returns but strings and the types numpy lacks (bfloat16, the
+#: float8/6/4 and 4/2-bit types).
+_DTYPES = {code: np.dtype(name) for code, name in _native.ELEMENT_TYPE_NAMES.items()
+           if name in ("float32", "uint8", "int8", "uint16", "int16", "int32", "int64", "bool", "float16", "float64",
+                       "uint32", "uint64", "complex64", "complex128")}
+_CODES = {dtype: code for code, dtype in _DTYPES.items()}
+_DTYPES_BY_NAME = {dtype.name: dtype for dtype in _CODES}
+
+
+def dtype_of(type_name: str):
+    """The numpy dtype of an element type's name ("int64"), None when numpy has none."""
+    return _DTYPES_BY_NAME.get(type_name)
+
+
+def as_typed(array, what: str, type_name: str) -> np.ndarray:
+    """A C-contiguous copy of ``array`` in native byte order, which must be of
+    dtype ``type_name`` already (no conversion: TypeError naming both)."""
+    dtype = dtype_of(type_name)
+    if dtype is None:
+        raise TypeError(f"the model takes {type_name} for {what}, which numpy has no dtype for; "
+                        "the package cannot pass it")
+    try:
+        copy = np.array(array, order="C", copy=True)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{what} must be convertible to a numpy array: {error}") from None
+    if not copy.dtype.isnative:
+        copy = copy.astype(copy.dtype.newbyteorder("="))
+    if copy.dtype != dtype:
+        raise TypeError(f"{what} is {copy.dtype}; the model takes {dtype}, and nothing is converted "
+                        f"(pass array.astype(np.{dtype.name}))")
+    return copy
+
+
 @contextlib.contextmanager
 def tensor_from(ctx: Context, array: np.ndarray):
-    """An ``lk_tensor`` holding a copy of ``array`` (float32, C order), destroyed on exit."""
+    """An ``lk_tensor`` holding a copy of ``array`` (C order, native byte
+    order; float32 or another dtype of ``_DTYPES``), destroyed on exit."""
     shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
     pointer = _native.handle()
-    ctx.check(lib.lk_tensor_create(ctx.handle, shape, array.ndim, _float_pointer(array), ctypes.byref(pointer)))
+    if array.dtype == np.float32:
+        ctx.check(lib.lk_tensor_create(ctx.handle, shape, array.ndim, _float_pointer(array), ctypes.byref(pointer)))
+    else:
+        ctx.check(lib.lk_tensor_create_typed(ctx.handle, _CODES[array.dtype], shape, array.ndim,
+                                             array.ctypes.data_as(ctypes.c_void_p), array.nbytes,
+                                             ctypes.byref(pointer)))
     try:
         yield pointer
     finally:
         lib.lk_tensor_destroy(pointer)
 
 
-def take_array(ctx: Context, tensor) -> np.ndarray:
-    """Copies a tensor the library made into a new numpy array and destroys it."""
+def take_array(ctx: Context, tensor, what: str = "the output") -> np.ndarray:
+    """Copies a tensor the library made into a new numpy array of its own
+    element type and destroys it; TypeError for a type numpy has no dtype for."""
     try:
         shape = (ctypes.c_int64 * _native.MAX_RANK)()
         rank = ctypes.c_size_t(0)
+        code = ctypes.c_int32(0)
         ctx.check(lib.lk_tensor_shape(ctx.handle, tensor, shape, _native.MAX_RANK, ctypes.byref(rank)))
-        array = np.empty(tuple(shape[: rank.value]), dtype=np.float32)
-        ctx.check(lib.lk_tensor_read(ctx.handle, tensor, _float_pointer(array), array.size))
+        ctx.check(lib.lk_tensor_element_type(ctx.handle, tensor, ctypes.byref(code)))
+        dtype = _DTYPES.get(code.value)
+        if dtype is None:
+            name = _native.ELEMENT_TYPE_NAMES.get(code.value, f"element type {code.value}")
+            raise TypeError(f"{what} is {name}, which numpy has no dtype for; the package cannot return it")
+        array = np.empty(tuple(shape[: rank.value]), dtype=dtype)
+        ctx.check(lib.lk_tensor_read_bytes(ctx.handle, tensor, array.ctypes.data_as(ctypes.c_void_p), array.nbytes))
         return array
     finally:
         lib.lk_tensor_destroy(tensor)
 
 
-def take_arrays(ctx: Context, tensors) -> list:
-    """``take_array`` over every handle, destroying them all even when one read fails."""
+def take_arrays(ctx: Context, tensors, names=None) -> list:
+    """``take_array`` over every handle (``names`` naming them in errors),
+    destroying them all even when one read fails."""
     arrays, failure = [], None
-    for tensor in tensors:
+    for index, tensor in enumerate(tensors):
         try:
-            arrays.append(take_array(ctx, tensor))
-        except LayerKitError as error:
+            arrays.append(take_array(ctx, tensor, f"output {names[index]!r}" if names else "the output"))
+        except (LayerKitError, TypeError) as error:
             failure = failure or error
     if failure:
         raise failure

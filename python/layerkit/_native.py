@@ -23,6 +23,13 @@ LK_ERROR_BUFFER_TOO_SMALL = 9
 LK_COMPUTE = {"auto": 0, "cpu": 1, "gpu": 2}
 LK_DEVICE_KINDS = {0: "other", 1: "integrated", 2: "discrete", 3: "virtual", 4: "cpu"}
 MAX_RANK = 8
+#: The names of the C API's element types (lk_element_type, ONNX's codes), as LayerKit and numpy spell them.
+ELEMENT_TYPE_NAMES = {
+    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 8: "string", 9: "bool",
+    10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 14: "complex64", 15: "complex128", 16: "bfloat16",
+    17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz", 21: "uint4", 22: "int4",
+    23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2", 27: "float6e2m3", 28: "float6e3m2",
+}
 #: The header version this binding was written against (LK_API_VERSION).
 API_VERSION = 1
 
@@ -57,6 +64,9 @@ SIGNATURES = {
     "lk_tensor_shape": (status, [handle, handle, c_int64_p, c_size_t, c_size_t_p]),
     "lk_tensor_element_count": (status, [handle, handle, c_size_t_p]),
     "lk_tensor_read": (status, [handle, handle, c_float_p, c_size_t]),
+    "lk_tensor_create_typed": (status, [handle, c_int32, c_int64_p, c_size_t, c_void_p, c_size_t, handle_p]),
+    "lk_tensor_element_type": (status, [handle, handle, c_int32_p]),
+    "lk_tensor_read_bytes": (status, [handle, handle, c_void_p, c_size_t]),
     "lk_layer_create": (status, [handle, c_char_p, c_char_pp, c_double_p, c_size_t, handle_p]),
     "lk_layer_create_formula": (status, [handle, c_char_p, c_char_pp, c_double_p, c_size_t, c_char_pp, c_size_t,
                                          handle_p]),
@@ -73,6 +83,8 @@ SIGNATURES = {
     "lk_model_input_name": (status, [handle, handle, c_size_t, POINTER(c_char), c_size_t, c_size_t_p]),
     "lk_model_output_name": (status, [handle, handle, c_size_t, POINTER(c_char), c_size_t, c_size_t_p]),
     "lk_model_input_shape": (status, [handle, handle, c_size_t, c_int64_p, c_size_t, c_size_t_p]),
+    "lk_model_input_type": (status, [handle, handle, c_size_t, c_int32_p]),
+    "lk_model_output_type": (status, [handle, handle, c_size_t, c_int32_p]),
     "lk_model_predict": (status, [handle, handle, c_char_pp, handle_p, c_size_t, handle_p, c_size_t, handle]),
     "lk_profiler_create": (status, [handle, handle_p]),
     "lk_profiler_destroy": (None, [handle]),

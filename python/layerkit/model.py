@@ -8,7 +8,7 @@ from typing import Dict, Mapping, Optional
 import numpy as np
 
 from . import _native
-from ._context import as_float32, context, read_names, take_arrays, tensor_from
+from ._context import as_float32, as_typed, context, read_names, take_arrays, tensor_from
 from ._native import lib
 
 
@@ -42,6 +42,13 @@ class Model:
             self.outputs = read_names(self._context, lib.lk_model_output_count, lib.lk_model_output_name, handle)
             #: Each input's declared shape; a symbolic or unknown dim is -1.
             self.input_shapes = {name: self._input_shape(handle, index) for index, name in enumerate(self.inputs)}
+            #: Each input's element type as the model declares it, by name ("float32", "int64", "bool",
+            #: "float16", ...; "float32" when it declares none): the dtype :meth:`predict` takes.
+            self.input_types = {name: self._type(lib.lk_model_input_type, handle, index)
+                                for index, name in enumerate(self.inputs)}
+            #: Each output's element type, by name: the dtype :meth:`predict` returns it in.
+            self.output_types = {name: self._type(lib.lk_model_output_type, handle, index)
+                                 for index, name in enumerate(self.outputs)}
 
     @staticmethod
     def _release(shared, _context):
@@ -62,9 +69,22 @@ class Model:
                                                      _native.MAX_RANK, ctypes.byref(rank)))
         return tuple(shape[: rank.value])
 
+    def _type(self, function, handle, index: int) -> str:
+        code = ctypes.c_int32(0)
+        self._context.check(function(self._context.handle, handle, index, ctypes.byref(code)))
+        return _native.ELEMENT_TYPE_NAMES.get(code.value, f"element type {code.value}")
+
     def predict(self, inputs: Mapping[str, object], trace: Optional[str] = None) -> Dict[str, np.ndarray]:
         """Runs the model on ``{input name: array}`` (every input once) and
-        returns ``{output name: float32 array}`` in the model's output order.
+        returns ``{output name: array}`` in the model's output order, each
+        of the dtype the model declares for it (:attr:`output_types`).
+
+        The array for a float32 input may be anything numpy converts to
+        float32 (it is copied as float32, as it always was). The array for an
+        input of any other type (:attr:`input_types`: int64, int32, bool,
+        float16, float64, uint8, ...) must be of that dtype: another dtype is
+        a TypeError naming both, never converted. Lists and scalars are read
+        as ``np.array`` reads them (Python ints as int64).
 
         ``trace``, when given, is a path (str, bytes or os.PathLike) where the
         run's steps are written as a Chrome trace (open it in Perfetto).
@@ -76,7 +96,10 @@ class Model:
         # theirs run here (an __array__) may close it without effect on this call.
         names = list(inputs)
         c_names = _native.c_strings(names, "input name")
-        arrays = [as_float32(inputs[name], f"input {name!r}") for name in names]
+        # Unknown names go to the library as float32, which names the model's inputs in its error.
+        arrays = [as_float32(inputs[name], f"input {name!r}")
+                  if self.input_types.get(name, "float32") == "float32"
+                  else as_typed(inputs[name], f"input {name!r}", self.input_types[name]) for name in names]
         trace_path = None if trace is None else _native.c_path(trace, "the trace path")
         ctx = self._context
         with self._using() as handle, contextlib.ExitStack() as stack:
@@ -86,7 +109,7 @@ class Model:
             outputs = (_native.handle * max(len(self.outputs), 1))()
             ctx.check(lib.lk_model_predict(ctx.handle, handle, c_names, c_inputs, len(tensors), outputs,
                                            len(self.outputs), profiler))
-            results = take_arrays(ctx, outputs[: len(self.outputs)])
+            results = take_arrays(ctx, outputs[: len(self.outputs)], self.outputs)
             if profiler is not None:
                 ctx.check(lib.lk_profiler_write_trace(ctx.handle, profiler, trace_path))
         return dict(zip(self.outputs, results))

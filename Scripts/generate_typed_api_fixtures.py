@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Models with inputs and outputs of several element types, with onnxruntime's outputs,
+for the typed C API and Python package tests (Tests/C/test_typed.c, Tests/Python).
+
+Each case is a folder under Tests/LayerKitTests/Fixtures/typed-api/: model.onnx, and
+input_<i>.npy / output_<i>.npy in the graph's input and output order, each of the
+model's declared dtype (the C tests read .npy, not TensorProtos). Every expected value
+is exact in its type (integers, bools, float16 and float64 values that float32 holds),
+so the tests compare bytes. Run with onnx 1.23.2, onnxruntime 1.32.0:
+    python Scripts/generate_typed_api_fixtures.py
+"""
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto as T, helper as h
+
+OUT = os.path.join(os.path.dirname(__file__), "..", "Tests", "LayerKitTests", "Fixtures", "typed-api")
+
+
+def case(name, nodes, inputs, outputs, feeds, opset=17):
+    graph = h.make_graph(nodes, name, [h.make_tensor_value_info(n, t, s) for n, t, s in inputs],
+                         [h.make_tensor_value_info(n, t, s) for n, t, s in outputs])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="generate_typed_api_fixtures")
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    folder = os.path.join(OUT, name)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    onnx.save(model, os.path.join(folder, "model.onnx"))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    results = session.run(None, {n: feeds[n] for n, _, _ in inputs})
+    for i, (n, t, _) in enumerate(inputs):
+        assert feeds[n].dtype == h.tensor_dtype_to_np_dtype(t), (name, n)
+        np.save(os.path.join(folder, f"input_{i}.npy"), feeds[n])
+    for i, ((n, t, _), value) in enumerate(zip(outputs, results)):
+        assert value.dtype == h.tensor_dtype_to_np_dtype(t), (name, n, value.dtype)
+        np.save(os.path.join(folder, f"output_{i}.npy"), value)
+
+
+def main():
+    big = 2**40
+    # int64 in and out past float32's 2^24 (and float64's 2^53): exact only if no value goes through a float.
+    case("int64_add", [h.make_node("Add", ["a", "b"], ["y"])],
+         [("a", T.INT64, [4]), ("b", T.INT64, [4])], [("y", T.INT64, [4])],
+         {"a": np.array([big, 5, -3, 2**62], np.int64), "b": np.array([1, 2**33 + 1, 3, 2**53 + 1], np.int64)})
+    # The input itself as the output: nothing computed.
+    case("int64_identity", [h.make_node("Identity", ["x"], ["y"])],
+         [("x", T.INT64, [2, 2])], [("y", T.INT64, [2, 2])],
+         {"x": np.array([[big + 1, -(big + 1)], [2**24 + 1, 7]], np.int64)})
+    # int64 values that float32 cannot tell apart, compared: a bool output of int64 inputs.
+    case("int64_equal", [h.make_node("Equal", ["a", "b"], ["y"])],
+         [("a", T.INT64, [4]), ("b", T.INT64, [4])], [("y", T.BOOL, [4])],
+         {"a": np.array([big + 1, 3, -big, 2**24 + 1], np.int64), "b": np.array([big, 3, -big, 2**24], np.int64)})
+    # A bool output of float inputs.
+    case("less_bool", [h.make_node("Less", ["a", "b"], ["y"])],
+         [("a", T.FLOAT, [4]), ("b", T.FLOAT, [4])], [("y", T.BOOL, [4])],
+         {"a": np.array([1, 5, -3, 0], np.float32), "b": np.array([2, 2, 2, 0], np.float32)})
+    # float16 in and out, with a float32 step between; 65504 is float16's largest.
+    case("float16_relu", [h.make_node("Cast", ["x"], ["f"], to=T.FLOAT), h.make_node("Relu", ["f"], ["r"]),
+                          h.make_node("Cast", ["r"], ["y"], to=T.FLOAT16)],
+         [("x", T.FLOAT16, [5])], [("y", T.FLOAT16, [5])],
+         {"x": np.array([-1.5, 0.333, 2.0, 65504, -0.0], np.float16)})
+    # A float input and an int64 index: the index steers a float computation.
+    case("gather_index", [h.make_node("Gather", ["x", "i"], ["y"], axis=0)],
+         [("x", T.FLOAT, [3, 2]), ("i", T.INT64, [2])], [("y", T.FLOAT, [2, 2])],
+         {"x": np.arange(6, dtype=np.float32).reshape(3, 2), "i": np.array([2, 0], np.int64)})
+    # uint8 and float64 in; float64 and int32 out (values float32 holds exactly).
+    case("mixed_types", [h.make_node("Cast", ["u"], ["uf"], to=T.DOUBLE), h.make_node("Add", ["uf", "d"], ["y"]),
+                         h.make_node("Cast", ["d"], ["z"], to=T.INT32)],
+         [("u", T.UINT8, [4]), ("d", T.DOUBLE, [4])], [("y", T.DOUBLE, [4]), ("z", T.INT32, [4])],
+         {"u": np.array([0, 1, 200, 255], np.uint8), "d": np.array([0.5, -2.75, 1024.0, -7.0], np.float64)})
+    print("wrote", len(os.listdir(OUT)), "cases under", os.path.normpath(OUT))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
