@@ -66,9 +66,17 @@ struct ONNXImporter {
         var total = 0
         // Names made by nodes that failed (surveying) and everything downstream of them.
         var unreachable = Set<String>()
+        // Declared element types of the graph inputs (CastLike's runtime targets).
+        var declaredTypes: [String: ElementType] = [:]
         for input in model.graph.feedInputs {
+            if let code = input.elementType?.rawValue, let type = ElementType(rawValue: code) { declaredTypes[input.name] = type }
             if let value = inputValues[input.name] {
-                constants[input.name] = value
+                // Values come as int64; they fold in the input's declared type (an int32 input wraps as int32).
+                if let type = declaredTypes[input.name], type.isInteger, value.dataType.rawValue != type.rawValue {
+                    constants[input.name] = ONNXTensor(name: input.name, typed: try value.typed().converted(to: type))
+                } else {
+                    constants[input.name] = value
+                }
                 continue
             }
             if survey != nil, let type = input.elementType, !type.isFloatingPoint {
@@ -110,7 +118,10 @@ struct ONNXImporter {
                     "node '\(name)' (\(node.opType)) reads '\(input)', which no input, initializer or earlier node makes")
             }
             let known = node.inputs.map { valueIndex[$0] == nil ? constants[$0] : nil }
-            let context = ONNXNodeContext(node: named, opset: opset, inputShapes: shapes, initializers: known)
+            var context = ONNXNodeContext(node: named, opset: opset, inputShapes: shapes, initializers: known)
+            context.inputTypes = zip(node.inputs, known).map { input, constant in
+                constant.flatMap { ElementType(rawValue: $0.dataType.rawValue) } ?? declaredTypes[input]
+            }
             if node.isStandard, let folded = try fold(context, known) {
                 for (output, tensor) in zip(node.outputs, folded) where !output.isEmpty {
                     var tensor = tensor
@@ -202,9 +213,11 @@ struct ONNXImporter {
             if let index = valueIndex[output.name] {
                 graph.outputs.append(index)
             } else if let constant = constants[output.name] {
-                // A graph output known at load (everything before it folded).
-                let tensor = try Tensor(shape: constant.dims, values: ONNXFolding.isInteger(constant)
-                                        ? constant.int64s().map(Float.init) : constant.floats())
+                // A graph output known at load (everything before it folded): its
+                // exact typed value, and a float32 constant of it for the plan.
+                let typed = try constant.typed()
+                let tensor = typed.elementType == .string ? try Tensor(shape: typed.shape) : try typed.float32Tensor()
+                graph.knownOutputs[graph.outputs.count] = typed
                 graph.outputs.append(graph.addValue(output.name, shape: tensor.shape, constant: tensor))
             } else {
                 throw LayerKitError.invalidModel("graph output '\(output.name)' is made by no node")
@@ -254,13 +267,17 @@ struct ONNXImporter {
         do {
             let shapes = try layer.outputShapes(forInputShapes: data.map(\.dims))
             for shape in shapes { _ = try ONNXFolding.checkedCount(shape, node) }
-            if data.contains(where: ONNXFolding.isInteger) {
-                guard let mover = layer as? ElementMovingLayer else { return nil }
-                let outputs = try ONNXImporter.move(mover, data.map { try $0.int64s().map { Int64($0) } },
-                                                    shapes: data.map(\.dims), outputShapes: shapes)
-                return zip(shapes, outputs).map { ONNXTensor(name: "", dims: $0, int64s: $1) }
+            if let mover = layer as? ElementMovingLayer {
+                // Element movement is exact for every type: it moves the elements as they are.
+                let typed = try data.map { try $0.typed() }
+                guard Set(typed.map(\.elementType)).count == 1 else {
+                    throw node.error("its inputs are \(typed.map { "\($0.elementType)" }.joined(separator: " and ")); "
+                                     + "the op takes one element type")
+                }
+                return try ONNXImporter.move(mover, typed, outputShapes: shapes).map { ONNXTensor(name: "", typed: $0) }
             }
-            let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.floats()) }
+            if data.contains(where: { !(ElementType(rawValue: $0.dataType.rawValue)?.isFloatingPoint ?? false) }) { return nil }
+            let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.anyFloats()) }
             let outputs = try shapes.map { try Tensor(shape: $0) }
             try layer.evaluate(inputs: tensors, outputs: outputs)
             return outputs.map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) }
@@ -269,24 +286,54 @@ struct ONNXImporter {
         }
     }
 
-    /// `mover`'s element movement on Int64 `inputs` of `shapes`, into outputs of `outputShapes`.
-    private static func move(_ mover: ElementMovingLayer, _ inputs: [[Int64]], shapes: [[Int]],
-                             outputShapes: [[Int]]) throws -> [[Int64]] {
+    /// `mover`'s element movement on `inputs` (all of one element type),
+    /// into outputs of `outputShapes` of that type: on the elements' bits
+    /// (strings as they are), so any type moves exactly.
+    private static func move(_ mover: ElementMovingLayer, _ inputs: [TypedTensor],
+                             outputShapes: [[Int]]) throws -> [TypedTensor] {
+        let type = inputs[0].elementType
+        if type == .string {
+            return try zip(moveElements(mover, inputs.map(\.strings), shapes: inputs.map(\.shape), outputShapes: outputShapes, zero: ""),
+                           outputShapes).map { try TypedTensor(shape: $1, strings: $0) }
+        }
+        // Every element's bits, zero-extended to a word; stored back in the type's width.
+        let words = inputs.map { tensor in
+            tensor.elementType.isInteger ? tensor.integers() : (0..<tensor.count).map { i in
+                let width = tensor.bytes.count / max(tensor.count, 1)
+                return (0..<width).reduce(Int64(0)) { $0 | Int64(tensor.bytes[i * width + $1]) << Int64(8 * $1) }
+            }
+        }
+        let moved = try moveElements(mover, words, shapes: inputs.map(\.shape), outputShapes: outputShapes, zero: 0)
+        return try zip(moved, outputShapes).map { values, shape in
+            guard !type.isInteger, let width = type.byteWidth else { return try TypedTensor(type, shape: shape, integers: values) }
+            let bytes = values.flatMap { word in (0..<width).map { UInt8(truncatingIfNeeded: word >> Int64(8 * $0)) } }
+            return try TypedTensor(elementType: type, shape: shape, bytes: bytes)
+        }
+    }
+
+    /// `mover`'s element movement on arrays of `Element`, into outputs of `outputShapes`.
+    private static func moveElements<Element>(_ mover: ElementMovingLayer, _ inputs: [[Element]], shapes: [[Int]],
+                                              outputShapes: [[Int]], zero: Element) throws -> [[Element]] {
         let sources = inputs.map { values in
-            let buffer = UnsafeMutableBufferPointer<Int64>.allocate(capacity: max(values.count, 1))
+            let buffer = UnsafeMutableBufferPointer<Element>.allocate(capacity: max(values.count, 1))
             _ = buffer.initialize(from: values)
-            return buffer
+            return (buffer, values.count)
         }
         let targets = try outputShapes.map { shape in
             let count = try Tensor.elementCount(of: shape)
-            let buffer = UnsafeMutableBufferPointer<Int64>.allocate(capacity: max(count, 1))
-            buffer.initialize(repeating: 0)
-            return UnsafeMutableBufferPointer(rebasing: buffer[..<count])
+            let buffer = UnsafeMutableBufferPointer<Element>.allocate(capacity: max(count, 1))
+            buffer.initialize(repeating: zero)
+            return (buffer, count)
         }
-        defer { (sources + targets).forEach { $0.baseAddress?.deallocate() } }
-        try mover.moveElements(inputs: zip(sources, inputs).map { UnsafeBufferPointer(rebasing: $0[..<$1.count]) },
-                               inputShapes: shapes, outputs: targets)
-        return targets.map(Array.init)
+        defer {
+            for (buffer, _) in sources + targets {
+                buffer.deinitialize()
+                buffer.deallocate()
+            }
+        }
+        try mover.moveElements(inputs: sources.map { UnsafeBufferPointer(rebasing: $0.0[..<$0.1]) },
+                               inputShapes: shapes, outputs: targets.map { UnsafeMutableBufferPointer(rebasing: $0.0[..<$0.1]) })
+        return targets.map { Array($0.0[..<$0.1]) }
     }
 
     /// A node as a layer: a standard op, or a custom layer from the registry.
