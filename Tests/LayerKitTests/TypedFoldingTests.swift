@@ -102,6 +102,19 @@ import LayerKitONNX
         ONNXBytes.tensor(name, dims: [Int64(values.count)], type: 1, PB.bytes(9, PB.littleEndian(values.map(\.bitPattern))))
     }
 
+    /// A bool computed at load (Equal of float constants) is the condition
+    /// of a Where that runs: the layer reads it as 0 and 1.
+    @Test func aFoldedMaskConditionsARuntimeWhere() throws {
+        let data = Self.model([ONNXBytes.node("Equal", inputs: ["a", "b"], outputs: ["c"], name: "eq"),
+                               ONNXBytes.node("Where", inputs: ["c", "x", "z"], outputs: ["y"], name: "w")],
+                              inputs: [ModelGraphTests.value("x", [3]), ModelGraphTests.value("z", [3])],
+                              initializers: [Self.floats("a", [1, 2, 3]), Self.floats("b", [1, 0, 3])])
+        let model = try Model(data: data, computeUnits: .cpuOnly)
+        let y = try model.predict(inputs: ["x": Tensor(shape: [3], values: [10, 20, 30]),
+                                           "z": Tensor(shape: [3], values: [-1, -2, -3])])["y"]
+        #expect(y?.values == [10, -2, 30])
+    }
+
     @Test func integerDivisionByZeroIsAnErrorNamingTheNode() {
         for op in ["Div", "Mod"] {
             let data = Self.model([ONNXBytes.node(op, inputs: ["a", "b"], outputs: ["y"], name: "d")],

@@ -296,18 +296,31 @@ struct ONNXImporter {
             return try zip(moveElements(mover, inputs.map(\.strings), shapes: inputs.map(\.shape), outputShapes: outputShapes, zero: ""),
                            outputShapes).map { try TypedTensor(shape: $1, strings: $0) }
         }
-        // Every element's bits, zero-extended to a word; stored back in the type's width.
+        // Every element's bits as a word of the type's width, stored back as they were.
+        switch type.byteWidth {
+        case 2: return try moveWords(mover, inputs, UInt16.self, outputShapes: outputShapes)
+        case 4: return try moveWords(mover, inputs, UInt32.self, outputShapes: outputShapes)
+        case 8: return try moveWords(mover, inputs, UInt64.self, outputShapes: outputShapes)
+        default: return try moveWords(mover, inputs, UInt8.self, outputShapes: outputShapes)
+        }
+    }
+
+    /// `move` on the elements' little-endian words of type `Word` (the element type's width).
+    private static func moveWords<Word: FixedWidthInteger>(_ mover: ElementMovingLayer, _ inputs: [TypedTensor], _: Word.Type,
+                                                           outputShapes: [[Int]]) throws -> [TypedTensor] {
+        let size = MemoryLayout<Word>.size
         let words = inputs.map { tensor in
-            tensor.elementType.isInteger ? tensor.integers() : (0..<tensor.count).map { i in
-                let width = tensor.bytes.count / max(tensor.count, 1)
-                return (0..<width).reduce(Int64(0)) { $0 | Int64(tensor.bytes[i * width + $1]) << Int64(8 * $1) }
+            tensor.bytes.withUnsafeBytes { raw in
+                (0..<tensor.count).map { Word(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * size, as: Word.self)) }
             }
         }
         let moved = try moveElements(mover, words, shapes: inputs.map(\.shape), outputShapes: outputShapes, zero: 0)
         return try zip(moved, outputShapes).map { values, shape in
-            guard !type.isInteger, let width = type.byteWidth else { return try TypedTensor(type, shape: shape, integers: values) }
-            let bytes = values.flatMap { word in (0..<width).map { UInt8(truncatingIfNeeded: word >> Int64(8 * $0)) } }
-            return try TypedTensor(elementType: type, shape: shape, bytes: bytes)
+            var bytes = [UInt8](repeating: 0, count: values.count * size)
+            bytes.withUnsafeMutableBytes { raw in
+                for (i, word) in values.enumerated() { raw.storeBytes(of: word.littleEndian, toByteOffset: i * size, as: Word.self) }
+            }
+            return try TypedTensor(elementType: inputs[0].elementType, shape: shape, bytes: bytes)
         }
     }
 

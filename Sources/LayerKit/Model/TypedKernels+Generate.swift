@@ -19,7 +19,17 @@ extension TypedKernels {
         let count = try ONNXFolding.checkedCount(shape, node)
         let value = try node.node.tensor("value")?.typed() ?? TypedTensor(.float32, shape: [1], doubles: [0])
         guard value.count == 1 else { throw node.error("value must hold one element") }
-        return [try TypedTensor.gathering([value], Array(repeating: (0, 0), count: count), shape: shape)]
+        guard let width = value.elementType.byteWidth else {
+            return [try TypedTensor(shape: shape, strings: Array(repeating: value.strings[0], count: count))]
+        }
+        // The element's bytes, repeated (up to the tensor limit: no per-element bookkeeping).
+        var bytes = [UInt8](repeating: 0, count: count * width)
+        value.bytes.withUnsafeBytes { element in
+            bytes.withUnsafeMutableBytes { raw in
+                for i in 0..<count { (raw.baseAddress! + i * width).copyMemory(from: element.baseAddress!, byteCount: width) }
+            }
+        }
+        return [try TypedTensor(elementType: value.elementType, shape: shape, bytes: bytes)]
     }
 
     /// Range of any numeric type: max(ceil((limit - start) / delta), 0)

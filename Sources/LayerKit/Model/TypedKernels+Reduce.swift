@@ -16,7 +16,20 @@ extension TypedKernels {
         "CumSum": cumulativeSum,
     ]
 
-    enum Reduction { case sum, prod, min, max, mean }
+    enum Reduction {
+        case sum, prod, min, max, mean
+
+        /// The op's name, for the overflow error.
+        var name: String {
+            switch self {
+            case .sum: "ReduceSum"
+            case .prod: "ReduceProd"
+            case .min: "ReduceMin"
+            case .max: "ReduceMax"
+            case .mean: "ReduceMean"
+            }
+        }
+    }
 
     /// The reduced axes (attribute, or input 1: ReduceSum from opset 13, the
     /// others from 18), nil for "no reduction" (`noop_with_empty_axes`).
@@ -65,7 +78,6 @@ extension TypedKernels {
         let keep = try node.int("keepdims", default: 1) != 0
         let shape = (0..<rank).compactMap { reduced.contains($0) ? (keep ? 1 : nil) : data.shape[$0] }
         let (slots, count) = try slots(data.shape, reducing: reduced, node)
-        let name = ["ReduceSum", "ReduceProd", "ReduceMin", "ReduceMax", "ReduceMean"][[.sum, .prod, .min, .max, .mean].firstIndex(of: op)!]
         switch Lanes(data) {
         case .signed(let v):
             let checked = isChecked(type)
@@ -77,7 +89,7 @@ extension TypedKernels {
                 case .min: return Swift.min(a, b)
                 case .max: return Swift.max(a, b)
                 }
-                if overflowed && checked { throw overflow(name) }
+                if overflowed && checked { throw overflow(op.name) }
                 return value
             }
             let initial: Int64 = op == .prod ? 1 : op == .min ? .max : op == .max ? .min : 0

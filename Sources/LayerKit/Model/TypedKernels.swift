@@ -227,21 +227,16 @@ extension TypedTensor {
         }
         return try TypedTensor(elementType: type, shape: shape, bytes: bytes)
     }
-
-    /// `self` with `shape` (the same element count).
-    func reshaped(_ shape: [Int]) throws -> TypedTensor {
-        elementType == .string ? try TypedTensor(shape: shape, strings: strings)
-            : try TypedTensor(elementType: elementType, shape: shape, bytes: bytes)
-    }
 }
 
 extension ONNXTensor {
     /// The values as Floats, from any float type: FLOAT, FLOAT16 and DOUBLE
     /// as `floats()` reads them, bfloat16 and the float8/6/4 types (which
     /// folding makes, a Cast of weights to bfloat16) exactly through
-    /// `TypedTensor`.
+    /// `TypedTensor`; and BOOL as 0 and 1 (a folded `Equal` is a Where's
+    /// condition at run time). Integers are refused, as `floats()` does.
     func anyFloats() throws -> [Float] {
-        if !dataType.isFloatingPoint, let type = ElementType(rawValue: dataType.rawValue), type.isFloatingPoint {
+        if !dataType.isFloatingPoint, let type = ElementType(rawValue: dataType.rawValue), type.isFloatingPoint || type == .bool {
             return try typed().doubles().map { Float($0) }
         }
         return try floats()
