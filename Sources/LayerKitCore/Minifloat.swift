@@ -85,8 +85,10 @@ struct Minifloat: Sendable {
         if magnitude.isInfinite || magnitude > decode(largestFiniteCode) {
             // A value just past the largest finite one may still round down to it.
             if !magnitude.isInfinite, roundedCode(magnitude) <= largestFiniteCode { return sign | roundedCode(magnitude) }
-            // The FNUZ formats make infinity NaN even when saturating (ONNX Cast's table).
-            if nanCode == 0x80 && (magnitude.isInfinite || !saturate) { return 0x80 }
+            // The FNUZ formats have no infinity: without saturate, out of range is NaN. Saturating,
+            // infinity becomes the largest finite value too, as onnxruntime and the ONNX reference
+            // do (ONNX Cast's table says NaN).
+            if nanCode == 0x80 && !saturate { return 0x80 }
             if saturate || (!ieeeSpecials && nanCode == nil) { return sign | largestFiniteCode }
             if ieeeSpecials { return sign | UInt32(maxExponent) << UInt32(mantissaBits) }
             return (nanCode ?? 0) | sign

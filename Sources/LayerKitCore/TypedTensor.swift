@@ -166,7 +166,23 @@ public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
                 ? try TypedTensor(type, shape: shape, unsignedIntegers: (0..<count).map { word($0) })
                 : try TypedTensor(type, shape: shape, integers: integers())
         }
-        // Float (or string) to integer: truncated toward zero, then wrapped to the width.
+        // To bool: anything non-zero is true (0.5 and NaN too), as onnxruntime.
+        if type == .bool { return try TypedTensor(.bool, shape: shape, integers: doubles().map { $0 != 0 ? 1 : 0 }) }
+        if type.isInteger, elementType == .string {
+            // Integer text is read exactly (through Double, 2^63 - 1 would round past Int64); other text as a float.
+            return try TypedTensor(type, shape: shape, integers: strings.indices.map { i in
+                let text = strings[i].trimmingCharacters(in: .whitespaces)
+                return Int64(text) ?? UInt64(text).map { Int64(bitPattern: $0) } ?? integer(at: i)
+            })
+        }
+        if type == .int4 || type == .uint4 {
+            // onnxruntime rounds a float to the nearest 4-bit integer, halves away from zero, then wraps (NaN is 0).
+            return try TypedTensor(type, shape: shape, integers: doubles().map { value in
+                let rounded = value.rounded()
+                return rounded.isNaN ? 0 : abs(rounded) < 0x1p63 ? Int64(rounded) : .min
+            })
+        }
+        // Float to integer: truncated toward zero, then wrapped to the width.
         if type.isInteger { return try TypedTensor(type, shape: shape, integers: integers()) }
         return try TypedTensor(type, shape: shape, doubles: doubles(), saturate: saturate)
     }
@@ -190,11 +206,13 @@ public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// A float as ONNX's Cast to string prints it (numpy's shortest form).
+    /// A float as onnxruntime's Cast to string prints it: C's "%.8g" for
+    /// every float type ("-2", "0.1", "9.9999997e-06", "1.2345679e+08"),
+    /// "NaN", "INF" and "-INF".
     private static func text(_ value: Double) -> String {
         if value.isNaN { return "NaN" }
         if value.isInfinite { return value < 0 ? "-INF" : "INF" }
-        return "\(Float(value))"
+        return String(format: "%.8g", value)
     }
 
     /// `int64 [2, 3]`.

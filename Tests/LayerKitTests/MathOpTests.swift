@@ -136,7 +136,7 @@ struct MathOpTests {
             (Self.model("Mod", inputs: [[2, 3], [2, 3]], attributes: [Self.int("fmod", 2)]), "fmod must be 0 or 1"),
             (Self.model("PRelu", inputs: [[3], [2, 3]]), "does not broadcast to X"),
             (Self.model("Cast", inputs: [[2]], attributes: [Self.int("to", 8)]), "Cast to STRING"),
-            (Self.model("CastLike", inputs: [[2], [2]]), "must be an initializer"),
+            // (CastLike of a graph input's declared type runs; a target of unknown type: TypedFoldingTests.)
             (Self.model("Where", inputs: [[2], [3], [4]]), "do not broadcast"),
             (Self.model("Gemm", inputs: [[2, 3], [3, 4], [4]], attributes: [Self.int("broadcast", 0)], opset: 6),
              "must be [M, N] = 2x4 with broadcast 0"),

@@ -40,6 +40,13 @@ struct ModelGraph {
     /// Value indices of the graph's inputs and outputs, in the model's order.
     var inputs: [Int] = []
     var outputs: [Int] = []
+    /// The exact values of the graph outputs known at load (everything
+    /// before them folded), by position in `outputs`: their ONNX element
+    /// type and elements as onnxruntime computes them (int64, bool, float16,
+    /// strings...). Such an output's value in `values` is a float32 constant
+    /// of the same elements (`TypedTensor.float32Tensor()`); `Model` returns
+    /// this typed value where it can give the output's own type.
+    var knownOutputs: [Int: TypedTensor] = [:]
 
     /// `layer` alone, on inputs of `inputShapes`: the graph a single-layer
     /// run plans and executes.

@@ -5,8 +5,9 @@ import Foundation
 ///
 /// Such a layer writes its element movement once, generic over the element
 /// type: the CPU evaluator runs it on Float32 tensors, and the load-time
-/// folding runs the same code on the Int64 values of shape arithmetic
-/// (`Shape → Gather → Concat → Reshape`), so the two can never disagree.
+/// folding runs the same code on the bits of constants of any element type
+/// (the int64 values of `Shape → Gather → Concat → Reshape`, float16
+/// weights, strings), so the two can never disagree.
 protocol ElementMovingLayer: Layer {
     /// Moves elements of `inputs` (of `inputShapes`, row-major) into
     /// `outputs` (of the shapes `outputShapes(forInputShapes:)` gives).

@@ -340,11 +340,18 @@ public final class Model: @unchecked Sendable {
             tensors.append(valueInput ? try Tensor(shape: value.shape) : try value.float32Tensor())
             values.append(valueInput ? value : nil)
         }
-        let results = try run(tensors: tensors, values: values, outputs: [:], profiler: profiler, prepareRun: nil)
+        var known: [Int: TypedTensor] = [:]
+        let results = try run(tensors: tensors, values: values, outputs: [:], profiler: profiler) { plan, _ in
+            known = plan.graph.knownOutputs
+        }
         var typed: [String: TypedTensor] = [:]
-        for output in outputs {
-            guard let result = results[output.name] else { continue }
-            typed[output.name] = try Model.typed(result, as: output.dataType ?? .float32)
+        for (k, output) in outputs.enumerated() {
+            // An output known at load is exact in its own type; the others are float32 results.
+            if let value = known[k] {
+                typed[output.name] = try value.converted(to: output.dataType ?? value.elementType)
+            } else if let result = results[output.name] {
+                typed[output.name] = try Model.typed(result, as: output.dataType ?? .float32)
+            }
         }
         return typed
     }

@@ -66,9 +66,17 @@ struct ONNXImporter {
         var total = 0
         // Names made by nodes that failed (surveying) and everything downstream of them.
         var unreachable = Set<String>()
+        // Declared element types of the graph inputs (CastLike's runtime targets).
+        var declaredTypes: [String: ElementType] = [:]
         for input in model.graph.feedInputs {
+            if let code = input.elementType?.rawValue, let type = ElementType(rawValue: code) { declaredTypes[input.name] = type }
             if let value = inputValues[input.name] {
-                constants[input.name] = value
+                // Values come as int64; they fold in the input's declared type (an int32 input wraps as int32).
+                if let type = declaredTypes[input.name], type.isInteger, value.dataType.rawValue != type.rawValue {
+                    constants[input.name] = ONNXTensor(name: input.name, typed: try value.typed().converted(to: type))
+                } else {
+                    constants[input.name] = value
+                }
                 continue
             }
             if survey != nil, let type = input.elementType, !type.isFloatingPoint {
@@ -112,6 +120,9 @@ struct ONNXImporter {
             let known = node.inputs.map { valueIndex[$0] == nil ? constants[$0] : nil }
             var context = ONNXNodeContext(node: named, opset: opset, inputShapes: shapes, initializers: known)
             context.requests = requests
+            context.inputTypes = zip(node.inputs, known).map { input, constant in
+                constant.flatMap { ElementType(rawValue: $0.dataType.rawValue) } ?? declaredTypes[input]
+            }
             if node.isStandard, let folded = try fold(context, known) {
                 for (output, tensor) in zip(node.outputs, folded) where !output.isEmpty {
                     var tensor = tensor
@@ -203,9 +214,11 @@ struct ONNXImporter {
             if let index = valueIndex[output.name] {
                 graph.outputs.append(index)
             } else if let constant = constants[output.name] {
-                // A graph output known at load (everything before it folded).
-                let tensor = try Tensor(shape: constant.dims, values: ONNXFolding.isInteger(constant)
-                                        ? constant.int64s().map(Float.init) : constant.floats())
+                // A graph output known at load (everything before it folded): its
+                // exact typed value, and a float32 constant of it for the plan.
+                let typed = try constant.typed()
+                let tensor = typed.elementType == .string ? try Tensor(shape: typed.shape) : try typed.float32Tensor()
+                graph.knownOutputs[graph.outputs.count] = typed
                 graph.outputs.append(graph.addValue(output.name, shape: tensor.shape, constant: tensor))
             } else {
                 throw LayerKitError.invalidModel("graph output '\(output.name)' is made by no node")
@@ -270,13 +283,17 @@ struct ONNXImporter {
         do {
             let shapes = try layer.outputShapes(forInputShapes: data.map(\.dims))
             for shape in shapes { _ = try ONNXFolding.checkedCount(shape, node) }
-            if data.contains(where: ONNXFolding.isInteger) {
-                guard let mover = layer as? ElementMovingLayer else { return nil }
-                let outputs = try ONNXImporter.move(mover, data.map { try $0.int64s().map { Int64($0) } },
-                                                    shapes: data.map(\.dims), outputShapes: shapes)
-                return zip(shapes, outputs).map { ONNXTensor(name: "", dims: $0, int64s: $1) }
+            if let mover = layer as? ElementMovingLayer {
+                // Element movement is exact for every type: it moves the elements as they are.
+                let typed = try data.map { try $0.typed() }
+                guard Set(typed.map(\.elementType)).count == 1 else {
+                    throw node.error("its inputs are \(typed.map { "\($0.elementType)" }.joined(separator: " and ")); "
+                                     + "the op takes one element type")
+                }
+                return try ONNXImporter.move(mover, typed, outputShapes: shapes).map { ONNXTensor(name: "", typed: $0) }
             }
-            let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.floats()) }
+            if data.contains(where: { !(ElementType(rawValue: $0.dataType.rawValue)?.isFloatingPoint ?? false) }) { return nil }
+            let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.anyFloats()) }
             let outputs = try shapes.map { try Tensor(shape: $0) }
             try layer.evaluate(inputs: tensors, outputs: outputs)
             return outputs.map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) }
@@ -285,24 +302,67 @@ struct ONNXImporter {
         }
     }
 
-    /// `mover`'s element movement on Int64 `inputs` of `shapes`, into outputs of `outputShapes`.
-    private static func move(_ mover: ElementMovingLayer, _ inputs: [[Int64]], shapes: [[Int]],
-                             outputShapes: [[Int]]) throws -> [[Int64]] {
+    /// `mover`'s element movement on `inputs` (all of one element type),
+    /// into outputs of `outputShapes` of that type: on the elements' bits
+    /// (strings as they are), so any type moves exactly.
+    private static func move(_ mover: ElementMovingLayer, _ inputs: [TypedTensor],
+                             outputShapes: [[Int]]) throws -> [TypedTensor] {
+        let type = inputs[0].elementType
+        if type == .string {
+            return try zip(moveElements(mover, inputs.map(\.strings), shapes: inputs.map(\.shape), outputShapes: outputShapes, zero: ""),
+                           outputShapes).map { try TypedTensor(shape: $1, strings: $0) }
+        }
+        // Every element's bits as a word of the type's width, stored back as they were.
+        switch type.byteWidth {
+        case 2: return try moveWords(mover, inputs, UInt16.self, outputShapes: outputShapes)
+        case 4: return try moveWords(mover, inputs, UInt32.self, outputShapes: outputShapes)
+        case 8: return try moveWords(mover, inputs, UInt64.self, outputShapes: outputShapes)
+        default: return try moveWords(mover, inputs, UInt8.self, outputShapes: outputShapes)
+        }
+    }
+
+    /// `move` on the elements' little-endian words of type `Word` (the element type's width).
+    private static func moveWords<Word: FixedWidthInteger>(_ mover: ElementMovingLayer, _ inputs: [TypedTensor], _: Word.Type,
+                                                           outputShapes: [[Int]]) throws -> [TypedTensor] {
+        let size = MemoryLayout<Word>.size
+        let words = inputs.map { tensor in
+            tensor.bytes.withUnsafeBytes { raw in
+                (0..<tensor.count).map { Word(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * size, as: Word.self)) }
+            }
+        }
+        let moved = try moveElements(mover, words, shapes: inputs.map(\.shape), outputShapes: outputShapes, zero: 0)
+        return try zip(moved, outputShapes).map { values, shape in
+            var bytes = [UInt8](repeating: 0, count: values.count * size)
+            bytes.withUnsafeMutableBytes { raw in
+                for (i, word) in values.enumerated() { raw.storeBytes(of: word.littleEndian, toByteOffset: i * size, as: Word.self) }
+            }
+            return try TypedTensor(elementType: inputs[0].elementType, shape: shape, bytes: bytes)
+        }
+    }
+
+    /// `mover`'s element movement on arrays of `Element`, into outputs of `outputShapes`.
+    private static func moveElements<Element>(_ mover: ElementMovingLayer, _ inputs: [[Element]], shapes: [[Int]],
+                                              outputShapes: [[Int]], zero: Element) throws -> [[Element]] {
         let sources = inputs.map { values in
-            let buffer = UnsafeMutableBufferPointer<Int64>.allocate(capacity: max(values.count, 1))
+            let buffer = UnsafeMutableBufferPointer<Element>.allocate(capacity: max(values.count, 1))
             _ = buffer.initialize(from: values)
-            return buffer
+            return (buffer, values.count)
         }
         let targets = try outputShapes.map { shape in
             let count = try Tensor.elementCount(of: shape)
-            let buffer = UnsafeMutableBufferPointer<Int64>.allocate(capacity: max(count, 1))
-            buffer.initialize(repeating: 0)
-            return UnsafeMutableBufferPointer(rebasing: buffer[..<count])
+            let buffer = UnsafeMutableBufferPointer<Element>.allocate(capacity: max(count, 1))
+            buffer.initialize(repeating: zero)
+            return (buffer, count)
         }
-        defer { (sources + targets).forEach { $0.baseAddress?.deallocate() } }
-        try mover.moveElements(inputs: zip(sources, inputs).map { UnsafeBufferPointer(rebasing: $0[..<$1.count]) },
-                               inputShapes: shapes, outputs: targets)
-        return targets.map(Array.init)
+        defer {
+            for (buffer, _) in sources + targets {
+                buffer.deinitialize()
+                buffer.deallocate()
+            }
+        }
+        try mover.moveElements(inputs: sources.map { UnsafeBufferPointer(rebasing: $0.0[..<$0.1]) },
+                               inputShapes: shapes, outputs: targets.map { UnsafeMutableBufferPointer(rebasing: $0.0[..<$0.1]) })
+        return targets.map { Array($0.0[..<$0.1]) }
     }
 
     /// A node as a layer: a standard op, or a custom layer from the registry.

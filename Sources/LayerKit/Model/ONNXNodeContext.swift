@@ -15,6 +15,10 @@ struct ONNXNodeContext {
     /// Where a value this node needs at prepare but the graph computes at
     /// run time is recorded, before the error is thrown (`ValueRequests`).
     var requests: ValueRequests? = nil
+    /// Per node input: its element type where the importer knows it (a
+    /// constant's, or a graph input's declared type), nil otherwise. CastLike
+    /// reads its target's type here when the target is a runtime value.
+    var inputTypes: [ElementType?] = []
 
     /// `node 'conv1' (Conv)`, how errors name the node.
     var label: String { "node '\(node.name)' (\(node.opType))" }
@@ -57,7 +61,7 @@ struct ONNXNodeContext {
                         + "as an initializer (constant) here")
         }
         do {
-            return try Tensor(shape: initializer.dims, values: initializer.floats())
+            return try Tensor(shape: initializer.dims, values: initializer.anyFloats())
         } catch let failure as LayerKitError {
             throw error("\(what): \(failure)")
         }

@@ -236,14 +236,17 @@ extension ONNXOperators {
         return try castLayer(to: ONNXDataType(rawValue: to), node)
     }
 
-    /// CastLike: Cast to the element type of its second input, which must be
-    /// an initializer (LayerKit does not track computed tensors' types).
+    /// CastLike: Cast to the element type of its second input, of which only
+    /// the type is read: a constant's, or a graph input's declared type
+    /// (`ONNXNodeContext.inputTypes`; LayerKit does not track the types of
+    /// values computed at run time).
     static func castLike(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["saturate", "round_mode"])
-        guard node.has(1), let target = node.initializers[1] else {
-            throw node.error("target_type (input 1) must be an initializer: LayerKit knows the element type only of constants")
+        guard node.has(1), let target = TypedKernels.targetType(of: node) else {
+            throw node.error("the element type of target_type (input 1) is unknown: LayerKit knows the types of "
+                             + "constants and graph inputs, not of values computed at run time")
         }
-        return try castLayer(to: target.dataType, node)
+        return try castLayer(to: ONNXDataType(rawValue: target.rawValue), node)
     }
 
     /// The truncation and truth formulas of Cast, as per-element layers.
