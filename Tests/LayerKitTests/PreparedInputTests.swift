@@ -49,6 +49,28 @@ struct PreparedInputTests {
         #expect(y["y"]?.values == [-1, -0.25, 0.5, 2])
     }
 
+    /// An op only the typed kernels of folding compute (CumSum, ArgMax)
+    /// reads its float input at prepare, with a notice saying so; the
+    /// values are exact sums and indices, written here.
+    @Test func opsOfTheFoldingKernelsRunOnFloatInputs() throws {
+        let nodes = [ONNXBytes.node("CumSum", inputs: ["x", "axis"], outputs: ["s"], name: "cumsum"),
+                     ONNXBytes.node("ArgMax", inputs: ["x"], outputs: ["i"], name: "argmax",
+                                    attributes: [RankRuleTests.int("axis", 1)])]
+        let data = ModelGraphTests.model(nodes: nodes, inputs: [ModelGraphTests.value("x", [2, 3])],
+                                         outputs: [ModelGraphTests.value("s", [2, 3]), ModelGraphTests.value("i", [2, 1], type: 7)],
+                                         initializers: [ONNXBytes.tensor("axis", dims: [], type: 7, PB.bytes(9, PB.littleEndian([Int64(1)])))])
+        let notices = BackendTests.Notices()
+        let model = try Model(data: data, name: "m.onnx", computeUnits: .cpuOnly, notice: notices.append)
+        #expect(notices.all.contains { $0.contains("m.onnx: input 'x' is read at prepare") }, "\(notices.all)")
+        for x in [[1, -2, 4, 0.5, 3, -1], [-1, -1, -3, 9, 0, 9]] as [[Float]] {
+            let y = try model.predict(typed: ["x": TypedTensor(.float32, shape: [2, 3], doubles: x.map(Double.init))])
+            let sums = [0, 3].flatMap { row in (1...3).map { n in x[row..<row + n].reduce(0, +) } }
+            #expect(y["s"]?.doubles() == sums.map(Double.init))
+            let indices = [0, 3].map { row in Int64(x[row..<row + 3].indices.max { x[$0] < x[$1] }! - row) }
+            #expect(y["i"]?.elementType == .int64 && y["i"]?.integers() == indices)
+        }
+    }
+
     /// Four plans are kept, the least recently used one dropped first.
     @Test func planCacheDropsTheLeastRecentlyUsedPlan() throws {
         let data = ModelGraphTests.model(nodes: [ONNXBytes.node("Relu", name: "relu")],
@@ -67,3 +89,4 @@ struct PreparedInputTests {
         #expect(second !== nil && second !== first)
     }
 }
+

@@ -169,6 +169,8 @@ public final class Model: @unchecked Sendable {
             let names = inputs.map(\.name)
             preparedInputs = Set(names.indices.filter { needed.inputs.contains(names[$0]) })
             guard !preparedInputs.isEmpty else { throw needed.error }
+            self.backend.announce("\(name): input " + preparedInputs.sorted().map { "'\(names[$0])'" }.joined(separator: ", ")
+                                  + " is read at prepare (a node needs its value there): each new value makes a new plan")
             outputs = model.graph.outputs.map { Model.describe($0, $0.dims ?? []) }
             lastPlan = nil
             return
@@ -427,6 +429,8 @@ public final class Model: @unchecked Sendable {
             let more = Set(inputs.indices.filter { needed.inputs.contains(inputs[$0].name) }).subtracting(preparedInputs)
             guard !more.isEmpty else { throw needed.error }
             preparedInputs.formUnion(more)
+            backend.announce("\(name): input " + more.sorted().map { "'\(inputs[$0].name)'" }.joined(separator: ", ")
+                             + " is read at prepare (a node needs its value there): each new value makes a new plan")
             return (nil, [])
         }
         // Plans hold images: keep those of the most recently used shapes only.

@@ -370,6 +370,13 @@ struct ONNXImporter {
         let opType = node.node.opType
         if node.node.isStandard {
             guard let converter = ONNXOperators.converter(for: opType) else {
+                // An op only the typed kernels of folding compute runs at prepare:
+                // the values it reads are asked for (`ValueRequests`).
+                if TypedKernels.table[opType] != nil {
+                    for i in node.node.inputs.indices where node.has(i) && node.initializers[i] == nil {
+                        node.requests?.record(node.node.inputs[i])
+                    }
+                }
                 throw node.error("op '\(opType)' is not supported by LayerKit (supported: "
                                  + "\(ONNXOperators.supportedOps.joined(separator: ", ")))")
             }
