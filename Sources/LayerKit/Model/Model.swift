@@ -407,7 +407,10 @@ public final class Model: @unchecked Sendable {
     /// `preparedInputs`: call again. The caller holds `lock`.
     private func plan(tensors: [Tensor], values given: [TypedTensor?]) throws -> (ModelPlan?, [Tensor]) {
         var values = given
-        for i in preparedInputs where values[i] == nil { values[i] = TypedTensor(tensors[i]) }
+        // A zero-size float input holds nothing to stream: it is a value of the plan, which folding takes.
+        for i in tensors.indices where values[i] == nil && (preparedInputs.contains(i) || tensors[i].count == 0) {
+            values[i] = TypedTensor(tensors[i])
+        }
         let floatTensors = tensors.indices.filter { values[$0] == nil }.map { tensors[$0] }
         let inputRanges = backend.halfRanges(of: floatTensors)
         let key = PlanKey(shapes: tensors.map(\.shape), values: values.compactMap { $0 },
@@ -477,17 +480,11 @@ public final class Model: @unchecked Sendable {
     }
 
     /// Throws unless `shape` has the input's rank and its fixed dimensions.
+    /// A zero-size input is a value of the plan (`plan(tensors:values:)`).
     private static func check(_ shape: [Int], fits input: ValueDescription) throws {
-        // Before the fit, which also refuses a 0 and would blame the model's "N" for it.
-        if let axis = shape.firstIndex(of: 0) {
-            let symbol = axis < input.dimensions.count && input.dimensions[axis].size == nil
-            let named = symbol ? " ('\(input.dimensions[axis])')" : ""
-            throw LayerKitError.unsupported("input '\(input.name)' has shape \(Tensor.describe(shape)): dimension "
-                                            + "\(axis)\(named) is 0, and LayerKit does not run zero-size tensors")
-        }
         let fits = shape.count == input.dimensions.count
             && zip(shape, input.dimensions).allSatisfy { extent, dimension in
-                extent > 0 && (dimension.size.map { $0 == extent } ?? true)
+                extent >= 0 && (dimension.size.map { $0 == extent } ?? true)
             }
         guard fits else {
             throw LayerKitError.shapeMismatch("input '\(input.name)' has shape \(Tensor.describe(shape)); the model "

@@ -66,8 +66,12 @@ struct ONNXImporter {
         var total = 0
         // Names made by nodes that failed (surveying) and everything downstream of them.
         var unreachable = Set<String>()
-        // Declared element types of the graph inputs (CastLike's runtime targets).
+        // Element types of runtime values (CastLike's runtime targets): declared in
+        // the file (inputs, value_info, outputs) or inferred node by node.
         var declaredTypes: [String: ElementType] = [:]
+        for value in model.graph.valueInfo + model.graph.outputs {
+            if let code = value.elementType?.rawValue, let type = ElementType(rawValue: code) { declaredTypes[value.name] = type }
+        }
         for input in model.graph.feedInputs {
             if let code = input.elementType?.rawValue, let type = ElementType(rawValue: code) { declaredTypes[input.name] = type }
             if let value = inputValues[input.name] {
@@ -132,6 +136,9 @@ struct ONNXImporter {
                 return
             }
             let converted = try convert(context)
+            if let type = ONNXImporter.outputType(of: context) {
+                for output in node.outputs where !output.isEmpty && declaredTypes[output] == nil { declaredTypes[output] = type }
+            }
             var inputs: [Int] = []
             for i in converted.inputs where context.has(i) {
                 let input = node.inputs[i]
@@ -247,6 +254,20 @@ struct ONNXImporter {
         return found
     }
 
+    /// The element type of a runtime node's outputs, from its op and its
+    /// inputs' types (`context.inputTypes`): what the ops LayerKit runs at
+    /// run time make. Nil when unknown.
+    static func outputType(of context: ONNXNodeContext) -> ElementType? {
+        switch context.node.opType {
+        case "Cast": return ((try? context.node.int("to")) ?? nil).flatMap { ElementType(rawValue: $0) }
+        case "CastLike": return context.inputTypes.count > 1 ? context.inputTypes[1] : nil
+        case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf":
+            return .bool
+        case "Shape", "Size", "ArgMax", "ArgMin", "NonZero": return .int64
+        default: return context.inputTypes.lazy.compactMap { $0 }.first
+        }
+    }
+
     /// What the import made of one node.
     enum NodeOutcome {
         /// A step of the graph (a layer, or a pass-through).
@@ -293,6 +314,14 @@ struct ONNXImporter {
                 return try ONNXImporter.move(mover, typed, outputShapes: shapes).map { ONNXTensor(name: "", typed: $0) }
             }
             if data.contains(where: { !(ElementType(rawValue: $0.dataType.rawValue)?.isFloatingPoint ?? false) }) { return nil }
+            if try data.contains(where: { try $0.elementCount() == 0 }) {
+                // Nothing to compute when every output is empty too (a Relu of a zero batch).
+                if try shapes.allSatisfy({ try Tensor.elementCount(of: $0) == 0 }) {
+                    return shapes.map { ONNXTensor(name: "", dims: $0, floats: []) }
+                }
+                throw node.error("a zero-size input reaches its float layer; LayerKit runs zero-size tensors only "
+                                 + "through shape, element-moving and folding ops")
+            }
             let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.anyFloats()) }
             let outputs = try shapes.map { try Tensor(shape: $0) }
             try layer.evaluate(inputs: tensors, outputs: outputs)

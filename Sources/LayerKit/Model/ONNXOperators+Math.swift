@@ -262,6 +262,8 @@ extension ONNXOperators {
         case 9:  // BOOL
             return ConvertedNode(layer: try FormulaLayer(formula: castToBool, name: "Cast"), inputs: [0])
         default:
+            // The folding kernels cast to every type: the input's value is asked for at prepare.
+            if node.has(0), node.initializers[0] == nil { node.requests?.record(node.node.inputs[0]) }
             throw node.error("Cast to \(type) is not supported (LayerKit casts to float, integer and BOOL types)")
         }
     }

@@ -331,16 +331,29 @@ extension TypedKernels {
 
     /// BitShift (unsigned types): a shift of the width or more gives 0.
     static func bitShift(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
-        guard let operands = try pair(node, inputs), case .unsigned(let x) = Lanes(operands[0]),
-              case .unsigned(let y) = Lanes(operands[1]) else { return nil }
+        guard let operands = try pair(node, inputs) else { return nil }
         let direction = try node.string("direction", default: "")
         guard direction == "LEFT" || direction == "RIGHT" else {
             throw node.error("attribute 'direction' must be LEFT or RIGHT, got '\(direction)'")
         }
         let left = direction == "LEFT"
         let plan = try Broadcast(operands.map(\.shape), node)
-        let shifted = plan.map(x, y) { value, shift in shift >= 64 ? 0 : left ? value << shift : value >> shift }
-        return [try Lanes.unsigned(shifted).tensor(operands[0].elementType, shape: plan.shape)]
+        let type = operands[0].elementType
+        switch (Lanes(operands[0]), Lanes(operands[1])) {
+        case (.unsigned(let x), .unsigned(let y)):
+            let shifted = plan.map(x, y) { value, shift in shift >= 64 ? 0 : left ? value << shift : value >> shift }
+            return [try Lanes.unsigned(shifted).tensor(type, shape: plan.shape)]
+        case (.signed(let x), .signed(let y)):
+            // Opset 28's signed shifts: arithmetic to the right; a shift past the
+            // width (or negative) leaves only the sign's fill: -1 right of a negative, else 0.
+            let width = Int64(type.integerBits ?? 64)
+            let shifted = plan.map(x, y) { value, shift -> Int64 in
+                guard shift >= 0, shift < width else { return !left && value < 0 ? -1 : 0 }
+                return left ? value << shift : value >> shift
+            }
+            return [try Lanes.signed(shifted).tensor(type, shape: plan.shape)]
+        default: return nil
+        }
     }
 
     // MARK: - Unary
