@@ -408,8 +408,9 @@ public final class Model: @unchecked Sendable {
     private func plan(tensors: [Tensor], values given: [TypedTensor?]) throws -> (ModelPlan?, [Tensor]) {
         var values = given
         // A zero-size float input holds nothing to stream: it is a value of the plan, which folding takes.
+        // In the input's own type: a float16 or float8 input widened to float32 narrows back exactly.
         for i in tensors.indices where values[i] == nil && (preparedInputs.contains(i) || tensors[i].count == 0) {
-            values[i] = TypedTensor(tensors[i])
+            values[i] = try TypedTensor(tensors[i]).converted(to: inputs[i].dataType ?? .float32)
         }
         let floatTensors = tensors.indices.filter { values[$0] == nil }.map { tensors[$0] }
         let inputRanges = backend.halfRanges(of: floatTensors)
