@@ -51,7 +51,7 @@ public struct ONNXDataType: RawRepresentable, Hashable, Sendable, CustomStringCo
 ///
 /// The values stay as stored (`raw_data` or a typed field) until read with
 /// `floats()` or `int64s()`, which check the count against `dims`.
-public struct ONNXTensor: Sendable, Equatable {
+public struct ONNXTensor: Sendable, Hashable {
     /// The tensor's name (initializers are referenced by it; may be empty for attributes).
     public var name: String
     /// The dimensions; empty for a scalar.
@@ -70,7 +70,7 @@ public struct ONNXTensor: Sendable, Equatable {
 
     /// Where the data is when the file keeps it outside (`data_location`
     /// EXTERNAL): a file beside the model, a byte offset, a length.
-    struct ExternalData: Sendable, Equatable {
+    struct ExternalData: Sendable, Hashable {
         let location: String
         let offset: Int
         let length: Int?

@@ -71,6 +71,33 @@ struct PreparedInputTests {
         }
     }
 
+    /// A plan for new values of an integer input takes the layers of the
+    /// last one (their packed weights, their pipelines): the node sees the
+    /// same shapes and constants, so its conversion would be the same.
+    @Test func aPlanForNewValuesReusesTheLayers() throws {
+        let nodes = [ONNXBytes.node("Conv", inputs: ["x", "w"], outputs: ["c"], name: "conv"),
+                     ONNXBytes.node("Gather", inputs: ["c", "i"], outputs: ["y"], name: "gather",
+                                    attributes: [RankRuleTests.int("axis", 1)])]
+        let weights = (0..<8).map { Float($0) - 3.5 }
+        let data = ModelGraphTests.model(nodes: nodes, inputs: [ModelGraphTests.value("x", [1, 2, 3, 3]),
+                                                                 ModelGraphTests.value("i", [1], type: 7)],
+                                         outputs: [ModelGraphTests.value("y", [1, 1, 3, 3])],
+                                         initializers: [ONNXBytes.tensor("w", dims: [4, 2, 1, 1], type: 1,
+                                                                         PB.bytes(9, PB.littleEndian(weights.map(\.bitPattern))))])
+        let model = try Model(data: data, computeUnits: .cpuOnly)
+        let x = try Tensor(shape: [1, 2, 3, 3], values: (0..<18).map { Float($0) })
+        func convolution() -> Layer? { model.planForTests?.graph.steps.first { $0.opType == "Conv" }?.layer }
+        var layers: [Layer] = []
+        for channel in 0..<4 {
+            let y = try #require(try model.predict(inputs: ["x": x, "i": Tensor(shape: [1], values: [Float(channel)])])["y"])
+            // Output channel `channel` of the 1x1 convolution, in float64.
+            let expected = (0..<9).map { p in Double(weights[2 * channel]) * Double(p) + Double(weights[2 * channel + 1]) * Double(9 + p) }
+            #expect(y.values.map(Double.init) == expected)
+            layers.append(try #require(convolution()))
+        }
+        #expect(layers.allSatisfy { $0 === layers[0] })
+    }
+
     /// Four plans are kept, the least recently used one dropped first.
     @Test func planCacheDropsTheLeastRecentlyUsedPlan() throws {
         let data = ModelGraphTests.model(nodes: [ONNXBytes.node("Relu", name: "relu")],

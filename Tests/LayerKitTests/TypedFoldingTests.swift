@@ -128,8 +128,8 @@ import LayerKitONNX
     }
 
     /// CastLike reads only its target's type: a graph input's declared type
-    /// does (an int32 input); a target computed at run time, whose type
-    /// LayerKit does not know, is a clear error.
+    /// does (an int32 input), and so does the type the importer infers for a
+    /// value computed at run time (a Relu of a float32 input is float32).
     @Test func castLikeTakesADeclaredTypeFromARuntimeTarget() throws {
         let castLike = ONNXBytes.node("CastLike", inputs: ["c", "t"], outputs: ["y"], name: "cl")
         let declared = Self.model([castLike], inputs: [ModelGraphTests.value("t", [1], type: 6)],
@@ -139,14 +139,11 @@ import LayerKitONNX
                                                                            inputValues: ["t": ONNXTensor(name: "t", dims: [1], int64s: [0])])
         let y = try #require(graph.knownOutputs[0])
         #expect(y.elementType == .int32 && y.integers() == [2, -2])
-        // The target made by a float layer at run time: its type is unknown.
         let computed = Self.model([ONNXBytes.node("Relu", inputs: ["x"], outputs: ["t"], name: "relu"), castLike],
                                   inputs: [ModelGraphTests.value("x", [1])], initializers: [Self.floats("c", [2.7, -2.7])])
-        #expect {
-            _ = try Model(data: computed, computeUnits: .cpuOnly)
-        } throws: { error in
-            "\(error)".contains("node 'cl' (CastLike)") && "\(error)".contains("element type") && "\(error)".contains("unknown")
-        }
+        let model = try Model(data: computed, computeUnits: .cpuOnly)
+        let z = try #require(try model.predict(typed: ["x": TypedTensor(.float32, shape: [1], doubles: [1])])["y"])
+        #expect(z.elementType == .float32 && z.doubles() == [Double(Float(2.7)), Double(Float(-2.7))])
     }
 
     /// Floats reaching integer-looking arithmetic stay floats: Mul of an

@@ -130,7 +130,9 @@ public final class Model: @unchecked Sendable {
                                              + "load the model from its file (Model(contentsOf:)) so LayerKit finds it")
         }
         do {
-            importer = try ONNXImporter(model: model, registry: registry)
+            var importer = try ONNXImporter(model: model, registry: registry)
+            importer.layerCache = ConvertedNodeCache(capacity: Model.planCapacity)
+            self.importer = importer
         } catch LayerKitError.invalidModel(let message) {
             throw LayerKitError.invalidModel("\(name): \(message)")
         }

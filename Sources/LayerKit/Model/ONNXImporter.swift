@@ -16,6 +16,9 @@ struct ONNXImporter {
     /// backpropagates through each node's layer and writes each node's
     /// initializers back, so it needs the graph as the file wrote it.
     var keepsEveryNode = false
+    /// The layers made by earlier imports of this model, reused where a node
+    /// sees the same shapes and constants (`Model`'s; nil: every import converts).
+    var layerCache: ConvertedNodeCache? = nil
 
     /// An importer for `model`, validated as onnxruntime validates a graph
     /// at load (`ONNXValidation`): its nodes are then in a topological order.
@@ -58,6 +61,7 @@ struct ONNXImporter {
     func graph(inputShapes: [String: [Int]], inputValues: [String: ONNXTensor] = [:], requests: ValueRequests? = nil,
                survey: ((Int, NodeOutcome) -> Void)? = nil) throws -> ModelGraph {
         var graph = ModelGraph()
+        if survey == nil { layerCache?.startImport() }
         var valueIndex: [String: Int] = [:]
         var constantIndex: [String: Int] = [:]
         // Initializers, folded node outputs and integer inputs, by name.
@@ -135,7 +139,8 @@ struct ONNXImporter {
                 }
                 return
             }
-            let converted = try convert(context)
+            let key = ConvertedNodeCache.Key(position: position, shapes: shapes, constants: known)
+            let converted = try layerCache.map { try $0.converted(key) { try convert(context) } } ?? convert(context)
             if let type = ONNXImporter.outputType(of: context) {
                 for output in node.outputs where !output.isEmpty && declaredTypes[output] == nil { declaredTypes[output] = type }
             }
