@@ -100,12 +100,13 @@ def read_file(path, info=None):
 
 def compare(y, ref, backend):
     """None when y meets the reference, else why not (one line)."""
-    if isinstance(ref, list) or ref is None:  # sequences and optionals (onnxruntime only)
-        if not isinstance(y, list) and y is not None:
-            return f"a tensor, reference a {'sequence' if isinstance(ref, list) else 'None'}"
-        if (y is None) != (ref is None) or (ref is not None and len(y) != len(ref)):
-            return "sequence length or presence differs from the reference"
-        return next((c for c in map(compare, y or [], ref or [], [backend] * len(ref or [])) if c), None)
+    # Sequences and optionals: only onnxruntime is given them (skipped.txt).
+    if isinstance(ref, list):
+        if not isinstance(y, list) or len(y) != len(ref):
+            return f"a sequence of {len(ref)} tensors was expected"
+        return next(filter(None, (compare(a, b, backend) for a, b in zip(y, ref))), None)
+    if ref is None:
+        return None if y is None else "an empty optional was expected"
     y, ref = np.asarray(y), np.asarray(ref)
     if y.dtype != ref.dtype:
         return f"dtype {y.dtype}, reference {ref.dtype}"
@@ -121,14 +122,16 @@ def compare(y, ref, backend):
         tolerance = GPU_TOLERANCE * np.maximum(1.0, np.abs(b))
     else:
         tolerance = CPU_ATOL + CPU_RTOL * np.abs(b)
-    with np.errstate(invalid="ignore"):  # inf - inf
-        ok = (a == b) | (np.isnan(a) & np.isnan(b)) | (np.abs(a - b) <= tolerance)
+    # An infinity passes only by equality (inf <= 1e-3 * inf would let -inf match inf).
+    with np.errstate(invalid="ignore"):
+        difference = np.abs(a - b)
+        ok = (a == b) | (np.isnan(a) & np.isnan(b)) | (np.isfinite(difference) & (difference <= tolerance))
     if np.all(ok):
         return None
-    worst = np.unravel_index(np.argmax(np.where(ok, 0, np.nan_to_num(np.abs(a - b), nan=np.inf))), a.shape)
+    worst = np.unravel_index(np.argmax(np.where(ok, 0, np.nan_to_num(difference, nan=np.inf))), a.shape)
     return (
         f"values differ at {int(np.sum(~ok))}/{ref.size} elements "
-        f"(e.g. at {list(map(int, worst))}: {a[worst]!r}, reference {b[worst]!r})"
+        f"(e.g. at {list(map(int, worst))}: {a[worst]:.7g}, reference {b[worst]:.7g})"
     )
 
 
@@ -212,19 +215,27 @@ def cause_class(cause):
         return f"input dtype {m.group(1)} refused"
     for pattern, label in (
         (r"^not run: .* is an? (\w+), not a tensor", "not a tensor: {}"),
+        (r"\.(\w+): unknown (input|output) type", "--{1} .{0} file not accepted"),
+        (r"is computed by the graph; LayerKit needs it as an initializer|must be an initializer|must be known at load",
+         "an input must be a constant (initializer)"),
+        (r"is a graph \(subgraphs of If, Loop, Scan\)", "subgraph attribute (If, Loop, Scan)"),
+        (r"Cast to (\w+) is not supported", "Cast to {} refused"),
         (r"^missing --input$", "missing --input (the model has no inputs)"),
         (r"^timed out", "timed out"),
         (r"^crash \(signal (\w+)\)", "crash ({})"),
         (r": shape \[", "shape mismatch"),
         (r": values differ", "values differ"),
-        (r"^Numpy_type \d+ can't be converted", "onnxruntime's Python API takes no ml_dtypes array (bfloat16, float8, int4)"),
-        (r"Could not find an implementation for (\w+)\(", "no onnxruntime kernel for {}"),
+        # onnxruntime's own failures (--ort):
+        (r"^Numpy_type \d+ can't be converted|^No corresponding Numpy type",
+         "onnxruntime's Python API has no numpy type for it (bfloat16, float8, int4, ...)"),
+        (r"(?:implementation|kernel) for \w+\(|:\w+\(-?\d+\) is not a registered",
+         "no onnxruntime kernel (for the op, its type or its opset)"),
     ):
         if m := re.search(pattern, cause):
-            return label.format(*m.groups())
+            return label.format(*filter(None, m.groups()))
     # Other messages: names, paths and numbers blanked so one message per kind remains.
     cause = re.sub(r"'[^']*'", "'…'", cause)
-    cause = re.sub(r"(?<![\w.])/\S+", "FILE", cause)
+    cause = re.sub(r"\S*/\S+", "FILE", cause)
     return "other: " + re.sub(r"(?<![\w.])\d+(\.\d+)?\b", "N", cause)[:120]
 
 
@@ -269,8 +280,11 @@ def summarize(cases, results, columns, markdown, top):
             print(f"| {labels[c]} | {passed[c]}/{len(cases)} |")
         print("\n| failure cause | " + " | ".join(labels[c] for c in columns) + " |")
         print("|---|" + "---:|" * len(columns))
-        for kind in rows:
+        for kind in rows[:top]:
             print(f"| {kind.replace('|', '/')} | " + " | ".join(str(histogram[c][kind]) for c in columns) + " |")
+        if len(rows) > top:
+            rest = rows[top:]
+            print(f"| {len(rest)} other causes | " + " | ".join(str(sum(histogram[c][k] for k in rest)) for c in columns) + " |")
         if missing:
             print(f"\n{missing_note.capitalize()}: " + ", ".join(f"{op} {n}" for op, n in missing.most_common()))
         return
