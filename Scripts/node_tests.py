@@ -289,7 +289,8 @@ def summarize(cases, results, columns, markdown, top):
             print(f"\n{missing_note.capitalize()}: " + ", ".join(f"{op} {n}" for op, n in missing.most_common()))
         return
     print("passed: " + ", ".join(f"{labels[c]} {passed[c]}/{len(cases)}" for c in columns))
-    print("failures by cause (" + " / ".join(labels[c] for c in columns) + "):")
+    if rows:
+        print("failures by cause (" + " / ".join(labels[c] for c in columns) + "):")
     for kind in rows[:top]:
         print("  " + " / ".join(f"{histogram[c][kind]:5d}" for c in columns) + f"  {kind}")
     if len(rows) > top:
