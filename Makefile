@@ -3,10 +3,11 @@
 #   make check  the everyday tier, at most 5 minutes from a built tree: the validated Swift suite
 #               less its slowest suites (CHECK_SKIP), then the onnx package's backend tests
 #   make test   the full tier, what CI runs: the whole suite under Khronos validation, parity --all,
-#               the onnx package's backend tests (Scripts/onnx-conformance), the op differential
-#               (test-op-differential), the fuzzer, the C library with the shader checks (test-c), the
-#               onnxruntime op library (test-ort), the Python package (test-python), the Triton
-#               repository (test-triton), trained models in onnxruntime (test-train), valgrind, then
+#               the onnx package's backend tests (Scripts/onnx-conformance), its node tests through
+#               `layerkit run` (test-node-conformance), the op differential (test-op-differential),
+#               the fuzzer, the C library with the shader checks (test-c), the onnxruntime op library
+#               (test-ort), the Python package (test-python), the Triton repository (test-triton),
+#               trained models in onnxruntime (test-train), valgrind, then
 #               the suite under ASan less Tests/asan-skip.txt (test-asan-core). Both tiers end with a
 #               table of where their time went.
 #   make test-asan / test-tsan   the whole suite under AddressSanitizer+LeakSanitizer / ThreadSanitizer
@@ -15,6 +16,8 @@
 #   make valgrind   the demo (both backends) under memcheck: no leak, no error
 #   make test-models   the onnx wheel's light models (AlexNet ... VGG-19) with seeded weights, both backends
 #               against onnxruntime (builds a venv; ~1.4 GB of models in .build; not in make test: minutes)
+#   make test-node-conformance   onnx's 1,884 backend node tests, each through `layerkit run` on both
+#               backends (Scripts/node-conformance: a venv and the cases in .build, made once)
 #   make test-op-differential   single ops with seeded random attributes/shapes against onnxruntime,
 #               both backends (Scripts/op_differential.py; OP_DIFFERENTIAL_SEED=n for another draw)
 #   make test-c   the C library as installed (Scripts/test-c-package): ctest, install, a moved prefix,
@@ -35,7 +38,7 @@ SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps test-venv test-op-differential demo check test test-asan-core test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
+.PHONY: deps test-venv test-op-differential test-node-conformance demo check test test-asan-core test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -69,6 +72,7 @@ test: deps
 	$(STAGE) "swift test" env LAYERKIT_VALIDATION=1 swift test
 	$(STAGE) "parity --all" env LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	$(STAGE) "onnx conformance" env LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
+	$(STAGE) "onnx node tests" $(MAKE) test-node-conformance
 	$(STAGE) "op differential" $(MAKE) test-op-differential
 	$(STAGE) "fuzz (10 s a parser)" $(MAKE) fuzz SECONDS=10
 	$(STAGE) "test-c" $(MAKE) test-c
@@ -181,6 +185,13 @@ test-venv:
 		$(TEST_VENV)/bin/pip install -q $(TEST_REQUIREMENTS) && \
 		echo "$(TEST_REQUIREMENTS)" > $(TEST_VENV)/requirements.txt; \
 	fi
+
+# The onnx package's backend node tests (built in memory by onnx 1.23.2, written once into .build)
+# through the command line, a process per case and backend, as users run models
+# (Scripts/node-conformance; venv in .build/node-tests-venv); a case listed in
+# Tests/Conformance/node-expected.txt that fails exits 1 (Docs/CONFORMANCE.md).
+test-node-conformance: deps
+	env LAYERKIT_VALIDATION=1 Scripts/node-conformance
 
 # Single ops with seeded random attributes and shapes (extent 1, shrinking axes,
 # zero-size tensors) against onnxruntime, both backends, in .build/op-differential:
