@@ -1,6 +1,6 @@
 /* Reads the test fixtures' .npy files: version 1 or 2, C order, of numpy's
  * fixed-width numeric dtypes and bool (what Scripts/generate_model_fixtures.py
- * and Scripts/generate_typed_api_fixtures.py write), on a little-endian host.
+ * and Scripts/generate_typed_fixtures.py write), on a little-endian host.
  * Anything else fails the read. */
 #ifndef LAYERKIT_TEST_NPY_H
 #define LAYERKIT_TEST_NPY_H

@@ -1,7 +1,7 @@
 /* Typed tensors: element types and their sizes, tensors of every kind made
  * and read back bit for bit, models with int64, bool, float16, uint8, int32
  * and float64 inputs and outputs against onnxruntime's outputs (the
- * typed-api fixtures, Scripts/generate_typed_api_fixtures.py) on the CPU and
+ * typed fixtures, Scripts/generate_typed_fixtures.py) on the CPU and
  * the GPU, and every type error a status naming the types, nothing
  * converted. */
 #include <stdint.h>
@@ -10,7 +10,7 @@
 #include "check.h"
 #include "npy.h"
 
-#define TYPED LAYERKIT_SOURCE_DIR "/Tests/LayerKitTests/Fixtures/typed-api/"
+#define TYPED LAYERKIT_SOURCE_DIR "/Tests/LayerKitTests/Fixtures/typed/"
 
 /* Whether the context's last message contains `text`. */
 static int message_has(lk_context *context, const char *text) {

@@ -6,7 +6,7 @@ import Testing
 /// non-float types: inputs by name in any order, from `.npy` files in their
 /// own dtype or `.pb` TensorProtos, outputs written in the model's declared
 /// type. The expected outputs are onnxruntime's
-/// (Scripts/generate_typed_cli_fixtures.py).
+/// (Scripts/generate_typed_fixtures.py).
 struct TypedRunCommandTests {
     static let fixtures = ModelCommandTests.fixtures.deletingLastPathComponent().appendingPathComponent("typed")
 
@@ -16,12 +16,11 @@ struct TypedRunCommandTests {
     static func run(_ name: String, format: String = "npy", reversed: Bool = false, backend: String = "cpu") throws
         -> (outputs: [TypedTensor], references: [TypedTensor], runner: CommandRunner) {
         let folder = fixtures.appendingPathComponent(name)
-        let data = folder.appendingPathComponent("test_data_set_0")
         let model = try Model(contentsOf: folder.appendingPathComponent("model.onnx"), computeUnits: .cpuOnly)
         let directory = try CommandRunner.scratchDirectory()
         var arguments = ["run", folder.appendingPathComponent("model.onnx").path, "--backend", backend]
         var inputs = model.inputs.enumerated().map { i, input in
-            ["--input", "\(input.name)=" + data.appendingPathComponent("input_\(i).\(format)").path]
+            ["--input", "\(input.name)=" + folder.appendingPathComponent("input_\(i).\(format)").path]
         }
         if reversed { inputs.reverse() }
         arguments += inputs.flatMap { $0 }
@@ -31,7 +30,7 @@ struct TypedRunCommandTests {
         guard runner.run(arguments) == 0 else { return ([], [], runner) }
         let outputs = try files.map { try TypedTensor(tensorProto: [UInt8](Data(contentsOf: URL(fileURLWithPath: $0))), source: $0) }
         let references = try model.outputs.indices.map { i in
-            let file = data.appendingPathComponent("output_\(i).pb")
+            let file = folder.appendingPathComponent("output_\(i).pb")
             return try TypedTensor(tensorProto: [UInt8](Data(contentsOf: file)), source: file.path)
         }
         return (outputs, references, runner)
@@ -56,13 +55,15 @@ struct TypedRunCommandTests {
         #expect(outputs == references)
     }
 
-    /// int64 past 2^24 and bool outputs come back exactly, in their type, from `.npy` and `.pb` inputs.
+    /// int64 past 2^24, bool, uint8, float64 and int32 values come back exactly, in their type, from `.npy` and `.pb` inputs.
     @Test(arguments: ["npy", "pb"])
     func integerAndBoolValuesKeepTheirType(format: String) throws {
-        for name in ["int64_add", "less_bool"] {
+        for name in ["int64_add", "int64_identity", "int64_equal", "less_bool", "mixed_types"] {
             let (outputs, references, runner) = try Self.run(name, format: format)
-            try #require(outputs.count == 1, "\(name): \(runner.error)")
-            #expect(outputs[0] == references[0], "\(name): \(outputs[0].integers()) vs \(references[0].integers())")
+            try #require(outputs.count == references.count && !outputs.isEmpty, "\(name): \(runner.error)")
+            for (output, reference) in zip(outputs, references) {
+                #expect(output == reference, "\(name): \(output.doubles()) vs \(reference.doubles())")
+            }
         }
     }
 
@@ -79,16 +80,15 @@ struct TypedRunCommandTests {
     /// takes, a file of the wrong dtype with the numpy call that fixes it.
     @Test func missingInputsAndWrongTypesAreNamed() throws {
         let folder = Self.fixtures.appendingPathComponent("int64_add")
-        let data = folder.appendingPathComponent("test_data_set_0")
         let model = folder.appendingPathComponent("model.onnx").path
         let missing = CommandRunner()
-        #expect(missing.run(["run", model, "--input", "a=" + data.appendingPathComponent("input_0.npy").path]) == 2)
+        #expect(missing.run(["run", model, "--input", "a=" + folder.appendingPathComponent("input_0.npy").path]) == 2)
         #expect(missing.error.contains("missing --input for model input 'b' (the model takes a: int64, b: int64"), "\(missing.error)")
         let directory = try CommandRunner.scratchDirectory()
         try writeNPY([1, 2, 3], shape: [3], to: "\(directory)/floats.npy")
         let wrong = CommandRunner()
         #expect(wrong.run(["run", model, "--input", "a=\(directory)/floats.npy",
-                           "--input", "b=" + data.appendingPathComponent("input_1.npy").path]) == 2)
+                           "--input", "b=" + folder.appendingPathComponent("input_1.npy").path]) == 2)
         #expect(wrong.error.contains("holds float32 values; model input 'a' is int64 (save it with a.astype(np.int64))"),
                 "\(wrong.error)")
     }

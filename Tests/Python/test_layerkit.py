@@ -28,8 +28,8 @@ SOURCE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(SOURCE, "Tests", "LayerKitTests", "Fixtures", "models")
 ARTICLE = os.path.join(SOURCE, "Models", "article.onnx")
 # Models of int64, bool, float16, uint8, int32 and float64 values with onnxruntime's outputs
-# (Scripts/generate_typed_api_fixtures.py; Tests/C/test_typed.c reads them too).
-TYPED = os.path.join(SOURCE, "Tests", "LayerKitTests", "Fixtures", "typed-api")
+# (Scripts/generate_typed_fixtures.py; Tests/C/test_typed.c reads them too).
+TYPED = os.path.join(SOURCE, "Tests", "LayerKitTests", "Fixtures", "typed")
 
 
 def swish64(x, beta):
@@ -183,7 +183,7 @@ class ModelTests(unittest.TestCase):
 
 
 def typed_case(name):
-    """(model path, inputs, expected outputs) of a typed-api fixture, the arrays in the graph's order."""
+    """(model path, inputs, expected outputs) of a typed fixture, the arrays in the graph's order."""
     folder = os.path.join(TYPED, name)
 
     def arrays(prefix):

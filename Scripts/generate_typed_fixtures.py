@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Models with inputs and outputs of several element types, with onnxruntime's outputs,
-for the typed C API and Python package tests (Tests/C/test_typed.c, Tests/Python).
+"""Models of several inputs, of none, and of several element types, with onnxruntime's
+outputs: the typed-value tests of the command line (Tests/LayerKitCommandsTests/
+TypedRunCommandTests.swift), the C API (Tests/C/test_typed.c) and the Python package.
 
-Each case is a folder under Tests/LayerKitTests/Fixtures/typed-api/: model.onnx, and
-input_<i>.npy / output_<i>.npy in the graph's input and output order, each of the
-model's declared dtype (the C tests read .npy, not TensorProtos). Every expected value
-is exact in its type (integers, bools, float16 and float64 values that float32 holds),
-so the tests compare bytes. Run with onnx 1.23.2, onnxruntime 1.32.0:
-    python Scripts/generate_typed_api_fixtures.py
+Each case is a folder under Tests/LayerKitTests/Fixtures/typed/: model.onnx, and
+input_<i> / output_<i> in the graph's input and output order, each of the model's
+declared dtype, as .npy (what the C and Python tests read) and as .pb, a TensorProto
+named after the graph's value (what `layerkit run` also reads and writes). Every
+expected value is exact in its type (integers, bools, float16 and float64 values that
+float32 holds), so the tests compare bytes. Run with onnx 1.23.2, onnxruntime 1.32.0:
+    python Scripts/generate_typed_fixtures.py
 """
 import os
 import shutil
@@ -16,15 +18,15 @@ import sys
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto as T, helper as h
+from onnx import TensorProto as T, helper as h, numpy_helper as nh
 
-OUT = os.path.join(os.path.dirname(__file__), "..", "Tests", "LayerKitTests", "Fixtures", "typed-api")
+OUT = os.path.join(os.path.dirname(__file__), "..", "Tests", "LayerKitTests", "Fixtures", "typed")
 
 
 def case(name, nodes, inputs, outputs, feeds, opset=17):
     graph = h.make_graph(nodes, name, [h.make_tensor_value_info(n, t, s) for n, t, s in inputs],
                          [h.make_tensor_value_info(n, t, s) for n, t, s in outputs])
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="generate_typed_api_fixtures")
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], producer_name="generate_typed_fixtures")
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
     folder = os.path.join(OUT, name)
@@ -36,13 +38,23 @@ def case(name, nodes, inputs, outputs, feeds, opset=17):
     for i, (n, t, _) in enumerate(inputs):
         assert feeds[n].dtype == h.tensor_dtype_to_np_dtype(t), (name, n)
         np.save(os.path.join(folder, f"input_{i}.npy"), feeds[n])
+        onnx.save_tensor(nh.from_array(feeds[n], n), os.path.join(folder, f"input_{i}.pb"))
     for i, ((n, t, _), value) in enumerate(zip(outputs, results)):
         assert value.dtype == h.tensor_dtype_to_np_dtype(t), (name, n, value.dtype)
         np.save(os.path.join(folder, f"output_{i}.npy"), value)
+        onnx.save_tensor(nh.from_array(value, n), os.path.join(folder, f"output_{i}.pb"))
 
 
 def main():
     big = 2**40
+    rng = np.random.default_rng(24)
+    # Two float inputs, given in either order: the multi-input fault of `layerkit run`.
+    case("two_inputs", [h.make_node("Sub", ["a", "b"], ["y"])],
+         [("a", T.FLOAT, [2, 3]), ("b", T.FLOAT, [2, 3])], [("y", T.FLOAT, [2, 3])],
+         {"a": rng.standard_normal((2, 3)).astype(np.float32), "b": rng.standard_normal((2, 3)).astype(np.float32)})
+    # No input at all: runs with no --input.
+    case("no_inputs", [h.make_node("Constant", [], ["c"], value=nh.from_array(np.array([1.5, -2.0], np.float32))),
+                       h.make_node("Neg", ["c"], ["y"])], [], [("y", T.FLOAT, [2])], {})
     # int64 in and out past float32's 2^24 (and float64's 2^53): exact only if no value goes through a float.
     case("int64_add", [h.make_node("Add", ["a", "b"], ["y"])],
          [("a", T.INT64, [4]), ("b", T.INT64, [4])], [("y", T.INT64, [4])],
