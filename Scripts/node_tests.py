@@ -136,13 +136,14 @@ def compare(y, ref, backend):
 
 
 def first_line(stderr):
-    for line in stderr.decode(errors="replace").splitlines():
-        line = line.strip()
-        for prefix in ("layerkit: ", "error: "):
-            line = line.removeprefix(prefix)
-        if line:
-            return line
-    return ""
+    """The error's line of layerkit's stderr ("layerkit: error: ..."), else its first line, prefixes cut.
+
+    Notices ("layerkit: input 'x' is read at prepare ...") can come before the error."""
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    line = next((line for line in lines if line.startswith(("layerkit: error: ", "error: "))), lines[0] if lines else "")
+    for prefix in ("layerkit: ", "error: "):
+        line = line.removeprefix(prefix)
+    return line
 
 
 def run_layerkit(layerkit, case, backend, timeout):
