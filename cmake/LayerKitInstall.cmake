@@ -23,7 +23,7 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/LayerKitConfig.cmake.in
   INSTALL_DESTINATION ${LAYERKIT_CONFIG_DIR}
   PATH_VARS CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR)
 # Before 1.0 a minor release may change the API (semantic versioning), so a
-# request for 0.9 accepts 0.9.x only. The C ABI itself is the SONAME's number.
+# request for 0.10 accepts 0.10.x only. The C ABI itself is the SONAME's number.
 write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/LayerKitConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/LayerKitConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/LayerKitConfigVersion.cmake
