@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+@testable import LayerKit
+@testable import LayerKitONNX
+
+/// Ops at newer versions of their definitions: Mod-28's floor remainder of
+/// floats. Expected values are float64 math written here, from the ONNX
+/// operator spec.
+@Suite struct OpVersionTests {
+    /// A one-node model at `opset` (node 'the_node'): graph inputs `inputs`
+    /// (name, shape, ONNX type), constant `initializers`, outputs `outputs`.
+    static func model(_ op: String, opset: Int64, inputs: [(String, [Int], Int64)], outputs: [String] = ["y"],
+                      attributes: [[UInt8]] = [], initializers: [(String, [Int64], [Float])] = []) -> Data {
+        let names = inputs.map(\.0) + initializers.map(\.0)
+        let node = ONNXBytes.node(op, inputs: names, outputs: outputs, name: "the_node", attributes: attributes)
+        let tensors = initializers.map { name, dims, values in
+            ONNXBytes.tensor(name, dims: dims, type: 1, PB.bytes(9, PB.littleEndian(values.map(\.bitPattern))))
+        }
+        return ONNXBytes.model(ir: 3, opsets: [("", opset)], graph: ONNXBytes.graph(
+            nodes: [node], initializers: tensors, inputs: inputs.map { ModelGraphTests.value($0.0, $0.1, type: $0.2) },
+            extra: outputs.flatMap { PB.bytes(12, ModelGraphTests.value($0, nil)) }))
+    }
+
+    // AttributeProto: name 1, f 2, i 3, s 4, floats 7, ints 8, type 20.
+    static func int(_ name: String, _ value: Int64) -> [UInt8] { PB.string(1, name) + PB.int(3, value) + PB.int(20, 2) }
+    static func float(_ name: String, _ value: Float) -> [UInt8] { PB.string(1, name) + PB.float(2, value) + PB.int(20, 1) }
+    static func string(_ name: String, _ value: String) -> [UInt8] { PB.string(1, name) + PB.string(4, value) + PB.int(20, 3) }
+    static func ints(_ name: String, _ values: [Int64]) -> [UInt8] {
+        PB.string(1, name) + values.flatMap { PB.int(8, $0) } + PB.int(20, 7)
+    }
+
+    /// Output `name` of `data` run with `inputs` on the CPU, or on the GPU.
+    static func run(_ data: Data, _ inputs: [String: Tensor], _ name: String = "y", onGPU: Bool = false) throws -> Tensor {
+        let model = onGPU ? try Model(data: data, backend: Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in }))
+            : try Model(data: data, computeUnits: .cpuOnly)
+        return try #require(try model.predict(inputs: inputs)[name])
+    }
+
+    /// Equal values, NaN to NaN and each zero with its sign.
+    static func expectIdentical(_ actual: Tensor, _ expected: [Double], _ what: String,
+                                sourceLocation: SourceLocation = #_sourceLocation) {
+        let got = actual.values.map(Double.init)
+        let same = got.count == expected.count && zip(got, expected).allSatisfy { a, e in
+            (a.isNaN && e.isNaN) || (a == e && a.sign == e.sign)
+        }
+        #expect(same, "\(what): \(got), expected \(expected)", sourceLocation: sourceLocation)
+    }
+
+    /// Python's float `%` in float64: the floor remainder, with the divisor's
+    /// sign (a zero too); NaN for a zero divisor, an infinite dividend or a
+    /// NaN; the dividend, or the divisor when the signs differ, for an
+    /// infinite divisor (ONNX Mod-28's special cases).
+    static func floorRemainder(_ a: Double, _ b: Double) -> Double {
+        if a.isNaN || b.isNaN || b == 0 || a.isInfinite { return .nan }
+        var r = fmod(a, b)
+        if r == 0 { return b.sign == .minus ? -0.0 : 0.0 }
+        if (r < 0) != (b < 0) { r += b }
+        return r
+    }
+
+    static let dividends: [Float] = [0, -0.0, 0, -0.0, -3, 3, -1, 1, .infinity, -.infinity, 1, 1, .nan, 1,
+                                     5, -5, 5, -5, 4.5, 6, -4.25, 7.5]
+    static let divisors: [Float] = [-2, 2, 2, -2, .infinity, .infinity, -.infinity, -.infinity, 2, 2, 0, -0.0, 2, .nan,
+                                    3, 3, -3, -3, 1.5, -3, 0.5, -2]
+
+    /// Mod-28 with fmod 0 on floats (which Mod-13 left to integers): the
+    /// floor remainder with the spec's special cases, zeros signed as the
+    /// divisor, on the CPU and the GPU.
+    @Test func modAtOpset28TakesTheFloorRemainderOfFloats() throws {
+        let n = Self.dividends.count
+        let data = Self.model("Mod", opset: 28, inputs: [("a", [n], 1), ("b", [n], 1)], attributes: [Self.int("fmod", 0)])
+        let inputs = ["a": try Tensor(shape: [n], values: Self.dividends), "b": try Tensor(shape: [n], values: Self.divisors)]
+        let expected = zip(Self.dividends, Self.divisors).map { Self.floorRemainder(Double($0), Double($1)) }
+        #expect(expected[0].sign == .minus && expected[1].sign == .plus && expected[4] == .infinity && expected[6] == -1)
+        Self.expectIdentical(try Self.run(data, inputs), expected, "Mod-28 fmod 0, CPU")
+        if TestGPU.isEnabled {
+            Self.expectIdentical(try Self.run(data, inputs, onGPU: true), expected, "Mod-28 fmod 0, GPU")
+        }
+    }
+
+    /// Mod-28 with fmod 1 is C's fmod, as Mod-13's: the dividend's sign,
+    /// NaN for a zero divisor or an infinite dividend, the dividend itself
+    /// for an infinite divisor.
+    @Test func modAtOpset28WithFmodIsCsFmod() throws {
+        let n = Self.dividends.count
+        let data = Self.model("Mod", opset: 28, inputs: [("a", [n], 1), ("b", [n], 1)], attributes: [Self.int("fmod", 1)])
+        let inputs = ["a": try Tensor(shape: [n], values: Self.dividends), "b": try Tensor(shape: [n], values: Self.divisors)]
+        let expected = zip(Self.dividends, Self.divisors).map { fmod(Double($0), Double($1)) }
+        let cpu = try Self.run(data, inputs)
+        // C's fmod keeps -0 for -0 % 2; the spec lets either zero be returned there.
+        Self.expectIdentical(cpu, expected, "Mod-28 fmod 1, CPU")
+        if TestGPU.isEnabled {
+            let gpu = try Self.run(data, inputs, onGPU: true)
+            let close = zip(gpu.values.map(Double.init), expected).allSatisfy { ($0.isNaN && $1.isNaN) || $0 == $1 }
+            #expect(close, "Mod-28 fmod 1, GPU: \(gpu.values), expected \(expected)")
+        }
+    }
+
+    /// Integer Mod-28 (folded at load): Python's `%`, the divisor's sign.
+    @Test func modAtOpset28OnIntegersKeepsTheDivisorsSign() throws {
+        let data = Self.model("Mod", opset: 28, inputs: [("a", [6], 6), ("b", [6], 6)])
+        let (a, b): ([Float], [Float]) = ([-4, 7, 5, 4, -7, 8], [2, -3, 8, -2, 3, 5])
+        let y = try Self.run(data, ["a": try Tensor(shape: [6], values: a), "b": try Tensor(shape: [6], values: b)])
+        #expect(y.values == [0, -2, 5, 0, 2, 3])
+    }
+}
