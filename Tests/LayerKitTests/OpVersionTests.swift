@@ -3,9 +3,10 @@ import Testing
 @testable import LayerKit
 @testable import LayerKitONNX
 
-/// Ops at newer versions of their definitions: Mod-28's floor remainder of
-/// floats. Expected values are float64 math written here, from the ONNX
-/// operator spec.
+/// Ops at versions of their definitions other than the current one:
+/// Mod-28's floor remainder of floats and the spellings of opsets 1 to 5.
+/// Expected values are float64 math written here, from the ONNX operator
+/// spec.
 @Suite struct OpVersionTests {
     /// A one-node model at `opset` (node 'the_node'): graph inputs `inputs`
     /// (name, shape, ONNX type), constant `initializers`, outputs `outputs`.
@@ -102,5 +103,91 @@ import Testing
         let (a, b): ([Float], [Float]) = ([-4, 7, 5, 4, -7, 8], [2, -3, 8, -2, 3, 5])
         let y = try Self.run(data, ["a": try Tensor(shape: [6], values: a), "b": try Tensor(shape: [6], values: b)])
         #expect(y.values == [0, -2, 5, 0, 2, 3])
+    }
+
+    static let x: [Float] = [-2.5, -1, -0.25, 0, 0.5, 1.5, 3, -4]
+
+    /// Opsets 1 to 5: `consumed_inputs` (an in-place hint) on the unary ops,
+    /// Selu-1's defaults to four decimals, Clip-1's bounds as attributes.
+    @Test func opset1UnaryOpsIgnoreConsumedInputs() throws {
+        let xs = Self.x.map(Double.init)
+        let cases: [(String, [[UInt8]], [Double])] = [
+            ("Relu", [], xs.map { max($0, 0) }),
+            ("Abs", [], xs.map { abs($0) }),
+            ("Neg", [], xs.map { -$0 }),
+            ("Floor", [], xs.map { $0.rounded(.down) }),
+            ("Sigmoid", [], xs.map { 1 / (1 + exp(-$0)) }),
+            ("Tanh", [], xs.map { tanh($0) }),
+            ("Exp", [], xs.map { exp($0) }),
+            ("LeakyRelu", [Self.float("alpha", 0.5)], xs.map { $0 >= 0 ? $0 : 0.5 * $0 }),
+            ("Elu", [], xs.map { $0 > 0 ? $0 : expm1($0) }),
+            ("HardSigmoid", [], xs.map { min(1, max(0, 0.2 * $0 + 0.5)) }),
+            ("Selu", [], xs.map { 1.0507 * ($0 > 0 ? $0 : 1.6732 * expm1($0)) }),
+            ("Clip", [Self.float("min", -1), Self.float("max", 1)], xs.map { min(max($0, -1), 1) }),
+        ]
+        for (op, attributes, expected) in cases {
+            let data = Self.model(op, opset: 1, inputs: [("x", [Self.x.count], 1)],
+                                  attributes: attributes + [Self.ints("consumed_inputs", [0])])
+            let y = try Self.run(data, ["x": try Tensor(shape: [Self.x.count], values: Self.x)])
+            OpLayerTest.expectClose(y, expected, tolerance: OpLayerTest.cpuTolerance, "\(op)-1")
+        }
+        // Selu-1's defaults are 1.6732 and 1.0507, not Selu-6's 1.67326319... and 1.05070102...
+        let selu = try Self.run(Self.model("Selu", opset: 5, inputs: [("x", [1], 1)]), ["x": try Tensor(shape: [1], values: [-1])])
+        #expect(abs(Double(selu[0]) - 1.0507 * 1.6732 * expm1(-1.0)) < 1e-6)
+    }
+
+    /// Concat before opset 4 defaults its axis to 1.
+    @Test func concatBeforeOpset4JoinsAxis1() throws {
+        let data = Self.model("Concat", opset: 3, inputs: [("a", [2, 1], 1), ("b", [2, 2], 1)])
+        let y = try Self.run(data, ["a": try Tensor(shape: [2, 1], values: [1, 2]), "b": try Tensor(shape: [2, 2], values: [3, 4, 5, 6])])
+        #expect(y.shape == [2, 3] && y.values == [1, 3, 4, 2, 5, 6])
+        #expect {
+            _ = try Self.run(Self.model("Concat", opset: 4, inputs: [("a", [2, 1], 1)]), ["a": try Tensor(shape: [2, 1], values: [1, 2])])
+        } throws: { "\($0)".contains("node 'the_node' (Concat): axis is required") }
+    }
+
+    /// Cast before opset 6 names its target type: `to: "INT32"` truncates
+    /// toward zero, as Cast-6's `to: 6` does; an unknown name is refused.
+    @Test func castBeforeOpset6NamesItsType() throws {
+        let input = try Tensor(shape: [4], values: [2.7, -2.7, 0.5, -0.5])
+        let y = try Self.run(Self.model("Cast", opset: 1, inputs: [("x", [4], 1)], attributes: [Self.string("to", "INT32")]),
+                             ["x": input])
+        #expect(y.values == [2, -2, 0, 0])
+        let double = try Self.run(Self.model("Cast", opset: 5, inputs: [("x", [4], 1)], attributes: [Self.string("to", "DOUBLE")]),
+                                  ["x": input])
+        #expect(double.values == input.values)
+        #expect {
+            _ = try Model(data: Self.model("Cast", opset: 5, inputs: [("x", [4], 1)], attributes: [Self.string("to", "REAL")]),
+                          computeUnits: .cpuOnly)
+        } throws: { "\($0)".contains("node 'the_node' (Cast): attribute 'to' is 'REAL', which names no ONNX data type") }
+    }
+
+    /// Pad-1 calls its pads `paddings` (begins, then ends).
+    @Test func padAtOpset1ReadsPaddings() throws {
+        let data = Self.model("Pad", opset: 1, inputs: [("x", [1, 2], 1)],
+                              attributes: [Self.ints("paddings", [0, 1, 0, 2]), Self.float("value", 9)])
+        let y = try Self.run(data, ["x": try Tensor(shape: [1, 2], values: [1, 2])])
+        #expect(y.shape == [1, 5] && y.values == [9, 1, 2, 9, 9])
+    }
+
+    /// Upsample-1 scales a 4-D input by `height_scale` and `width_scale`
+    /// (nearest by default).
+    @Test func upsampleAtOpset1ScalesHeightAndWidth() throws {
+        let data = Self.model("Upsample", opset: 1, inputs: [("x", [1, 1, 2, 2], 1)],
+                              attributes: [Self.float("height_scale", 2), Self.float("width_scale", 3)])
+        let y = try Self.run(data, ["x": try Tensor(shape: [1, 1, 2, 2], values: [1, 2, 3, 4])])
+        #expect(y.shape == [1, 1, 4, 6])
+        #expect(y.values == [1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4])
+    }
+
+    /// InstanceNormalization-1 takes (and ignores) `consumed_inputs`.
+    @Test func instanceNormalizationAtOpset1IgnoresConsumedInputs() throws {
+        let data = Self.model("InstanceNormalization", opset: 1, inputs: [("x", [1, 1, 4], 1)],
+                              attributes: [Self.ints("consumed_inputs", [0, 0, 0])],
+                              initializers: [("s", [1], [2]), ("b", [1], [1])])
+        let y = try Self.run(data, ["x": try Tensor(shape: [1, 1, 4], values: [1, 2, 3, 4])])
+        let values: [Double] = [1, 2, 3, 4], mean = 2.5, variance = 1.25
+        OpLayerTest.expectClose(y, values.map { 2 * ($0 - mean) / (variance + 1e-5).squareRoot() + 1 }, tolerance: 1e-5,
+                                "InstanceNormalization-1")
     }
 }

@@ -117,7 +117,8 @@ extension ONNXOperators {
 
     static func concat(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["axis"])
-        guard let value = try node.node.int("axis") else { throw node.error("axis is required") }
+        // Concat-1 defaulted the axis to 1; from opset 4 it is required.
+        guard let value = try node.node.int("axis") ?? (node.opset < 4 ? 1 : nil) else { throw node.error("axis is required") }
         let axis = try node.axis(value, rank: node.shape(0).count)
         return ConvertedNode(layer: try ConcatLayer(axis: axis), inputs: Array(node.node.inputs.indices))
     }

@@ -107,6 +107,15 @@ enum ONNXOperators {
             throw node.error("not in the catalog")
         }
         var parameters = try node.parameters()
+        if node.opset < 6 {
+            // An in-place hint of opsets 1 to 5, with no bearing on the values.
+            parameters["consumed_inputs"] = nil
+            // Selu-1's defaults, the constants to four decimals (Selu-6 gives them to float precision).
+            if definition.name == "Selu" {
+                parameters["alpha"] = parameters["alpha"] ?? 1.6732
+                parameters["gamma"] = parameters["gamma"] ?? 1.0507
+            }
+        }
         switch definition.name {
         case "Clip" where node.opset >= 11:
             for (i, name) in [(1, "min"), (2, "max")] {

@@ -7,7 +7,8 @@ import LayerKitONNX
 /// outputs as its op allows at the model's opset. Errors name the node.
 enum ONNXValidation {
     /// `model` with its nodes in a topological order (the file's order when
-    /// it already is one), or the first violation as `invalidModel`.
+    /// it already is one) and in their current spelling (`currentForm`), or
+    /// the first violation as `invalidModel`.
     static func validated(_ model: ONNXModel) throws -> ONNXModel {
         let graph = model.graph
         let opset = model.defaultOpset ?? 0
@@ -90,8 +91,24 @@ enum ONNXValidation {
                                              + "a value it makes")
         }
         var sorted = model
-        sorted.graph.nodes = order.map { graph.nodes[$0] }
+        sorted.graph.nodes = try order.map { try currentForm(graph.nodes[$0], opset) }
         return sorted
+    }
+
+    /// `node` as the current version of its op spells an attribute an older
+    /// one spelled otherwise, where both the load-time folding and the
+    /// converter read it: Cast before opset 6 names its target type
+    /// (`to: "FLOAT"`), from 6 it gives the type's code.
+    static func currentForm(_ node: ONNXNode, _ opset: Int) throws -> ONNXNode {
+        guard node.isStandard, node.opType == "Cast", opset < 6, case .string(let name)? = node.attributes["to"] else {
+            return node
+        }
+        guard let code = (1...64).first(where: { ONNXDataType(rawValue: $0).description == name.uppercased() }) else {
+            throw LayerKitError.invalidModel("\(node.label): attribute 'to' is '\(name)', which names no ONNX data type")
+        }
+        var current = node
+        current.attributes["to"] = .int(code)
+        return current
     }
 
     /// Throws when the model's opset resolves `node`'s op to a definition
