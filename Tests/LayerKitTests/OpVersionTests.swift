@@ -3,10 +3,11 @@ import Testing
 @testable import LayerKit
 @testable import LayerKitONNX
 
-/// Ops at versions of their definitions other than the current one:
-/// Mod-28's floor remainder of floats and the spellings of opsets 1 to 5.
-/// Expected values are float64 math written here, from the ONNX operator
-/// spec.
+/// Ops at the versions of their definitions LayerKit accepts since they were
+/// reviewed against onnx 1.23's schema history (`implementedVersions`):
+/// Mod-28's floor remainder of floats, the spellings of opsets 1 to 5, and
+/// the refusal of versions ONNX deprecated. Expected values are float64
+/// math written here, from the ONNX operator spec.
 @Suite struct OpVersionTests {
     /// A one-node model at `opset` (node 'the_node'): graph inputs `inputs`
     /// (name, shape, ONNX type), constant `initializers`, outputs `outputs`.
@@ -189,5 +190,24 @@ import Testing
         let values: [Double] = [1, 2, 3, 4], mean = 2.5, variance = 1.25
         OpLayerTest.expectClose(y, values.map { 2 * ($0 - mean) / (variance + 1e-5).squareRoot() + 1 }, tolerance: 1e-5,
                                 "InstanceNormalization-1")
+    }
+
+    /// Versions ONNX deprecated are refused, naming the op that replaces
+    /// them; the version before runs.
+    @Test func deprecatedVersionsAreRefused() throws {
+        let scales: [(String, [Int64], [Float])] = [("scales", [4], [1, 1, 2, 2])]
+        let upsample9 = Self.model("Upsample", opset: 9, inputs: [("x", [1, 1, 1, 2], 1)], initializers: scales)
+        #expect(try Self.run(upsample9, ["x": try Tensor(shape: [1, 1, 1, 2], values: [1, 2])]).values == [1, 1, 2, 2, 1, 1, 2, 2])
+        #expect {
+            _ = try Model(data: Self.model("Upsample", opset: 10, inputs: [("x", [1, 1, 1, 2], 1)], initializers: scales),
+                          computeUnits: .cpuOnly)
+        } throws: {
+            "\($0)".contains("node 'the_node' (Upsample): Upsample at opset 10 is its version 10, which ONNX deprecated")
+                && "\($0)".contains("use Resize at this opset, or export the model at an opset below 10")
+        }
+        #expect {
+            _ = try Model(data: Self.model("Scatter", opset: 12, inputs: [("x", [2, 2], 1), ("i", [1, 1], 7), ("u", [1, 1], 1)]),
+                          computeUnits: .cpuOnly)
+        } throws: { "\($0)".contains("Scatter at opset 12 is its version 11, which ONNX deprecated") }
     }
 }

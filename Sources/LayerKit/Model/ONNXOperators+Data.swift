@@ -20,7 +20,7 @@ extension ONNXOperators {
         "GatherElements": ONNXOperator(inputs: 2...2, gatherElements),
         "ScatterElements": ONNXOperator(inputs: 3...3, scatterElements),
         // Scatter (opsets 9 and 10) is ScatterElements under its old name; opset 11 deprecated it.
-        "Scatter": ONNXOperator(inputs: 3...3, scatterElements).through(version: 9),
+        "Scatter": ONNXOperator(inputs: 3...3, scatterElements),
         "Expand": ONNXOperator(inputs: 2...2, expand),
         // Tile-1 took (input, tiles, axis); 6 on (input, repeats).
         "Tile": ONNXOperator(arity: { ($0 >= 6 ? 2...2 : 3...3, 1...1) }, tile),

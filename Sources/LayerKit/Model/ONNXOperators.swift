@@ -18,23 +18,12 @@ struct ConvertedNode {
 /// (empty names for omitted optional ones included) a node may list at an
 /// opset, from the ONNX operator spec (onnxruntime refuses a node outside
 /// them, and so does the load-time validation, `ONNXValidation`), and the
-/// conversion of a node to a layer.
+/// conversion of a node to a layer. Which versions of the op's definition
+/// the conversion implements is `ONNXOperators.implementedVersions`.
 struct ONNXOperator: Sendable {
     typealias Arity = (inputs: ClosedRange<Int>, outputs: ClosedRange<Int>)
     let arity: @Sendable (_ opset: Int) -> Arity
     let convert: ONNXOperators.Converter
-    /// The newest version of the op's definition (an opset at which it
-    /// changed, `ONNXOpVersions`) the converter implements; nil when it
-    /// implements every version up to `ONNXOpVersions.newestOpset`.
-    private(set) var newestVersion: Int?
-
-    /// This op, implemented only through `version`: a model whose opset
-    /// resolves the op to a newer definition is refused, naming both.
-    func through(version: Int) -> ONNXOperator {
-        var op = self
-        op.newestVersion = version
-        return op
-    }
 
     /// An op whose arity does not change across opsets.
     init(inputs: ClosedRange<Int>, outputs: ClosedRange<Int> = 1...1, _ convert: @escaping ONNXOperators.Converter) {

@@ -4,7 +4,8 @@ import LayerKitONNX
 /// before any node becomes a layer: every value name is defined once
 /// (graph inputs, initializers, node outputs), every use is defined, the
 /// graph has no cycle, and each standard node lists as many inputs and
-/// outputs as its op allows at the model's opset. Errors name the node.
+/// outputs as its op allows at the model's opset, at a version of its
+/// definition LayerKit implements. Errors name the node.
 enum ONNXValidation {
     /// `model` with its nodes in a topological order (the file's order when
     /// it already is one) and in their current spelling (`currentForm`), or
@@ -31,7 +32,7 @@ enum ONNXValidation {
         var producer: [String: Int] = [:]
         for (position, node) in graph.nodes.enumerated() {
             if node.isStandard, let op = ONNXOperators.table[node.opType] {
-                try checkVersion(op, node, opset)
+                try checkVersion(node, opset)
                 let arity = op.arity(opset)
                 try check(node.inputs.count, arity.inputs, "inputs", node, opset)
                 try check(node.outputs.count, arity.outputs, "outputs", node, opset)
@@ -112,13 +113,19 @@ enum ONNXValidation {
     }
 
     /// Throws when the model's opset resolves `node`'s op to a definition
-    /// newer than its converter implements: the version numbers alone do
+    /// ONNX deprecated or newer than its converter implements
+    /// (`ONNXOperators.implementedVersions`): the version numbers alone do
     /// not refuse a model, only an op whose meaning LayerKit does not know.
-    private static func checkVersion(_ op: ONNXOperator, _ node: ONNXNode, _ opset: Int) throws {
-        guard let newest = op.newestVersion,
-              let version = ONNXOpVersions.changes[node.opType]?.last(where: { $0 <= opset }), version > newest else {
-            return
+    static func checkVersion(_ node: ONNXNode, _ opset: Int,
+                             implemented: [String: Int] = ONNXOperators.implementedVersions) throws {
+        guard let version = ONNXOpVersions.changes[node.opType]?.last(where: { $0 <= opset }) else { return }
+        if ONNXOpVersions.deprecated[node.opType]?.contains(version) == true {
+            let replacement = ONNXOperators.replacements[node.opType].map { "use \($0) at this opset, or " } ?? ""
+            throw LayerKitError.invalidModel("\(node.label): \(node.opType) at opset \(opset) is its version \(version), "
+                                             + "which ONNX deprecated (onnx.checker and onnxruntime refuse it too); "
+                                             + "\(replacement)export the model at an opset below \(version)")
         }
+        guard let newest = implemented[node.opType], version > newest else { return }
         throw LayerKitError.invalidModel("\(node.label): \(node.opType) at opset \(opset) is its version \(version), "
                                          + "which LayerKit does not implement (it implements versions up to \(newest)); "
                                          + "convert the model to an older opset with onnx.version_converter")
