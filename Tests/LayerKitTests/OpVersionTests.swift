@@ -78,6 +78,10 @@ import Testing
         if TestGPU.isEnabled {
             Self.expectIdentical(try Self.run(data, inputs, onGPU: true), expected, "Mod-28 fmod 0, GPU")
         }
+        // Constant operands: folded at load, by the folding kernels.
+        let folded = Self.model("Mod", opset: 28, inputs: [], attributes: [Self.int("fmod", 0)],
+                                initializers: [("a", [Int64(n)], Self.dividends), ("b", [Int64(n)], Self.divisors)])
+        Self.expectIdentical(try Self.run(folded, [:]), expected, "Mod-28 fmod 0, folded")
     }
 
     /// Mod-28 with fmod 1 is C's fmod, as Mod-13's: the dividend's sign,
