@@ -1,8 +1,9 @@
 /// The versions of each op's definition LayerKit implements.
 extension ONNXOperators {
     /// Op type -> the newest version of its definition (an opset at which it
-    /// changed, `ONNXOpVersions.changes`) its converter implements, every
-    /// older one included, reviewed against each change of onnx 1.23's schema
+    /// changed, `ONNXOpVersions.changes`) its converter, or for an op only
+    /// load-time folding computes its `TypedKernels` kernel, implements,
+    /// every older one included, reviewed against each change of onnx 1.23's schema
     /// history (the comment names what the versions after the first changed;
     /// "types" is a change of the element types alone, which LayerKit
     /// computes in Float32, or folds at load for integers and booleans).
@@ -15,8 +16,15 @@ extension ONNXOperators {
         "Abs": 13,  // 6: consumed_inputs dropped; 13: types
         "Add": 14,  // 7: numpy broadcasting (before, broadcast/axis); 13, 14: types
         "And": 7,  // 7: numpy broadcasting
+        "ArgMax": 13,  // 11: negative axis; 12: select_last_index; 13: types (a folding kernel)
+        "ArgMin": 13,  // 11: negative axis; 12: select_last_index; 13: types (a folding kernel)
         "AveragePool": 22,  // 7: count_include_pad; 10: ceil_mode; 19: dilations; 22: types (windows starting in the end padding dropped, as before)
         "BatchNormalization": 15,  // 6: consumed_inputs dropped; 7: is_test dropped; 9: spatial dropped; 14: training_mode; 15: types
+        "BitShift": 28,  // 28: signed types, shifted right arithmetically (a folding kernel)
+        "BitwiseAnd": 18,  // (a folding kernel)
+        "BitwiseNot": 18,  // (a folding kernel)
+        "BitwiseOr": 18,  // (a folding kernel)
+        "BitwiseXor": 18,  // (a folding kernel)
         "Cast": 28,  // 6: `to` a type code (before, its name); 9 to 28: types (float8, 4- and 2-bit targets refused), 19: saturate, 24: round_mode (float8 only)
         "CastLike": 25,  // 19: saturate; 24: round_mode (float8 only); others: types
         "Ceil": 13,  // 6: consumed_inputs dropped; 13: types
@@ -28,6 +36,7 @@ extension ONNXOperators {
         "Conv": 22,  // 11: defaults spelled out; 22: types
         "ConvTranspose": 22,  // 11: SAME_UPPER/SAME_LOWER pad split corrected in the text; 22: types
         "Cos": 22,  // 22: types
+        "CumSum": 14,  // 14: types (a folding kernel)
         "DepthToSpace": 28,  // 11: mode (DCR, CRD); 13: types; 28: a function body, same meaning
         "Div": 14,  // 7: numpy broadcasting; 13, 14: types
         "Dropout": 22,  // 6: consumed_inputs dropped; 7: is_test dropped; 10: types; 12: ratio and training_mode as inputs, seed; 13, 22: types
@@ -71,7 +80,9 @@ extension ONNXOperators {
         "Mod": 28,  // 13: types; 28: fmod 0 defined on floats (floor quotient; ±0, ±inf and NaN cases)
         "Mul": 14,  // 7: numpy broadcasting; 13, 14: types
         "Neg": 13,  // 6: consumed_inputs dropped; 13: types
+        "NonZero": 13,  // 13: types (a folding kernel)
         "Not": 1,
+        "OneHot": 28,  // 11: negative indices and axis; 28: types (a folding kernel)
         "Or": 7,  // 7: numpy broadcasting
         "PRelu": 16,  // 6: consumed_inputs dropped; 7: unidirectional broadcasting of the slope; 9, 16: types
         "Pad": 25,  // 2: pads (before, paddings); 11: pads and constant_value as inputs; 18: axes input; 19: wrap mode; others: types

@@ -36,6 +36,8 @@ enum ONNXValidation {
                 let arity = op.arity(opset)
                 try check(node.inputs.count, arity.inputs, "inputs", node, opset)
                 try check(node.outputs.count, arity.outputs, "outputs", node, opset)
+            } else if node.isStandard, TypedKernels.table[node.opType] != nil {
+                try checkVersion(node, opset)  // an op only load-time folding computes
             } else if node.domain == ONNXOperators.mlDomain, let op = ONNXOperators.mlTable[node.opType] {
                 let arity = op.arity(mlOpset)
                 try check(node.inputs.count, arity.inputs, "inputs", node, mlOpset)
