@@ -196,6 +196,35 @@ import Testing
                                 "InstanceNormalization-1")
     }
 
+    /// Cast-24's round_mode for FLOAT8E8M0 (powers of two; default "up": any
+    /// fraction takes the next power), saturating at 2^127 unless told not to.
+    @Test func castAtOpset24RoundsToFloat8E8M0AsTold() throws {
+        let x: [Float] = [0.124, 0.25, 1.1, 1.5, 3, 0x1.8p127, 0]
+        func expected(_ mode: String, saturate: Bool = true) -> [Double] {
+            x.map { value in
+                guard value > 0 else { return 0x1p-127 }
+                let v = Double(value), e = v.exponent
+                let up = switch mode { case "up": v != pow(2, Double(e)); case "nearest": v / pow(2, Double(e)) >= 1.5; default: false }
+                let exponent = Int(e) + (up ? 1 : 0)
+                return exponent > 127 ? (saturate ? 0x1p127 : .nan) : pow(2, Double(exponent))
+            }
+        }
+        #expect(expected("up") == [0.125, 0.25, 2, 2, 4, 0x1p127, 0x1p-127])
+        for (mode, saturate) in [(nil, true), ("up", true), ("down", true), ("nearest", true), ("up", false)] as [(String?, Bool)] {
+            let attributes = [Self.int("to", 24), Self.int("saturate", saturate ? 1 : 0)] + (mode.map { [Self.string("round_mode", $0)] } ?? [])
+            let node = ONNXBytes.node("Cast", inputs: ["x"], outputs: ["y"], name: "the_node", attributes: attributes)
+            let data = ONNXBytes.model(opsets: [("", 24)], graph: ONNXBytes.graph(
+                nodes: [node], inputs: [ModelGraphTests.value("x", [x.count])],
+                extra: PB.bytes(12, ModelGraphTests.value("y", [x.count], type: 24))))
+            let model = try Model(data: data, computeUnits: .cpuOnly, notice: { _ in })
+            let y = try #require(try model.predict(typed: ["x": TypedTensor(.float32, shape: [x.count], doubles: x.map(Double.init))])["y"])
+            #expect(y.elementType == .float8e8m0)
+            let want = expected(mode ?? "up", saturate: saturate)
+            #expect(zip(y.doubles(), want).allSatisfy { $0 == $1 || ($0.isNaN && $1.isNaN) },
+                    "round_mode \(mode ?? "(default)"), saturate \(saturate): \(y.doubles()), expected \(want)")
+        }
+    }
+
     /// Versions ONNX deprecated are refused, naming the op that replaces
     /// them; the version before runs.
     @Test func deprecatedVersionsAreRefused() throws {
