@@ -25,8 +25,8 @@ extension ONNXOperators {
         "BitwiseNot": 18,  // (a folding kernel)
         "BitwiseOr": 18,  // (a folding kernel)
         "BitwiseXor": 18,  // (a folding kernel)
-        "Cast": 28,  // 6: `to` a type code (before, its name); 9 to 28: types (float8, 4- and 2-bit targets refused), 19: saturate, 24: round_mode (float8 only)
-        "CastLike": 25,  // 19: saturate; 24: round_mode (float8 only); others: types
+        "Cast": 28,  // 6: `to` a type code (before, its name); 9 to 28: types (strings, float8, float6, 4- and 2-bit in the folding kernels); 19: saturate (float8); 24: round_mode (FLOAT8E8M0)
+        "CastLike": 25,  // 19: saturate (float8); 24: round_mode (FLOAT8E8M0); others: types
         "Ceil": 13,  // 6: consumed_inputs dropped; 13: types
         "Celu": 28,  // 28: types
         "Clip": 13,  // 6: consumed_inputs dropped; 11: min and max as inputs; 12, 13: types (13: min > max gives max, as min(max(x, min), max))
@@ -41,7 +41,7 @@ extension ONNXOperators {
         "Div": 14,  // 7: numpy broadcasting; 13, 14: types
         "Dropout": 22,  // 6: consumed_inputs dropped; 7: is_test dropped; 10: types; 12: ratio and training_mode as inputs, seed; 13, 22: types
         "Elu": 22,  // 6: consumed_inputs dropped; 22: types
-        "Equal": 19,  // 7: numpy broadcasting; 11, 13, 19: types (19: strings, refused)
+        "Equal": 19,  // 7: numpy broadcasting; 11, 13, 19: types (19: strings, folded)
         "Erf": 13,  // 13: types
         "Exp": 13,  // 6: consumed_inputs dropped; 13: types
         "Expand": 13,  // 13: types
