@@ -50,10 +50,12 @@ vec4 lk_fmod(vec4 a, vec4 b) {
     return mix(r, vec4(LK_NAN), undefined);
 }
 
+// Python's %: a zero remainder is a zero of b's sign (ONNX Mod-28, fmod 0).
 vec4 lk_imod(vec4 a, vec4 b) {
     vec4 r = lk_fmod(a, b);
     bvec4 flip = bvec4(uvec4(notEqual(r, vec4(0.0))) & uvec4(notEqual(lessThan(r, vec4(0.0)), lessThan(b, vec4(0.0)))));
-    return mix(r, r + b, flip);
+    vec4 signedZero = uintBitsToFloat(floatBitsToUint(b) & uvec4(0x80000000u));
+    return mix(mix(r, r + b, flip), signedZero, equal(r, vec4(0.0)));
 }
 
 // Truth values: 1 where non-zero (NaN included), else 0.

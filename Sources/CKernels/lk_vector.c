@@ -99,7 +99,9 @@ static void lk_binary_scalar(lk_binary_op op, const float *a, int a_stride, cons
 
 float lk_imod(float a, float b) {
     float r = fmodf(a, b);
-    return r != 0.0f && (r < 0.0f) != (b < 0.0f) ? r + b : r;
+    // A zero remainder takes the divisor's sign too (Python's -0.0 for 6 % -3).
+    if (r == 0.0f) return copysignf(0.0f, b);
+    return (r < 0.0f) != (b < 0.0f) ? r + b : r;
 }
 
 static void lk_select_scalar(const float *cond, const float *a, int a_stride, const float *b,

@@ -152,12 +152,13 @@ struct MathOpTests {
         }
     }
 
-    /// fmod = 0 is Python's % (sign of the divisor), which onnxruntime runs
-    /// only on integers; 1 is C's fmod. Both backends.
+    /// fmod = 0 is Python's % (sign of the divisor, a zero's too), which
+    /// onnxruntime runs only on integers (Mod-28 defines it on floats); 1 is
+    /// C's fmod. Both backends.
     @Test func modFollowsTheSignOfItsRule() throws {
         let a = try Tensor(shape: [1, 6], values: [5, -5, 5, -5, 4.5, -0.0])
         let b = try Tensor(shape: [1, 6], values: [3, 3, -3, -3, 1.5, 2])
-        let python: [Double] = [2, 1, -1, -2, 0, -0.0], c: [Double] = [2, -2, 2, -2, 0, -0.0]
+        let python: [Double] = [2, 1, -1, -2, 0, 0], c: [Double] = [2, -2, 2, -2, 0, -0.0]
         for (operation, expected) in [(BinaryLayer.Operation.mod, python), (.fmod, c)] {
             let layer = BinaryLayer(operation)
             OpLayerTest.expectClose(try OpLayerTest.cpu(layer, [a, b])[0], expected, tolerance: 0, "CPU \(operation)")

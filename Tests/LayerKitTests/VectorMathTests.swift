@@ -179,7 +179,8 @@ private let exactBinaryCases: [BinaryCase] = [
     binary("fmod", LK_FMOD) { fmod($0, $1) },
     binary("imod", LK_IMOD) { a, b in
         let r = fmod(a, b)
-        return r != 0 && (r < 0) != (b < 0) ? r + b : r
+        if r == 0 { return b.sign == .minus ? -0.0 : 0.0 }
+        return (r < 0) != (b < 0) ? r + b : r
     },
     binary("and", LK_AND) { truth($0 != 0 && $1 != 0) },
     binary("or", LK_OR) { truth($0 != 0 || $1 != 0) },

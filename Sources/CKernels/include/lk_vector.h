@@ -69,8 +69,9 @@ typedef enum {
     LK_EQ,      ///< a == b as 1.0f or 0.0f (0 if either is NaN; -0 == +0).
     LK_NE,      ///< a != b as 1.0f or 0.0f (1 if either is NaN).
     LK_FMOD,    ///< fmodf(a, b): the remainder with the sign of a (C99; exact).
-    LK_IMOD,    ///< a - floor(a / b) * b with the sign of b (Python's %), exact:
-                ///< fmodf(a, b), plus b where that is non-zero and its sign differs from b's.
+    LK_IMOD,    ///< a - floor(a / b) * b with the sign of b (Python's %, ONNX Mod-28 fmod 0), exact:
+                ///< fmodf(a, b), plus b where that is non-zero and its sign differs from b's; a
+                ///< zero remainder is a zero of b's sign; NaN for b = 0 or an infinite a.
     LK_AND,     ///< (a != 0) && (b != 0) as 1.0f or 0.0f (NaN counts as true, as in C).
     LK_OR,      ///< (a != 0) || (b != 0) as 1.0f or 0.0f.
     LK_XOR,     ///< (a != 0) != (b != 0) as 1.0f or 0.0f.

@@ -213,4 +213,12 @@ enum ONNXOpVersions {
         "Where": [9, 16],
         "Xor": [1, 7],
     ]
+
+    /// Op type -> the versions of its definition ONNX deprecated: onnx.checker and
+    /// onnxruntime refuse a model whose opset resolves the op to one of them.
+    static let deprecated: [String: [Int]] = [
+        "GroupNormalization": [18],
+        "Scatter": [11],
+        "Upsample": [10],
+    ]
 }

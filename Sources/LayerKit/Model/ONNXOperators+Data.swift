@@ -20,7 +20,7 @@ extension ONNXOperators {
         "GatherElements": ONNXOperator(inputs: 2...2, gatherElements),
         "ScatterElements": ONNXOperator(inputs: 3...3, scatterElements),
         // Scatter (opsets 9 and 10) is ScatterElements under its old name; opset 11 deprecated it.
-        "Scatter": ONNXOperator(inputs: 3...3, scatterElements).through(version: 9),
+        "Scatter": ONNXOperator(inputs: 3...3, scatterElements),
         "Expand": ONNXOperator(inputs: 2...2, expand),
         // Tile-1 took (input, tiles, axis); 6 on (input, repeats).
         "Tile": ONNXOperator(arity: { ($0 >= 6 ? 2...2 : 3...3, 1...1) }, tile),
@@ -117,7 +117,8 @@ extension ONNXOperators {
 
     static func concat(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["axis"])
-        guard let value = try node.node.int("axis") else { throw node.error("axis is required") }
+        // Concat-1 defaulted the axis to 1; from opset 4 it is required.
+        guard let value = try node.node.int("axis") ?? (node.opset < 4 ? 1 : nil) else { throw node.error("axis is required") }
         let axis = try node.axis(value, rank: node.shape(0).count)
         return ConvertedNode(layer: try ConcatLayer(axis: axis), inputs: Array(node.node.inputs.indices))
     }

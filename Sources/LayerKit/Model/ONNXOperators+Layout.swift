@@ -11,7 +11,7 @@ extension ONNXOperators {
         // Resize-10: X and scales; from 11 X, roi, scales, sizes (roi and
         // scales required in 11, optional from 13).
         "Resize": ONNXOperator(arity: { ($0 >= 13 ? 1...4 : $0 >= 11 ? 3...4 : 2...2, 1...1) }, resize),
-        // Upsample-7 takes scales as an attribute, -9 as an input.
+        // Upsample-1 takes height_scale and width_scale, -7 scales as an attribute, -9 as an input.
         "Upsample": ONNXOperator(arity: { ($0 >= 9 ? 2...2 : 1...1, 1...1) }, upsample),
     ]
 
@@ -41,8 +41,10 @@ extension ONNXOperators {
         var value: Float = 0
         var axes = Array(0..<rank)
         if node.opset < 11 {
-            try node.requireAttributes(["mode", "pads", "value"])
-            guard let given = try node.ints("pads") else { throw node.error("attribute 'pads' is required") }
+            // Pad-1 called the pads `paddings` (in the same order).
+            let name = node.opset < 2 ? "paddings" : "pads"
+            try node.requireAttributes(["mode", name, "value"])
+            guard let given = try node.ints(name) else { throw node.error("attribute '\(name)' is required") }
             pads = given
             value = try node.float("value", default: 0)
         } else {
@@ -161,10 +163,18 @@ extension ONNXOperators {
             try node.requireAttributes(["mode"])
             guard let given = try optionalFloats(node, 1, "scales") else { throw node.error("scales (input 1) are empty") }
             scales = given
-        } else {
+        } else if node.opset >= 7 {
             try node.requireAttributes(["mode", "scales"])
             guard let given = try node.node.floats("scales") else { throw node.error("attribute 'scales' is required") }
             scales = given
+        } else {
+            // Upsample-1 (experimental): a 4-D input scaled along H and W.
+            try node.requireAttributes(["mode", "height_scale", "width_scale"])
+            guard let height = try node.node.float("height_scale"), let width = try node.node.float("width_scale") else {
+                throw node.error("attributes 'height_scale' and 'width_scale' are required")
+            }
+            guard shape.count == 4 else { throw node.error("input \(Tensor.describe(shape)) must have rank 4 (opset \(node.opset))") }
+            scales = [1, 1, height, width]
         }
         return try resampling(node, shape: shape, scales: scales, sizes: nil, legacy: true)
     }

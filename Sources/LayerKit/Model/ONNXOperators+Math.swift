@@ -12,8 +12,7 @@ extension ONNXOperators {
             "Mul": ONNXOperator(inputs: 2...2) { try binary($0, .mul) },
             "Div": ONNXOperator(inputs: 2...2) { try binary($0, .div) },
             "Pow": ONNXOperator(inputs: 2...2, pow),
-            // Opset 28 gave float Mod special cases (±0, ±inf) not checked here.
-            "Mod": ONNXOperator(inputs: 2...2, mod).through(version: 13),
+            "Mod": ONNXOperator(inputs: 2...2, mod),
             "PRelu": ONNXOperator(inputs: 2...2, prelu),
             "Equal": ONNXOperator(inputs: 2...2) { try binary($0, .equal) },
             "Less": ONNXOperator(inputs: 2...2) { try binary($0, .less) },
@@ -107,8 +106,11 @@ extension ONNXOperators {
         return try binary(node, .pow)
     }
 
-    /// Mod: `fmod` 0 is Python's `%` (sign of the divisor; ONNX means it for
-    /// integers, which are floats here), 1 is C's `fmod`.
+    /// Mod: `fmod` 0 is Python's `%` (the floor quotient: a result, zero
+    /// included, of the divisor's sign; Mod-28 defines it on floats with
+    /// Python's special cases, NaN for a zero divisor or an infinite
+    /// dividend, the dividend or the divisor for an infinite divisor), 1 is
+    /// C's `fmod` (the truncated quotient, the dividend's sign).
     static func mod(_ node: ONNXNodeContext) throws -> ConvertedNode {
         let fmod = try node.int("fmod", default: 0)
         guard fmod == 0 || fmod == 1 else { throw node.error("fmod must be 0 or 1, got \(fmod)") }

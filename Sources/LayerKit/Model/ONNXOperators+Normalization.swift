@@ -60,7 +60,7 @@ extension ONNXOperators {
     }
 
     static func instanceNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["epsilon"])
+        try node.requireAttributes(node.opset < 6 ? ["epsilon", "consumed_inputs"] : ["epsilon"])
         let shape = try node.shape(0)
         guard shape.count >= 3 else {
             throw node.error("input \(Tensor.describe(shape)) must have rank 3 or more (N, C, spatial axes)")

@@ -18,23 +18,12 @@ struct ConvertedNode {
 /// (empty names for omitted optional ones included) a node may list at an
 /// opset, from the ONNX operator spec (onnxruntime refuses a node outside
 /// them, and so does the load-time validation, `ONNXValidation`), and the
-/// conversion of a node to a layer.
+/// conversion of a node to a layer. Which versions of the op's definition
+/// the conversion implements is `ONNXOperators.implementedVersions`.
 struct ONNXOperator: Sendable {
     typealias Arity = (inputs: ClosedRange<Int>, outputs: ClosedRange<Int>)
     let arity: @Sendable (_ opset: Int) -> Arity
     let convert: ONNXOperators.Converter
-    /// The newest version of the op's definition (an opset at which it
-    /// changed, `ONNXOpVersions`) the converter implements; nil when it
-    /// implements every version up to `ONNXOpVersions.newestOpset`.
-    private(set) var newestVersion: Int?
-
-    /// This op, implemented only through `version`: a model whose opset
-    /// resolves the op to a newer definition is refused, naming both.
-    func through(version: Int) -> ONNXOperator {
-        var op = self
-        op.newestVersion = version
-        return op
-    }
 
     /// An op whose arity does not change across opsets.
     init(inputs: ClosedRange<Int>, outputs: ClosedRange<Int> = 1...1, _ convert: @escaping ONNXOperators.Converter) {
@@ -107,6 +96,15 @@ enum ONNXOperators {
             throw node.error("not in the catalog")
         }
         var parameters = try node.parameters()
+        if node.opset < 6 {
+            // An in-place hint of opsets 1 to 5, with no bearing on the values.
+            parameters["consumed_inputs"] = nil
+            // Selu-1's defaults, the constants to four decimals (Selu-6 gives them to float precision).
+            if definition.name == "Selu" {
+                parameters["alpha"] = parameters["alpha"] ?? 1.6732
+                parameters["gamma"] = parameters["gamma"] ?? 1.0507
+            }
+        }
         switch definition.name {
         case "Clip" where node.opset >= 11:
             for (i, name) in [(1, "min"), (2, "max")] {

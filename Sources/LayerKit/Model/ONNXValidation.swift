@@ -4,10 +4,12 @@ import LayerKitONNX
 /// before any node becomes a layer: every value name is defined once
 /// (graph inputs, initializers, node outputs), every use is defined, the
 /// graph has no cycle, and each standard node lists as many inputs and
-/// outputs as its op allows at the model's opset. Errors name the node.
+/// outputs as its op allows at the model's opset, at a version of its
+/// definition LayerKit implements. Errors name the node.
 enum ONNXValidation {
     /// `model` with its nodes in a topological order (the file's order when
-    /// it already is one), or the first violation as `invalidModel`.
+    /// it already is one) and in their current spelling (`currentForm`), or
+    /// the first violation as `invalidModel`.
     static func validated(_ model: ONNXModel) throws -> ONNXModel {
         let graph = model.graph
         let opset = model.defaultOpset ?? 0
@@ -30,10 +32,12 @@ enum ONNXValidation {
         var producer: [String: Int] = [:]
         for (position, node) in graph.nodes.enumerated() {
             if node.isStandard, let op = ONNXOperators.table[node.opType] {
-                try checkVersion(op, node, opset)
+                try checkVersion(node, opset)
                 let arity = op.arity(opset)
                 try check(node.inputs.count, arity.inputs, "inputs", node, opset)
                 try check(node.outputs.count, arity.outputs, "outputs", node, opset)
+            } else if node.isStandard, TypedKernels.table[node.opType] != nil {
+                try checkVersion(node, opset)  // an op only load-time folding computes
             } else if node.domain == ONNXOperators.mlDomain, let op = ONNXOperators.mlTable[node.opType] {
                 let arity = op.arity(mlOpset)
                 try check(node.inputs.count, arity.inputs, "inputs", node, mlOpset)
@@ -90,18 +94,40 @@ enum ONNXValidation {
                                              + "a value it makes")
         }
         var sorted = model
-        sorted.graph.nodes = order.map { graph.nodes[$0] }
+        sorted.graph.nodes = try order.map { try currentForm(graph.nodes[$0], opset) }
         return sorted
     }
 
-    /// Throws when the model's opset resolves `node`'s op to a definition
-    /// newer than its converter implements: the version numbers alone do
-    /// not refuse a model, only an op whose meaning LayerKit does not know.
-    private static func checkVersion(_ op: ONNXOperator, _ node: ONNXNode, _ opset: Int) throws {
-        guard let newest = op.newestVersion,
-              let version = ONNXOpVersions.changes[node.opType]?.last(where: { $0 <= opset }), version > newest else {
-            return
+    /// `node` as the current version of its op spells an attribute an older
+    /// one spelled otherwise, where both the load-time folding and the
+    /// converter read it: Cast before opset 6 names its target type
+    /// (`to: "FLOAT"`), from 6 it gives the type's code.
+    static func currentForm(_ node: ONNXNode, _ opset: Int) throws -> ONNXNode {
+        guard node.isStandard, node.opType == "Cast", opset < 6, case .string(let name)? = node.attributes["to"] else {
+            return node
         }
+        guard let code = (1...64).first(where: { ONNXDataType(rawValue: $0).description == name.uppercased() }) else {
+            throw LayerKitError.invalidModel("\(node.label): attribute 'to' is '\(name)', which names no ONNX data type")
+        }
+        var current = node
+        current.attributes["to"] = .int(code)
+        return current
+    }
+
+    /// Throws when the model's opset resolves `node`'s op to a definition
+    /// ONNX deprecated or newer than its converter implements
+    /// (`ONNXOperators.implementedVersions`): the version numbers alone do
+    /// not refuse a model, only an op whose meaning LayerKit does not know.
+    static func checkVersion(_ node: ONNXNode, _ opset: Int,
+                             implemented: [String: Int] = ONNXOperators.implementedVersions) throws {
+        guard let version = ONNXOpVersions.changes[node.opType]?.last(where: { $0 <= opset }) else { return }
+        if ONNXOpVersions.deprecated[node.opType]?.contains(version) == true {
+            let replacement = ONNXOperators.replacements[node.opType].map { "use \($0) at this opset, or " } ?? ""
+            throw LayerKitError.invalidModel("\(node.label): \(node.opType) at opset \(opset) is its version \(version), "
+                                             + "which ONNX deprecated (onnx.checker and onnxruntime refuse it too); "
+                                             + "\(replacement)export the model at an opset below \(version)")
+        }
+        guard let newest = implemented[node.opType], version > newest else { return }
         throw LayerKitError.invalidModel("\(node.label): \(node.opType) at opset \(opset) is its version \(version), "
                                          + "which LayerKit does not implement (it implements versions up to \(newest)); "
                                          + "convert the model to an older opset with onnx.version_converter")

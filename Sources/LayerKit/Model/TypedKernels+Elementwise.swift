@@ -81,7 +81,7 @@ extension TypedKernels {
 
     enum Arithmetic {
         case add, sub, mul, div
-        /// fmod: C's fmod (the dividend's sign); without, Python's % (the divisor's sign).
+        /// fmod: C's fmod (the dividend's sign); without, Python's % (the divisor's sign), on floats too (Mod-28).
         case mod(fmod: Bool)
 
         var name: String {
@@ -150,8 +150,14 @@ extension TypedKernels {
             case .mul: return { $0 * $1 }
             case .div: return { $0 / $1 }
             case .mod(let fmod):
-                guard fmod else { throw node.error("Mod of floats needs attribute fmod = 1") }
-                return { $0.truncatingRemainder(dividingBy: $1) }
+                if fmod { return { $0.truncatingRemainder(dividingBy: $1) } }
+                // fmod 0, defined on floats by Mod-28: the floor remainder (Python's %), a zero of the
+                // divisor's sign; NaN, infinite dividends and infinite divisors as the layer's lk_imod.
+                return { a, b in
+                    let r = a.truncatingRemainder(dividingBy: b)
+                    if r == 0 { return T(signOf: b, magnitudeOf: 0) }
+                    return (r < 0) != (b < 0) ? r + b : r
+                }
             }
         }
     }
