@@ -92,13 +92,7 @@ extension TypedKernels {
         var index = Array(repeating: 0, count: shape.count)
         for flag in nonZero {
             if flag { for axis in shape.indices { coordinates[axis].append(Int64(index[axis])) } }
-            var axis = shape.count - 1
-            while axis >= 0 {
-                index[axis] += 1
-                if index[axis] < shape[axis] { break }
-                index[axis] = 0
-                axis -= 1
-            }
+            step(&index, through: shape)
         }
         let n = coordinates.first?.count ?? 0
         return [try TypedTensor(.int64, shape: [shape.count, n], integers: coordinates.flatMap { $0 })]

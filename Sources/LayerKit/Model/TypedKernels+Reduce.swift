@@ -55,13 +55,7 @@ extension TypedKernels {
             var out = 0
             for axis in kept { out = out * shape[axis] + index[axis] }
             slots[i] = out
-            var axis = shape.count - 1
-            while axis >= 0 {
-                index[axis] += 1
-                if index[axis] < shape[axis] { break }
-                index[axis] = 0
-                axis -= 1
-            }
+            step(&index, through: shape)
         }
         return (slots, count)
     }
