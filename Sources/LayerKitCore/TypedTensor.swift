@@ -100,7 +100,7 @@ public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
 
     /// Element `i`'s bits, zero-extended.
     private func word(_ i: Int) -> UInt64 {
-        let width = bytes.count / max(count, 1)
+        let width = elementType.byteWidth ?? 0
         var word: UInt64 = 0
         for b in 0..<width { word |= UInt64(bytes[i * width + b]) << UInt64(8 * b) }
         return word
