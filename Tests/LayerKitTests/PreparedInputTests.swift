@@ -4,8 +4,9 @@ import Testing
 
 /// Parameters computed from float inputs (a Conv's weights, Clip's bounds,
 /// a weight computed from an input) are values of the plan, as integer
-/// inputs are: the model loads and runs, planned per value; and the plan
-/// cache keeps the most recently used plans.
+/// inputs are: the model loads and runs, planned per value; plans of new
+/// values and new shapes share the layers; and the plan cache keeps the
+/// most recently used plans.
 struct PreparedInputTests {
     /// Conv(x, Relu(w)) with w an input: expected from a float64 convolution written here.
     @Test func convolutionWeightsComputedFromAnInputRun() throws {
@@ -96,6 +97,48 @@ struct PreparedInputTests {
             layers.append(try #require(convolution()))
         }
         #expect(layers.allSatisfy { $0 === layers[0] })
+    }
+
+    /// Import once, plan per shape: plans for new input shapes take the
+    /// Conv layer of the first (its conversion reads the input's rank only),
+    /// on the GPU with the kernel and weights of each shape's block; Flatten,
+    /// whose conversion reads the extents, is converted again. Expected
+    /// values: a float64 convolution written here.
+    @Test func aPlanForANewShapeReusesTheLayers() throws {
+        let nodes = [ONNXBytes.node("Conv", inputs: ["x", "w"], outputs: ["c"], name: "conv"),
+                     ONNXBytes.node("Flatten", inputs: ["c"], outputs: ["y"], name: "flatten")]
+        let weights = (0..<16).map { Float($0 % 5) - 2 }
+        let data = ModelGraphTests.model(nodes: nodes, inputs: [ModelGraphTests.value("x", ["N", 2, "H", "W"])],
+                                         outputs: [ModelGraphTests.value("y", ["N", "F"])],
+                                         initializers: [ONNXBytes.tensor("w", dims: [8, 2, 1, 1], type: 1,
+                                                                         PB.bytes(9, PB.littleEndian(weights.map(\.bitPattern))))])
+        for units in [ComputeUnits.cpuOnly, .gpu] {
+            let model = try Model(data: data, computeUnits: units, notice: { _ in })
+            func layer(_ op: String) -> Layer? { model.planForTests?.graph.steps.first { $0.opType == op }?.layer }
+            var convolutions: [Layer] = [], flattens: [Layer] = []
+            for shape in [[1, 2, 3, 3], [2, 2, 5, 4], [3, 2, 16, 16]] {
+                let (n, h, w) = (shape[0], shape[2], shape[3])
+                let x = (0..<(n * 2 * h * w)).map { Float($0 % 7) * 0.25 - 0.75 }
+                let y = try #require(try model.predict(inputs: ["x": Tensor(shape: shape, values: x)])["y"])
+                #expect(y.shape == [n, 8 * h * w])
+                for b in 0..<n {
+                    for m in 0..<8 {
+                        for p in 0..<(h * w) {
+                            let reference = (0..<2).reduce(0.0) { sum, c in
+                                sum + Double(weights[m * 2 + c]) * Double(x[(b * 2 + c) * h * w + p])
+                            }
+                            let value = Double(y.values[b * 8 * h * w + m * h * w + p])
+                            #expect(abs(value - reference) <= (units == .gpu ? 2e-3 : 1e-6) * max(1, abs(reference)),
+                                    "\(units) \(shape): \(value) vs \(reference)")
+                        }
+                    }
+                }
+                convolutions.append(try #require(layer("Conv")))
+                flattens.append(try #require(layer("Flatten")))
+            }
+            #expect(convolutions.allSatisfy { $0 === convolutions[0] }, "\(units)")
+            #expect(flattens[1] !== flattens[0] && flattens[2] !== flattens[1], "\(units)")
+        }
     }
 
     /// Four plans are kept, the least recently used one dropped first.

@@ -238,9 +238,11 @@ extension Convolution {
         variant == .dense && (gpuOptions.float16Weights ?? ConvolutionGPUOptions.environment.float16Weights ?? false)
     }
 
+    /// The kernel and weights for the block `inputShape` takes, made once per
+    /// context and block: plans of other shapes share the layer.
     private func prepared(on context: GPUContext, inputShape: [Int]?) throws -> PreparedConvolution {
-        try gpuState.value(on: context) {
-            let block = block(forInputShape: inputShape, on: context.deviceInfo)
+        let block = block(forInputShape: inputShape, on: context.deviceInfo)
+        return try gpuState.value(on: context, key: block) {
             let f16 = usesFloat16Weights
             var defines = [(variant.define, "1")]
             if block != .single {

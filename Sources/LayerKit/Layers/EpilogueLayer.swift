@@ -86,15 +86,14 @@ final class EpilogueLayer: Layer {
         _ = try prepared(on: context, inputShape: inputShapes.first)
     }
 
-    /// The kernel and values buffer, made once per context; the kernel has
-    /// the block the product's own kernel was prepared with (for the input
-    /// shape of the first call on the context, as the product's).
+    /// The kernel and values buffer, made once per context and block; the
+    /// kernel has the block the product's own kernel takes for `inputShape`.
     private func prepared(on context: GPUContext, inputShape: [Int]?)
         throws -> (kernel: GPUKernel<ConvolutionConstants>, values: GPUBuffer) {
         guard let convolution = producer.gpuConvolution else {
             throw LayerKitError.unsupported("\(layerName) has no GPU form")
         }
-        return try gpuState.value(on: context) {
+        return try gpuState.value(on: context, key: convolution.block(forInputShape: inputShape, on: context.deviceInfo)) {
             (try convolution.kernel(on: context, inputShape: inputShape, epilogue: epilogue),
              try context.makeBuffer(floats: epilogue.deviceValues))
         }

@@ -1,51 +1,105 @@
 import Foundation
 import LayerKitONNX
 
-/// The layers an importer made, kept across the plans of one model: a plan
-/// for new input values (integer inputs, inputs read at prepare) or one made
-/// again after the plan cache dropped it takes the same layer objects, with
-/// their packed weights and their GPU pipelines (`PerContext`), wherever a
-/// node sees the same input shapes and the same constants. A node's
-/// conversion is a function of exactly those (and the node), so the key is
-/// sound; a new shape converts again.
+/// The layers an importer made, kept across the plans of one model, so that
+/// a model is imported once and planned per shape: a plan for a new input
+/// shape, for new input values (integer inputs, inputs read at prepare) or
+/// one made again after `Model`'s plan cache dropped it takes the same layer
+/// objects, with their packed weights and their GPU state (`PerContext`),
+/// wherever a node sees the same constants and agrees on what its
+/// conversion read of its input shapes (`ShapeReads`: a Conv reads the
+/// rank, so one layer serves every batch and image size). A conversion is a
+/// function of exactly those (and the node), so the reuse is sound; a node
+/// whose conversion read an extent that changed converts again.
 ///
 /// Entries live while one of the last `capacity` imports used them, as plans
 /// live in `Model`'s cache. Thread-safe.
 final class ConvertedNodeCache: @unchecked Sendable {
+    /// A node and its constant inputs (nil where an input is computed).
     struct Key: Hashable {
         let position: Int
-        let shapes: [[Int]?]
         let constants: [ONNXTensor?]
     }
 
+    /// One conversion: the shape reads it made, the facts they found, the
+    /// layer it made and the last import that used it.
+    private struct Entry {
+        let reads: [Int: ShapeReads.Depth]
+        let facts: [Int: [Int]]
+        let converted: ConvertedNode
+        var lastImport: Int
+    }
+
     private let lock = NSLock()
-    private var entries: [Key: ConvertedNode] = [:]
-    /// The keys each recent import used, oldest first.
-    private var imports: [Set<Key>] = []
+    private var entries: [Key: [Entry]] = [:]
+    /// The number of the current import (`startImport()`).
+    private var currentImport = 0
     private let capacity: Int
 
     init(capacity: Int) { self.capacity = capacity }
 
-    /// The cached conversion for `key`, or `convert`'s, recorded as used by
-    /// the current import (`startImport()`).
-    func converted(_ key: Key, convert: () throws -> ConvertedNode) rethrows -> ConvertedNode {
+    /// The cached conversion of `key` whose shape reads agree with `shapes`
+    /// (per node input), or `convert`'s, which records its reads in the
+    /// `ShapeReads` it is given.
+    func converted(_ key: Key, shapes: [[Int]?], convert: (ShapeReads) throws -> ConvertedNode) rethrows -> ConvertedNode {
         lock.lock()
-        let found = entries[key]
+        let index = entries[key]?.firstIndex { entry in
+            entry.reads.allSatisfy { input, depth in ShapeReads.fact(depth, of: shapes[input]) == entry.facts[input] }
+        }
+        if let index {
+            entries[key]![index].lastImport = currentImport
+            let converted = entries[key]![index].converted
+            lock.unlock()
+            return converted
+        }
         lock.unlock()
-        let converted = try found ?? convert()
+        let reads = ShapeReads()
+        let converted = try convert(reads)
+        let depths = reads.depths
+        let facts = depths.reduce(into: [Int: [Int]]()) { $0[$1.key] = ShapeReads.fact($1.value, of: shapes[$1.key]) }
         lock.lock(); defer { lock.unlock() }
-        entries[key] = converted
-        if imports.isEmpty { imports.append([]) }
-        imports[imports.count - 1].insert(key)
+        entries[key, default: []].append(Entry(reads: depths, facts: facts, converted: converted, lastImport: currentImport))
         return converted
     }
 
     /// Starts an import: entries no import among the last `capacity` used are dropped.
     func startImport() {
         lock.lock(); defer { lock.unlock() }
-        imports.append([])
-        while imports.count > capacity { imports.removeFirst() }
-        let live = imports.reduce(into: Set<Key>()) { $0.formUnion($1) }
-        entries = entries.filter { live.contains($0.key) }
+        currentImport += 1
+        let oldest = currentImport - capacity + 1
+        entries = entries.compactMapValues { kept in
+            let live = kept.filter { $0.lastImport >= oldest }
+            return live.isEmpty ? nil : live
+        }
+    }
+}
+
+/// What a node's conversion read of its inputs' shapes, input by input
+/// (`ONNXNodeContext.shape(_:)` and `rank(_:)`): the layer it made depends
+/// on these and on nothing else of the shapes.
+final class ShapeReads: @unchecked Sendable {
+    enum Depth: Sendable {
+        /// The rank only.
+        case rank
+        /// Every extent.
+        case extents
+    }
+
+    private let lock = NSLock()
+    private var read: [Int: Depth] = [:]
+
+    /// The deepest read of each input read.
+    var depths: [Int: Depth] { lock.lock(); defer { lock.unlock() }; return read }
+
+    func record(_ input: Int, _ depth: Depth) {
+        lock.lock(); defer { lock.unlock() }
+        if read[input] != .extents { read[input] = depth }
+    }
+
+    /// What a read of `depth` finds in `shape`: its rank, or its extents (an
+    /// omitted input, nil, finds nothing).
+    static func fact(_ depth: Depth, of shape: [Int]?) -> [Int]? {
+        guard let shape else { return nil }
+        return depth == .rank ? [shape.count] : shape
     }
 }

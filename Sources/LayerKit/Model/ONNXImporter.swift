@@ -17,7 +17,8 @@ struct ONNXImporter {
     /// initializers back, so it needs the graph as the file wrote it.
     var keepsEveryNode = false
     /// The layers made by earlier imports of this model, reused where a node
-    /// sees the same shapes and constants (`Model`'s; nil: every import converts).
+    /// sees the same constants and the shape facts its conversion read
+    /// (`Model`'s; nil: every import converts).
     var layerCache: ConvertedNodeCache? = nil
 
     /// An importer for `model`, validated as onnxruntime validates a graph
@@ -139,8 +140,14 @@ struct ONNXImporter {
                 }
                 return
             }
-            let key = ConvertedNodeCache.Key(position: position, shapes: shapes, constants: known)
-            let converted = try layerCache.map { try $0.converted(key) { try convert(context) } } ?? convert(context)
+            let key = ConvertedNodeCache.Key(position: position, constants: known)
+            let converted = try layerCache.map { cache in
+                try cache.converted(key, shapes: shapes) { reads in
+                    var recorded = context
+                    recorded.shapeReads = reads
+                    return try convert(recorded)
+                }
+            } ?? convert(context)
             if let type = ONNXImporter.outputType(of: context) {
                 for output in node.outputs where !output.isEmpty && declaredTypes[output] == nil { declaredTypes[output] = type }
             }

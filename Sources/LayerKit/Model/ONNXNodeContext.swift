@@ -8,13 +8,24 @@ struct ONNXNodeContext {
     let node: ONNXNode
     /// The default-domain opset the model imports.
     let opset: Int
-    /// Per node input: its shape, nil for an omitted optional input.
-    let inputShapes: [[Int]?]
+    /// Per node input: its shape, nil for an omitted optional input. Read
+    /// through `shape(_:)` and `rank(_:)`, which record the read.
+    private let inputShapes: [[Int]?]
     /// Per node input: the initializer behind it, if it is one.
     let initializers: [ONNXTensor?]
     /// Where a value this node needs at prepare but the graph computes at
     /// run time is recorded, before the error is thrown (`ValueRequests`).
     var requests: ValueRequests? = nil
+    /// Where the conversion's reads of input shapes are recorded: what the
+    /// layer it makes depends on (`ConvertedNodeCache`).
+    var shapeReads: ShapeReads? = nil
+
+    init(node: ONNXNode, opset: Int, inputShapes: [[Int]?], initializers: [ONNXTensor?]) {
+        self.node = node
+        self.opset = opset
+        self.inputShapes = inputShapes
+        self.initializers = initializers
+    }
     /// Per node input: its element type where the importer knows it (a
     /// constant's, or a graph input's declared type), nil otherwise. CastLike
     /// reads its target's type here when the target is a runtime value.
@@ -42,7 +53,19 @@ struct ONNXNodeContext {
         guard i < inputShapes.count, let shape = inputShapes[i] else {
             throw error("input \(i) is missing")
         }
+        shapeReads?.record(i, .extents)
         return shape
+    }
+
+    /// The rank of input `i`, which must be given: what a conversion that
+    /// does not depend on the extents reads, so that its layer serves
+    /// every input shape of that rank.
+    func rank(_ i: Int) throws -> Int {
+        guard i < inputShapes.count, let shape = inputShapes[i] else {
+            throw error("input \(i) is missing")
+        }
+        shapeReads?.record(i, .rank)
+        return shape.count
     }
 
     /// Input `i` as Float32 data, which must be an initializer (weights,

@@ -18,7 +18,7 @@ extension ONNXOperators {
 
     /// The spatial axes of a windowed op's input (1 to 3), or this node's error.
     static func spatialRank(_ node: ONNXNodeContext) throws -> Int {
-        let rank = try node.shape(0).count
+        let rank = try node.rank(0)
         guard (3...5).contains(rank) else {
             throw node.error("input of rank \(rank) (\(Tensor.describe(try node.shape(0)))): only 1-D to 3-D "
                              + "(rank 3 to 5, [N, C, spatial...]) is supported")
@@ -100,7 +100,7 @@ extension ONNXOperators {
 
     static func globalPool(_ node: ONNXNodeContext, _ kind: Pooling.Kind) throws -> ConvertedNode {
         try node.requireAttributes([])
-        guard try node.shape(0).count >= 3 else {
+        guard try node.rank(0) >= 3 else {
             throw node.error("input \(Tensor.describe(try node.shape(0))) must be [N, C, spatial...] (rank 3 or more)")
         }
         return ConvertedNode(layer: try Pooling(kind: kind), inputs: [0])

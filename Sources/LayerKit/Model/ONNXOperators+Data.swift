@@ -119,7 +119,7 @@ extension ONNXOperators {
         try node.requireAttributes(["axis"])
         // Concat-1 defaulted the axis to 1; from opset 4 it is required.
         guard let value = try node.node.int("axis") ?? (node.opset < 4 ? 1 : nil) else { throw node.error("axis is required") }
-        let axis = try node.axis(value, rank: node.shape(0).count)
+        let axis = try node.axis(value, rank: node.rank(0))
         return ConvertedNode(layer: try ConcatLayer(axis: axis), inputs: Array(node.node.inputs.indices))
     }
 
@@ -167,7 +167,7 @@ extension ONNXOperators {
     /// Slice: starts, ends and axes as attributes before opset 10; from 10
     /// starts, ends, axes and steps as inputs 1 to 4.
     static func slice(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        let rank = try node.shape(0).count
+        let rank = try node.rank(0)
         let starts: [Int], ends: [Int], given: [Int]?, steps: [Int]?
         if node.opset < 10 {
             try node.requireAttributes(["starts", "ends", "axes"])
@@ -210,7 +210,7 @@ extension ONNXOperators {
     /// GatherElements by constant indices of the input's rank; the layer checks their range.
     static func gatherElements(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["axis"])
-        let axis = try node.axis(node.int("axis", default: 0), rank: node.shape(0).count)
+        let axis = try node.axis(node.int("axis", default: 0), rank: node.rank(0))
         let layer = try GatherElementsLayer(axis: axis, indices: node.constantInts(1, "the indices"),
                                             indicesShape: node.shape(1))
         return ConvertedNode(layer: layer, inputs: [0])
@@ -224,7 +224,7 @@ extension ONNXOperators {
         guard reduction == "none" else {
             throw node.error("reduction '\(reduction)' is not supported (only 'none': the updates replace the data)")
         }
-        let axis = try node.axis(node.int("axis", default: 0), rank: node.shape(0).count)
+        let axis = try node.axis(node.int("axis", default: 0), rank: node.rank(0))
         let layer = try ScatterElementsLayer(axis: axis, indices: node.constantInts(1, "the indices"),
                                              indicesShape: node.shape(1))
         return ConvertedNode(layer: layer, inputs: [0, 2])
@@ -243,7 +243,7 @@ extension ONNXOperators {
     static func tile(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes([])
         guard node.opset >= 6 else { throw node.error("Tile before opset 6 (tiles and axis inputs) is not supported") }
-        let rank = try node.shape(0).count
+        let rank = try node.rank(0)
         let repeats = try node.constantInts(1, "repeats")
         guard repeats.count == rank, repeats.allSatisfy({ $0 >= 0 }) else {
             throw node.error("repeats \(repeats) must give \(rank) counts >= 0, one per input axis")

@@ -19,7 +19,7 @@ extension ONNXOperators {
 
     static func transpose(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["perm"])
-        let rank = try node.shape(0).count
+        let rank = try node.rank(0)
         let perm = try node.ints("perm") ?? Array((0..<rank).reversed())
         guard perm.count == rank, Set(perm) == Set(0..<rank) else {
             throw node.error("perm \(perm) is not a permutation of the \(rank) axes of the input "

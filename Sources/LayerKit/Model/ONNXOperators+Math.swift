@@ -51,22 +51,19 @@ extension ONNXOperators {
         let legacy = node.opset < 7
         try node.requireAttributes(attributes + (legacy ? ["broadcast", "axis", "consumed_inputs"] : []))
         var converted = ConvertedNode(layer: BinaryLayer(operation), inputs: [0, 1])
-        let (a, b) = (try node.shape(0), try node.shape(1))
         if legacy {
-            try legacyBroadcast(node, a, b, into: &converted)
+            try legacyBroadcast(node, node.shape(0), node.shape(1), into: &converted)
             return converted
         }
-        try padConstants(node, [a, b], into: &converted)
+        try padConstants(node, ranks: [node.rank(0), node.rank(1)], into: &converted)
         return converted
     }
 
     /// Pads each constant input of lower rank than the output with leading
     /// 1s (a computed one stays as it is: the layer broadcasts it).
-    static func padConstants(_ node: ONNXNodeContext, _ shapes: [[Int]], into converted: inout ConvertedNode,
-                             indices: [Int]? = nil) throws {
-        let rank = shapes.map(\.count).max() ?? 0
-        for (position, shape) in shapes.enumerated() where shape.count < rank {
-            let i = indices?[position] ?? position
+    static func padConstants(_ node: ONNXNodeContext, ranks: [Int], into converted: inout ConvertedNode) throws {
+        let rank = ranks.max() ?? 0
+        for (i, inputRank) in ranks.enumerated() where inputRank < rank {
             guard node.initializers[i] != nil else { continue }
             let constant = try node.constant(i, "input \(i)")
             converted.reshapedConstants[i] = try constant.reshaped(
@@ -100,7 +97,7 @@ extension ONNXOperators {
     /// in pieces, fused chains); any other exponent broadcasts as a tensor.
     static func pow(_ node: ONNXNodeContext) throws -> ConvertedNode {
         if node.opset >= 7, node.initializers[1] != nil, try node.elementCount(node.shape(1)) == 1,
-           try node.shape(1).count <= node.shape(0).count {
+           try node.rank(1) <= node.rank(0) {
             return try elementwise(node)
         }
         return try binary(node, .pow)
@@ -174,7 +171,7 @@ extension ONNXOperators {
         guard indices.allSatisfy(node.has) else { throw node.error("an input is omitted (empty name)") }
         let layer = try BinaryLayer(operation, inputCount: indices.count, average: average, name: node.node.opType)
         var converted = ConvertedNode(layer: layer, inputs: indices)
-        try padConstants(node, indices.map { try node.shape($0) }, into: &converted)
+        try padConstants(node, ranks: indices.map { try node.rank($0) }, into: &converted)
         return converted
     }
 
@@ -191,7 +188,7 @@ extension ONNXOperators {
     /// form); every other (any ranks, computed B) is `MatMulLayer` (CPU).
     static func matMul(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes([])
-        if try node.shape(0).count == 2, try node.shape(1).count == 2, node.initializers[1] != nil {
+        if try node.rank(0) == 2, try node.rank(1) == 2, node.initializers[1] != nil {
             return ConvertedNode(layer: try Gemm(b: node.constant(1, "B"), name: "MatMul"), inputs: [0])
         }
         return ConvertedNode(layer: MatMulLayer(), inputs: [0, 1])

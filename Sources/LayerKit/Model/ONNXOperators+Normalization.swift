@@ -26,9 +26,8 @@ extension ONNXOperators {
     /// which is one axis when every later extent is 1.
     static func softmax(_ node: ONNXNodeContext, _ kind: Softmax.Kind) throws -> ConvertedNode {
         try node.requireAttributes(["axis"])
-        let shape = try node.shape(0)
-        let axis = try node.axis(node.int("axis", default: node.opset >= 13 ? -1 : 1), rank: shape.count)
-        let flattens = node.opset < 13 && LayerChecks.product(shape[(axis + 1)...]) != 1
+        let axis = try node.axis(node.int("axis", default: node.opset >= 13 ? -1 : 1), rank: node.rank(0))
+        let flattens = try node.opset < 13 && LayerChecks.product(node.shape(0)[(axis + 1)...]) != 1
         return ConvertedNode(layer: try Softmax(axis: axis, kind: kind, flattensTrailingAxes: flattens), inputs: [0])
     }
 
@@ -38,7 +37,7 @@ extension ONNXOperators {
     static func reduce(_ node: ONNXNodeContext, _ operation: Reduce.Operation, axesFromInput: Bool) throws
         -> ConvertedNode {
         try node.requireAttributes(axesFromInput ? ["keepdims", "noop_with_empty_axes"] : ["axes", "keepdims"])
-        let rank = try node.shape(0).count
+        let rank = try node.rank(0)
         let given = axesFromInput ? (node.has(1) ? try node.constantInts(1, "axes") : []) : (try node.ints("axes") ?? [])
         var axes: [Int] = []
         for value in given {
