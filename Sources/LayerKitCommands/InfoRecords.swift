@@ -43,7 +43,8 @@ enum InfoRecords {
             /// `cpu`, `gpu`, or absent for a node without work (or one that cannot run).
             let placement: String?
             let cpuReason: String?
-            /// For a model that cannot run: `runs`, `folded at load`, `REFUSED: why`, `not reached (...)`.
+            /// For a model that cannot run, or whose plan waits for input values: `runs`, `folded at load`,
+            /// `REFUSED: why`, `not reached (...)`, `runs, planned per value of 'ids'`.
             let status: String?
         }
 
@@ -56,7 +57,7 @@ enum InfoRecords {
             inputs = survey.inputs.map { Value($0) }
             outputs = (model?.outputs ?? survey.outputs).map { Value($0) }
             unsupported = survey.unsupported.map { Unsupported(reason: $0.reason, count: $0.count) }
-            if let model {
+            if let model, !model.nodes.isEmpty {
                 nodes = model.nodes.map {
                     Node(name: $0.name, opType: $0.opType, domain: $0.domain, outputShapes: $0.outputShapes,
                          placement: $0.placement.map { $0.isGPU ? "gpu" : "cpu" }, cpuReason: $0.cpuReason, status: nil)

@@ -33,7 +33,7 @@ enum InspectCommand {
             let rows = values.map { [$0.name, $0.dataType?.onnxName ?? "untyped", $0.dimensions.map(\.description).joined(separator: "x")] }
             TextTable.lines(header: ["name", "dtype", "shape"], rows: rows).forEach { console.print("  " + $0) }
         }
-        if let model {
+        if let model, !model.nodes.isEmpty {
             printPlacements(model, console: console)
             for finding in model.halfRangeFindings { console.print(ModelParity.warning(finding)) }
             return 0
@@ -43,6 +43,13 @@ enum InspectCommand {
             [String(i), node.name, node.domain.isEmpty ? node.opType : "\(node.domain).\(node.opType)", describe(node.status)]
         }
         TextTable.lines(header: ["#", "name", "op", "status"], rows: rows).forEach { console.print("  " + $0) }
+        if model != nil {
+            // It loaded: its plan waits for the values of its integer, bool or string inputs.
+            let inputs = survey.inputs.filter { !($0.dataType?.isFloatingPoint ?? true) }.map { "'\($0.name)'" }
+            console.print("runs: the plan is made from the values of \(inputs.joined(separator: ", ")) at each new value; "
+                          + "`layerkit run` with them shows where each node runs")
+            return 0
+        }
         let unsupported = survey.unsupported
         let refused = unsupported.reduce(0) { $0 + $1.count }
         let blocked = survey.nodes.filter { if case .blocked = $0.status { true } else { false } }.count
@@ -79,6 +86,7 @@ enum InspectCommand {
         case .folded: "folded at load"
         case .unsupported(let why): "REFUSED: " + ModelSurvey.shortened(why)
         case .blocked(let value): "not reached (reads '\(value)')"
+        case .perValue(let input): "runs, planned per value of '\(input)'"
         }
     }
 

@@ -36,6 +36,24 @@ struct TypedRunCommandTests {
         return (outputs, references, runner)
     }
 
+    /// `inspect` on a model whose integer input makes its plan: it runs
+    /// (exit 0), each node reached from the input is planned per value, in
+    /// text and JSON; never "cannot run".
+    @Test func inspectSaysNodesOfIntegerInputsArePlannedPerValue() throws {
+        let model = Self.fixtures.appendingPathComponent("gather_index/model.onnx").path
+        let runner = CommandRunner()
+        #expect(runner.run(["inspect", model, "--backend", "cpu"]) == 0, "\(runner.error)")
+        for text in ["i     INT64  2", "Gather_0  Gather  runs, planned per value of 'i'", "runs: the plan is made from the values of 'i'"] {
+            #expect(runner.out.contains(text), "missing \(text) in \(runner.out)")
+        }
+        #expect(!runner.out.contains("cannot run"))
+        let json = CommandRunner()
+        #expect(json.run(["inspect", model, "--json"]) == 0, "\(json.error)")
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
+        let nodes = try #require(record["nodes"] as? [[String: Any]])
+        #expect(nodes.map { $0["status"] as? String } == ["runs, planned per value of 'i'"])
+    }
+
     @Test(arguments: ["two_inputs", "gather_index"])
     func severalInputsByNameInEitherOrder(name: String) throws {
         for reversed in [false, true] {

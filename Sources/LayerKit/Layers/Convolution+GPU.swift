@@ -214,7 +214,8 @@ extension Convolution {
     /// declare `sharedMemory` bytes (tests simulate devices through this).
     func block(forInputShape inputShape: [Int]?, onCPU: Bool, sharedMemory: Int) -> ConvolutionBlock {
         var chosen = ConvolutionBlock.single
-        if let inputShape, let g = try? geometry(forInputShape: inputShape) {
+        // By the rank rule a [N, K] input (a Gemm's, prepared so) is the N×K×1×1 image it encodes.
+        if let inputShape, let g = try? geometry(forInputShape: inputShape.count == 2 ? inputShape + [1, 1] : inputShape) {
             chosen = ConvolutionBlock.chosen(for: variant, outputSlices: (outputChannels + 3) / 4,
                                              width: g.outWidth, height: g.outHeight, batch: g.batch,
                                              onCPU: onCPU, sharedMemory: sharedMemory)

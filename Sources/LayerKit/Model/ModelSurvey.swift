@@ -5,7 +5,8 @@ import Foundation
 /// report `layerkit inspect` prints. Unlike loading a `Model`, a survey does
 /// not stop at the first node LayerKit cannot run: it names every one, with
 /// how often each reason occurs, so a user sees how far a model is from
-/// running. Nodes downstream of a refused one are listed as not reached.
+/// running. Nodes downstream of a refused one are listed as not reached;
+/// nodes computed from integer, bool or string inputs as planned per value.
 public struct ModelSurvey: Sendable {
     /// What became of one node.
     public enum Status: Sendable, Equatable {
@@ -15,9 +16,12 @@ public struct ModelSurvey: Sendable {
         case folded
         /// LayerKit refuses it: why.
         case unsupported(String)
-        /// Not reached: it reads `value`, made (or read) by a refused node,
-        /// or an integer input whose values only a run gives.
+        /// Not reached: it reads `value`, made (or read) by a refused node.
         case blocked(by: String)
+        /// A known op whose inputs are computed from integer, bool or string
+        /// input `input`: the plan is made from that input's values, at the
+        /// first run with them (`Model`), so where it runs is known then.
+        case perValue(of: String)
     }
 
     /// One node of the model, in topological order.
@@ -56,9 +60,14 @@ public struct ModelSurvey: Sendable {
         return reasons.enumerated().sorted { ($0.element.count, -$0.offset) > ($1.element.count, -$1.offset) }.map(\.element)
     }
 
-    /// Whether every node runs or folds.
+    /// Whether every node runs or folds (some, perhaps, once input values are given).
     public var canRun: Bool {
-        nodes.allSatisfy { $0.status == .runs || $0.status == .folded }
+        nodes.allSatisfy {
+            switch $0.status {
+            case .runs, .folded, .perValue: true
+            case .unsupported, .blocked: false
+            }
+        }
     }
 
     /// Surveys the ONNX model at `url` for its declared input shapes
@@ -84,6 +93,7 @@ public struct ModelSurvey: Sendable {
                 case .folded: statuses[position] = .folded
                 case .unsupported(let why): statuses[position] = .unsupported(why)
                 case .blocked(let value): statuses[position] = .blocked(by: value)
+                case .perValue(let input): statuses[position] = .perValue(of: input)
                 }
             }
             let nodes = graph.nodes.enumerated().map { position, node in

@@ -71,6 +71,9 @@ struct ONNXImporter {
         var total = 0
         // Names made by nodes that failed (surveying) and everything downstream of them.
         var unreachable = Set<String>()
+        // Surveying: names computed from an integer, bool or string input (the input
+        // each is computed from), whose values a survey does not have.
+        var perValue: [String: String] = [:]
         // Element types of runtime values (CastLike's runtime targets): declared in
         // the file (inputs, value_info, outputs) or inferred node by node.
         var declaredTypes: [String: ElementType] = [:]
@@ -89,8 +92,8 @@ struct ONNXImporter {
                 continue
             }
             if survey != nil, let type = input.elementType, !type.isFloatingPoint {
-                // Integer inputs are needed as values; a survey has none.
-                unreachable.insert(input.name)
+                // Integer inputs are values of the plan; a survey has none.
+                perValue[input.name] = input.name
                 continue
             }
             guard input.elementType?.isFloatingPoint ?? false else {
@@ -210,13 +213,23 @@ struct ONNXImporter {
                 try add(node, at: position)
                 continue
             }
-            if let input = node.inputs.first(where: unreachable.contains) {
+            let blocking = node.inputs.first(where: unreachable.contains)
+            if let input = blocking ?? node.inputs.first(where: { perValue[$0] != nil }) {
                 // Its shapes are unknown, but an op LayerKit lacks is named all the same.
-                let known = node.isStandard ? ONNXOperators.table[node.opType] != nil
+                let known = node.isStandard ? ONNXOperators.table[node.opType] != nil || TypedKernels.table[node.opType] != nil
                     : (try? registry.entry(named: node.opType)) != nil
-                survey(position, known ? .blocked(by: input)
-                       : .unsupported("node (\(node.opType)): op '\(node.opType)' is not supported by LayerKit"))
-                unreachable.formUnion(node.outputs)
+                guard known else {
+                    survey(position, .unsupported("node (\(node.opType)): op '\(node.opType)' is not supported by LayerKit"))
+                    unreachable.formUnion(node.outputs)
+                    continue
+                }
+                if blocking != nil {
+                    survey(position, .blocked(by: input))
+                    unreachable.formUnion(node.outputs)
+                } else if let source = perValue[input] {
+                    survey(position, .perValue(of: source))
+                    for output in node.outputs where !output.isEmpty { perValue[output] = source }
+                }
                 continue
             }
             let steps = graph.steps.count
@@ -291,6 +304,9 @@ struct ONNXImporter {
         /// Not reached: it reads `by`, which a refused node makes (or
         /// reads, further up).
         case blocked(by: String)
+        /// A known op computed from integer, bool or string input `of`,
+        /// whose values make the plan (a survey has none).
+        case perValue(of: String)
     }
 
     /// The outputs of `node` computed at load when every input it reads is
