@@ -77,6 +77,26 @@ public struct ONNXTensor: Sendable, Hashable {
     }
     var externalData: ExternalData?
 
+    /// Hashes what tells tensors apart cheaply: name, type, dims, the size of
+    /// each storage and the bytes of the first elements. Equal tensors hash
+    /// alike (`==` still compares every element); hashing every byte made a
+    /// lookup keyed by a model's weights (`ConvertedNodeCache`) cost as much
+    /// as converting them.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(dims)
+        hasher.combine(dataType)
+        hasher.combine(externalData)
+        hasher.combine(rawData?.count)
+        rawData?.prefix(64).withUnsafeBytes { hasher.combine(bytes: $0) }
+        for count in [floatData.count, int32Data.count, int64Data.count, doubleData.count, uint64Data.count,
+                      stringData.count] {
+            hasher.combine(count)
+        }
+        // Not float_data's bits: `==` holds 0.0 and -0.0 equal.
+        int64Data.prefix(16).withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
     /// Whether the data is in an external file not read yet.
     public var hasExternalData: Bool { externalData != nil }
 
