@@ -189,6 +189,19 @@ const char *lk_context_last_error(lk_context *context);
  * Any thread. */
 lk_status lk_context_uses_gpu(lk_context *context, int32_t *uses_gpu);
 
+/* Receives one notice of a context: NUL-terminated UTF-8, valid for the call
+ * only, such as "model.onnx: all 24 layers run on the CPU: ...". It is called on the thread of the call that raised it (a
+ * load, a predict, an apply), possibly several at once. */
+typedef void (*lk_notice_fn)(void *user_data, const char *message);
+
+/* Sends the context's notices (each layer a GPU context runs on the CPU, and
+ * why; a DOUBLE model input computed in float32; each said once per context)
+ * to `notice` with `user_data` from now on, instead of standard error, where
+ * a new context writes them ("layerkit: " and the line). A NULL `notice`
+ * drops them. `user_data` must stay valid until the context is destroyed or
+ * another call replaces it. Any thread. */
+lk_status lk_context_set_notice(lk_context *context, lk_notice_fn notice, void *user_data);
+
 /* ---- Devices --------------------------------------------------------------- */
 
 /* The number of Vulkan devices found (0 without a Vulkan loader or device;
