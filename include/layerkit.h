@@ -435,6 +435,18 @@ lk_status lk_register_formula(lk_context *context, const char *name, const char 
                               const char *const *names, const double *values, size_t count,
                               const char *const *weight_names, size_t weight_count);
 
+/* Registers `formula` (as in lk_layer_create_formula) for the model nodes of
+ * op type `op_type`, in any domain, as `layerkit run --layer OPTYPE=FORMULA`
+ * does: each node's attributes are the formula's scalars and its constant
+ * inputs its per-channel weights, matched by name (an input named as a value
+ * of the formula, or ending in ".NAME", "/NAME" or "_NAME"). A value the node
+ * does not give, or an attribute or constant input the formula does not use,
+ * fails the model's load naming it. The formula's syntax is checked here
+ * (LK_ERROR_INVALID_ARGUMENT). Models loaded afterwards on the context find
+ * it; replaces any layer of that name. Not while another thread creates
+ * layers or loads models on the context. */
+lk_status lk_register_node_formula(lk_context *context, const char *op_type, const char *formula);
+
 /* A custom layer's output shape from its input shapes: `input_count` inputs,
  * input i of `input_ranks[i]` dims `input_shapes[i]`. Writes at most
  * LK_MAX_RANK dims to `output_shape` and the rank to `*output_rank`; returns
