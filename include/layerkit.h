@@ -189,6 +189,19 @@ const char *lk_context_last_error(lk_context *context);
  * Any thread. */
 lk_status lk_context_uses_gpu(lk_context *context, int32_t *uses_gpu);
 
+/* Receives one notice of a context: NUL-terminated UTF-8, valid for the call
+ * only, such as "model.onnx: all 24 layers run on the CPU: ...". It is called on the thread of the call that raised it (a
+ * load, a predict, an apply), possibly several at once. */
+typedef void (*lk_notice_fn)(void *user_data, const char *message);
+
+/* Sends the context's notices (each layer a GPU context runs on the CPU, and
+ * why; a DOUBLE model input computed in float32; each said once per context)
+ * to `notice` with `user_data` from now on, instead of standard error, where
+ * a new context writes them ("layerkit: " and the line). A NULL `notice`
+ * drops them. `user_data` must stay valid until the context is destroyed or
+ * another call replaces it. Any thread. */
+lk_status lk_context_set_notice(lk_context *context, lk_notice_fn notice, void *user_data);
+
 /* ---- Devices --------------------------------------------------------------- */
 
 /* The number of Vulkan devices found (0 without a Vulkan loader or device;
@@ -421,6 +434,18 @@ lk_status lk_profiler_write_trace(lk_context *context, lk_profiler *profiler, co
 lk_status lk_register_formula(lk_context *context, const char *name, const char *formula,
                               const char *const *names, const double *values, size_t count,
                               const char *const *weight_names, size_t weight_count);
+
+/* Registers `formula` (as in lk_layer_create_formula) for the model nodes of
+ * op type `op_type`, in any domain, as `layerkit run --layer OPTYPE=FORMULA`
+ * does: each node's attributes are the formula's scalars and its constant
+ * inputs its per-channel weights, matched by name (an input named as a value
+ * of the formula, or ending in ".NAME", "/NAME" or "_NAME"). A value the node
+ * does not give, or an attribute or constant input the formula does not use,
+ * fails the model's load naming it. The formula's syntax is checked here
+ * (LK_ERROR_INVALID_ARGUMENT). Models loaded afterwards on the context find
+ * it; replaces any layer of that name. Not while another thread creates
+ * layers or loads models on the context. */
+lk_status lk_register_node_formula(lk_context *context, const char *op_type, const char *formula);
 
 /* A custom layer's output shape from its input shapes: `input_count` inputs,
  * input i of `input_ranks[i]` dims `input_shapes[i]`. Writes at most

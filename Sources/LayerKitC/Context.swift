@@ -4,10 +4,13 @@ import LayerKit
 
 /// What an `lk_context` holds: the backend every call on it runs on, the
 /// registry of the custom layers registered on it (the built-in ones plus
-/// its own: contexts never see each other's), and each thread's last error.
+/// its own: contexts never see each other's), where its notices go, and
+/// each thread's last error.
 final class Context: @unchecked Sendable {
     let backend: Backend
     let registry = LayerRegistry()
+    /// The destination of the backend's notices (`lk_context_set_notice`).
+    let notices: NoticeSink
     private let lock = NSLock()
     /// The weight names of the formulas registered on this context, in the
     /// order their callers gave (`lk_layer_set_weights` takes that order;
@@ -18,7 +21,10 @@ final class Context: @unchecked Sendable {
     private var errors: [pthread_t: UnsafeMutablePointer<CChar>] = [:]
     nonisolated(unsafe) private static let empty = StaticStrings.permanent("")
 
-    init(backend: Backend) { self.backend = backend }
+    init(backend: Backend, notices: NoticeSink) {
+        self.backend = backend
+        self.notices = notices
+    }
 
     deinit { errors.values.forEach { $0.deallocate() } }
 
@@ -91,8 +97,10 @@ public func lk_context_create(_ computeUnits: Int32, _ threads: Int32, _ out: Un
                 + "LK_COMPUTE_GPU (0, 1, 2), got \(computeUnits)")
         }
         guard threads >= 0 else { throw CAPIError.invalidArgument("threads must be 0 (all cores) or more, got \(threads)") }
-        let backend = try Backend(computeUnits: units, threads: threads == 0 ? nil : Int(threads))
-        try Handle.store(Context(backend: backend), in: out)
+        let notices = NoticeSink()
+        let backend = try Backend(computeUnits: units, threads: threads == 0 ? nil : Int(threads),
+                                  notice: notices.send)
+        try Handle.store(Context(backend: backend, notices: notices), in: out)
         return lk_status(LK_OK)
     } catch let failure {
         if let error, errorCapacity > 0 { try? writeString("\(failure)", to: error, capacity: errorCapacity, length: nil) }

@@ -26,6 +26,21 @@ public func lk_register_formula(_ context: OpaquePointer?, _ name: UnsafePointer
 }
 
 @c @implementation
+public func lk_register_node_formula(_ context: OpaquePointer?, _ opType: UnsafePointer<CChar>?,
+                                     _ formula: UnsafePointer<CChar>?) -> lk_status {
+    withContext(context) { context in
+        let name = try layerName(opType)
+        let formula = try requireString(formula, "the formula")
+        do {
+            try context.registry.register(formula: formula, forNodesOfType: name)
+            context.setWeightOrder(nil, of: name)
+        } catch let error as FormulaParser.Error {
+            throw CAPIError.invalidArgument("formula '\(formula)': \(error)")
+        }
+    }
+}
+
+@c @implementation
 public func lk_register_layer(_ context: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ evaluate: lk_evaluate_fn?,
                               _ shape: lk_shape_fn?, _ userData: UnsafeMutableRawPointer?,
                               _ destroy: (@convention(c) (UnsafeMutableRawPointer?) -> Void)?) -> lk_status {

@@ -19,8 +19,20 @@ enum ModelFiles {
     static func load(_ path: String, computeUnits: ComputeUnits, threads: Int? = nil, layers: [String] = [],
                      console: Console) throws -> Model {
         let registry = try self.registry(layers)
-        return try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits, threads: threads,
-                         registry: registry, notice: { console.note($0) })
+        do {
+            return try Model(contentsOf: URL(fileURLWithPath: path), computeUnits: computeUnits, threads: threads,
+                             registry: registry, notice: { console.note($0) })
+        } catch let error as LayerKitError {
+            throw withLayerHint(error)
+        }
+    }
+
+    /// `error`, when it asks to register a layer for a custom op, with how
+    /// the command line does it (`--layer OPTYPE=FORMULA`); else unchanged.
+    static func withLayerHint(_ error: LayerKitError) -> LayerKitError {
+        guard let opType = LayerRegistry.missingLayer(in: error.description) else { return error }
+        return error.suffixed(" (on the command line: --layer \(opType)='FORMULA', a per-element formula over x "
+                              + "whose other names are the node's attributes and constant inputs; Docs/CLI.md)")
     }
 
     /// The shared registry, or with `--layer` words a new one (the built-in

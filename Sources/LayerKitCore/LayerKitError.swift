@@ -42,4 +42,19 @@ public enum LayerKitError: Error, CustomStringConvertible, Equatable {
         case .invalidModel(let m): .invalidModel(prefix + m)
         }
     }
+
+    /// The same kind of error with `suffix` after its message: a front end
+    /// adds how its users act on it (the command line's `--layer`).
+    public func suffixed(_ suffix: String) -> LayerKitError {
+        switch self {
+        case .shapeMismatch(let m): .shapeMismatch(m + suffix)
+        case .invalidParameter(let m): .invalidParameter(m + suffix)
+        case .invalidWeights(let m): .invalidWeights(m + suffix)
+        case .file(let m): .file(m + suffix)
+        case .unsupported(let m): .unsupported(m + suffix)
+        case .gpuUnavailable(let m): .gpuUnavailable(m + suffix)
+        case .unknownOp(let m): .unknownOp(m + suffix)
+        case .invalidModel(let m): .invalidModel(m + suffix)
+        }
+    }
 }

@@ -9,6 +9,7 @@
 #include "check.h"
 
 #define MODEL LAYERKIT_SOURCE_DIR "/Tests/C/Fixtures/custom_layer.onnx"
+#define MISSING LAYERKIT_SOURCE_DIR "/Tests/LayerKitTests/Fixtures/models/custom_missing.onnx"
 #define COUNT (3 * 4 * 5)
 
 static const int64_t shape[4] = {1, 3, 4, 5};
@@ -330,7 +331,45 @@ static void callbacks_run_in_a_gpu_model(void) {
     CHECK(atomic_load(&counters.destroyed) == 1);
 }
 
+/* lk_register_node_formula: the node's values by name, as `--layer` binds
+ * them. custom_missing.onnx's MyLayer node has the attribute gain = 2; a
+ * model whose custom node nothing runs ends its message with the advice. */
+static void node_formulas_take_the_nodes_values(void) {
+    lk_context *context = cpu_context();
+    lk_model *model = NULL;
+    CHECK_STATUS(context, LK_ERROR_INVALID_MODEL, lk_model_load(context, MISSING, &model));
+    CHECK(strstr(lk_context_last_error(context), "register a layer named 'MyLayer'") != NULL);
+    CHECK_OK(context, lk_register_node_formula(context, "MyLayer", "gain * x"));
+    CHECK_OK(context, lk_model_load(context, MISSING, &model));
+    float x[36], y[36];
+    for (int i = 0; i < 36; i++) x[i] = (float)i - 17.5f;
+    const int64_t dims[4] = {1, 4, 3, 3};
+    lk_tensor *input = NULL, *output = NULL;
+    CHECK_OK(context, lk_tensor_create(context, dims, 4, x, &input));
+    const lk_tensor *inputs[] = {input};
+    const char *names[] = {"x"};
+    if (model && input) CHECK_OK(context, lk_model_predict(context, model, names, inputs, 1, &output, 1, NULL));
+    if (output) {
+        CHECK_OK(context, lk_tensor_read(context, output, y, 36));
+        for (int i = 0; i < 36; i++) CHECK(y[i] == 2.0f * x[i]);
+    }
+    lk_tensor_destroy(output);
+    lk_tensor_destroy(input);
+    lk_model_destroy(model);
+    model = NULL;
+
+    /* A value the node does not give fails the load, naming it. */
+    CHECK_OK(context, lk_register_node_formula(context, "MyLayer", "scale * x"));
+    CHECK_STATUS(context, LK_ERROR_INVALID_MODEL, lk_model_load(context, MISSING, &model));
+    CHECK(strstr(lk_context_last_error(context), "scale") != NULL);
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_register_node_formula(context, "MyLayer", "x * ("));
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_register_node_formula(context, "", "x"));
+    CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_register_node_formula(context, "MyLayer", NULL));
+    lk_context_destroy(context);
+}
+
 int main(void) {
+    node_formulas_take_the_nodes_values();
     callbacks_run_in_a_model();
     registered_formula_weights_in_callers_order();
     destroy_waits_for_models();

@@ -67,6 +67,10 @@ struct ModelLayerOptionTests {
         let missing = CommandRunner()
         #expect(missing.run(["run", model, "--input", input, "--backend", "cpu"]) == 1)
         #expect(missing.error.contains("ArticleSwish"))
+        // The advice is the command line's, not a Swift API's.
+        #expect(missing.error.contains("register a layer named 'ArticleSwish' (on the command line: "
+                                       + "--layer ArticleSwish='FORMULA'"), "\(missing.error)")
+        #expect(!missing.error.contains("LayerRegistry"), "\(missing.error)")
         // The node gives `beta`; a formula of `gamma` is refused, naming both.
         let mismatch = CommandRunner()
         #expect(mismatch.run(["run", model, "--input", input, "--backend", "cpu",

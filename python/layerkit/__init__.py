@@ -10,18 +10,22 @@ this package), running on Vulkan compute or LayerKit's CPU evaluator::
         probabilities = model.predict({"image": image})["probabilities"]
     layerkit.parity("Swish", x)      # GPU against CPU
     layerkit.devices()               # the Vulkan devices found
+    # Custom ops of a model: a formula, or an object with evaluate(inputs) -> [output]
+    model = layerkit.Model("custom.onnx", layers={"CustomSwish": "x * sigmoid(x)"})
+    layerkit.register_layer("CustomSwish", MySwish())   # for every model
 
 Every failed call raises :class:`LayerKitError` with the library's message.
-See Docs/PYTHON.md.
+LayerKit's notices go to the ``logging`` logger ``"layerkit"``. See Docs/PYTHON.md.
 """
 from ._native import lib as _lib
 from .devices import Device, devices, ort_library_path
 from .errors import LayerKitError
 from .layers import ParityResult, apply, parity
 from .model import Model
+from .registration import register_layer
 
 #: LayerKit's release (the library's ``lk_version_string()``).
 __version__ = _lib.lk_version_string().decode()
 
 __all__ = ["Device", "LayerKitError", "Model", "ParityResult", "__version__", "apply", "devices",
-           "ort_library_path", "parity"]
+           "ort_library_path", "parity", "register_layer"]

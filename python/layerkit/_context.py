@@ -1,13 +1,16 @@
-"""Contexts (one per backend, shared by the package's calls) and tensors.
+"""Contexts (one per backend and thread count, shared by the package's calls) and tensors.
 
 A context holds a backend and, for the GPU, an open Vulkan device: opening
-one per call would cost more than most calls, so each backend's context is
-made on first use and kept until the interpreter exits (a weakref finalizer
-closes it then, after the models made on it, which are finalized first).
-Every call holds its context through :meth:`Context.use`, so a context
-closed at exit while a daemon thread is still in a call is destroyed when
-that call ends, not under it. Tensors and layers live only for the call
-that makes them.
+one per call would cost more than most calls, so each (backend, threads)
+context is made on first use and kept until the interpreter exits (a weakref
+finalizer closes it then, after the models made on it, which are finalized
+first). A model given its own ``layers=`` gets a context of its own
+(:func:`model_context`), released with the model. Every call holds its
+context through :meth:`Context.use`, so a context closed at exit while a
+daemon thread is still in a call is destroyed when that call ends, not under
+it. Each context has the layers of :func:`layerkit.register_layer` and
+sends its notices to ``logging`` (:mod:`layerkit.notices`). Tensors and
+layers live only for the call that makes them.
 """
 import contextlib
 import ctypes
@@ -16,33 +19,90 @@ import weakref
 
 import numpy as np
 
-from . import _native
+from . import _native, custom_layers
 from ._native import lib
 from .errors import LayerKitError
+from .notices import NOTICE_POINTER
+
+
+class _Registrations:
+    """The C API's rule for a context's custom layers: no registration while
+    another call creates layers or loads models on it. Those calls share
+    (:meth:`reading`), a registration excludes them all (:meth:`writing`)."""
+
+    def __init__(self):
+        self._condition = threading.Condition()
+        self._readers = 0
+
+    @contextlib.contextmanager
+    def reading(self):
+        with self._condition:
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._readers -= 1
+                self._condition.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self):
+        with self._condition:
+            self._condition.wait_for(lambda: self._readers == 0)
+            yield
+
+
+def check_threads(threads) -> int:
+    """The C API's thread count of ``threads``: None (the cores the process
+    may use) is 0; otherwise an int of at least 1 (TypeError, ValueError)."""
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, int):
+        raise TypeError(f"threads must be None or an int, got {type(threads).__name__}")
+    if threads < 1:
+        raise ValueError(f"threads must be at least 1 (None: every core), got {threads}")
+    return threads
 
 
 class Context:
-    """An ``lk_context`` for one backend: ``"cpu"``, ``"gpu"`` or ``"auto"``.
+    """An ``lk_context`` for one backend: ``"cpu"``, ``"gpu"`` or ``"auto"``,
+    with ``threads`` CPU threads (None: the cores the process may use).
 
     ``handle`` is the raw pointer, for calls made inside :meth:`use`.
+    ``registrations`` orders custom-layer registrations against the calls
+    that create layers or load models on it.
     """
 
-    def __init__(self, backend: str):
+    def __init__(self, backend: str, threads=None):
         if backend not in _native.LK_COMPUTE:
             raise ValueError(f"backend must be 'cpu', 'gpu' or 'auto', got {backend!r}")
+        count = check_threads(threads)
         self.backend = backend
+        self.threads = threads
         pointer = _native.handle()
         error = ctypes.create_string_buffer(1024)
-        code = lib.lk_context_create(_native.LK_COMPUTE[backend], 0, ctypes.byref(pointer), error, len(error))
+        code = lib.lk_context_create(_native.LK_COMPUTE[backend], count, ctypes.byref(pointer), error, len(error))
         if code != _native.LK_OK:
             raise _native.error(code, error.value.decode("utf-8", "replace"))
         self.handle = pointer
         self._shared = _native.SharedHandle(pointer, lib.lk_context_destroy, f"{backend} context")
         self._finalizer = weakref.finalize(self, self._shared.close)
+        self.registrations = _Registrations()
+        self.check(lib.lk_context_set_notice(pointer, NOTICE_POINTER, None))
 
     def use(self):
         """Holds the context for one call (a context manager); see :class:`_native.SharedHandle`."""
         return self._shared.use()
+
+    def register(self, layers) -> None:
+        """Registers ``{op type: formula or layer object}`` on the context."""
+        with self.use(), self.registrations.writing():
+            for op_type, layer in layers.items():
+                custom_layers.register_on(self, op_type, layer)
+
+    def close(self) -> None:
+        """Releases the context once the calls holding it end (a model's own context)."""
+        self._finalizer()
 
     def check(self, code: int) -> None:
         """Raises this thread's last error on the context unless ``code`` is LK_OK."""
@@ -58,15 +118,51 @@ class Context:
 
 
 _contexts = {}
+# The layers of register_layer, by lowercased op type (the library matches
+# names case-insensitively): every shared context and model context has them.
+_registered = {}
 _contexts_lock = threading.Lock()
 
 
-def context(backend: str) -> Context:
-    """The package's shared context for ``backend``, made on first use."""
+def context(backend: str, threads=None) -> Context:
+    """The package's shared context for ``backend`` and ``threads``, made on
+    first use with the layers of :func:`layerkit.register_layer`."""
+    check_threads(threads)
     with _contexts_lock:
-        if backend not in _contexts:
-            _contexts[backend] = Context(backend)
-        return _contexts[backend]
+        key = (backend, threads)
+        if key not in _contexts:
+            made = Context(backend, threads)
+            made.register(dict(_registered.values()))
+            _contexts[key] = made
+        return _contexts[key]
+
+
+def model_context(backend: str, threads, layers) -> Context:
+    """A context of one model's own, with the layers of
+    :func:`layerkit.register_layer` and then ``layers``, which replace those
+    of the same op type; the caller closes it with the model."""
+    with _contexts_lock:
+        registered = dict(_registered.values())
+    made = Context(backend, threads)
+    try:
+        made.register(registered)
+        made.register(layers)
+    except BaseException:
+        made.close()
+        raise
+    return made
+
+
+def register_everywhere(op_type: str, layer) -> None:
+    """Registers ``layer`` as ``op_type`` on every shared context, made and to be made."""
+    custom_layers.check_layer(op_type, layer)
+    with _contexts_lock:
+        # Registered on one context at least now, so a formula's error is raised here.
+        if not _contexts:
+            _contexts[("cpu", None)] = Context("cpu")
+        for made in _contexts.values():
+            made.register({op_type: layer})
+        _registered[op_type.lower()] = (op_type, layer)
 
 
 def as_float32(array, what: str = "x") -> np.ndarray:

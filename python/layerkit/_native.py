@@ -13,6 +13,7 @@ import os
 import threading
 from ctypes import POINTER, c_char, c_char_p, c_double, c_int32, c_int64, c_size_t, c_void_p
 
+from . import callback_failures
 from .errors import LayerKitError
 
 LK_OK = 0
@@ -89,7 +90,22 @@ SIGNATURES = {
     "lk_profiler_create": (status, [handle, handle_p]),
     "lk_profiler_destroy": (None, [handle]),
     "lk_profiler_write_trace": (status, [handle, handle, c_char_p]),
+    "lk_context_set_notice": (status, [handle, c_void_p, c_void_p]),
+    "lk_register_node_formula": (status, [handle, c_char_p, c_char_p]),
+    "lk_register_layer": (status, [handle, c_char_p, c_void_p, c_void_p, c_void_p, c_void_p]),
 }
+
+# The C API's callback types (include/layerkit.h). Callbacks are passed as
+# c_void_p (``ctypes.cast(function, c_void_p)``), so NULL is None.
+#: lk_notice_fn: (user_data, message).
+NOTICE_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
+#: lk_evaluate_fn: (user_data, input_count, inputs, input_shapes, input_ranks, output, output_shape, output_rank).
+EVALUATE_FN = ctypes.CFUNCTYPE(c_int32, c_void_p, c_size_t, POINTER(c_float_p), POINTER(c_int64_p), c_size_t_p,
+                               c_float_p, c_int64_p, c_size_t)
+#: lk_shape_fn: (user_data, input_count, input_shapes, input_ranks, output_shape, output_rank).
+SHAPE_FN = ctypes.CFUNCTYPE(c_int32, c_void_p, c_size_t, POINTER(c_int64_p), c_size_t_p, c_int64_p, c_size_t_p)
+#: The destroy callback of lk_register_layer: (user_data).
+DESTROY_FN = ctypes.CFUNCTYPE(None, c_void_p)
 
 
 def _load() -> ctypes.CDLL:
@@ -123,10 +139,16 @@ def check(context, code: int) -> None:
     """Raises the calling thread's last error on ``context`` when ``code`` is not LK_OK.
 
     The message is read at once, on the thread that made the call: it is kept
-    per thread and replaced by that thread's next call.
+    per thread and replaced by that thread's next call. A failure of a Python
+    layer's callback names the exception it raised, which is the error's
+    ``__cause__``.
     """
     if code != LK_OK:
-        raise error(code, lib.lk_context_last_error(context).decode("utf-8", "replace"))
+        message = lib.lk_context_last_error(context).decode("utf-8", "replace")
+        cause = callback_failures.claim(message)
+        if cause is None:
+            raise error(code, message)
+        raise error(code, f"{message}: {type(cause).__name__}: {cause}") from cause
 
 
 def read_string(call):

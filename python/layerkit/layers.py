@@ -68,11 +68,12 @@ def _layer(ctx: Context, op_or_formula: str, weights: Weights, params: Mapping[s
     c_weight_names = _native.c_strings(weight_names, "weight")
     names, values, count = _scalars(params)
     pointer = _native.handle()
-    if formula:
-        ctx.check(lib.lk_layer_create_formula(ctx.handle, text, names, values, count, c_weight_names,
-                                              len(weight_names), ctypes.byref(pointer)))
-    else:
-        ctx.check(lib.lk_layer_create(ctx.handle, text, names, values, count, ctypes.byref(pointer)))
+    with ctx.registrations.reading():
+        if formula:
+            ctx.check(lib.lk_layer_create_formula(ctx.handle, text, names, values, count, c_weight_names,
+                                                  len(weight_names), ctypes.byref(pointer)))
+        else:
+            ctx.check(lib.lk_layer_create(ctx.handle, text, names, values, count, ctypes.byref(pointer)))
     try:
         if isinstance(weights, Mapping) and not formula:
             arrays = _in_weight_order(ctx, pointer, op_or_formula, weight_names, arrays)

@@ -2,39 +2,69 @@
 import contextlib
 import ctypes
 import os
+import re
 import weakref
 from typing import Dict, Mapping, Optional
 
 import numpy as np
 
-from . import _native
-from ._context import as_float32, as_typed, context, read_names, take_arrays, tensor_from
+from . import _native, custom_layers
+from ._context import as_float32, as_typed, context, model_context, read_names, take_arrays, tensor_from
 from ._native import lib
+from .errors import LayerKitError
+
+# The end of the library's message for a node no registered layer runs.
+_MISSING_LAYER = re.compile(r"register a layer named '([^']*)'")
 
 
 class Model:
     """An ONNX model loaded and planned for one backend.
 
-    ``Model(path, backend="cpu")`` reads the model (external weights beside
-    it); ``path`` is a str, bytes or os.PathLike; ``backend`` is ``"cpu"``,
-    ``"gpu"`` or ``"auto"`` as in :func:`layerkit.apply`. Custom nodes of
-    domain ``layerkit`` (Swish and the catalog's ops) run as LayerKit's own
-    layers. The model is released by :meth:`close`, at the end of a ``with``
-    block, or when it is collected. One model may be run by several threads
-    at once, and closed by one while others run it (see :meth:`close`).
+    ``Model(path, backend="cpu", threads=None, layers=None)`` reads the
+    model (external weights beside it); ``path`` is a str, bytes or
+    os.PathLike; ``backend`` is ``"cpu"``, ``"gpu"`` or ``"auto"`` as in
+    :func:`layerkit.apply`; ``threads`` the CPU evaluator's thread count
+    (None: the cores the process may use). Custom nodes of domain
+    ``layerkit`` (Swish and the catalog's ops) run as LayerKit's own layers,
+    and nodes of any domain as the layers of :func:`layerkit.register_layer`
+    and of ``layers``: ``{op type: formula or layer object}`` for this model
+    alone (see :mod:`layerkit.custom_layers`; they replace registered layers
+    and LayerKit's own of the same op type). A node no layer runs is a
+    :class:`LayerKitError` saying how to give one. The model is released by
+    :meth:`close`, at the end of a ``with`` block, or when it is collected.
+    One model may be run by several threads at once, and closed by one while
+    others run it (see :meth:`close`).
     """
 
-    def __init__(self, path, backend: str = "cpu"):
+    def __init__(self, path, backend: str = "cpu", threads: Optional[int] = None,
+                 layers: Optional[Mapping[str, custom_layers.Layer]] = None):
         encoded = _native.c_path(path, "the model path")
-        self._context = context(backend)
+        if layers is not None and not isinstance(layers, Mapping):
+            raise TypeError(f"layers must be a mapping {{op type: formula or layer object}}, got {type(layers).__name__}")
+        for op_type, layer in (layers or {}).items():
+            custom_layers.check_layer(op_type, layer)
+        # A model with layers of its own has a context of its own, released with it.
+        self._context = model_context(backend, threads, layers) if layers else context(backend, threads)
+        owned = self._context if layers else None
         self.backend = backend
+        #: The CPU evaluator's thread count (None: the cores the process may use).
+        self.threads = threads
         self.path = os.fspath(path)
         pointer = _native.handle()
-        with self._context.use() as context_handle:
-            self._context.check(lib.lk_model_load(context_handle, encoded, ctypes.byref(pointer)))
+        try:
+            with self._context.use() as context_handle, self._context.registrations.reading():
+                self._context.check(lib.lk_model_load(context_handle, encoded, ctypes.byref(pointer)))
+        except LayerKitError as error:
+            if owned:
+                owned.close()
+            raise _with_layer_hint(error) from error.__cause__
+        except BaseException:
+            if owned:
+                owned.close()
+            raise
         self._shared = _native.SharedHandle(pointer, lib.lk_model_destroy, "model")
         # The finalizer holds the context, so the context outlives the model.
-        self._finalizer = weakref.finalize(self, Model._release, self._shared, self._context)
+        self._finalizer = weakref.finalize(self, Model._release, self._shared, self._context, owned)
         with self._using() as handle:
             #: The names of the model's inputs, in the model's order.
             self.inputs = read_names(self._context, lib.lk_model_input_count, lib.lk_model_input_name, handle)
@@ -51,8 +81,10 @@ class Model:
                                  for index, name in enumerate(self.outputs)}
 
     @staticmethod
-    def _release(shared, _context):
+    def _release(shared, _context, owned):
         shared.close()
+        if owned is not None:
+            owned.close()
 
     @contextlib.contextmanager
     def _using(self):
@@ -131,6 +163,18 @@ class Model:
 
     def __repr__(self):
         return f"Model({self.path!r}, backend={self.backend!r}, inputs={self.inputs}, outputs={self.outputs})"
+
+
+def _with_layer_hint(error: LayerKitError) -> LayerKitError:
+    """``error``, when the library asks to register a layer for a custom op,
+    with how Python gives one; else ``error``."""
+    found = _MISSING_LAYER.search(error.message)
+    if found is None:
+        return error
+    op = found.group(1)
+    hint = (f" (from Python: layerkit.Model(path, layers={{{op!r}: formula or layer object}}) for this model, "
+            f"or layerkit.register_layer({op!r}, ...) for every model; see help(layerkit.custom_layers))")
+    return LayerKitError(error.status, error.code, error.message + hint)
 
 
 @contextlib.contextmanager

@@ -90,6 +90,22 @@ public final class LayerRegistry: @unchecked Sendable {
         return entry
     }
 
+    /// The end of a model's error for a node that no registered layer runs:
+    /// `register a layer named 'OP'`, the same for every API. A front end
+    /// finds it (`missingLayer(in:)`) to add how its users register one
+    /// (Swift: `LayerRegistry.register(_:)`; the command line: `--layer`;
+    /// Python: `layers=`).
+    public static func missingLayerAdvice(_ opType: String) -> String { "register a layer named '\(opType)'" }
+
+    /// The op type an error's message asks to register (its
+    /// `missingLayerAdvice`), or nil when it asks for none.
+    public static func missingLayer(in message: String) -> String? {
+        let marker = "register a layer named '"
+        guard let start = message.range(of: marker)?.upperBound,
+              let end = message[start...].firstIndex(of: "'") else { return nil }
+        return String(message[start..<end])
+    }
+
     /// Makes the layer `name` with `parameters` and optional `weights`.
     public func makeLayer(named name: String, parameters: [String: Any] = [:],
                           weights: [Data] = []) throws -> CustomLayer {

@@ -463,8 +463,7 @@ struct ONNXImporter {
             entry = try registry.entry(named: opType)
         } catch {
             throw node.error("a custom layer implementation for op type '\(opType)' (domain '\(node.node.domain)') "
-                             + "was not found; register a CustomLayer class named '\(opType)' with "
-                             + "LayerRegistry.shared.register(_:)")
+                             + "was not found; " + LayerRegistry.missingLayerAdvice(opType))
         }
         let layer: CustomLayer
         var inputs: [Int] = []
