@@ -10,6 +10,7 @@ this package), running on Vulkan compute or LayerKit's CPU evaluator::
         probabilities = model.predict({"image": image})["probabilities"]
     layerkit.parity("Swish", x)      # GPU against CPU
     layerkit.devices()               # the Vulkan devices found
+    x = layerkit.load_image("cat.jpg", resize=256, center_crop=224, normalize="imagenet")
 
 Every failed call raises :class:`LayerKitError` with the library's message.
 See Docs/PYTHON.md.
@@ -17,6 +18,7 @@ See Docs/PYTHON.md.
 from ._native import lib as _lib
 from .devices import Device, devices, ort_library_path
 from .errors import LayerKitError
+from .images import load_image
 from .layers import ParityResult, apply, parity
 from .model import Model
 
@@ -24,4 +26,4 @@ from .model import Model
 __version__ = _lib.lk_version_string().decode()
 
 __all__ = ["Device", "LayerKitError", "Model", "ParityResult", "__version__", "apply", "devices",
-           "ort_library_path", "parity"]
+           "load_image", "ort_library_path", "parity"]

@@ -89,6 +89,8 @@ SIGNATURES = {
     "lk_profiler_create": (status, [handle, handle_p]),
     "lk_profiler_destroy": (None, [handle]),
     "lk_profiler_write_trace": (status, [handle, handle, c_char_p]),
+    "lk_image_load": (status, [handle, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, ctypes.c_float,
+                               c_char_p, handle_p]),
 }
 
 
