@@ -291,7 +291,7 @@ struct CommandHelp {
     static let bench = CommandHelp(
         name: "bench", synopsis: ["[LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend B] [--json]",
                                   "--sweep [LAYERS] [--backend B] [--plot FILE.svg] [--json]",
-                                  "MODEL.onnx [--input FILE ...|--shape NAME=DIMS ...|--dim SYMBOL=N ...] [--repeat N] [...]"],
+                                  "MODEL.onnx [--input FILE ...] [--shape NAME=DIMS ...] [--dim SYMBOL=N ...]"],
         summary: "Times a layer's kernel and end to end (median, min, p90, elements/s, GB/s); --sweep measures "
             + "sizes 1x64x8x8 to 1x64x1024x1024 against the memory-copy ceiling; with a model, whole-model "
             + "times (min, median, p90, mean, inferences/s).",
@@ -312,7 +312,7 @@ struct CommandHelp {
 
     static let profile = CommandHelp(
         name: "profile", synopsis: ["LAYERS [--shape NxCxHxW] [--repeat N] [--warmup N] [--trace FILE.json] [...]",
-                                    "MODEL.onnx [--input FILE|NAME=FILE ...] [--layer OPTYPE=FORMULA ...] [--by-op] [...]"],
+                                    "MODEL.onnx [--input FILE|NAME=FILE ...] [--by-op] [--sort order|time] [...]"],
         summary: "Shows where one run's time goes (the run with the median wall time): per-layer table, overhead, "
             + "and a Chrome trace.",
         options: layerOptions + [
