@@ -264,7 +264,7 @@ struct CommandHelp {
             Option("--resume", "FILE", default: "none",
                    "continue from a checkpoint written by --checkpoint (the options may change)"),
             backend("auto"),
-            Option("--normalize", "0,1|-1,1|mean=..,std=..", default: "0,1",
+            Option("--normalize", "0,1|-1,1|imagenet|mean=..,std=..", default: "0,1",
                    "with a folder of pictures: how pixels become input values"),
             Option("--plot", "FILE.svg", default: "none", "draw the loss of every mini-batch and each epoch's mean"),
             layer, threads, json("layerkit-train/1"),
