@@ -12,7 +12,9 @@ public enum ImageInterpolation: String, Sendable, CaseIterable {
     /// shrinking; values outside 0...1 are clamped after each pass.
     case bicubic
 
-    /// The filter's half width in source pixels at scale 1.
+    /// The filter's half width in source pixels at scale 1 (`.nearest`'s
+    /// box is for completeness: `resamplingTaps` takes its one pixel directly,
+    /// as Pillow's nearest resize does).
     var support: Double {
         switch self {
         case .nearest: 0.5
