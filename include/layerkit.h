@@ -265,6 +265,33 @@ lk_status lk_tensor_write(lk_context *context, lk_tensor *tensor, const float *d
  * LK_ERROR_SHAPE when more). Any thread, while no call writes the tensor. */
 lk_status lk_tensor_read_bytes(lk_context *context, const lk_tensor *tensor, void *data, size_t byte_count);
 
+/* ---- Pictures ------------------------------------------------------------- */
+
+/* Reads the PNG or JPEG file at `path` into a new float32 tensor, prepared
+ * as a model's picture input exactly as `layerkit run`'s picture options
+ * prepare it (the same code): decoded to 0..1 values (C = 1 gray, 3 RGB,
+ * 4 RGBA), then resized, centre-cropped, scaled, put in channel order and
+ * normalized, in that order. Each string may be NULL for its default:
+ *   resize         "N": the shorter side to N, the aspect kept (the longer
+ *                  side floor(N * long / short), torchvision's Resize(N));
+ *                  "WxH": stretched to W by H. NULL: no resize.
+ *   center_crop    "N" or "WxH": the middle pixels, offset round((size -
+ *                  crop) / 2) with halves to even. NULL: no crop.
+ *   interpolation  "bilinear" (default), "nearest" or "bicubic", as Pillow's
+ *                  Image.resize (antialiased when shrinking).
+ *   normalize      "0,1" (default: none), "-1,1", "imagenet" (mean
+ *                  0.485,0.456,0.406, std 0.229,0.224,0.225 by colour) or
+ *                  "mean=A[,B,C],std=D[,E,F]" in the tensor's channel order;
+ *                  (x * scale - mean) / std, the presets times `scale`.
+ *   channel_order  "rgb" (default) or "bgr".
+ *   layout         "nchw" (default: 1xCxHxW) or "nhwc" (1xHxWxC).
+ * `scale` is what a full-intensity pixel becomes (255 for 0..255 inputs); 0
+ * means 1. A malformed option is LK_ERROR_INVALID_ARGUMENT, an unreadable
+ * or corrupt picture LK_ERROR_FILE or LK_ERROR_UNSUPPORTED. Any thread. */
+lk_status lk_image_load(lk_context *context, const char *path, const char *resize, const char *center_crop,
+                        const char *interpolation, const char *normalize, const char *channel_order, float scale,
+                        const char *layout, lk_tensor **out);
+
 /* ---- Layers: ops, formulas and custom layers ------------------------------- */
 
 /* Makes the layer registered as `op` (a catalog op such as "Swish" or "Relu",

@@ -16,9 +16,10 @@ enum BenchCommand {
 
     private static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
         if !arguments.positional.isEmpty { return try BenchModel.run(arguments, console: console) }
-        guard arguments.values("--input").isEmpty else {
-            throw UsageError("--input gives a model's inputs: bench model.onnx --input FILE")
+        if let option = (["--input", "--dim"] + ImageOptions.names).first(where: arguments.has) {
+            throw UsageError("\(option) is for a model's inputs: bench model.onnx \(option) ...")
         }
+        guard arguments.values("--shape").count <= 1 else { throw UsageError("--shape is given twice; a layer takes one") }
         let repeats = try arguments.count("--repeat", default: arguments.has("--sweep") ? 10 : 30, minimum: 1)
         let warmup = try arguments.count("--warmup", default: 3, minimum: 0)
         let backendWord = arguments.value("--backend") ?? "both"

@@ -46,8 +46,9 @@ enum BenchModel {
 
     static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
         let path = try ModelFiles.modelPath(arguments)
-        for option in ["--op", "--expr", "--param", "--weights", "--shape", "--plot"] where arguments.value(option) != nil {
-            throw UsageError("bench model.onnx takes the model's inputs (--input), not \(option)")
+        for option in ["--op", "--expr", "--param", "--weights", "--plot"] where arguments.value(option) != nil {
+            throw UsageError("bench model.onnx takes the model's inputs (--input, --shape NAME=DIMS, --dim SYMBOL=N), "
+                             + "not \(option)")
         }
         guard !arguments.has("--sweep") else { throw UsageError("--sweep measures a layer: drop the model file") }
         let repeats = try arguments.count("--repeat", default: 30, minimum: 1)
@@ -69,7 +70,7 @@ enum BenchModel {
                 console.note("no GPU (\(why)): CPU figures only")
             }
         }
-        let (inputs, files, _) = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: models[0].model,
+        let (inputs, files, _) = try ModelFiles.inputsOrSeeded(arguments, of: models[0].model,
                                                                  console: console)
         let progress = ProgressBar("bench \(URL(fileURLWithPath: path).lastPathComponent)",
                                    total: models.count * (warmup + repeats), console: console)

@@ -107,6 +107,13 @@ struct CommandHelp {
                               "a .npy (any numeric or bool dtype), .pb (ONNX TensorProto, any type), .png or .jpg input; "
                               + "NAME=FILE for each input of a model with several")
 
+    /// `--shape` and `--dim` of a model's seeded inputs (`SeededShapes`).
+    static let seededShape = Option("--shape", "NxCxHxW|NAME=DIMS", default: "1x64x256x256; a model: its inputs' shapes",
+                                    repeatable: true,
+                                    "a layer's input shape; with a model, a seeded input's shape (DIMS: sizes joined by x)")
+    static let dim = Option("--dim", "SYMBOL=N", default: "1", repeatable: true,
+                            "with a model: the size of a symbolic dimension (a free batch, say) of its seeded inputs")
+
     static let threads = Option("--threads", "N", default: "the cores the process may use",
                                 "the CPU evaluator's threads, 1 to 4096")
 
@@ -155,7 +162,7 @@ struct CommandHelp {
             Option("--input", "FILE|NAME=FILE", default: "seeded uniform [0, 1)", repeatable: true,
                    "a model's .npy or .png input; NAME=FILE for each input of a model with several"),
             layer, threads,
-        ],
+        ] + ImageOptions.help,
         positional: 0...1, examples: ["layerkit parity --op Swish --param beta=2 --shape 1x6x64x64", "layerkit parity --all",
                                       "layerkit parity article.onnx --layer ArticleSwish='x * sigmoid(beta * x)'"])
 
@@ -202,17 +209,23 @@ struct CommandHelp {
             Option("--output-grid", "FILE.png|NAME=FILE.png", default: "none", repeatable: true,
                    "draw an output's channels as gray tiles (min..max), an activation-map grid"),
             backend("auto"),
-            Option("--resize", "WxH", default: "none", "resize PNG and JPEG inputs to W by H pixels"),
-            Option("--normalize", "0,1|-1,1|mean=..,std=..", default: "0,1", "how PNG and JPEG pixels become input values"),
-            Option("--denormalize", "0,1|-1,1|mean=..,std=..", default: "the --normalize value",
+        ] + ImageOptions.help + [
+            Option("--denormalize", "0,1|-1,1|imagenet|mean=..,std=..", default: "the --normalize value",
                    "how a .png output's values become pixels (x * std + mean), then clamped to 0..1"),
             Option("--profile", nil, default: "off", "print the run's per-layer times"),
             Option("--batch", "N", default: "1", "with a folder of inputs: stack N of them into one NxCxHxW run"),
             Option("--top", "K", default: "5", "how many classes of a 2-D output to print"),
+            Option("--labels", "FILE", default: "none",
+                   "class names, one a line (line K names class K), printed with the top classes of the 2-D output "
+                   + "with as many classes"),
+            Option("--softmax", nil, default: "off",
+                   "print the top classes as softmax probabilities of each row (the --output files stay as computed)"),
             layer, threads, json("layerkit-run/1"),
         ],
         positional: 1...1,
         examples: ["layerkit run model.onnx --input image=cat.png --resize 224x224 --output probabilities=p.npy",
+                   "layerkit run resnet.onnx --input cat.jpg --resize 256 --center-crop 224 --normalize imagenet \\",
+                   "    --labels labels.txt --softmax",
                    "layerkit run style.onnx --input photo.jpg --resize 96x96 --output styled.png",
                    "layerkit run article.onnx --input x.npy --layer ArticleSwish='x * sigmoid(beta * x)'"])
 
@@ -251,7 +264,7 @@ struct CommandHelp {
             Option("--resume", "FILE", default: "none",
                    "continue from a checkpoint written by --checkpoint (the options may change)"),
             backend("auto"),
-            Option("--normalize", "0,1|-1,1|mean=..,std=..", default: "0,1",
+            Option("--normalize", "0,1|-1,1|imagenet|mean=..,std=..", default: "0,1",
                    "with a folder of pictures: how pixels become input values"),
             Option("--plot", "FILE.svg", default: "none", "draw the loss of every mini-batch and each epoch's mean"),
             layer, threads, json("layerkit-train/1"),
@@ -278,12 +291,12 @@ struct CommandHelp {
     static let bench = CommandHelp(
         name: "bench", synopsis: ["[LAYERS] [--shape NxCxHxW] [--repeat N] [--warmup N] [--backend B] [--json]",
                                   "--sweep [LAYERS] [--backend B] [--plot FILE.svg] [--json]",
-                                  "MODEL.onnx [--input FILE ...] [--repeat N] [--warmup N] [--backend B] [--json]"],
+                                  "MODEL.onnx [--input FILE ...] [--shape NAME=DIMS ...] [--dim SYMBOL=N ...]"],
         summary: "Times a layer's kernel and end to end (median, min, p90, elements/s, GB/s); --sweep measures "
             + "sizes 1x64x8x8 to 1x64x1024x1024 against the memory-copy ceiling; with a model, whole-model "
             + "times (min, median, p90, mean, inferences/s).",
         options: layerOptions + [
-            Option("--shape", "NxCxHxW", default: "1x64x256x256", "the input's shape"),
+            seededShape, dim,
             Option("--repeat", "N", default: "30; 10 with --sweep", "timed runs, 1 to \(ValueParsing.maximumCount)"),
             Option("--warmup", "N", default: "3", "untimed runs first, 0 to \(ValueParsing.maximumCount)"),
             backend("both", both: true),
@@ -291,25 +304,28 @@ struct CommandHelp {
             Option("--sweep", nil, default: "off", "measure every size from 8x8 to 1024x1024"),
             Option("--plot", "FILE.svg", default: "none", "draw the sweep"),
             input, layer, threads,
-        ],
+        ] + ImageOptions.help,
         positional: 0...1, examples: ["layerkit bench --op Swish --shape 1x64x256x256 --backend cpu",
                                       "layerkit bench --sweep --plot sweep.svg",
-                                      "layerkit bench model.onnx --backend cpu --json"])
+                                      "layerkit bench model.onnx --backend cpu --json",
+                                      "layerkit bench model.onnx --dim batch=8 --backend cpu"])
 
     static let profile = CommandHelp(
         name: "profile", synopsis: ["LAYERS [--shape NxCxHxW] [--repeat N] [--warmup N] [--trace FILE.json] [...]",
-                                    "MODEL.onnx [--input FILE|NAME=FILE ...] [--layer OPTYPE=FORMULA ...] [...]"],
+                                    "MODEL.onnx [--input FILE|NAME=FILE ...] [--by-op] [--sort order|time] [...]"],
         summary: "Shows where one run's time goes (the run with the median wall time): per-layer table, overhead, "
             + "and a Chrome trace.",
         options: layerOptions + [
-            input, layer,
-            Option("--shape", "NxCxHxW", default: "1x64x256x256", "the layer's input shape"),
+            input, layer, seededShape, dim,
             Option("--repeat", "N", default: "5", "profiled runs, 1 to \(ValueParsing.maximumCount)"),
             Option("--warmup", "N", default: "3", "unprofiled runs first, 0 to \(ValueParsing.maximumCount)"),
             backend("gpu"),
             Option("--trace", "FILE.json", default: "none", "write the median run as a Chrome trace-event file"),
+            Option("--by-op", nil, default: "off", "one row per op type (Conv, Relu, ...): calls and times summed, slowest first"),
+            Option("--sort", "order|time", default: "order", "the rows in the order they first ran, or slowest first"),
             threads, json("layerkit-profile/1"),
-        ],
+        ] + ImageOptions.help,
         positional: 0...1, examples: ["layerkit profile --op Swish --shape 1x64x512x512 --trace swish.json",
-                                      "layerkit profile model.onnx --repeat 20"])
+                                      "layerkit profile model.onnx --repeat 20",
+                                      "layerkit profile model.onnx --by-op --backend cpu"])
 }

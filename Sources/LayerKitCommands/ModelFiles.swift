@@ -75,11 +75,11 @@ enum ModelFiles {
 
     /// The model's inputs from the files `files(_:for:option:)` found for
     /// `--input FILE` (a one-input model) or repeated `--input NAME=FILE`,
-    /// by input name, each read by `input(_:for:resize:normalization:console:)`.
+    /// by input name, each read by `input(_:for:image:console:)`.
     /// Every input of the model needs a file; the error names the first
     /// one without, and all the model takes.
-    static func inputs(_ files: [String: String], of model: Model, resize: (width: Int, height: Int)?,
-                       normalization: PixelNormalization, console: Console) throws -> [String: TypedTensor] {
+    static func inputs(_ files: [String: String], of model: Model, image: ImageOptions,
+                       console: Console) throws -> [String: TypedTensor] {
         var values: [String: TypedTensor] = [:]
         for description in model.inputs {
             guard let path = files[description.name] else {
@@ -87,24 +87,23 @@ enum ModelFiles {
                                  + model.inputs.map { "\($0.name): \($0.dataType?.description ?? "untyped")" }
                                     .joined(separator: ", ") + "; give each as --input NAME=FILE)")
             }
-            values[description.name] = try input(path, for: description, resize: resize, normalization: normalization,
-                                                 console: console)
+            values[description.name] = try input(path, for: description, image: image, console: console)
         }
         return values
     }
 
     /// One input's value from its file, the one reader of every command:
     /// `.npy` in its own dtype, `.pb` (an ONNX TensorProto, any element
-    /// type), or a PNG or JPEG picture resized and normalized as asked and
-    /// its channels fitted to the input (gray to RGB, RGBA to RGB). A file
-    /// of another element type than the input's is an error naming both.
-    static func input(_ path: String, for input: Model.ValueDescription, resize: (width: Int, height: Int)?,
-                      normalization: PixelNormalization, console: Console) throws -> TypedTensor {
+    /// type), or a PNG or JPEG picture prepared by `image` (resized,
+    /// cropped, normalized, channels first or last) and its channels fitted
+    /// to the input (gray to RGB, RGBA to RGB). A file of another element
+    /// type than the input's is an error naming both.
+    static func input(_ path: String, for input: Model.ValueDescription, image: ImageOptions,
+                      console: Console) throws -> TypedTensor {
         let value: TypedTensor
         if TensorFiles.isImage(path) {
-            var tensor = try TensorFiles.read(path)
-            tensor = try image(tensor, path: path, for: input, resize: resize, console: console)
-            value = TypedTensor(try tensor.normalized(normalization))
+            value = TypedTensor(try picture(try TensorFiles.read(path), path: path, for: input, image: image,
+                                            console: console))
         } else {
             value = try TensorFiles.readTyped(path)
         }
@@ -118,23 +117,30 @@ enum ModelFiles {
         return value
     }
 
-    /// The model's inputs from `--input` files, or, with none given, seeded
-    /// inputs of the model's shapes (symbolic dimensions 1): uniform [0, 1)
-    /// floats, input `i` from seed `i + 1`, and zeros for integer and bool
-    /// inputs (a valid index of any axis); `seeded` says which. Float32
-    /// tensors, as the timing commands run them (integers as whole numbers).
-    static func inputsOrSeeded(_ specs: [String], of model: Model, console: Console) throws
+    /// The model's inputs from `--input` files (pictures prepared by
+    /// `image`), or, with none given, seeded inputs of the model's shapes:
+    /// uniform [0, 1) floats, input `i` from seed `i + 1`, and zeros for
+    /// integer and bool inputs (a valid index of any axis); `seeded` says
+    /// which. A seeded input's shape is its `--shape NAME=DIMS`, else the
+    /// model's with each symbolic dimension its `--dim SYMBOL=N` or 1
+    /// (`SeededShapes`). Float32 tensors, as the timing commands run them
+    /// (integers as whole numbers).
+    static func inputsOrSeeded(_ arguments: Arguments, of model: Model, console: Console) throws
         -> (inputs: [String: Tensor], files: [String: String], seeded: Bool) {
+        let specs = arguments.values("--input")
+        let shapes = try SeededShapes(arguments, of: model)
         guard specs.isEmpty else {
+            guard shapes.isEmpty else { throw UsageError("--shape and --dim shape seeded inputs: drop them or --input") }
             let files = try files(specs, for: model.inputs.map(\.name), option: "--input")
-            let values = try inputs(files, of: model, resize: nil, normalization: .unit, console: console)
+            let values = try inputs(files, of: model, image: try ImageOptions(arguments), console: console)
             return (try values.mapValues { try $0.float32Tensor() }, files, false)
         }
         var tensors: [String: Tensor] = [:]
         for (i, input) in model.inputs.enumerated() {
+            let shape = try shapes.shape(of: input)
             tensors[input.name] = input.dataType?.isFloatingPoint ?? true
-                ? try Tensor.uniform(shape: input.shapeWithSymbolsAsOne, in: 0...1, seed: UInt64(i + 1))
-                : try Tensor(shape: input.shapeWithSymbolsAsOne)
+                ? try Tensor.uniform(shape: shape, in: 0...1, seed: UInt64(i + 1))
+                : try Tensor(shape: shape)
         }
         return (tensors, [:], true)
     }
@@ -171,29 +177,40 @@ enum ModelFiles {
         return files
     }
 
-    /// A decoded PNG or JPEG made to fit an NCHW image input: resized when asked,
-    /// gray repeated into the input's colour channels, alpha dropped, each
-    /// with a one-line notice.
-    private static func image(_ tensor: Tensor, path: String, for input: Model.ValueDescription,
-                              resize: (width: Int, height: Int)?, console: Console) throws -> Tensor {
-        var tensor = tensor
-        if let resize { tensor = try tensor.resized(width: resize.width, height: resize.height) }
-        guard input.dimensions.count == 4 else { return tensor }
-        let wanted = input.dimensions.map(\.size)
-        if let height = wanted[2], let width = wanted[3], [height, width] != Array(tensor.shape[2...]) {
-            throw LayerKitError.shapeMismatch("\(path) is \(tensor.shape[3])x\(tensor.shape[2]) pixels; input "
-                                              + "'\(input.name)' takes \(width)x\(height) (add --resize \(width)x\(height))")
+    /// A decoded PNG or JPEG made to fit an image input (NCHW, or NHWC as
+    /// `image.layout(for:)` says): resized and cropped, its size checked
+    /// against the input's, gray repeated into the input's colour channels
+    /// or alpha dropped (each with a one-line notice), then scaled,
+    /// ordered, normalized and laid out.
+    private static func picture(_ decoded: Tensor, path: String, for input: Model.ValueDescription,
+                                image: ImageOptions, console: Console) throws -> Tensor {
+        var steps = image.steps
+        steps.layout = image.layout(for: input)
+        let tensor = try ValueParsing.onCommandLine { try steps.geometry(decoded) }
+        var channels: Int?
+        if input.dimensions.count == 4 {
+            let sizes = input.dimensions.map(\.size)
+            let (c, h, w) = steps.layout == .nhwc ? (sizes[3], sizes[1], sizes[2]) : (sizes[1], sizes[2], sizes[3])
+            if let height = h, let width = w, [height, width] != Array(tensor.shape[2...]) {
+                throw LayerKitError.shapeMismatch("\(path) is \(tensor.shape[3])x\(tensor.shape[2]) pixels"
+                                                  + (steps.resize == nil && steps.centerCrop == nil ? "" : " after --resize/--center-crop")
+                                                  + "; input '\(input.name)' takes \(width)x\(height) (\(steps.layout.rawValue.uppercased())) "
+                                                  + "(add --resize \(width)x\(height), or --resize N --center-crop \(width)x\(height))")
+            }
+            channels = c
         }
-        guard let channels = wanted[1], channels != tensor.shape[1] else { return tensor }
-        switch (tensor.shape[1], channels) {
-        case (1, _):
-            console.note("\(path) is gray: its channel is repeated into the \(channels) channels of input '\(input.name)'")
-        case (4, 3):
-            console.note("\(path) is RGBA: its alpha is dropped for the 3 channels of input '\(input.name)'")
-        default:
-            throw LayerKitError.shapeMismatch("\(path) has \(tensor.shape[1]) colour channels; input '\(input.name)' "
-                                              + "takes \(channels)")
+        if let channels, channels != tensor.shape[1] {
+            switch (tensor.shape[1], channels) {
+            case (1, _):
+                console.note("\(path) is gray: its channel is repeated into the \(channels) channels of input '\(input.name)'")
+            case (4, 3):
+                console.note("\(path) is RGBA: its alpha is dropped for the 3 channels of input '\(input.name)'")
+            default:
+                throw LayerKitError.shapeMismatch("\(path) has \(tensor.shape[1]) colour channels; input '\(input.name)' "
+                                                  + "takes \(channels)" + (image.layout == nil && steps.layout == .nchw
+                                                      ? " (a channels-last model? add --layout nhwc)" : ""))
+            }
         }
-        return try tensor.fittingChannels(channels)
+        return try ValueParsing.onCommandLine { try steps.finish(tensor, channels: channels) }
     }
 }

@@ -7,7 +7,7 @@ import LayerKit
 enum ParityCommand {
     /// The options of one layer's (or `--all`'s) comparison, and of a model's.
     static let layerOnly = ["--op", "--expr", "--param", "--weights", "--shape", "--range", "--seed", "--all"]
-    static let modelOnly = ["--input", "--layer"]
+    static let modelOnly = ["--input", "--layer"] + ImageOptions.names
 
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, command: .parity)
@@ -62,7 +62,7 @@ enum ParityCommand {
         }
         let cpuModel = try ModelFiles.load(path, computeUnits: .cpuOnly, threads: threads, layers: layers,
                                            console: console)
-        let given = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: cpuModel, console: console)
+        let given = try ModelFiles.inputsOrSeeded(arguments, of: cpuModel, console: console)
         let inputs = try ModelParity.rounded(given.inputs)
         // The CPU reference is checked value by value: the GPU stores each in fp16.
         let reference = try cpuModel.predictCheckingHalfRange(inputs: inputs)

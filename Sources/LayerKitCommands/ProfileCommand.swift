@@ -14,6 +14,10 @@ enum ProfileCommand {
 
     private static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
         if !arguments.positional.isEmpty { return try profileModel(arguments, console: console) }
+        if let option = (["--input", "--dim"] + ImageOptions.names).first(where: arguments.has) {
+            throw UsageError("\(option) is for a model: give MODEL.onnx (layerkit help profile)")
+        }
+        guard arguments.values("--shape").count <= 1 else { throw UsageError("--shape is given twice; a layer takes one") }
         let options = try LayerOptions(arguments)
         let shape = try ValueParsing.shape(arguments.value("--shape") ?? BenchCommand.defaultShape)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "gpu")
@@ -40,7 +44,8 @@ enum ProfileCommand {
         let (profiler, summary) = runs[(runs.count - 1) / 2]
 
         try report("\(options.name) [\(options.parameterText)] shape \(Tensor.describe(shape))", backend: backend,
-                   repeats: repeats, warmup: warmup, median: (profiler, summary), tracePath: tracePath, json: arguments.has("--json"), console: console)
+                   repeats: repeats, warmup: warmup, median: (profiler, summary), tracePath: tracePath,
+                   arguments: arguments, console: console)
         return 0
     }
 
@@ -57,7 +62,7 @@ enum ProfileCommand {
         if let tracePath { try ReportFile.check(tracePath, fileExtension: "json", notAmong: ReadFiles([path])) }
         let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
                                         console: console)
-        let (inputs, inputFiles, _) = try ModelFiles.inputsOrSeeded(arguments.values("--input"), of: model,
+        let (inputs, inputFiles, _) = try ModelFiles.inputsOrSeeded(arguments, of: model,
                                                                      console: console)
         if let tracePath {
             try ReportFile.check(tracePath, fileExtension: "json", notAmong: ReadFiles(inputFiles.values.sorted() + [path]))
@@ -75,24 +80,28 @@ enum ProfileCommand {
             return (profiler, ProfileSummary(spans: profiler.spans))
         }.compactMap { $0 }.sorted { $0.1.wallNanoseconds < $1.1.wallNanoseconds }
         try report("model \(path)", backend: model.backend, repeats: repeats, warmup: warmup,
-                   median: runs[(runs.count - 1) / 2], tracePath: tracePath, json: arguments.has("--json"),
-                   console: console)
+                   median: runs[(runs.count - 1) / 2], tracePath: tracePath, arguments: arguments, console: console)
         return 0
     }
 
-    /// Prints the device, the median run's table and, with `tracePath`, writes its trace.
+    /// Prints the device, the median run's table (`--by-op`: per op type;
+    /// `--sort time`: slowest first) and, with `tracePath`, writes its trace.
     private static func report(_ what: String, backend: Backend, repeats: Int, warmup: Int,
                                median: (profiler: Profiler, summary: ProfileSummary), tracePath: String?,
-                               json: Bool = false, console: Console) throws {
+                               arguments: Arguments, console: Console) throws {
+        let sort = arguments.value("--sort") ?? "order"
+        guard ["order", "time"].contains(sort) else { throw UsageError("--sort \(sort): expected order or time") }
+        let byOp = arguments.has("--by-op")
+        let summary = byOp ? median.summary.byOpType() : sort == "time" ? median.summary.sortedByTime() : median.summary
         let device = backend.gpu.map { "GPU: " + DeviceNote.describe($0) } ?? "CPU evaluator: \(DeviceNote.cpu)"
         if let tracePath {
             let title = "layerkit profile \(what) — \(device)"
             try ReportFile.write(ChromeTrace.json(median.profiler.spans, title: title, metadata: ["device": device]),
                                  to: tracePath)
         }
-        if json {
+        if arguments.has("--json") {
             console.print(try JSONText.line(ProfileRecord(what, backend: backend, repeats: repeats, warmup: warmup,
-                                                          summary: median.summary, trace: tracePath)))
+                                                          summary: summary, trace: tracePath)))
             return
         }
         console.print("profile \(what), the run with the median wall time of \(repeats) after \(warmup) warm-up")
@@ -104,7 +113,7 @@ enum ProfileCommand {
             }
         }
         console.print("")
-        for line in ProfileTable.lines(median.summary) { console.print(line) }
+        for line in ProfileTable.lines(summary, rowName: byOp ? "op type" : "layer") { console.print(line) }
         if let tracePath {
             console.print("")
             console.print("trace: \(tracePath) (open in ui.perfetto.dev or chrome://tracing)")

@@ -6,11 +6,12 @@ import LayerKit
 /// into uploads, downloads, recording, submit and waiting, so that the rows
 /// add up to the wall time. For one op (`layerkit profile --op`) or a model.
 enum ProfileTable {
-    static func lines(_ summary: ProfileSummary) -> [String] {
+    /// `rowName` heads the first column: `layer`, or `op type` for `ProfileSummary.byOpType`.
+    static func lines(_ summary: ProfileSummary, rowName: String = "layer") -> [String] {
         let wall = summary.wallNanoseconds
         func ms(_ ns: Double) -> String { String(format: "%.3f", ns / 1e6) }
         func share(_ ns: Double) -> String { wall > 0 ? String(format: "%.1f%%", 100 * ns / wall) : "-" }
-        var rows = [["layer", "where", "calls", "time ms", "share", "GB/s", "workgroup"]]
+        var rows = [[rowName, "where", "calls", "time ms", "share", "GB/s", "workgroup"]]
         for layer in summary.layers {
             let rate = layer.bytes.map { layer.nanoseconds > 0 ? String(format: "%.2f", Double($0) / layer.nanoseconds) : "-" }
             rows.append([layer.op, layer.onGPU ? "GPU" : "CPU", "\(layer.calls)", ms(layer.nanoseconds),

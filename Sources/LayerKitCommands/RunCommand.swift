@@ -18,17 +18,15 @@ enum RunCommand {
     private static func run(_ arguments: Arguments, console: Console) throws -> Int32 {
         let path = try ModelFiles.modelPath(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
-        let normalization = try ValueParsing.onCommandLine(option: "--normalize") {
-            try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
-        }
+        let image = try ImageOptions(arguments)
         // A .png output is a picture in 0...1: the input's normalization undone, unless told otherwise.
         let denormalization = try ValueParsing.onCommandLine(option: "--denormalize") {
-            try arguments.value("--denormalize").map { try PixelNormalization(parsing: $0) } ?? normalization
+            try arguments.value("--denormalize").map { try PixelNormalization(parsing: $0) } ?? image.steps.normalization
         }
-        let resize = try arguments.value("--resize").map(ValueParsing.size)
         let batch = try arguments.count("--batch", default: 1, minimum: 1)
         let top = try arguments.count("--top", default: 5, minimum: 1)
         let json = arguments.has("--json")
+        let classes = try ClassList(arguments)
         let inputSpecs = arguments.values("--input")
         let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
                                         console: console)
@@ -70,6 +68,11 @@ enum RunCommand {
             runs.append((inputFiles.mapValues { [$0] }, outputFiles.mapValues { [$0] }, gridFiles))
         }
 
+        if let labels = arguments.value("--labels") {
+            try classes.check(outputs: model.outputs.compactMap { output in
+                output.dimensions.count == 2 ? output.dimensions[1].size.map { (output.name, $0) } : nil
+            }, path: labels)
+        }
         if !json { console.print(ModelFiles.deviceLine(model.backend)) }
         let profiler = arguments.has("--profile") ? Profiler() : nil
         let progress = ProgressBar("run \(URL(fileURLWithPath: path).lastPathComponent)",
@@ -80,12 +83,11 @@ enum RunCommand {
             if run.inputs.values.contains(where: { $0.count > 1 }) {
                 // A batch: the one input's files, stacked.
                 let input = model.inputs[0], files = run.inputs[input.name] ?? []
-                let values = try files.map { try ModelFiles.input($0, for: input, resize: resize, normalization: normalization,
-                                                                  console: console) }
+                let values = try files.map { try ModelFiles.input($0, for: input, image: image, console: console) }
                 inputs[input.name] = try RunBatch.stacked(values, files: files, batch: batch, input: input)
             } else {
-                inputs = try ModelFiles.inputs(run.inputs.compactMapValues(\.first), of: model, resize: resize,
-                                               normalization: normalization, console: console)
+                inputs = try ModelFiles.inputs(run.inputs.compactMapValues(\.first), of: model, image: image,
+                                               console: console)
             }
             let start = ContinuousClock.now
             let outputs = try model.predict(typed: inputs, profiler: profiler)
@@ -111,14 +113,14 @@ enum RunCommand {
                 let grid = run.grids[description.name]
                 if let grid { try TensorFiles.write(output, name: description.name, to: grid, png: .grid) }
                 let best = output.shape.count == 2 && output.elementType.isFloatingPoint
-                    ? topK(try output.float32Tensor(), k: top) : nil
+                    ? classes.top(try output.float32Tensor(), k: top) : nil
                 record.outputs.append(RunRecord.Value(name: description.name, value: output, files: files, top: best))
                 guard !json else { continue }
                 let type = output.elementType == .float32 ? "" : " \(output.elementType)"
                 console.print("output '\(description.name)': \(Tensor.describe(output.shape))\(type)")
-                for (row, classes) in (best ?? []).enumerated().prefix(8) {
-                    console.print("  top-\(top)" + (best?.count ?? 0 > 1 ? " [\(row)]" : "") + ": "
-                                  + classes.map { "\($0.index) (\(String(format: "%.4f", $0.value)))" }.joined(separator: ", "))
+                for (index, row) in (best ?? []).enumerated().prefix(8) {
+                    console.print("  top-\(top)" + (best?.count ?? 0 > 1 ? " [\(index)]" : "") + ": "
+                                  + row.map(classes.describe).joined(separator: ", "))
                 }
                 for file in files { console.print("  wrote \(file)") }
                 if let grid { console.print("  wrote \(grid) (activation grid)") }
@@ -149,15 +151,6 @@ enum RunCommand {
               shape.count == 3 || shape[0] == 1 else { return output }
         let image = shape.count == 3 ? try output.reshaped(to: [1] + shape) : output
         return try ValueParsing.onCommandLine(option: "--denormalize") { try image.denormalized(denormalization) }
-    }
-
-    /// The `k` largest values of each row (batch item) of an N×K output, ties by index.
-    static func topK(_ output: Tensor, k: Int) -> [[RunRecord.Class]] {
-        let (rows, columns) = (output.shape[0], output.shape[1])
-        return (0..<rows).map { row in
-            let values = (0..<columns).map { RunRecord.Class(index: $0, value: output[row * columns + $0]) }
-            return Array(values.sorted { $0.value > $1.value || ($0.value == $1.value && $0.index < $1.index) }.prefix(k))
-        }
     }
 }
 
@@ -195,7 +188,12 @@ struct RunRecord: Encodable {
 
     struct Class: Encodable {
         let index: Int
+        /// The output's value (a logit, say).
         let value: Float
+        /// Its line of `--labels`, when given.
+        let label: String?
+        /// The row's softmax at this class, with `--softmax`.
+        let probability: Float?
     }
 
     init(model: String, backend: Backend, runs: [Run]) {

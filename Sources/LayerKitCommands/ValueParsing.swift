@@ -36,16 +36,6 @@ package enum ValueParsing {
         return extents
     }
 
-    /// `224x224` → `(width: 224, height: 224)`: a resize target.
-    package static func size(_ text: String) throws -> (width: Int, height: Int) {
-        let parts = text.split(separator: "x", omittingEmptySubsequences: false).map { Int($0) }
-        guard parts.count == 2, let width = parts[0], let height = parts[1], (1...16384).contains(width),
-              (1...16384).contains(height) else {
-            throw UsageError("--resize \(text): expected WIDTHxHEIGHT, each 1 to 16384, e.g. 224x224")
-        }
-        return (width, height)
-    }
-
     /// `-10,10` → `-10...10`: finite ends, low < high, and a width
     /// (HIGH - LOW) that is itself a finite Float, since a random value is
     /// drawn as LOW + u * (HIGH - LOW) (-3.4e38,3.4e38 is refused).

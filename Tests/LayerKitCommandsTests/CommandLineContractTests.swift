@@ -73,7 +73,7 @@ struct CommandLineContractTests {
             (["devices", "extra"], "unexpected argument 'extra'"),
             (["inspect", Self.article, "extra"], "unexpected argument 'extra'"),
             (["run", Self.article, "--input", input, "--normalize", "0,2"], "--normalize: pixel normalization '0,2'"),
-            (["run", Self.article, "--input", input, "--resize", "64"], "--resize 64"),
+            (["run", Self.article, "--input", input, "--resize", "64x"], "--resize 64x"),
             (["apply", "--op", "Swish", "--param", "beta=abc", "--input", input, "--output", "\(directory)/y.npy"], "beta"),
             (["apply", "--expr", "x *", "--input", input, "--output", "\(directory)/y.npy"], "column"),
         ]

@@ -82,7 +82,8 @@ struct ModelCommandTests {
                             "--resize", "32x32", "--normalize", "-1,1", "--output", "\(directory)/p.npy",
                             "--backend", "cpu"]) == 0, "\(runner.error)")
         // The same preprocessing through the library gives the same answer.
-        let image = try Tensor(pngFile: "\(directory)/in.png").resized(width: 32, height: 32).normalized(.signed)
+        let steps = ImageInputOptions(resize: .stretch(.init(width: 32, height: 32)), normalization: .signed)
+        let image = try steps.prepare(try Tensor(pngFile: "\(directory)/in.png"))
         let rgb = try Tensor(shape: [1, 3, 32, 32], values: Array(repeating: image.values, count: 3).flatMap { $0 })
         let model = try Model(contentsOf: URL(fileURLWithPath: Self.fixture("article_beta1.onnx")), computeUnits: .cpuOnly)
         let expected = try #require(try model.predict(inputs: ["image": rgb])["probabilities"])

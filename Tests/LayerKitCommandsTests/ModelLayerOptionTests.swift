@@ -103,11 +103,13 @@ enum TinyONNX {
     }
 
     /// `nodes` in a chain from input `x` to output `y` (values between are
-    /// `v1`, `v2`, ...), every value of `shape`; opset 17, and version 1 of
-    /// any other domain.
-    static func chain(_ nodes: [Node], shape: [Int]) -> Data {
+    /// `v1`, `v2`, ...), every value of `shape`, its first dimension the
+    /// symbol `batch` when given; opset 17, and version 1 of any other domain.
+    static func chain(_ nodes: [Node], shape: [Int], batch: String? = nil) -> Data {
         let valueType = { (dims: [Int]) -> [UInt8] in
-            let shapeBytes = dims.flatMap { message(1, varintField(1, UInt64($0))) }
+            let shapeBytes = dims.enumerated().flatMap { i, size in
+                message(1, i == 0 && batch != nil ? text(2, batch ?? "") : varintField(1, UInt64(size)))
+            }
             return message(1, varintField(1, 1) + message(2, shapeBytes))
         }
         let info = { (name: String) -> [UInt8] in text(1, name) + message(2, valueType(shape)) }

@@ -13,6 +13,7 @@ this package), running on Vulkan compute or LayerKit's CPU evaluator::
     # Custom ops of a model: a formula, or an object with evaluate(inputs) -> [output]
     model = layerkit.Model("custom.onnx", layers={"CustomSwish": "x * sigmoid(x)"})
     layerkit.register_layer("CustomSwish", MySwish())   # for every model
+    x = layerkit.load_image("cat.jpg", resize=256, center_crop=224, normalize="imagenet")
 
 Every failed call raises :class:`LayerKitError` with the library's message.
 LayerKit's notices go to the ``logging`` logger ``"layerkit"``. See Docs/PYTHON.md.
@@ -20,6 +21,7 @@ LayerKit's notices go to the ``logging`` logger ``"layerkit"``. See Docs/PYTHON.
 from ._native import lib as _lib
 from .devices import Device, devices, ort_library_path
 from .errors import LayerKitError
+from .images import load_image
 from .layers import ParityResult, apply, parity
 from .model import Model
 from .registration import register_layer
@@ -28,4 +30,4 @@ from .registration import register_layer
 __version__ = _lib.lk_version_string().decode()
 
 __all__ = ["Device", "LayerKitError", "Model", "ParityResult", "__version__", "apply", "devices",
-           "ort_library_path", "parity", "register_layer"]
+           "load_image", "ort_library_path", "parity", "register_layer"]

@@ -93,6 +93,8 @@ SIGNATURES = {
     "lk_context_set_notice": (status, [handle, c_void_p, c_void_p]),
     "lk_register_node_formula": (status, [handle, c_char_p, c_char_p]),
     "lk_register_layer": (status, [handle, c_char_p, c_void_p, c_void_p, c_void_p, c_void_p]),
+    "lk_image_load": (status, [handle, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, c_char_p, ctypes.c_float,
+                               c_char_p, handle_p]),
 }
 
 # The C API's callback types (include/layerkit.h). Callbacks are passed as

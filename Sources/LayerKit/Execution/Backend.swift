@@ -172,7 +172,7 @@ public final class Backend: @unchecked Sendable {
         let layers = plan.graph.steps.filter { $0.layer != nil }.count
         for (why, steps) in groups {
             guard let model else {
-                steps.forEach { announce("\($0.label) runs on the CPU: \(why)") }
+                steps.forEach { announceCPU($0.label, why: why) }
                 continue
             }
             let names = steps.map(\.name)

@@ -28,12 +28,26 @@ extension Backend {
     /// Why `layer` cannot or should not run on the GPU this backend allows,
     /// whatever its shapes; nil when it may.
     func whyNotGPU(_ layer: Layer) -> String? {
+        if let why = whyNoGPUWork { return why }
+        return layer.hasGPUImplementation ? nil : "it has no GPU implementation (encode)"
+    }
+
+    /// Why no work at all can use the GPU this backend allows, whatever
+    /// the layer: there is none, or under `.automatic` it is a CPU
+    /// emulation. Nil under `.cpuOnly` (nothing was asked of a GPU).
+    var whyNoGPUWork: String? {
+        guard computeUnits != .cpuOnly else { return nil }
         guard let gpu else { return gpuUnavailableReason ?? "no GPU" }
-        guard layer.hasGPUImplementation else { return "it has no GPU implementation (encode)" }
-        if computeUnits == .automatic, gpu.deviceInfo.kind == .cpu {
-            return "the Vulkan device \(gpu.deviceInfo.name) is a CPU emulation, slower than the CPU evaluator"
-        }
-        return nil
+        guard computeUnits == .automatic, gpu.deviceInfo.kind == .cpu else { return nil }
+        return "the Vulkan device \(gpu.deviceInfo.name) is a CPU emulation, slower than the CPU evaluator"
+    }
+
+    /// Announces that `subject` ("Relu", "the optimizer step") runs on the
+    /// CPU for `why`, once: when `why` is `whyNoGPUWork`, one line for
+    /// all the backend's work instead of one per layer (a training run
+    /// would otherwise repeat the device's reason for every op).
+    func announceCPU(_ subject: String, why: String) {
+        announce(why == whyNoGPUWork ? "everything runs on the CPU evaluator: \(why)" : "\(subject) runs on the CPU: \(why)")
     }
 
     /// Where `layer` runs on tensors of `inputShapes` giving `outputShapes`;

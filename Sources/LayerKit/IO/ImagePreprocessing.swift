@@ -9,15 +9,25 @@ public enum PixelNormalization: Sendable, Equatable {
     /// ImageNet recipe is mean 0.485,0.456,0.406, std 0.229,0.224,0.225);
     /// one value applies to every channel.
     case meanStd(mean: [Float], std: [Float])
+    /// torchvision's ImageNet recipe by colour: mean `imagenetMean`, std
+    /// `imagenetStd` on R, G, B (`ImageInputOptions` follows the colours
+    /// through a BGR order and scales them with its `scale`).
+    case imagenet
 
-    /// Parses `0,1`, `-1,1` or `mean=A[,B,...],std=D[,E,...]`.
+    /// The ImageNet means of R, G and B on 0...1 pixels.
+    public static let imagenetMean: [Float] = [0.485, 0.456, 0.406]
+    /// The ImageNet standard deviations of R, G and B on 0...1 pixels.
+    public static let imagenetStd: [Float] = [0.229, 0.224, 0.225]
+
+    /// Parses `0,1`, `-1,1`, `imagenet` or `mean=A[,B,...],std=D[,E,...]`.
     public init(parsing text: String) throws {
         let compact = text.replacingOccurrences(of: " ", with: "")
         switch compact {
         case "0,1": self = .unit
         case "-1,1": self = .signed
+        case "imagenet": self = .imagenet
         default:
-            let syntax = "expected 0,1 or -1,1 or mean=A[,B,C],std=D[,E,F]"
+            let syntax = "expected 0,1, -1,1, imagenet or mean=A[,B,C],std=D[,E,F]"
             guard compact.hasPrefix("mean="), let split = compact.range(of: ",std=") else {
                 throw LayerKitError.invalidParameter("pixel normalization '\(text)': \(syntax)")
             }
@@ -122,6 +132,10 @@ extension Tensor {
                 let (m, s) = try PixelNormalization.meanStd(mean, std, channel: channel, of: channels,
                                                             purpose: "denormalization")
                 return (s, m)
+            case .imagenet:
+                let (m, s) = try PixelNormalization.meanStd(PixelNormalization.imagenetMean, PixelNormalization.imagenetStd,
+                                                            channel: channel, of: channels, purpose: "denormalization")
+                return (s, m)
             }
         }
     }
@@ -135,6 +149,10 @@ extension Tensor {
             case .meanStd(let mean, let std):
                 let (m, s) = try PixelNormalization.meanStd(mean, std, channel: channel, of: channels,
                                                             purpose: "normalization")
+                return (1 / s, -m / s)
+            case .imagenet:
+                let (m, s) = try PixelNormalization.meanStd(PixelNormalization.imagenetMean, PixelNormalization.imagenetStd,
+                                                            channel: channel, of: channels, purpose: "normalization")
                 return (1 / s, -m / s)
             }
         }

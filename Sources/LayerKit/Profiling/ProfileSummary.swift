@@ -35,13 +35,18 @@ public struct ProfileSummary: Sendable {
 
     /// From the first span's start to the last one's end.
     public let wallNanoseconds: Double
-    /// Ops in the order they first ran.
+    /// Ops in the order they first ran (`sortedByTime`: slowest first).
     public let layers: [Layer]
     /// Where the rest went, largest first; with `layers` it sums to `wallNanoseconds`.
     public let overhead: [Overhead]
 
     /// The layers' total.
     public var layerNanoseconds: Double { layers.reduce(0) { $0 + $1.nanoseconds } }
+
+    /// A summary of these parts (`sortedByTime`, `byOpType`).
+    init(wallNanoseconds: Double, layers: [Layer], overhead: [Overhead]) {
+        (self.wallNanoseconds, self.layers, self.overhead) = (wallNanoseconds, layers, overhead)
+    }
 
     /// Accounts for `spans` (see the type's description).
     public init(spans: [ProfileSpan]) {

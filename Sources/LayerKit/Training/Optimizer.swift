@@ -44,19 +44,16 @@ public final class Optimizer {
         let units = backend?.computeUnits ?? .cpuOnly
         if units == .cpuOnly || backend == nil {
             (placement, gpu) = (.cpu(reason: nil), nil)
+        } else if let backend, let why = backend.whyNoGPUWork {
+            (placement, gpu) = (.cpu(reason: why), nil)
         } else if let context = backend?.gpu {
-            if units == .automatic, context.deviceInfo.kind == .cpu {
-                (placement, gpu) = (.cpu(reason: "the Vulkan device \(context.deviceInfo.name) is a CPU emulation, "
-                                         + "slower than the CPU evaluator"), nil)
-            } else {
-                // Compiled now, so a shader problem shows before training starts.
-                _ = try BuiltInShaders.optimizer.kernel(on: context)
-                (placement, gpu) = (.gpu, context)
-            }
+            // Compiled now, so a shader problem shows before training starts.
+            _ = try BuiltInShaders.optimizer.kernel(on: context)
+            (placement, gpu) = (.gpu, context)
         } else {
-            (placement, gpu) = (.cpu(reason: backend?.gpuUnavailableReason ?? "no GPU"), nil)
+            (placement, gpu) = (.cpu(reason: "no GPU"), nil)
         }
-        if case .cpu(let reason?) = placement { backend?.announce("the optimizer step runs on the CPU: \(reason)") }
+        if case .cpu(let reason?) = placement { backend?.announceCPU("the optimizer step", why: reason) }
     }
 
     /// The learning rate of the current epoch.
