@@ -2,7 +2,8 @@
 #   make demo   the main job: Swish on a built-in image, GPU and CPU side by side
 #   make check  the everyday tier, at most 5 minutes from a built tree: the validated Swift suite
 #               less its slowest suites (CHECK_SKIP), then the onnx package's backend tests
-#   make test   the full tier, what CI runs: the whole suite under Khronos validation, parity --all,
+#   make test   the full tier, what CI runs: the whole suite under Khronos validation, the API
+#               reference (docs), the docs' runnable snippets (check-doc-snippets), parity --all,
 #               the onnx package's backend tests (Scripts/onnx-conformance), its node tests through
 #               `layerkit run` (test-node-conformance), the op differential (test-op-differential),
 #               the fuzzer, the C library with the shader checks (test-c), the onnxruntime op library
@@ -33,12 +34,14 @@
 #               within 1e-5 of LayerKit's, frozen initializers bit-identical (Scripts/check-training)
 #   make test-triton   Examples/triton's check alone, light enough for make test (tritonclient, onnx,
 #               onnxruntime in .build/test-venv; the op library from build/cmake)
-#   make docs   the API reference (docc) of LayerKit and LayerKitCore, a static site in .build/docs/ (not in make test)
+#   make check-doc-snippets   every shell block of README.md and Docs/ marked `<!-- snippet: run -->`,
+#               run as written against the release build (Scripts/check-doc-snippets, Docs/TESTING.md)
+#   make docs   the API reference (docc) of LayerKit and LayerKitCore, static sites in .build/docs/ (a stage of make test)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 export XDG_RUNTIME_DIR ?= /tmp/layerkit-xdg-$(shell id -u)
 
-.PHONY: deps test-venv test-op-differential test-node-conformance demo check test test-asan-core test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton
+.PHONY: deps test-venv test-op-differential test-node-conformance demo check test test-asan-core test-train test-asan test-tsan soak shader-checks test-c fuzz valgrind bench docs test-models test-ort test-python test-examples test-triton check-doc-snippets
 
 SECONDS ?= 30
 FUZZ_SEED ?= 1
@@ -70,6 +73,8 @@ check: deps
 test: deps
 	@Scripts/timed --reset $(TIMES)
 	$(STAGE) "swift test" env LAYERKIT_VALIDATION=1 swift test
+	$(STAGE) "docs" $(MAKE) docs
+	$(STAGE) "doc snippets" $(MAKE) check-doc-snippets
 	$(STAGE) "parity --all" env LAYERKIT_VALIDATION=1 swift run layerkit parity --all
 	$(STAGE) "onnx conformance" env LAYERKIT_VALIDATION=1 Scripts/onnx-conformance
 	$(STAGE) "onnx node tests" $(MAKE) test-node-conformance
@@ -145,20 +150,31 @@ bench: deps
 
 # The API reference: symbol graphs of LayerKit and LayerKitCore (whose types
 # LayerKit re-exports), converted by the toolchain's docc into static sites under
-# .build/docs/ (ignored by git). Serve one to read it (Docs/INSTALL.md):
+# .build/docs/ (ignored by git), LayerKit's with its catalog (Sources/LayerKit/LayerKit.docc:
+# the landing page). dump-symbol-graph reads every module of the package, the test
+# modules too, so the debug build with tests comes first (make test's is reused:
+# nothing left to compile). Serve a site to read it (Docs/INSTALL.md):
 #   python3 -m http.server --directory .build/docs/LayerKit 8000
 DOCS_DIR := .build/docs
 docs: deps
+	swift build --build-tests
 	rm -rf $(DOCS_DIR) && mkdir -p $(DOCS_DIR)/symbol-graphs
 	swift package dump-symbol-graph --minimum-access-level public >/dev/null
 	for module in LayerKit LayerKitCore; do \
 		mkdir -p $(DOCS_DIR)/symbol-graphs/$$module && \
 		cp .build/*/symbolgraph/$$module.symbols.json .build/*/symbolgraph/$$module@*.symbols.json $(DOCS_DIR)/symbol-graphs/$$module/ 2>/dev/null; \
-		docc convert --additional-symbol-graph-dir $(DOCS_DIR)/symbol-graphs/$$module \
+		catalog=Sources/$$module/$$module.docc; [ -d $$catalog ] || catalog=; \
+		docc convert $$catalog --additional-symbol-graph-dir $(DOCS_DIR)/symbol-graphs/$$module \
 			--fallback-display-name $$module --fallback-bundle-identifier org.layerkit.$$module \
 			--transform-for-static-hosting --output-path $(DOCS_DIR)/$$module || exit 1; \
 	done
 	@echo "API reference: $(DOCS_DIR)/LayerKit and $(DOCS_DIR)/LayerKitCore (see Docs/INSTALL.md to open them)"
+
+# The docs' runnable shell blocks (`<!-- snippet: run -->` before the fence), each run as
+# written in a scratch folder with the release build's layerkit on PATH (Docs/TESTING.md).
+check-doc-snippets: deps
+	Scripts/swift-release-build --product layerkit
+	Scripts/check-doc-snippets
 
 # Whole models (Docs/MODELS.md, "Models people export"): the onnx wheel's nine
 # light models get seeded random weights and onnxruntime's outputs

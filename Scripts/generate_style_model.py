@@ -9,13 +9,16 @@ Norm -> Relu, two stride-2 downsampling convolutions, two residual blocks
 upsampling steps with convolutions, and a final reflection-padded 9x9 Conv
 to 3 channels with Sigmoid (pixels in 0..1). The weights are seeded, not
 trained (zero-mean filters, a small final gain: see `model`): the output is
-a deterministic pattern of the image, not a painting. Input and output are 1x3x96x96 RGB in [0, 1].
+a deterministic pattern of the image, not a painting. Input and output are 1x3xHxW RGB in [0, 1],
+any H and W (the two stride-2 steps and the two x2 upsamplings give back H and W when they are
+multiples of 4, else the next multiple of 4 up); the demo and the reference use 96x96.
 
 The reference (Tests/LayerKitTests/Fixtures/style/demo_output.npy) is
 onnxruntime's output (CPU, optimizations off) on the demo image as
 Sources/LayerKitCommands/DemoImage.swift draws it, rounded to fp16 as the
-demo rounds it for both backends. Run with /work/venv/bin/python (onnx,
-onnxruntime, numpy); reruns write the same bytes.
+demo rounds it for both backends. Run with a Python that has onnx, onnxruntime
+and numpy (`make test-venv` makes one: .build/test-venv/bin/python); reruns write
+the same bytes.
 """
 import math
 import os
@@ -119,8 +122,9 @@ def model():
     x = b.conv(x, 8, 3, 9, gain=0.15, bias=0.3)
     b.nodes.append(helper.make_node('Sigmoid', [x], ['styled'], name='sigmoid'))
     graph = helper.make_graph(b.nodes, 'fast_style_transfer_narrow',
-                              [helper.make_tensor_value_info('image', TensorProto.FLOAT, [1, 3, SIZE, SIZE])],
-                              [helper.make_tensor_value_info('styled', TensorProto.FLOAT, [1, 3, SIZE, SIZE])],
+                              [helper.make_tensor_value_info('image', TensorProto.FLOAT, [1, 3, 'H', 'W'])],
+                              [helper.make_tensor_value_info('styled', TensorProto.FLOAT,
+                                                             [1, 3, 'styled_height', 'styled_width'])],
                               b.initializers)
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17)], producer_name='layerkit-style-demo')
     m.ir_version = 8

@@ -18,9 +18,15 @@ set(LAYERKIT_LIBRARY_FILE ${CMAKE_CURRENT_BINARY_DIR}/${LAYERKIT_SONAME})
 
 # SwiftPM decides what is stale; it always runs, through
 # Scripts/swift-release-build: the one environment every release build of the
-# package uses, so this build, pip's and make's share their objects.
+# package uses, so this build, pip's and make's share their objects. Under pip
+# (SKBUILD), whose build output is hidden without -v, its progress is copied to
+# the terminal.
+set(LAYERKIT_PROGRESS_ENV)
+if(SKBUILD)
+  set(LAYERKIT_PROGRESS_ENV ${CMAKE_COMMAND} -E env LAYERKIT_PROGRESS_TO_TTY=1)
+endif()
 add_custom_target(layerkit_swift_objects
-  COMMAND ${PROJECT_SOURCE_DIR}/Scripts/swift-release-build --product LayerKitCAPI --package-path ${PROJECT_SOURCE_DIR}
+  COMMAND ${LAYERKIT_PROGRESS_ENV} ${PROJECT_SOURCE_DIR}/Scripts/swift-release-build --product LayerKitCAPI --package-path ${PROJECT_SOURCE_DIR}
   BYPRODUCTS ${LAYERKIT_SWIFT_BUILD}/libLayerKitCAPI.a
   COMMENT "swift build -c release --product LayerKitCAPI"
   USES_TERMINAL VERBATIM)

@@ -226,7 +226,7 @@ struct CommandHelp {
         examples: ["layerkit run model.onnx --input image=cat.png --resize 224x224 --output probabilities=p.npy",
                    "layerkit run resnet.onnx --input cat.jpg --resize 256 --center-crop 224 --normalize imagenet \\",
                    "    --labels labels.txt --softmax",
-                   "layerkit run style.onnx --input photo.jpg --resize 96x96 --output styled.png",
+                   "layerkit run Models/style.onnx --input photo.jpg --output styled.png",
                    "layerkit run article.onnx --input x.npy --layer ArticleSwish='x * sigmoid(beta * x)'"])
 
     static let train = CommandHelp(
@@ -280,8 +280,8 @@ struct CommandHelp {
     static let demo = CommandHelp(
         name: "demo", synopsis: ["[--output FILE.npy]", "--style [--output FILE.png]"],
         summary: "Runs the Core ML article's model (Conv, Swish, pooling, Dense, softmax) on a built-in image, "
-            + "on the GPU and the CPU; --style runs a built-in style-transfer network (seeded weights) and writes "
-            + "the picture.",
+            + "on the GPU and the CPU; --style runs a built-in style-transfer network and writes the picture, "
+            + "and beside it input | output (FILE-side-by-side.png); \(DemoCommand.styleCaption).",
         options: [Option("--output", "FILE", default: "none; \(DemoCommand.defaultStylePath) with --style",
                          "write the 10 predictions (.npy), or with --style the picture (.png)"),
                   Option("--style", nil, default: "off", "run the style-transfer network instead"),

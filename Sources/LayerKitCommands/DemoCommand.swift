@@ -6,10 +6,20 @@ import LayerKit
 /// average pooling → Dense → softmax), built into the binary, on a built-in
 /// image, on the GPU and the CPU side by side. `--style`: the built-in
 /// style-transfer network (`Models/style.onnx`) on the same kind of image,
-/// written as a PNG picture.
+/// written as a PNG picture, and beside it the input and the output side by side.
 enum DemoCommand {
     /// Where `demo --style` writes its picture without `--output`.
     static let defaultStylePath = "style.png"
+    /// The side of the built-in image `demo --style` runs on (the network takes any size).
+    static let styleSide = 96
+    /// What the style network's seeded weights make, said wherever its picture is shown.
+    static let styleCaption = "the weights are seeded, not trained: expect a grey-purple haze with faint traces "
+        + "of the image, not a painting"
+
+    /// `style.png` → `style-side-by-side.png`: where `demo --style` writes input | output.
+    static func sideBySidePath(for outputPath: String) -> String {
+        String(outputPath.dropLast(".png".count)) + "-side-by-side.png"
+    }
 
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, command: .demo)
@@ -89,16 +99,20 @@ enum DemoCommand {
             throw UsageError("\(outputPath): demo --style writes its picture as .png")
         }
         try TensorFiles.checkOutput(outputPath, notAmong: ReadFiles([]))
+        let pairPath = Self.sideBySidePath(for: outputPath)
+        try TensorFiles.checkOutput(pairPath, notAmong: ReadFiles([]))
         guard let data = BuiltInModels.data(named: BuiltInModels.styleName) else {
             throw LayerKitError.unsupported("this binary was built without Models/\(BuiltInModels.styleName)")
         }
         let cpuModel = try Model(data: data, name: BuiltInModels.styleName, computeUnits: .cpuOnly, threads: threads,
                                  notice: { console.note($0) })
-        guard let input = cpuModel.inputs.first, let side = input.dimensions.last?.size, let output = cpuModel.outputs.first else {
-            throw LayerKitError.invalidModel("the built-in style model has no fixed-size image input")
+        guard let input = cpuModel.inputs.first, let output = cpuModel.outputs.first else {
+            throw LayerKitError.invalidModel("the built-in style model has no input or no output")
         }
+        let side = styleSide
         let inputs = try ModelParity.rounded([input.name: DemoImage.landscape(size: side)])
         console.print("LayerKit demo --style: a fast-style-transfer network (seeded weights) on a built-in \(side)x\(side) image")
+        console.print("note: \(styleCaption)")
         var counts: [String: Int] = [:]
         for node in cpuModel.nodes { counts[node.opType, default: 0] += 1 }
         console.print("model: \(cpuModel.nodes.count) nodes: " + counts.sorted { $0.key < $1.key }
@@ -130,7 +144,28 @@ enum DemoCommand {
                       + (gpu.map { String(format: ", GPU %.3f ms", $0.profile.wallNanoseconds / 1e6) } ?? ""))
         try picture.writeImagePNG(to: outputPath)
         console.print("wrote the \(comparison == nil ? "CPU" : "GPU")'s \(side)x\(side) RGB picture to \(outputPath)")
+        try sideBySide(ModelParity.value(inputs, input.name), picture).writeImagePNG(to: pairPath)
+        console.print("wrote input | output side by side to \(pairPath)")
         return passed ? 0 : 1
+    }
+
+    /// `left` and `right` (1xCxHxW each) in one 1xCxHx(2W+4) picture, a white
+    /// bar 4 pixels wide between them.
+    static func sideBySide(_ left: Tensor, _ right: Tensor) throws -> Tensor {
+        guard left.shape == right.shape, left.shape.count == 4, left.shape[0] == 1 else {
+            throw LayerKitError.shapeMismatch("side by side: \(left.shape) and \(right.shape) are not one 1xCxHxW shape")
+        }
+        let (channels, height, width, gap) = (left.shape[1], left.shape[2], left.shape[3], 4)
+        let total = 2 * width + gap
+        let picture = try Tensor(shape: [1, channels, height, total])
+        for row in 0..<(channels * height) {
+            for x in 0..<width {
+                picture[row * total + x] = left[row * width + x]
+                picture[row * total + width + gap + x] = right[row * width + x]
+            }
+            for x in width..<(width + gap) { picture[row * total + x] = 1 }
+        }
+        return picture
     }
 
     private static func argmax(_ tensor: Tensor) -> Int {

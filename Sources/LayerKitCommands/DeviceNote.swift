@@ -15,6 +15,11 @@ enum DeviceNote {
 
     /// The CPU evaluator: instruction set and threads.
     static var cpu: String {
-        "\(CPUEvaluator.instructionSet), \(CPUEvaluator().threadCount) threads"
+        "\(CPUEvaluator.instructionSet), \(threads(CPUEvaluator().threadCount))"
+    }
+
+    /// `1 thread`, `4 threads`.
+    static func threads(_ count: Int) -> String {
+        count == 1 ? "1 thread" : "\(count) threads"
     }
 }

@@ -10,7 +10,7 @@ enum DevicesCommand {
             console.print(try JSONText.line(InfoRecords.Devices(survey, reason: survey?.reason)))
             return 0
         }
-        console.print("CPU evaluator: \(CPUEvaluator.instructionSet), \(ProcessInfo.processInfo.activeProcessorCount) threads")
+        console.print("CPU evaluator: \(CPUEvaluator.instructionSet), \(DeviceNote.threads(ProcessInfo.processInfo.activeProcessorCount))")
         let survey: GPUDeviceSurvey
         do {
             survey = try GPUContext.availableDevices()

@@ -39,7 +39,7 @@ public enum LayerKitCommands {
         exit status: 0 success; 1 an error in a file, a model or a device, or parity FAIL;
           2 anything wrong on the command line. An error is one line on standard error.
 
-        --repeat and --warmup take 1 to 100000 and 0 to 100000 (ValueParsing.maximumCount).
+        --repeat and --warmup take 1 to \(ValueParsing.maximumCount) and 0 to \(ValueParsing.maximumCount).
 
         environment:
           LAYERKIT_DEVICE=<index|name>  pick a Vulkan device

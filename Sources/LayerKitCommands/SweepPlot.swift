@@ -18,7 +18,7 @@ enum SweepPlot {
             line("\(gpuName) kernel", "#d62728") { $0.gpuKernelMs },
             line("\(gpuName) end to end", "#ff7f0e") { $0.gpuEndToEndMs },
         ].compactMap { $0 }
-        var subtitle = ["CPU evaluator: \(DeviceNote.cpu); memory copy on \(record.copyThreads) threads"]
+        var subtitle = ["CPU evaluator: \(DeviceNote.cpu); memory copy on \(DeviceNote.threads(record.copyThreads))"]
         if let context {
             subtitle.append("GPU: \(context.deviceInfo.name), \(context.deviceInfo.kind.rawValue)"
                             + (emulated ? " — EMULATED on the CPU, not GPU speed" : ""))

@@ -59,8 +59,15 @@ for path in models {
     swift += "        \"\(URL(fileURLWithPath: path).lastPathComponent)\": \"\(data.base64EncodedString())\",\n"
 }
 swift += models.isEmpty ? "        :\n    ]\n}\n" : "    ]\n}\n"
+// Written only when its text changes: the debug and the release build share this
+// file (SwiftPM's plugin output folder is one for both configurations), so rewriting
+// it unchanged after a debug build would make the next release build recompile all
+// of LayerKit, and the other way round (Docs/INSTALL.md, "One release build").
 do {
-    try swift.write(toFile: outputPath, atomically: true, encoding: .utf8)
+    let text = Data(swift.utf8)
+    if FileManager.default.contents(atPath: outputPath) != text {
+        try text.write(to: URL(fileURLWithPath: outputPath), options: .atomic)
+    }
 } catch {
     FileHandle.standardError.write(Data("shader-embedder: \(error)\n".utf8))
     exit(1)

@@ -117,6 +117,10 @@ struct ImageCommandTests {
         #expect(runner.out.contains("to \(directory)/styled.png"))
         let picture = try Tensor(pngFile: "\(directory)/styled.png")
         #expect(picture.shape == [1, 3, 96, 96])
+        #expect(runner.out.contains("seeded, not trained"))
+        let sideBySide = try Tensor(pngFile: "\(directory)/styled-side-by-side.png")
+        #expect(sideBySide.shape == [1, 3, 96, 2 * 96 + 4])
+        #expect(sideBySide[96 * 196 - 1] == picture[96 * 96 - 1], "the output is the right half")
         // onnxruntime's output on the same image, as 8-bit levels.
         let reference = try Tensor(npyFile: Self.fixture("style/demo_output.npy"))
         var worst: Float = 0

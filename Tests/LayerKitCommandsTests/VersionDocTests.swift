@@ -13,4 +13,16 @@ struct VersionDocTests {
         #expect(runner.run(["--version"]) == 0)
         #expect(runner.out.hasPrefix("layerkit \(LayerKitVersion.number) (commit "))
     }
+
+    /// The docs that name the version say this one: INSTALL.md's package line and its
+    /// text, CLI.md's `--version` row.
+    @Test func theDocsNameThePackagesVersion() throws {
+        let number = LayerKitVersion.number
+        for (document, text) in [("Docs/INSTALL.md", "from: \"\(number)\""),
+                                 ("Docs/INSTALL.md", "`LayerKitVersion.number` (\(number),"),
+                                 ("Docs/CLI.md", "`layerkit \(number) (commit")] {
+            let shown = try String(contentsOf: DocOutputTests.root.appendingPathComponent(document), encoding: .utf8)
+            #expect(shown.contains(text), "\(document) does not show \(text)")
+        }
+    }
 }

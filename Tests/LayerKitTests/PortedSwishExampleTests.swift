@@ -55,7 +55,8 @@ struct DocumentedExampleTests {
     /// markers, character for character.
     @Test(arguments: [("PortedSwishExampleTests.swift", "README.md"),
                       ("CustomLayerModelExampleTests.swift", "Docs/MODELS.md"),
-                      ("CustomKernelExampleTests.swift", "Docs/CUSTOM_KERNELS.md")])
+                      ("CustomKernelExampleTests.swift", "Docs/CUSTOM_KERNELS.md"),
+                      ("DocCSwishExampleTests.swift", "Sources/LayerKit/LayerKit.docc/LayerKit.md")])
     func theDocumentShowsTheExample(_ fileName: String, _ document: String) throws {
         let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let root = tests.deletingLastPathComponent().deletingLastPathComponent()
