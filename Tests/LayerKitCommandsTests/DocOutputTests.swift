@@ -43,8 +43,10 @@ struct DocOutputTests {
             var rest = text[...]
             while let begin = rest.range(of: "<!-- output:begin layerkit ") {
                 let header = rest[begin.upperBound...]
+                // The end is looked for after the header's close: a marker named in prose
+                // (no close before the next block's end) must not pair a close with an earlier end.
                 guard let close = header.range(of: " -->\n"),
-                      let end = header.range(of: "<!-- output:end -->") else { break }
+                      let end = header[close.upperBound...].range(of: "<!-- output:end -->") else { break }
                 let arguments = header[..<close.lowerBound].split(separator: " ").map(String.init)
                 found.append(Block(file: file, arguments: arguments,
                                    shown: String(header[close.upperBound..<end.lowerBound])))
