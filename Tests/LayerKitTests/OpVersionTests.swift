@@ -4,7 +4,7 @@ import Testing
 @testable import LayerKitONNX
 
 /// Ops at the versions of their definitions LayerKit accepts since they were
-/// reviewed against onnx 1.23's schema history (`implementedVersions`):
+/// reviewed against onnx 1.23's schema history (`ONNXOperator.implemented`):
 /// Mod-28's floor remainder of floats, the spellings of opsets 1 to 5, and
 /// the refusal of versions ONNX deprecated. Expected values are float64
 /// math written here, from the ONNX operator spec.

@@ -216,7 +216,7 @@ struct ONNXImporter {
             let blocking = node.inputs.first(where: unreachable.contains)
             if let input = blocking ?? node.inputs.first(where: { perValue[$0] != nil }) {
                 // Its shapes are unknown, but an op LayerKit lacks is named all the same.
-                let known = node.isStandard ? ONNXOperators.table[node.opType] != nil || TypedKernels.table[node.opType] != nil
+                let known = node.isStandard ? ONNXOperators.table[node.opType] != nil  // converted or folded
                     : (try? registry.entry(named: node.opType)) != nil
                 guard known else {
                     survey(position, .unsupported("node (\(node.opType)): op '\(node.opType)' is not supported by LayerKit"))
@@ -316,7 +316,7 @@ struct ONNXImporter {
     private func fold(_ node: ONNXNodeContext, _ known: [ONNXTensor?]) throws -> [ONNXTensor]? {
         if let folded = try ONNXFolding.outputs(of: node, constants: known) { return folded }
         let given = node.node.inputs.indices.filter { node.has($0) }
-        guard !given.isEmpty, given.allSatisfy({ known[$0] != nil }), ONNXOperators.table[node.node.opType] != nil else {
+        guard !given.isEmpty, given.allSatisfy({ known[$0] != nil }), ONNXOperators.converter(for: node.node.opType) != nil else {
             return nil
         }
         let converted = try convert(node)
@@ -429,7 +429,7 @@ struct ONNXImporter {
             guard let converter = ONNXOperators.converter(for: opType) else {
                 // An op only the typed kernels of folding compute runs at prepare:
                 // the values it reads are asked for (`ValueRequests`).
-                if TypedKernels.table[opType] != nil {
+                if ONNXOperators.table[opType]?.fold != nil {
                     for i in node.node.inputs.indices where node.has(i) && node.initializers[i] == nil {
                         node.requests?.record(node.node.inputs[i])
                     }
@@ -442,8 +442,8 @@ struct ONNXImporter {
         }
         if node.node.domain == ONNXOperators.mlDomain {
             // The ai.onnx.ml ops LayerKit knows; others may still be registered custom layers.
-            if let op = ONNXOperators.mlTable[opType] {
-                do { return try op.convert(node) } catch { throw node.naming(error) }
+            if let convert = ONNXOperators.mlTable[opType]?.convert {
+                do { return try convert(node) } catch { throw node.naming(error) }
             }
             guard (try? registry.entry(named: opType)) != nil else {
                 throw node.error("ai.onnx.ml op '\(opType)' is not supported by LayerKit (supported: "

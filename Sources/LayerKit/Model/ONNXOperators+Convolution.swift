@@ -3,17 +3,24 @@
 /// from 1 (attribute names and defaults from the ONNX operator spec; the
 /// window geometry as onnxruntime computes it).
 extension ONNXOperators {
-    static let convolution: [String: ONNXOperator] = [
-        "Conv": ONNXOperator(inputs: 2...3, conv),
-        "ConvTranspose": ONNXOperator(inputs: 2...3, convTranspose),
-        "BatchNormalization": ONNXOperator(arity: { (5...5, $0 >= 14 ? 1...3 : 1...5) }, batchNormalization),
-        "GlobalAveragePool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalAverage) },
-        "GlobalMaxPool": ONNXOperator(inputs: 1...1) { try globalPool($0, .globalMax) },
-        "AveragePool": ONNXOperator(inputs: 1...1) { try pool($0, average: true) },
-        "MaxPool": ONNXOperator(arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
-        "Dropout": ONNXOperator(arity: { ($0 >= 12 ? 1...3 : 1...1, 1...2) }, dropout),
-        "LpPool": ONNXOperator(inputs: 1...1) { try lpPool($0, global: false) },
-        "GlobalLpPool": ONNXOperator(inputs: 1...1) { try lpPool($0, global: true) },
+    static let convolution: [ONNXOperator] = [
+        ONNXOperator("Conv", through: 22, inputs: 2...3, conv),  // 11: defaults spelled out; 22: types
+        // 11: SAME_UPPER/SAME_LOWER pad split corrected in the text; 22: types
+        ONNXOperator("ConvTranspose", through: 22, inputs: 2...3, convTranspose),
+        // 6: consumed_inputs dropped; 7: is_test dropped; 9: spatial dropped; 14: training_mode; 15: types
+        ONNXOperator("BatchNormalization", through: 15, arity: { (5...5, $0 >= 14 ? 1...3 : 1...5) }, batchNormalization),
+        ONNXOperator("GlobalAveragePool", through: 22, inputs: 1...1) { try globalPool($0, .globalAverage) },  // 22: types
+        ONNXOperator("GlobalMaxPool", through: 22, inputs: 1...1) { try globalPool($0, .globalMax) },  // 22: types
+        // 7: count_include_pad; 10: ceil_mode; 19: dilations; 22: types (windows starting in the end padding dropped, as before)
+        ONNXOperator("AveragePool", through: 22, inputs: 1...1) { try pool($0, average: true) },
+        // 8: storage_order, Indices; 10: ceil_mode, dilations; 12: types; 22: types (windows starting in the end padding dropped, as before)
+        ONNXOperator("MaxPool", through: 22, arity: { (1...1, $0 >= 8 ? 1...2 : 1...1) }) { try pool($0, average: false) },
+        // 6: consumed_inputs dropped; 7: is_test dropped; 10: types; 12: ratio and training_mode as inputs, seed; 13, 22: types
+        ONNXOperator("Dropout", through: 22, arity: { ($0 >= 12 ? 1...3 : 1...1, 1...2) }, dropout),
+        // 2: p an int (before, a float); 11: auto_pad text; 18: ceil_mode, dilations; 22: types
+        ONNXOperator("LpPool", through: 22, inputs: 1...1) { try lpPool($0, global: false) },
+        // 2: p an int (before, a float); 22: types
+        ONNXOperator("GlobalLpPool", through: 22, inputs: 1...1) { try lpPool($0, global: true) },
     ]
 
     /// The spatial axes of a windowed op's input (1 to 3), or this node's error.

@@ -3,16 +3,20 @@ import Foundation
 /// The ops that move elements about or resample them: Transpose, Pad,
 /// Resize and Upsample.
 extension ONNXOperators {
-    static let layout: [String: ONNXOperator] = [
-        "Transpose": ONNXOperator(inputs: 1...1, transpose),
+    static let layout: [ONNXOperator] = [
+        ONNXOperator("Transpose", through: 25, inputs: 1...1, transpose),  // 13 to 25: types
+        // 2: pads (before, paddings); 11: pads and constant_value as inputs; 18: axes input; 19: wrap mode; others: types.
         // Pad-2 to -10 take pads and value as attributes; from 11 as inputs
         // (constant_value optional), and from 18 an optional axes input.
-        "Pad": ONNXOperator(arity: { ($0 >= 18 ? 2...4 : $0 >= 11 ? 2...3 : 1...1, 1...1) }, pad),
+        ONNXOperator("Pad", through: 25, arity: { ($0 >= 18 ? 2...4 : $0 >= 11 ? 2...3 : 1...1, 1...1) }, pad),
+        // 11: roi, sizes, coordinate modes, cubic; 13: roi and scales optional; 18: axes,
+        // keep_aspect_ratio_policy, antialias (1 refused); 19: half_pixel_symmetric.
         // Resize-10: X and scales; from 11 X, roi, scales, sizes (roi and
         // scales required in 11, optional from 13).
-        "Resize": ONNXOperator(arity: { ($0 >= 13 ? 1...4 : $0 >= 11 ? 3...4 : 2...2, 1...1) }, resize),
+        ONNXOperator("Resize", through: 19, arity: { ($0 >= 13 ? 1...4 : $0 >= 11 ? 3...4 : 2...2, 1...1) }, resize),
+        // 7: scales attribute (before, height_scale and width_scale); 9: scales as an input; 10: deprecated (Resize).
         // Upsample-1 takes height_scale and width_scale, -7 scales as an attribute, -9 as an input.
-        "Upsample": ONNXOperator(arity: { ($0 >= 9 ? 2...2 : 1...1, 1...1) }, upsample),
+        ONNXOperator("Upsample", through: 9, arity: { ($0 >= 9 ? 2...2 : 1...1, 1...1) }, replacedBy: "Resize", upsample),
     ]
 
     // MARK: - Transpose

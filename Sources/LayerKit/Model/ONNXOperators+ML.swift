@@ -1,29 +1,33 @@
 import Foundation
 
 /// The `ai.onnx.ml` ops LayerKit runs (on the CPU): the linear models and
-/// preprocessing that scikit-learn exports through skl2onnx. A second
-/// table beside `ONNXOperators.table`, consulted for nodes of that domain;
-/// attribute names and defaults follow the ai.onnx.ml operator spec, and
-/// behaviour where the spec is silent follows onnxruntime (the reference
-/// the `ml` fixtures come from).
+/// preprocessing that scikit-learn exports through skl2onnx. Declared as
+/// the standard ops are (`ONNXOperator`), in a table of their own
+/// (`mlTable`), consulted for nodes of that domain; attribute names and
+/// defaults follow the ai.onnx.ml operator spec, and behaviour where the
+/// spec is silent follows onnxruntime (the reference the `ml` fixtures come
+/// from).
 extension ONNXOperators {
     /// The domain of the ops in `mlTable`.
     static let mlDomain = "ai.onnx.ml"
 
-    /// The ai.onnx.ml ops, by op type. Their arity does not change across
-    /// ai.onnx.ml opsets 1 to 5.
-    static let mlTable: [String: ONNXOperator] = [
-        "LinearRegressor": ONNXOperator(inputs: 1...1, linearRegressor),
-        "LinearClassifier": ONNXOperator(inputs: 1...1, outputs: 2...2, linearClassifier),
-        "Scaler": ONNXOperator(inputs: 1...1, scaler),
-        "Normalizer": ONNXOperator(inputs: 1...1, normalizer),
+    /// The ai.onnx.ml ops. Their arity does not change across ai.onnx.ml
+    /// opsets 1 to 5; their versions are not checked.
+    static let ml: [ONNXOperator] = [
+        ONNXOperator("LinearRegressor", through: nil, inputs: 1...1, linearRegressor),
+        ONNXOperator("LinearClassifier", through: nil, inputs: 1...1, outputs: 2...2, linearClassifier),
+        ONNXOperator("Scaler", through: nil, inputs: 1...1, scaler),
+        ONNXOperator("Normalizer", through: nil, inputs: 1...1, normalizer),
         // skl2onnx puts ZipMap after every classifier unless told not to:
         // a sequence of maps, which a tensor cannot hold.
-        "ZipMap": ONNXOperator(inputs: 1...1) { node in
+        ONNXOperator("ZipMap", through: nil, inputs: 1...1) { node in
             throw node.error("ZipMap (a list of {class: probability} maps) is not supported; export the "
                              + "classifier without it: to_onnx(model, X, options={id(model): {'zipmap': False}})")
         },
     ]
+
+    /// The ai.onnx.ml ops, by op type.
+    static let mlTable: [String: ONNXOperator] = byName(ml)
 
     /// Every ai.onnx.ml op type LayerKit knows, for error messages.
     static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" }.sorted() }

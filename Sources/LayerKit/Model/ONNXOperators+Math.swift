@@ -5,39 +5,40 @@ import LayerKitONNX
 /// with broadcasting, the variadic reductions, PRelu and Pow with tensor
 /// operands, Where, MatMul and Gemm in every form, and Cast.
 extension ONNXOperators {
-    static let math: [String: ONNXOperator] = {
-        let ops: [String: ONNXOperator] = [
-            "Add": ONNXOperator(inputs: 2...2) { try binary($0, .add) },
-            "Sub": ONNXOperator(inputs: 2...2) { try binary($0, .sub) },
-            "Mul": ONNXOperator(inputs: 2...2) { try binary($0, .mul) },
-            "Div": ONNXOperator(inputs: 2...2) { try binary($0, .div) },
-            "Pow": ONNXOperator(inputs: 2...2, pow),
-            "Mod": ONNXOperator(inputs: 2...2, mod),
-            "PRelu": ONNXOperator(inputs: 2...2, prelu),
-            "Equal": ONNXOperator(inputs: 2...2) { try binary($0, .equal) },
-            "Less": ONNXOperator(inputs: 2...2) { try binary($0, .less) },
-            "Greater": ONNXOperator(inputs: 2...2) { try binary($0, .greater) },
-            "LessOrEqual": ONNXOperator(inputs: 2...2) { try binary($0, .lessOrEqual) },
-            "GreaterOrEqual": ONNXOperator(inputs: 2...2) { try binary($0, .greaterOrEqual) },
-            "And": ONNXOperator(inputs: 2...2) { try binary($0, .and) },
-            "Or": ONNXOperator(inputs: 2...2) { try binary($0, .or) },
-            "Xor": ONNXOperator(inputs: 2...2) { try binary($0, .xor) },
-            "Sum": ONNXOperator(inputs: 1...Int.max) { try variadic($0, .add) },
-            "Mean": ONNXOperator(inputs: 1...Int.max) { try variadic($0, .add, average: true) },
-            "Max": ONNXOperator(inputs: 1...Int.max) { try variadic($0, .max) },
-            "Min": ONNXOperator(inputs: 1...Int.max) { try variadic($0, .min) },
-            "Where": ONNXOperator(inputs: 3...3, whereOp),
-            "MatMul": ONNXOperator(inputs: 2...2, matMul),
-            "Gemm": ONNXOperator(arity: { ($0 >= 11 ? 2...3 : 3...3, 1...1) }, gemm),
-            "Cast": ONNXOperator(inputs: 1...1, cast),
-            "CastLike": ONNXOperator(inputs: 2...2, castLike),
-        ]
-        return ops
-    }()
-
-    /// Catalog ops this family converts itself (their tensor operands need
-    /// not be constants), so `core` leaves them out.
-    static let mathCatalogOps: Set<String> = ["PRelu", "Pow"]
+    static let math: [ONNXOperator] = [
+        ONNXOperator("Add", through: 14, inputs: 2...2, fold: { try TypedKernels.arithmetic($0, $1, .add) }) { try binary($0, .add) },  // 7: numpy broadcasting (before, broadcast/axis); 13, 14: types
+        ONNXOperator("Sub", through: 14, inputs: 2...2, fold: { try TypedKernels.arithmetic($0, $1, .sub) }) { try binary($0, .sub) },  // 7: numpy broadcasting; 13, 14: types
+        ONNXOperator("Mul", through: 14, inputs: 2...2, fold: { try TypedKernels.arithmetic($0, $1, .mul) }) { try binary($0, .mul) },  // 7: numpy broadcasting; 13, 14: types
+        ONNXOperator("Div", through: 14, inputs: 2...2, fold: { try TypedKernels.arithmetic($0, $1, .div) }) { try binary($0, .div) },  // 7: numpy broadcasting; 13, 14: types
+        // 7: numpy broadcasting; 12, 13, 15: types
+        ONNXOperator("Pow", through: 15, inputs: 2...2, fold: TypedKernels.pow, pow),
+        // 13: types; 28: fmod 0 defined on floats (floor quotient; ±0, ±inf and NaN cases)
+        ONNXOperator("Mod", through: 28, inputs: 2...2,
+                     fold: { try TypedKernels.arithmetic($0, $1, .mod(fmod: try $0.int("fmod", default: 0) != 0)) }, mod),
+        // 6: consumed_inputs dropped; 7: unidirectional broadcasting of the slope; 9, 16: types
+        ONNXOperator("PRelu", through: 16, inputs: 2...2, prelu),
+        ONNXOperator("Equal", through: 19, inputs: 2...2, fold: { try TypedKernels.compare($0, $1, .equal) }) { try binary($0, .equal) },  // 7: numpy broadcasting; 11, 13, 19: types (19: strings, folded)
+        ONNXOperator("Less", through: 13, inputs: 2...2, fold: { try TypedKernels.compare($0, $1, .less) }) { try binary($0, .less) },  // 7: numpy broadcasting; 9, 13: types
+        ONNXOperator("Greater", through: 13, inputs: 2...2, fold: { try TypedKernels.compare($0, $1, .greater) }) { try binary($0, .greater) },  // 7: numpy broadcasting; 9, 13: types
+        ONNXOperator("LessOrEqual", through: 16, inputs: 2...2, fold: { try TypedKernels.compare($0, $1, .lessOrEqual) }) { try binary($0, .lessOrEqual) },  // 16: types
+        ONNXOperator("GreaterOrEqual", through: 16, inputs: 2...2, fold: { try TypedKernels.compare($0, $1, .greaterOrEqual) }) { try binary($0, .greaterOrEqual) },  // 16: types
+        ONNXOperator("And", through: 7, inputs: 2...2, fold: { try TypedKernels.logic($0, $1) { $0 && $1 } }) { try binary($0, .and) },  // 7: numpy broadcasting
+        ONNXOperator("Or", through: 7, inputs: 2...2, fold: { try TypedKernels.logic($0, $1) { $0 || $1 } }) { try binary($0, .or) },  // 7: numpy broadcasting
+        ONNXOperator("Xor", through: 7, inputs: 2...2, fold: { try TypedKernels.logic($0, $1) { $0 != $1 } }) { try binary($0, .xor) },  // 7: numpy broadcasting
+        ONNXOperator("Sum", through: 13, inputs: 1...Int.max, fold: { try TypedKernels.variadic($0, $1, .add) }) { try variadic($0, .add) },  // 6: consumed_inputs dropped; 8: numpy broadcasting; 13: types
+        ONNXOperator("Mean", through: 13, inputs: 1...Int.max, fold: { try TypedKernels.variadic($0, $1, .mean) }) { try variadic($0, .add, average: true) },  // 6: consumed_inputs dropped; 8: numpy broadcasting; 13: types
+        ONNXOperator("Max", through: 13, inputs: 1...Int.max, fold: { try TypedKernels.variadic($0, $1, .max) }) { try variadic($0, .max) },  // 6: consumed_inputs dropped; 8: numpy broadcasting; 12, 13: types
+        ONNXOperator("Min", through: 13, inputs: 1...Int.max, fold: { try TypedKernels.variadic($0, $1, .min) }) { try variadic($0, .min) },  // 6: consumed_inputs dropped; 8: numpy broadcasting; 12, 13: types
+        ONNXOperator("Where", through: 16, inputs: 3...3, fold: TypedKernels.select, whereOp),  // 16: types
+        ONNXOperator("MatMul", through: 13, inputs: 2...2, matMul),  // 9, 13: types
+        // 6: shape inference; 7: unidirectional broadcasting of C (before, broadcast); 9: types; 11: C optional; 13: types
+        ONNXOperator("Gemm", through: 13, arity: { ($0 >= 11 ? 2...3 : 3...3, 1...1) }, gemm),
+        // 6: `to` a type code (before, its name); 9 to 28: types (strings, float8, float6, 4- and 2-bit in the
+        // folding kernels); 19: saturate (float8); 24: round_mode (FLOAT8E8M0)
+        ONNXOperator("Cast", through: 28, inputs: 1...1, fold: TypedKernels.cast, cast),
+        // 19: saturate (float8); 24: round_mode (FLOAT8E8M0); others: types
+        ONNXOperator("CastLike", through: 25, inputs: 2...2, fold: TypedKernels.castLike, castLike),
+    ]
 
     // MARK: - Element-wise on two tensors
 

@@ -2,24 +2,39 @@
 /// LayerNormalization, LRN, Softmax, LogSoftmax, Hardmax and the ten
 /// Reduce ops.
 extension ONNXOperators {
-    static let normalization: [String: ONNXOperator] = {
-        var ops: [String: ONNXOperator] = [
-            "Softmax": ONNXOperator(inputs: 1...1) { try softmax($0, .softmax) },
-            "LogSoftmax": ONNXOperator(inputs: 1...1) { try softmax($0, .logSoftmax) },
-            "Hardmax": ONNXOperator(inputs: 1...1) { try softmax($0, .hardmax) },
-            "InstanceNormalization": ONNXOperator(inputs: 3...3, instanceNormalization),
-            "LayerNormalization": ONNXOperator(inputs: 2...3, outputs: 1...3, layerNormalization),
-            "LRN": ONNXOperator(inputs: 1...1, lrn),
-        ]
-        for operation in Reduce.Operation.allCases {
-            // Axes became an input in opset 13 for ReduceSum, 18 for the rest.
-            let firstWithInput = operation == .sum ? 13 : 18
-            ops[operation.rawValue] = ONNXOperator(arity: { ($0 >= firstWithInput ? 1...2 : 1...1, 1...1) }) {
-                try reduce($0, operation, axesFromInput: $0.opset >= firstWithInput)
-            }
+    static let normalization: [ONNXOperator] = [
+        // 13: along one axis, default -1 (before, the axes from axis on, flattened)
+        ONNXOperator("Softmax", through: 13, inputs: 1...1) { try softmax($0, .softmax) },
+        ONNXOperator("LogSoftmax", through: 13, inputs: 1...1) { try softmax($0, .logSoftmax) },  // as Softmax
+        ONNXOperator("Hardmax", through: 13, inputs: 1...1) { try softmax($0, .hardmax) },  // as Softmax
+        // 6: consumed_inputs dropped; 22: types
+        ONNXOperator("InstanceNormalization", through: 22, inputs: 3...3, instanceNormalization),
+        ONNXOperator("LayerNormalization", through: 17, inputs: 2...3, outputs: 1...3, layerNormalization),
+        ONNXOperator("LRN", through: 13, inputs: 1...1, lrn),  // 13: types
+        // The reductions. Each: 11: negative axes; 13: types (ReduceSum: axes as an input,
+        // noop_with_empty_axes); 18: axes as an input, noop_with_empty_axes; and as noted.
+        reduction(.sum, through: 13, fold: { try TypedKernels.reduce($0, $1, .sum) }),
+        reduction(.mean, through: 18, fold: { try TypedKernels.reduce($0, $1, .mean) }),
+        reduction(.max, through: 20, fold: { try TypedKernels.reduce($0, $1, .max) }),  // 12, 20: types
+        reduction(.min, through: 20, fold: { try TypedKernels.reduce($0, $1, .min) }),  // 12, 20: types
+        reduction(.product, through: 18, fold: { try TypedKernels.reduce($0, $1, .prod) }),
+        reduction(.l1, through: 18),
+        reduction(.l2, through: 18),
+        reduction(.sumSquare, through: 18),
+        reduction(.logSum, through: 28),  // 28: types
+        reduction(.logSumExp, through: 28),  // 28: types
+    ]
+
+    /// A Reduce op's declaration: its axes became an input in opset 13 for
+    /// ReduceSum, 18 for the rest.
+    static func reduction(_ operation: Reduce.Operation, through implemented: Int,
+                          fold: TypedKernels.Kernel? = nil) -> ONNXOperator {
+        let firstWithInput = operation == .sum ? 13 : 18
+        return ONNXOperator(operation.rawValue, through: implemented,
+                            arity: { ($0 >= firstWithInput ? 1...2 : 1...1, 1...1) }, fold: fold) {
+            try reduce($0, operation, axesFromInput: $0.opset >= firstWithInput)
         }
-        return ops
-    }()
+    }
 
     /// Softmax, LogSoftmax, Hardmax. From opset 13 along `axis` (default
     /// -1); before, over the axes from `axis` (default 1) on, flattened,

@@ -14,76 +14,142 @@ struct ConvertedNode {
     var constantOutputs: [Int: Tensor] = [:]
 }
 
-/// A standard ONNX op LayerKit converts: how many inputs and outputs
-/// (empty names for omitted optional ones included) a node may list at an
-/// opset, from the ONNX operator spec (onnxruntime refuses a node outside
-/// them, and so does the load-time validation, `ONNXValidation`), and the
-/// conversion of a node to a layer. Which versions of the op's definition
-/// the conversion implements is `ONNXOperators.implementedVersions`.
+/// One op's declaration, the one place to read what LayerKit does with it:
+/// its name; the newest version of its definition LayerKit implements; how
+/// many inputs and outputs (empty names for omitted optional ones
+/// included) a node may list at an opset, from the ONNX operator spec
+/// (onnxruntime refuses a node outside them, and so does the load-time
+/// validation, `ONNXValidation`); the conversion of a node to a layer (the
+/// layer holds the CPU and GPU kernels, and its backward pass when it is a
+/// `DifferentiableLayer`); and the typed kernel of load-time folding
+/// (`TypedKernels`), when the op has one. Each family of ops declares its
+/// ops in its own file (`ONNXOperators+<Family>`); `ONNXOperators.table`,
+/// the version check and folding all read these declarations.
 struct ONNXOperator: Sendable {
     typealias Arity = (inputs: ClosedRange<Int>, outputs: ClosedRange<Int>)
-    let arity: @Sendable (_ opset: Int) -> Arity
-    let convert: ONNXOperators.Converter
+
+    /// The op type.
+    let name: String
+    /// The newest version of the op's definition (an opset at which it
+    /// changed, `ONNXOpVersions.changes`) that the conversion, or for an op
+    /// only folding computes its kernel, implements, every older one
+    /// included, reviewed against each change of onnx 1.23's schema history
+    /// (each declaration's comment names what the versions after the first
+    /// changed; "types" is a change of the element types alone, which
+    /// LayerKit computes in Float32, or folds at load for integers and
+    /// booleans). A model whose opset resolves the op past it, or to a
+    /// version ONNX deprecated (`ONNXOpVersions.deprecated`), is refused at
+    /// load naming both (`ONNXValidation`). After regenerating
+    /// `ONNXOpVersions` from a newer onnx, OpTableTests names each op with a
+    /// version past it: read what changed, implement it, and raise it. Nil
+    /// for the ai.onnx.ml ops, whose schema history LayerKit does not track.
+    let implemented: Int?
+    /// The node's input and output counts at an opset; nil for an op only
+    /// load-time folding computes (its node is not checked).
+    let arity: (@Sendable (_ opset: Int) -> Arity)?
+    /// The node as a layer; nil for an op only load-time folding computes
+    /// (its inputs are asked for at prepare, `ValueRequests`).
+    let convert: ONNXOperators.Converter?
+    /// The typed kernel of load-time folding, on the node's known inputs in
+    /// their own element types.
+    let fold: TypedKernels.Kernel?
+    /// The op a model of a newer opset uses in place of this one, which
+    /// ONNX deprecated.
+    let replacement: String?
 
     /// An op whose arity does not change across opsets.
-    init(inputs: ClosedRange<Int>, outputs: ClosedRange<Int> = 1...1, _ convert: @escaping ONNXOperators.Converter) {
-        self.arity = { _ in (inputs, outputs) }
-        self.convert = convert
+    init(_ name: String, through implemented: Int?, inputs: ClosedRange<Int>, outputs: ClosedRange<Int> = 1...1,
+         fold: TypedKernels.Kernel? = nil, replacedBy replacement: String? = nil,
+         _ convert: @escaping ONNXOperators.Converter) {
+        self.init(name, implemented, { _ in (inputs, outputs) }, convert, fold, replacement)
     }
 
     /// An op whose arity depends on the opset.
-    init(arity: @escaping @Sendable (_ opset: Int) -> Arity, _ convert: @escaping ONNXOperators.Converter) {
-        self.arity = arity
-        self.convert = convert
+    init(_ name: String, through implemented: Int?, arity: @escaping @Sendable (_ opset: Int) -> Arity,
+         fold: TypedKernels.Kernel? = nil, replacedBy replacement: String? = nil,
+         _ convert: @escaping ONNXOperators.Converter) {
+        self.init(name, implemented, arity, convert, fold, replacement)
+    }
+
+    /// An op only load-time folding computes: no layer, and its node's
+    /// input and output counts are not checked.
+    init(_ name: String, through implemented: Int, fold: @escaping TypedKernels.Kernel) {
+        self.init(name, implemented, nil, nil, fold, nil)
+    }
+
+    private init(_ name: String, _ implemented: Int?, _ arity: (@Sendable (Int) -> Arity)?,
+                 _ convert: ONNXOperators.Converter?, _ fold: TypedKernels.Kernel?, _ replacement: String?) {
+        (self.name, self.implemented, self.arity) = (name, implemented, arity)
+        (self.convert, self.fold, self.replacement) = (convert, fold, replacement)
     }
 }
 
-/// The standard ONNX operators LayerKit runs, each a conversion from a node
-/// to a layer. Attribute names and defaults follow the ONNX operator spec.
-/// Each family of ops lives in a file of its own (`ONNXOperators+<Family>`)
-/// and is listed once in `families`.
+/// The standard ONNX operators LayerKit runs or folds, each declared once
+/// (`ONNXOperator`). Attribute names and defaults follow the ONNX operator
+/// spec. Each family of ops lives in a file of its own
+/// (`ONNXOperators+<Family>`) and is listed once in `families`.
 enum ONNXOperators {
     typealias Converter = @Sendable (ONNXNodeContext) throws -> ConvertedNode
 
-    /// Every family's ops; a name listed twice is a programming error,
+    /// Every family's ops; a name declared twice is a programming error,
     /// caught by `OpTableTests`.
-    static let families: [[String: ONNXOperator]] = [core, normalization, layout, data, math, convolution, folding]
+    static let families: [[ONNXOperator]] = [elementwiseOps, normalization, layout, data, math, convolution, folding]
 
     /// The ops, by op type.
-    static let table: [String: ONNXOperator] = families.reduce(into: [:]) { table, family in
-        table.merge(family) { first, _ in first }
+    static let table: [String: ONNXOperator] = byName(families.joined())
+
+    /// `ops` by name, the first of a name kept.
+    static func byName<S: Sequence<ONNXOperator>>(_ ops: S) -> [String: ONNXOperator] {
+        Dictionary(ops.map { ($0.name, $0) }) { first, _ in first }
     }
 
-    /// The ops this file converts: the catalog's one-input element-wise ops
-    /// and Identity (dense layers and broadcasting ops are in `math`,
-    /// reshapes in `data`; convolution, pooling, BatchNormalization and
-    /// Dropout in `convolution`).
-    static let core: [String: ONNXOperator] = {
-        var ops: [String: ONNXOperator] = [
-            "Identity": ONNXOperator(inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },
-        ]
-        for name in catalogOps.subtracting(mathCatalogOps) {
-            switch name {
-            case "Clip": ops[name] = ONNXOperator(arity: { ($0 >= 11 ? 1...3 : 1...1, 1...1) }, elementwise)
-            default: ops[name] = ONNXOperator(inputs: 1...1, elementwise)
-            }
-        }
-        return ops
-    }()
-
-    /// How many inputs and outputs a node of `opType` may list at `opset`;
-    /// nil for ops LayerKit does not convert.
-    static func arity(of opType: String, opset: Int) -> ONNXOperator.Arity? {
-        table[opType]?.arity(opset)
-    }
-
-    /// The catalog's element-wise ops that are standard ONNX ops (Swish and
-    /// Linear are LayerKit's own, found as custom layers).
-    static let catalogOps: Set<String> = Set(OpDefinition.catalog.map(\.name)).subtracting(["Swish", "Linear"])
+    /// The catalog's one-input element-wise ops (their formulas in
+    /// `OpDefinition.catalog`, Ops/OpCatalog.swift) and Identity; dense
+    /// layers and broadcasting ops are in `math`, reshapes in `data`;
+    /// convolution, pooling, BatchNormalization and Dropout in
+    /// `convolution`.
+    static let elementwiseOps: [ONNXOperator] = [
+        ONNXOperator("Identity", through: 25, inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },  // 14, 16: sequences and optionals (refused); others: types
+        ONNXOperator("Abs", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .abs) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Ceil", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ $0.rounded(.up) }, { $0.rounded(.up) })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Celu", through: 28, inputs: 1...1, elementwise),  // 28: types
+        ONNXOperator("Clip", through: 13, arity: { ($0 >= 11 ? 1...3 : 1...1, 1...1) }, fold: TypedKernels.clip, elementwise),  // 6: consumed_inputs dropped; 11: min and max as inputs; 12, 13: types (13: min > max gives max, as min(max(x, min), max))
+        ONNXOperator("Cos", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Elu", through: 22, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 22: types
+        ONNXOperator("Erf", through: 13, inputs: 1...1, elementwise),  // 13: types
+        ONNXOperator("Exp", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ Foundation.exp($0) }, { Foundation.exp($0) })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Floor", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ $0.rounded(.down) }, { $0.rounded(.down) })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Gelu", through: 20, inputs: 1...1, elementwise),
+        ONNXOperator("HardSigmoid", through: 22, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 22: types
+        ONNXOperator("HardSwish", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("IsInf", through: 20, inputs: 1...1, fold: TypedKernels.isInf, elementwise),  // 20: types
+        ONNXOperator("IsNaN", through: 20, inputs: 1...1, fold: TypedKernels.isNaN, elementwise),  // 13, 20: types
+        ONNXOperator("LeakyRelu", through: 16, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 16: types
+        ONNXOperator("Log", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ Foundation.log($0) }, { Foundation.log($0) })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Mish", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Neg", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .neg) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Not", through: 1, inputs: 1...1, fold: TypedKernels.not, elementwise),
+        ONNXOperator("Reciprocal", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ 1 / $0 }, { 1 / $0 })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Relu", through: 14, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 13, 14: types
+        // ONNX Round: halves to even.
+        ONNXOperator("Round", through: 22, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ $0.rounded(.toNearestOrEven) }, { $0.rounded(.toNearestOrEven) })) }, elementwise),  // 22: types
+        ONNXOperator("Selu", through: 22, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped, alpha and gamma defaults to float precision; 22: types
+        ONNXOperator("Shrink", through: 9, inputs: 1...1, elementwise),
+        ONNXOperator("Sigmoid", through: 13, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Sign", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .sign) }, elementwise),  // 13: types
+        ONNXOperator("Sin", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Softplus", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Softsign", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Sqrt", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ $0.squareRoot() }, { $0.squareRoot() })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Tanh", through: 13, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("ThresholdedRelu", through: 22, inputs: 1...1, elementwise),  // 22: types
+    ]
 
     /// Every op type `converter(for:)` knows, for error messages and `inspect`.
-    static var supportedOps: [String] { table.keys.sorted() }
+    static var supportedOps: [String] { table.values.filter { $0.convert != nil }.map(\.name).sorted() }
 
+    /// The conversion of `opType` to a layer; nil for ops LayerKit does not
+    /// convert (an op only folding computes included).
     static func converter(for opType: String) -> Converter? { table[opType]?.convert }
 
     // MARK: - Element-wise

@@ -32,14 +32,13 @@ enum ONNXValidation {
         var producer: [String: Int] = [:]
         for (position, node) in graph.nodes.enumerated() {
             if node.isStandard, let op = ONNXOperators.table[node.opType] {
-                try checkVersion(node, opset)
-                let arity = op.arity(opset)
-                try check(node.inputs.count, arity.inputs, "inputs", node, opset)
-                try check(node.outputs.count, arity.outputs, "outputs", node, opset)
-            } else if node.isStandard, TypedKernels.table[node.opType] != nil {
-                try checkVersion(node, opset)  // an op only load-time folding computes
-            } else if node.domain == ONNXOperators.mlDomain, let op = ONNXOperators.mlTable[node.opType] {
-                let arity = op.arity(mlOpset)
+                try checkVersion(node, opset, implemented: op.implemented, replacement: op.replacement)
+                // An op only load-time folding computes declares no arity.
+                if let arity = op.arity?(opset) {
+                    try check(node.inputs.count, arity.inputs, "inputs", node, opset)
+                    try check(node.outputs.count, arity.outputs, "outputs", node, opset)
+                }
+            } else if node.domain == ONNXOperators.mlDomain, let arity = ONNXOperators.mlTable[node.opType]?.arity?(mlOpset) {
                 try check(node.inputs.count, arity.inputs, "inputs", node, mlOpset)
                 try check(node.outputs.count, arity.outputs, "outputs", node, mlOpset)
             }
@@ -115,19 +114,20 @@ enum ONNXValidation {
     }
 
     /// Throws when the model's opset resolves `node`'s op to a definition
-    /// ONNX deprecated or newer than its converter implements
-    /// (`ONNXOperators.implementedVersions`): the version numbers alone do
-    /// not refuse a model, only an op whose meaning LayerKit does not know.
-    static func checkVersion(_ node: ONNXNode, _ opset: Int,
-                             implemented: [String: Int] = ONNXOperators.implementedVersions) throws {
+    /// ONNX deprecated or newer than `implemented`, the newest its
+    /// declaration implements (`ONNXOperator.implemented`; `replacement`,
+    /// the op a newer opset uses instead, is named): the version numbers
+    /// alone do not refuse a model, only an op whose meaning LayerKit does
+    /// not know.
+    static func checkVersion(_ node: ONNXNode, _ opset: Int, implemented: Int?, replacement: String? = nil) throws {
         guard let version = ONNXOpVersions.changes[node.opType]?.last(where: { $0 <= opset }) else { return }
         if ONNXOpVersions.deprecated[node.opType]?.contains(version) == true {
-            let replacement = ONNXOperators.replacements[node.opType].map { "use \($0) at this opset, or " } ?? ""
+            let replacement = replacement.map { "use \($0) at this opset, or " } ?? ""
             throw LayerKitError.invalidModel("\(node.label): \(node.opType) at opset \(opset) is its version \(version), "
                                              + "which ONNX deprecated (onnx.checker and onnxruntime refuse it too); "
                                              + "\(replacement)export the model at an opset below \(version)")
         }
-        guard let newest = implemented[node.opType], version > newest else { return }
+        guard let newest = implemented, version > newest else { return }
         throw LayerKitError.invalidModel("\(node.label): \(node.opType) at opset \(opset) is its version \(version), "
                                          + "which LayerKit does not implement (it implements versions up to \(newest)); "
                                          + "convert the model to an older opset with onnx.version_converter")

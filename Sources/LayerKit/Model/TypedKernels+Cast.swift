@@ -4,19 +4,20 @@ import LayerKitONNX
 /// Cast and CastLike: `TypedTensor.converted(to:saturate:)`, ONNX Cast's
 /// conversions between every type (float8 `saturate`, strings both ways).
 extension TypedKernels {
-    static let casts: [String: Kernel] = [
-        "Cast": { node, inputs in
-            guard let code = try node.node.int("to") else { throw node.error("attribute 'to' is required") }
-            return [try cast(input(0, inputs, node), to: elementType(code, node), node)]
-        },
-        "CastLike": { node, inputs in
-            // The target's type: a constant's own, or the one `node.inputTypes` knows for a runtime value.
-            guard let type = (inputs.count > 1 ? inputs[1]?.elementType : nil) ?? targetType(of: node) else {
-                return nil
-            }
-            return [try cast(input(0, inputs, node), to: type, node)]
-        },
-    ]
+    /// Cast to the `to` attribute's type.
+    static func cast(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
+        guard let code = try node.node.int("to") else { throw node.error("attribute 'to' is required") }
+        return [try cast(input(0, inputs, node), to: elementType(code, node), node)]
+    }
+
+    /// CastLike: Cast to the type of input 1, a constant's own, or the one
+    /// `node.inputTypes` knows for a runtime value.
+    static func castLike(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
+        guard let type = (inputs.count > 1 ? inputs[1]?.elementType : nil) ?? targetType(of: node) else {
+            return nil
+        }
+        return [try cast(input(0, inputs, node), to: type, node)]
+    }
 
     /// `x` as `type`, with the node's `saturate` (default 1; float8 targets only)
     /// and, to FLOAT8E8M0, its `round_mode` (Cast-24 on; default "up").

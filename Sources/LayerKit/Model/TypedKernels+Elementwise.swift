@@ -3,67 +3,38 @@ import LayerKitONNX
 
 /// Element-wise ops with numpy broadcasting: arithmetic, comparisons, logic,
 /// bitwise ops, the unary math of the float types, Where and integer Clip.
+/// Each op's declaration (`ONNXOperator.fold`) names its kernel here.
 extension TypedKernels {
-    static let elementwise: [String: Kernel] = [
-        "Add": { try arithmetic($0, $1, .add) },
-        "Sub": { try arithmetic($0, $1, .sub) },
-        "Mul": { try arithmetic($0, $1, .mul) },
-        "Div": { try arithmetic($0, $1, .div) },
-        "Mod": { try arithmetic($0, $1, .mod(fmod: try $0.int("fmod", default: 0) != 0)) },
-        "Pow": pow,
-        "Sum": { try variadic($0, $1, .add) },
-        "Mean": { try variadic($0, $1, .mean) },
-        "Max": { try variadic($0, $1, .max) },
-        "Min": { try variadic($0, $1, .min) },
-        "Equal": { try compare($0, $1, .equal) },
-        "Less": { try compare($0, $1, .less) },
-        "LessOrEqual": { try compare($0, $1, .lessOrEqual) },
-        "Greater": { try compare($0, $1, .greater) },
-        "GreaterOrEqual": { try compare($0, $1, .greaterOrEqual) },
-        "And": { try logic($0, $1) { $0 && $1 } },
-        "Or": { try logic($0, $1) { $0 || $1 } },
-        "Xor": { try logic($0, $1) { $0 != $1 } },
-        "Not": { node, inputs in
-            let x = try input(0, inputs, node)
-            return [try Lanes.bool(truth(x).map { !$0 }).tensor(.bool, shape: x.shape)]
-        },
-        "BitwiseAnd": { try bitwise($0, $1) { $0 & $1 } },
-        "BitwiseOr": { try bitwise($0, $1) { $0 | $1 } },
-        "BitwiseXor": { try bitwise($0, $1) { $0 ^ $1 } },
-        "BitwiseNot": { node, inputs in
-            let x = try input(0, inputs, node)
-            guard x.elementType.isInteger, x.elementType != .bool else { return nil }
-            // Complementing the sign-extended (or zero-extended) word, then wrapping, is the type's own NOT.
-            return [try TypedTensor(x.elementType, shape: x.shape, integers: x.integers().map { ~$0 })]
-        },
-        "BitShift": bitShift,
-        "Neg": { try unary($0, $1, .neg) },
-        "Abs": { try unary($0, $1, .abs) },
-        "Sign": { try unary($0, $1, .sign) },
-        "Reciprocal": { try unary($0, $1, .float({ 1 / $0 }, { 1 / $0 })) },
-        "Sqrt": { try unary($0, $1, .float({ $0.squareRoot() }, { $0.squareRoot() })) },
-        "Exp": { try unary($0, $1, .float({ Foundation.exp($0) }, { Foundation.exp($0) })) },
-        "Log": { try unary($0, $1, .float({ Foundation.log($0) }, { Foundation.log($0) })) },
-        "Floor": { try unary($0, $1, .float({ $0.rounded(.down) }, { $0.rounded(.down) })) },
-        "Ceil": { try unary($0, $1, .float({ $0.rounded(.up) }, { $0.rounded(.up) })) },
-        // ONNX Round: halves to even.
-        "Round": { try unary($0, $1, .float({ $0.rounded(.toNearestOrEven) }, { $0.rounded(.toNearestOrEven) })) },
-        "IsNaN": { node, inputs in
-            let x = try input(0, inputs, node)
-            guard x.elementType.isFloatingPoint else { return nil }
-            return [try Lanes.bool(x.doubles().map(\.isNaN)).tensor(.bool, shape: x.shape)]
-        },
-        "IsInf": { node, inputs in
-            let x = try input(0, inputs, node)
-            guard x.elementType.isFloatingPoint else { return nil }
-            let positive = try node.int("detect_positive", default: 1) != 0
-            let negative = try node.int("detect_negative", default: 1) != 0
-            let flags = x.doubles().map { $0.isInfinite && ($0 > 0 ? positive : negative) }
-            return [try Lanes.bool(flags).tensor(.bool, shape: x.shape)]
-        },
-        "Where": select,
-        "Clip": clip,
-    ]
+    /// Not of booleans (any type's truth).
+    static func not(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
+        let x = try input(0, inputs, node)
+        return [try Lanes.bool(truth(x).map { !$0 }).tensor(.bool, shape: x.shape)]
+    }
+
+    /// BitwiseNot of an integer type.
+    static func bitwiseNot(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
+        let x = try input(0, inputs, node)
+        guard x.elementType.isInteger, x.elementType != .bool else { return nil }
+        // Complementing the sign-extended (or zero-extended) word, then wrapping, is the type's own NOT.
+        return [try TypedTensor(x.elementType, shape: x.shape, integers: x.integers().map { ~$0 })]
+    }
+
+    /// IsNaN of a float type.
+    static func isNaN(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
+        let x = try input(0, inputs, node)
+        guard x.elementType.isFloatingPoint else { return nil }
+        return [try Lanes.bool(x.doubles().map(\.isNaN)).tensor(.bool, shape: x.shape)]
+    }
+
+    /// IsInf of a float type, with `detect_positive` and `detect_negative`.
+    static func isInf(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
+        let x = try input(0, inputs, node)
+        guard x.elementType.isFloatingPoint else { return nil }
+        let positive = try node.int("detect_positive", default: 1) != 0
+        let negative = try node.int("detect_negative", default: 1) != 0
+        let flags = x.doubles().map { $0.isInfinite && ($0 > 0 ? positive : negative) }
+        return [try Lanes.bool(flags).tensor(.bool, shape: x.shape)]
+    }
 
     /// The truth of each element: booleans as they are, other values `!= 0` (NaN is true).
     static func truth(_ tensor: TypedTensor) -> [Bool] {

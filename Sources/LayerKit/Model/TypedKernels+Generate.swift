@@ -5,13 +5,6 @@ import LayerKitONNX
 /// NonZero and OneHot. Their counts come from values a file controls: a
 /// count past the tensor limit is an error naming the node.
 extension TypedKernels {
-    static let generators: [String: Kernel] = [
-        "ConstantOfShape": constantOfShape,
-        "Range": range,
-        "NonZero": nonZero,
-        "OneHot": oneHot,
-    ]
-
     /// ConstantOfShape: the `value` attribute's one element (float32 0 by
     /// default), of its own type, repeated over the shape input.
     static func constantOfShape(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {

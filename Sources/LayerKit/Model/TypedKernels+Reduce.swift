@@ -5,17 +5,6 @@ import LayerKitONNX
 /// (float reductions are the layers'), ArgMax/ArgMin and CumSum of every
 /// numeric type.
 extension TypedKernels {
-    static let reductions: [String: Kernel] = [
-        "ReduceSum": { try reduce($0, $1, .sum) },
-        "ReduceProd": { try reduce($0, $1, .prod) },
-        "ReduceMin": { try reduce($0, $1, .min) },
-        "ReduceMax": { try reduce($0, $1, .max) },
-        "ReduceMean": { try reduce($0, $1, .mean) },
-        "ArgMax": { try argExtreme($0, $1, largest: true) },
-        "ArgMin": { try argExtreme($0, $1, largest: false) },
-        "CumSum": cumulativeSum,
-    ]
-
     enum Reduction {
         case sum, prod, min, max, mean
 

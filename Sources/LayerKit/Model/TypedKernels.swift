@@ -15,25 +15,19 @@ import LayerKitONNX
 ///   as onnxruntime does.
 /// - Integer division or Mod by zero is an error naming the node, never a trap.
 ///
-/// Each family of ops lives in a file of its own (`TypedKernels+<Family>`)
-/// and is listed once in `families`.
+/// Each family of kernels lives in a file of its own (`TypedKernels+<Family>`);
+/// an op's declaration (`ONNXOperator.fold`, in its `ONNXOperators+<Family>`
+/// file) names its kernel.
 enum TypedKernels {
     /// A kernel: the node and its inputs (nil for an omitted optional one)
     /// to its outputs, or nil when the op does not fold on these types here
     /// (the importer then folds it with the node's own layer).
     typealias Kernel = @Sendable (ONNXNodeContext, [TypedTensor?]) throws -> [TypedTensor]?
 
-    static let families: [[String: Kernel]] = [elementwise, casts, reductions, generators]
-
-    /// The kernels, by op type.
-    static let table: [String: Kernel] = families.reduce(into: [:]) { table, family in
-        table.merge(family) { first, _ in first }
-    }
-
     /// The outputs of `node` on its known `inputs`; nil when no kernel here
     /// folds it. Errors name the node.
     static func outputs(of node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
-        guard let kernel = table[node.node.opType] else { return nil }
+        guard let kernel = ONNXOperators.table[node.node.opType]?.fold else { return nil }
         do {
             guard let outputs = try kernel(node, inputs) else { return nil }
             for output in outputs { _ = try ONNXFolding.checkedCount(output.shape, node) }
