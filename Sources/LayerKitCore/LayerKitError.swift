@@ -30,31 +30,23 @@ public enum LayerKitError: Error, CustomStringConvertible, Equatable {
 
     /// The same kind of error with `prefix` before its message: a caller
     /// that knows where the error arose (a training step) says so.
-    public func prefixed(_ prefix: String) -> LayerKitError {
-        switch self {
-        case .shapeMismatch(let m): .shapeMismatch(prefix + m)
-        case .invalidParameter(let m): .invalidParameter(prefix + m)
-        case .invalidWeights(let m): .invalidWeights(prefix + m)
-        case .file(let m): .file(prefix + m)
-        case .unsupported(let m): .unsupported(prefix + m)
-        case .gpuUnavailable(let m): .gpuUnavailable(prefix + m)
-        case .unknownOp(let m): .unknownOp(prefix + m)
-        case .invalidModel(let m): .invalidModel(prefix + m)
-        }
-    }
+    public func prefixed(_ prefix: String) -> LayerKitError { withMessage { prefix + $0 } }
 
     /// The same kind of error with `suffix` after its message: a front end
     /// adds how its users act on it (the command line's `--layer`).
-    public func suffixed(_ suffix: String) -> LayerKitError {
+    public func suffixed(_ suffix: String) -> LayerKitError { withMessage { $0 + suffix } }
+
+    /// The same kind of error with its message rewritten by `rewrite`.
+    private func withMessage(_ rewrite: (String) -> String) -> LayerKitError {
         switch self {
-        case .shapeMismatch(let m): .shapeMismatch(m + suffix)
-        case .invalidParameter(let m): .invalidParameter(m + suffix)
-        case .invalidWeights(let m): .invalidWeights(m + suffix)
-        case .file(let m): .file(m + suffix)
-        case .unsupported(let m): .unsupported(m + suffix)
-        case .gpuUnavailable(let m): .gpuUnavailable(m + suffix)
-        case .unknownOp(let m): .unknownOp(m + suffix)
-        case .invalidModel(let m): .invalidModel(m + suffix)
+        case .shapeMismatch(let m): .shapeMismatch(rewrite(m))
+        case .invalidParameter(let m): .invalidParameter(rewrite(m))
+        case .invalidWeights(let m): .invalidWeights(rewrite(m))
+        case .file(let m): .file(rewrite(m))
+        case .unsupported(let m): .unsupported(rewrite(m))
+        case .gpuUnavailable(let m): .gpuUnavailable(rewrite(m))
+        case .unknownOp(let m): .unknownOp(rewrite(m))
+        case .invalidModel(let m): .invalidModel(rewrite(m))
         }
     }
 }
