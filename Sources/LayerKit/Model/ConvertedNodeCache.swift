@@ -43,14 +43,13 @@ final class ConvertedNodeCache: @unchecked Sendable {
     /// `ShapeReads` it is given.
     func converted(_ key: Key, shapes: [[Int]?], convert: (ShapeReads) throws -> ConvertedNode) rethrows -> ConvertedNode {
         lock.lock()
-        let index = entries[key]?.firstIndex { entry in
+        if var kept = entries[key], let index = kept.firstIndex(where: { entry in
             entry.reads.allSatisfy { input, depth in ShapeReads.fact(depth, of: shapes[input]) == entry.facts[input] }
-        }
-        if let index {
-            entries[key]![index].lastImport = currentImport
-            let converted = entries[key]![index].converted
+        }) {
+            kept[index].lastImport = currentImport
+            entries[key] = kept
             lock.unlock()
-            return converted
+            return kept[index].converted
         }
         lock.unlock()
         let reads = ShapeReads()
