@@ -57,6 +57,9 @@ enum InspectCommand {
                       + "reason\(unsupported.count == 1 ? "" : "s")" + (blocked > 0 ? ", \(blocked) not reached after them:" : ":"))
         TextTable.lines(header: ["nodes", "reason"], rows: unsupported.map { [String($0.count), $0.reason] })
             .forEach { console.print("  " + $0) }
+        for opType in Set(unsupported.compactMap { LayerRegistry.missingLayer(in: $0.reason) }).sorted() {
+            console.print("  \(opType): \(ModelFiles.layerHint(opType))")
+        }
         return 1
     }
 

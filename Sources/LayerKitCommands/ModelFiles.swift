@@ -31,8 +31,13 @@ enum ModelFiles {
     /// the command line does it (`--layer OPTYPE=FORMULA`); else unchanged.
     static func withLayerHint(_ error: LayerKitError) -> LayerKitError {
         guard let opType = LayerRegistry.missingLayer(in: error.description) else { return error }
-        return error.suffixed(" (on the command line: --layer \(opType)='FORMULA', a per-element formula over x "
-                              + "whose other names are the node's attributes and constant inputs; Docs/CLI.md)")
+        return error.suffixed(" (\(layerHint(opType)))")
+    }
+
+    /// How the command line runs custom op `opType`: `--layer`.
+    static func layerHint(_ opType: String) -> String {
+        "on the command line: --layer \(opType)='FORMULA', a per-element formula over x "
+            + "whose other names are the node's attributes and constant inputs; Docs/CLI.md"
     }
 
     /// The shared registry, or with `--layer` words a new one (the built-in

@@ -71,6 +71,10 @@ struct ModelLayerOptionTests {
         #expect(missing.error.contains("register a layer named 'ArticleSwish' (on the command line: "
                                        + "--layer ArticleSwish='FORMULA'"), "\(missing.error)")
         #expect(!missing.error.contains("LayerRegistry"), "\(missing.error)")
+        // inspect lists the refusal, and says how the command line runs the op.
+        let inspect = CommandRunner()
+        #expect(inspect.run(["inspect", model, "--backend", "cpu"]) == 1)
+        #expect(inspect.out.contains("ArticleSwish: on the command line: --layer ArticleSwish='FORMULA'"), "\(inspect.out)")
         // The node gives `beta`; a formula of `gamma` is refused, naming both.
         let mismatch = CommandRunner()
         #expect(mismatch.run(["run", model, "--input", input, "--backend", "cpu",
