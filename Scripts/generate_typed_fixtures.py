@@ -85,6 +85,40 @@ def main():
                          h.make_node("Cast", ["d"], ["z"], to=T.INT32)],
          [("u", T.UINT8, [4]), ("d", T.DOUBLE, [4])], [("y", T.DOUBLE, [4]), ("z", T.INT32, [4])],
          {"u": np.array([0, 1, 200, 255], np.uint8), "d": np.array([0.5, -2.75, 1024.0, -7.0], np.float64)})
+    # A transformer's inputs: token ids into an embedding table, position ids from the
+    # attention mask (CumSum), the mask as a float multiplier and as an additive bias of
+    # -FLT_MAX (Where on a bool): integer and bool values computed at run time.
+    vocab, width = 40, 3
+    table = rng.standard_normal((vocab, width)).astype(np.float32)
+    positions = rng.standard_normal((8, width)).astype(np.float32)
+    constant = lambda name, value: h.make_node("Constant", [], [name], value=nh.from_array(value, name))
+    case("token_embedding", [
+        constant("table", table), constant("positions", positions), constant("axis", np.array(1, np.int64)),
+        constant("one", np.array(1, np.int64)), constant("zero", np.array(0, np.int64)),
+        constant("last", np.array([2], np.int64)), constant("lowest", np.array(np.finfo(np.float32).min, np.float32)),
+        constant("nothing", np.array(0, np.float32)),
+        h.make_node("Gather", ["table", "ids"], ["tokens"]),
+        h.make_node("CumSum", ["mask", "axis"], ["count"]), h.make_node("Sub", ["count", "one"], ["before"]),
+        h.make_node("Mul", ["before", "mask"], ["position_ids"]),
+        h.make_node("Gather", ["positions", "position_ids"], ["placed"]),
+        h.make_node("Add", ["tokens", "placed"], ["summed"]),
+        h.make_node("Cast", ["mask"], ["weights"], to=T.FLOAT), h.make_node("Unsqueeze", ["weights", "last"], ["column"]),
+        h.make_node("Mul", ["summed", "column"], ["y"]),
+        h.make_node("Equal", ["mask", "zero"], ["padding"]),
+        h.make_node("Where", ["padding", "lowest", "nothing"], ["bias"])],
+        [("ids", T.INT64, [2, 5]), ("mask", T.INT64, [2, 5])],
+        [("y", T.FLOAT, [2, 5, width]), ("position_ids", T.INT64, [2, 5]), ("padding", T.BOOL, [2, 5]),
+         ("bias", T.FLOAT, [2, 5])],
+        {"ids": np.array([[3, 39, 7, 0, 0], [12, 12, 5, 1, 0]], np.int64),
+         "mask": np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]], np.int64)})
+    # float64 computed in double: sums float32 would round (1 + 2^-40, 1e10 + 0.5).
+    case("float64_sum", [h.make_node("Add", ["a", "b"], ["s"]), h.make_node("Mul", ["s", "b"], ["y"])],
+         [("a", T.DOUBLE, [3]), ("b", T.DOUBLE, [3])], [("y", T.DOUBLE, [3])],
+         {"a": np.array([1.0, 1e10, -3.0], np.float64), "b": np.array([2.0**-40, 0.5, 1.0 / 3.0], np.float64)})
+    # A reshape target given as an input: a value the plan needs at prepare, planned per value.
+    case("reshape_by_input", [h.make_node("Reshape", ["x", "shape"], ["y"])],
+         [("x", T.FLOAT, [2, 3]), ("shape", T.INT64, [2])], [("y", T.FLOAT, [3, 2])],
+         {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "shape": np.array([3, 2], np.int64)})
     print("wrote", len(os.listdir(OUT)), "cases under", os.path.normpath(OUT))
 
 

@@ -44,8 +44,10 @@ enum InspectCommand {
         }
         TextTable.lines(header: ["#", "name", "op", "status"], rows: rows).forEach { console.print("  " + $0) }
         if model != nil {
-            // It loaded: its plan waits for the values of its integer, bool or string inputs.
-            let inputs = survey.inputs.filter { !($0.dataType?.isFloatingPoint ?? true) }.map { "'\($0.name)'" }
+            // It loaded: its plan waits for the values of the inputs some node needs at prepare.
+            let inputs = Set(survey.nodes.compactMap { node -> String? in
+                if case .perValue(let input) = node.status { input } else { nil }
+            }).sorted().map { "'\($0)'" }
             console.print("runs: the plan is made from the values of \(inputs.joined(separator: ", ")) at each new value; "
                           + "`layerkit run` with them shows where each node runs")
             return 0

@@ -45,15 +45,22 @@ public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
         (elementType, self.shape, self.count, bytes, self.strings) = (.string, shape, count, [], strings)
     }
 
-    /// The float32 tensor's values, as a `.float32` tensor.
+    /// The float32 tensor's values, as a `.float32` tensor (hosts are
+    /// little-endian: the bytes are copied as they are).
     public init(_ tensor: Tensor) {
-        var bytes = [UInt8](repeating: 0, count: tensor.count * 4)
-        bytes.withUnsafeMutableBytes { target in
-            for (i, value) in tensor.elements.enumerated() {
-                target.storeBytes(of: value.bitPattern.littleEndian, toByteOffset: 4 * i, as: UInt32.self)
-            }
-        }
+        let bytes = Array(UnsafeRawBufferPointer(UnsafeBufferPointer(start: tensor.dataPointer, count: tensor.count)))
         (elementType, shape, count, self.bytes, strings) = (.float32, tensor.shape, tensor.count, bytes, [])
+    }
+
+    /// A tensor of `elementType` and `shape` whose every element is zero
+    /// (false, or the empty string).
+    public init(zerosOf elementType: ElementType, shape: [Int]) throws {
+        let count = try Tensor.elementCount(of: shape)
+        guard let width = elementType.byteWidth else {
+            try self.init(shape: shape, strings: Array(repeating: "", count: count))
+            return
+        }
+        try self.init(elementType: elementType, shape: shape, bytes: [UInt8](repeating: 0, count: count * width))
     }
 
     /// A tensor of `elementType` holding `values` converted as ONNX `Cast`
@@ -147,8 +154,23 @@ public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
     /// The values as a float32 `Tensor` (converted as `double(at:)` reads them).
     public func float32Tensor() throws -> Tensor {
         let tensor = try Tensor(shape: shape)
-        for i in 0..<count { tensor[i] = Float(double(at: i)) }
+        try write(into: tensor)
         return tensor
+    }
+
+    /// Writes the values, converted to float32 as `float32Tensor()` does,
+    /// into `tensor`, which must hold as many elements.
+    public func write(into tensor: Tensor) throws {
+        guard tensor.count == count else {
+            throw LayerKitError.shapeMismatch("\(count) values do not fill a tensor of shape \(Tensor.describe(tensor.shape))")
+        }
+        if elementType == .float32 {
+            bytes.withUnsafeBytes { raw in
+                if let base = raw.baseAddress { UnsafeMutableRawPointer(tensor.dataPointer).copyMemory(from: base, byteCount: raw.count) }
+            }
+            return
+        }
+        for i in 0..<count { tensor[i] = Float(double(at: i)) }
     }
 
     /// The values converted to `type` as ONNX `Cast` does (`saturate` for

@@ -367,8 +367,8 @@ static void model_type_errors(lk_context *context) {
     lk_model_destroy(model);
 }
 
-static const char *const cases[] = {"int64_add",  "int64_identity", "int64_equal", "less_bool",
-                                    "float16_relu", "gather_index", "mixed_types"};
+static const char *const cases[] = {"int64_add",    "int64_identity", "int64_equal", "less_bool",
+                                    "float16_relu", "gather_index",   "mixed_types", "float64_sum"};
 
 static void run_cases(lk_context *context, const char *backend) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

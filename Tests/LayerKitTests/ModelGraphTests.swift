@@ -75,17 +75,22 @@ struct ModelGraphTests {
         }
     }
 
-    /// Integer inputs are constants of the plan, made at the first predict
-    /// from their values: integer arithmetic on them folds, and a float op
-    /// reading them is refused then, naming the node.
-    @Test func integerInputsAreReadAtPrepare() throws {
+    /// Integer inputs run in their own type at run time: the plan is made
+    /// at load and serves every value (int64 arithmetic exact past 2^53); a
+    /// float op reading one is refused at the first predict, naming the node.
+    @Test func integerInputsRunInTheirOwnType() throws {
         let add = ONNXBytes.node("Add", inputs: ["x", "c"], outputs: ["y"], name: "add")
-        let data = Self.model(nodes: [add], inputs: [Self.value("x", [3], type: 7)], outputs: [Self.value("y", [3])],
+        let data = Self.model(nodes: [add], inputs: [Self.value("x", [3], type: 7)], outputs: [Self.value("y", [3], type: 7)],
                               initializers: [ONNXBytes.tensor("c", dims: [1], type: 7, PB.bytes(9, PB.littleEndian([Int64(-5)])))])
         let model = try Model(data: data, computeUnits: .cpuOnly)
-        #expect(model.nodes.isEmpty)
+        #expect(model.nodes.map(\.name) == ["add"])
+        let plan = try #require(model.planForTests)
         let y = try #require(try model.predict(inputs: ["x": Tensor(shape: [3], values: [1, 2, 40])])["y"])
         #expect(y.values == [-4, -3, 35])
+        let big = Int64(1) << 62 + 3
+        let exact = try model.predict(typed: ["x": TypedTensor(.int64, shape: [3], integers: [big, -big, 7])])
+        #expect(exact["y"]?.integers() == [big - 5, -big - 5, 2])
+        #expect(model.planForTests === plan, "a new value made a new plan")
         #expect(throws: LayerKitError.self) { _ = try model.predict(inputs: ["x": Tensor(shape: [3], values: [1, 2.5, 3])]) }
         let relu = Self.model(nodes: [ONNXBytes.node("Relu", name: "relu")], inputs: [Self.value("x", [2], type: 7)],
                               outputs: [Self.value("y", [2])])

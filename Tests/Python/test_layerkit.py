@@ -232,6 +232,14 @@ class TypedModelTests(unittest.TestCase):
     def test_float_and_int64_index(self):
         self.check_case("gather_index")
 
+    def test_token_ids_and_mask_of_a_transformer(self):
+        # Ids into an embedding, position ids from the mask's CumSum, the mask as a bias: one plan.
+        self.assertEqual(self.check_case("token_embedding")["position_ids"].dtype, np.int64)
+
+    def test_float64_computed_in_double(self):
+        y = self.check_case("float64_sum")["y"]
+        self.assertEqual(y[0], (1.0 + 2.0**-40) * 2.0**-40)
+
     def test_uint8_float64_in_float64_int32_out(self):
         self.check_case("mixed_types")
 

@@ -9,7 +9,20 @@ struct ModelGraph {
         let shape: [Int]
         /// The data of a constant (an initializer a layer takes as an input).
         let constant: Tensor?
+        /// Its ONNX element type. A float value of any width but float64
+        /// runs as a float32 `Tensor`; an integer, bool, string or float64
+        /// value computed at run time (`isTyped`) is a `TypedTensor` on the
+        /// host, which only `TypedStep`s compute on.
+        var elementType: ElementType = .float32
+
+        /// Whether the value is held in its own type at run time rather
+        /// than as float32: integers stay exact, bools bools, float64 double.
+        var isTyped: Bool { ModelGraph.holdsTyped(elementType) }
     }
+
+    /// Whether values of `type` are held as `TypedTensor`s at run time
+    /// (integers, bool, string, float64) rather than as float32 tensors.
+    static func holdsTyped(_ type: ElementType) -> Bool { !type.isFloatingPoint || type == .float64 }
 
     /// One node of the model.
     struct Step {
@@ -61,8 +74,8 @@ struct ModelGraph {
     init() {}
 
     /// Adds a value; returns its index.
-    mutating func addValue(_ name: String, shape: [Int], constant: Tensor? = nil) -> Int {
-        values.append(Value(name: name, shape: shape, constant: constant))
+    mutating func addValue(_ name: String, shape: [Int], constant: Tensor? = nil, type: ElementType = .float32) -> Int {
+        values.append(Value(name: name, shape: shape, constant: constant, elementType: type))
         return values.count - 1
     }
 

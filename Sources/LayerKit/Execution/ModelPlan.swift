@@ -113,7 +113,8 @@ final class ModelPlan {
     /// read once per plan, beside the prepare's own pass over them.
     private static func halfRangeFindings(_ graph: ModelGraph, inputRanges: [HalfRange?])
         -> [(value: Int, finding: HalfRange.Finding)] {
-        let inputs = Dictionary(zip(graph.inputs, inputRanges).compactMap { v, range in range.map { (v, $0) } },
+        // `inputRanges` judges the inputs held as float32 (typed ones are never stored in fp16).
+        let inputs = Dictionary(zip(graph.inputs.filter { !graph.values[$0].isTyped }, inputRanges).compactMap { v, range in range.map { (v, $0) } },
                                 uniquingKeysWith: { first, _ in first })
         return graph.values.indices.compactMap { v in
             let value = graph.values[v]
@@ -186,7 +187,8 @@ final class ModelPlan {
                                       lastUses: [Int]) -> (values: [HostArena.Lifetime], inPlace: [(Int, Int)]) {
         var excluded = Array(repeating: false, count: graph.values.count)
         for v in graph.inputs + graph.outputs { excluded[v] = true }
-        for v in graph.values.indices where graph.values[v].constant != nil { excluded[v] = true }
+        // Constants are the plan's; typed values are `TypedTensor`s of their own (`ModelRun`).
+        for v in graph.values.indices where graph.values[v].constant != nil || graph.values[v].isTyped { excluded[v] = true }
         var first = [Int?](repeating: nil, count: graph.values.count)
         var madeOnGPU = Array(repeating: false, count: graph.values.count)
         var inPlace: [(Int, Int)] = []

@@ -19,6 +19,11 @@ final class ModelRun {
     private var graph: ModelGraph { plan.graph }
     /// Per value: the host tensor, when it is current on the host.
     private var host: [Tensor?]
+    /// Per typed value (`ModelGraph.Value.isTyped`): its value, once made.
+    private var typed: [TypedTensor?]
+    /// The typed graph outputs of the last `run()`, by position in the
+    /// graph's outputs: their exact values (`run()` returns them as float32).
+    private(set) var typedOutputs: [Int: TypedTensor] = [:]
     /// Per value: whether its slot image holds it.
     private var onGPU: [Bool]
     private var commands: GPUCommandBuffer?
@@ -46,10 +51,12 @@ final class ModelRun {
     /// how `Model` checks a CPU reference's values against fp16's range.
     var observeComputed: ((Int, Tensor) -> Void)?
 
-    /// `outputs`, when given, receive the graph's outputs (of their shapes;
-    /// nil for an output that gets a new tensor) instead of new tensors.
-    init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], outputs: [Tensor?] = [], profiler: Profiler?,
-         marksTimestamps: Bool = false) {
+    /// `inputs` are the values of the graph inputs held as float32, in
+    /// order, and `typedInputs` those of the typed ones (`isTyped`), in
+    /// order. `outputs`, when given, receive the graph's outputs (of their
+    /// shapes; nil for an output that gets a new tensor) instead of new tensors.
+    init(plan: ModelPlan, gpu: GPUContext?, inputs: [Tensor], typedInputs: [TypedTensor] = [], outputs: [Tensor?] = [],
+         profiler: Profiler?, marksTimestamps: Bool = false) {
         self.plan = plan
         self.gpu = gpu
         self.profiler = profiler
@@ -57,7 +64,10 @@ final class ModelRun {
         for (index, tensor) in zip(plan.graph.outputs, outputs) { given[index] = tensor }
         if plan.poisonsArena { plan.arena?.poison() }
         host = plan.graph.values.map(\.constant)
-        for (index, tensor) in zip(plan.graph.inputs, inputs) { host[index] = tensor }
+        typed = Array(repeating: nil, count: plan.graph.values.count)
+        let graph = plan.graph
+        for (index, tensor) in zip(graph.inputs.filter { !graph.values[$0].isTyped }, inputs) { host[index] = tensor }
+        for (index, value) in zip(graph.inputs.filter { graph.values[$0].isTyped }, typedInputs) { typed[index] = value }
         // The plan uploaded every constant that lives in an image.
         onGPU = plan.graph.values.indices.map { plan.graph.values[$0].constant != nil && plan.slots[$0] != nil }
     }
@@ -71,8 +81,14 @@ final class ModelRun {
             guard let layer = graph.steps[i].layer else { continue }
             try run(graph.steps[i], layer, index: i)
         }
-        for v in graph.outputs where host[v] == nil { try download(v) }
+        for v in graph.outputs where host[v] == nil && typed[v] == nil { try download(v) }
         try finishGPUWork()
+        typedOutputs = [:]
+        for (k, v) in graph.outputs.enumerated() {
+            guard let value = typed[v] else { continue }
+            typedOutputs[k] = value
+            host[v] = try given[v].map { try value.write(into: $0); return $0 } ?? value.float32Tensor()
+        }
         return try graph.outputs.map { v in
             guard let tensor = host[v] else { throw LayerKitError.unsupported("output '\(graph.values[v].name)' was not computed") }
             // Never hand back the caller's own input tensor, or the plan's
@@ -90,6 +106,13 @@ final class ModelRun {
         // The label only for the profiler: building it costs more than a small layer.
         let label = profiler == nil ? "" : step.label
         try profiler.withOp(label) {
+            if let typedStep = layer as? TypedStep {
+                return try compute(step, typedStep, label)
+            }
+            // A float layer reads a typed value (float64) as float32.
+            for v in step.inputs where host[v] == nil && !onGPU[v] {
+                if let value = typed[v] { host[v] = try value.float32Tensor() }
+            }
             if plan.inPieces[i], let perElement = layer as? PerElementLayer {
                 try runInPieces(step, perElement)
             } else if plan.placements[i].isGPU {
@@ -99,7 +122,10 @@ final class ModelRun {
             }
         }
         // Host copies nothing reads any more are dropped now.
-        for v in step.inputs where plan.lastUses[v] == i && graph.values[v].constant == nil { host[v] = nil }
+        for v in step.inputs where plan.lastUses[v] == i && graph.values[v].constant == nil {
+            host[v] = nil
+            typed[v] = nil
+        }
     }
 
     // MARK: - GPU steps
@@ -236,6 +262,37 @@ final class ModelRun {
     private func hostTensor(for v: Int) throws -> Tensor {
         if let tensor = given[v] ?? plan.arena?.views[v] { return tensor }
         return try Tensor(shape: graph.values[v].shape)
+    }
+
+    /// Runs a typed step on the CPU: its float inputs read as float32
+    /// values, its outputs kept typed or, for float ones, written to their
+    /// host tensors.
+    private func compute(_ step: ModelGraph.Step, _ layer: TypedStep, _ label: String) throws {
+        for v in step.inputs where typed[v] == nil && host[v] == nil { try download(v) }
+        try finishGPUWork()
+        let inputs = try step.inputs.map { v -> TypedTensor in
+            if let value = typed[v] { return value }
+            guard let tensor = host[v] else {
+                throw LayerKitError.unsupported("\(step.name): input '\(graph.values[v].name)' is nowhere")
+            }
+            return TypedTensor(tensor)
+        }
+        let outputs = try profiler.map { profiler in
+            try profiler.measure(.cpuLayer, label, shape: step.outputs.first.map { graph.values[$0].shape }) {
+                try layer.run(inputs)
+            }
+        } ?? layer.run(inputs)
+        for (v, value) in zip(step.outputs, outputs) {
+            if graph.values[v].isTyped {
+                typed[v] = value
+                continue
+            }
+            let tensor = try hostTensor(for: v)
+            try value.write(into: tensor)
+            host[v] = tensor
+            onGPU[v] = false
+            observeComputed?(v, tensor)
+        }
     }
 
     private func evaluate(_ step: ModelGraph.Step, _ layer: Layer, _ label: String) throws {

@@ -29,6 +29,7 @@ extension Backend {
     /// whatever its shapes; nil when it may.
     func whyNotGPU(_ layer: Layer) -> String? {
         if let why = whyNoGPUWork { return why }
+        if let step = layer as? TypedStep { return step.whyOnCPU }
         return layer.hasGPUImplementation ? nil : "it has no GPU implementation (encode)"
     }
 

@@ -73,13 +73,14 @@ public final class Model: @unchecked Sendable {
     /// How many plans are kept: each holds its images and host arena.
     static let planCapacity = 4
     private var lastPlan: ModelPlan?
-    /// Float inputs whose values a plan needs (a weight, a scale or a shape
-    /// computed from them: `ValueRequests`): values of the plan, as integer
-    /// inputs are. Found by the first import that needed them.
+    /// Inputs whose values a plan needs (a weight, a scale, a shape or a
+    /// `NonZero` computed from them: `ValueRequests`, `TypedStep.ShapeChanged`):
+    /// values of the plan, constants of its import, one plan per value.
+    /// Found by the first import or run that needed them.
     private var preparedInputs = Set<Int>()
 
     /// What a plan is made for: the input shapes, the values of the
-    /// integer, bool and string inputs (constants of the plan, `ONNXImporter.graph`), and
+    /// `preparedInputs` (constants of the plan, `ONNXImporter.graph`), and
     /// which float inputs fp16 storage cannot keep (their readers run on
     /// the CPU; empty for most runs, which then share the load-time plan).
     private struct PlanKey: Hashable {
@@ -88,11 +89,10 @@ public final class Model: @unchecked Sendable {
         var unfaithfulInputs: [Int] = []
     }
 
-    /// Whether input `i` is an integer, bool or string input, whose values
-    /// are read at prepare; float inputs of every width run as float32.
-    private func isValueInput(_ i: Int) -> Bool { Model.isValue(inputs[i]) }
-
-    private static func isValue(_ input: ValueDescription) -> Bool { !(input.dataType?.isFloatingPoint ?? true) }
+    /// Whether input `i` runs as a `TypedTensor` in its own type (integers,
+    /// bool, string, float64: `ModelGraph.holdsTyped`); other float inputs
+    /// of every width run as float32 tensors.
+    private func isTypedInput(_ i: Int) -> Bool { ModelGraph.holdsTyped(inputs[i].dataType ?? .float32) }
 
     /// Loads the ONNX model at `url`. `computeUnits` picks the backend
     /// unless `backend` shares one. Placement notices go to `notice` when the
@@ -152,13 +152,8 @@ public final class Model: @unchecked Sendable {
         }
         self.name = name
         for input in inputs where input.dataType == .float64 {
-            self.backend.announce("\(name): input '\(input.name)' is DOUBLE; LayerKit computes in float32 (values converted)")
-        }
-        guard !inputs.contains(where: Model.isValue) else {
-            // Integer inputs are constants of a plan: it is made at the first predict, from their values.
-            outputs = model.graph.outputs.map { Model.describe($0, $0.dims ?? []) }
-            lastPlan = nil
-            return
+            self.backend.announce("\(name): input '\(input.name)' is DOUBLE: element-wise, comparison and data-moving "
+                                  + "ops compute it in double, layers (Conv, MatMul, normalizations...) in float32")
         }
         // Symbolic dimensions are 1 for the load-time plan.
         let shapes = inputs.map(\.shapeWithSymbolsAsOne)
@@ -167,7 +162,7 @@ public final class Model: @unchecked Sendable {
             plan = try Model.plan(importer, inputNames: inputs.map(\.name), shapes: shapes, values: [:],
                                   inputRanges: [], backend: self.backend, name: name)
         } catch let needed as ValuesNeeded {
-            // Inputs the plan needs the values of: it is made at the first predict, as for integer inputs.
+            // Inputs the plan needs the values of: it is made at the first predict, from them.
             let names = inputs.map(\.name)
             preparedInputs = Set(names.indices.filter { needed.inputs.contains(names[$0]) })
             guard !preparedInputs.isEmpty else { throw needed.error }
@@ -229,7 +224,7 @@ public final class Model: @unchecked Sendable {
 
     /// The nodes with where they run, as planned for the last inputs (the
     /// declared shapes until the first `predict`; empty before the first
-    /// `predict` of a model with integer inputs, whose plan needs their values).
+    /// `predict` of a model whose plan needs an input's values).
     public var nodes: [NodeDescription] {
         lock.lock(); defer { lock.unlock() }
         guard let lastPlan else { return [] }
@@ -302,10 +297,14 @@ public final class Model: @unchecked Sendable {
             try Model.check(tensor.shape, fits: input)
             return tensor
         }
-        // Integer inputs come as Float32 tensors of whole numbers; they are read as their type here.
+        // Typed inputs come as Float32 tensors (integers as whole numbers); they are read as their type here.
         var values: [TypedTensor?] = Array(repeating: nil, count: inputs.count)
-        for (i, tensor) in tensors.enumerated() where isValueInput(i) {
+        for (i, tensor) in tensors.enumerated() where isTypedInput(i) {
             let type = inputs[i].dataType ?? .int64
+            if type == .float64 {
+                values[i] = try TypedTensor(tensor).converted(to: .float64)
+                continue
+            }
             guard type.isInteger, tensor.elements.allSatisfy({ $0 == $0.rounded(.towardZero) && $0.isFinite }) else {
                 throw LayerKitError.invalidParameter("input '\(inputs[i].name)' is \(type); give it as a TypedTensor "
                                                      + "(predict(typed:)), or as whole numbers in a float32 Tensor")
@@ -313,19 +312,20 @@ public final class Model: @unchecked Sendable {
             values[i] = try TypedTensor(type, shape: tensor.shape,
                                         integers: tensor.elements.map { Int64(exactly: $0) ?? .min })
         }
-        return try run(tensors: tensors, values: values, outputs: provided, profiler: profiler, prepareRun: prepareRun)
+        return try run(tensors: tensors, values: values, outputs: provided, profiler: profiler, prepareRun: prepareRun).outputs
     }
 
     /// Runs the model on `inputs` of their own element types and returns
     /// each output in the type the model declares for it: the API for
     /// models with integer, bool or string values (token ids, masks). Each
     /// input's type must be the model's (a float32 array for an int64 input
-    /// is an error naming both, never a silent conversion); float16,
-    /// bfloat16 and float64 inputs are computed in float32, integer, bool
-    /// and string inputs are values of the plan (`ONNXImporter.graph`), and
-    /// each output is converted from its float32 result to its declared
-    /// type (integers rounded to nearest, bools non-zero) unless it is
-    /// known exactly at load.
+    /// is an error naming both, never a silent conversion). float16 and
+    /// bfloat16 inputs are computed in float32; integer, bool, string and
+    /// float64 inputs stay in their type, computed exactly on the CPU by the
+    /// ops that take them (`TypedStep`). An output computed in its own type
+    /// (or known at load) is returned exactly; one a float layer computed is
+    /// converted from its float32 result to its declared type (integers
+    /// rounded to nearest, bools non-zero).
     public func predict(typed given: [String: TypedTensor], profiler: Profiler? = nil) throws -> [String: TypedTensor] {
         for name in given.keys.sorted() where !inputs.contains(where: { $0.name == name }) {
             throw LayerKitError.invalidParameter(
@@ -340,18 +340,18 @@ public final class Model: @unchecked Sendable {
                 throw LayerKitError.invalidParameter("input '\(input.name)' is \(value.elementType); the model takes \(type)")
             }
             try Model.check(value.shape, fits: input)
-            let valueInput = isValueInput(i)
-            tensors.append(valueInput ? try Tensor(shape: value.shape) : try value.float32Tensor())
-            values.append(valueInput ? value : nil)
+            let typedInput = isTypedInput(i)
+            tensors.append(typedInput ? try Tensor(shape: value.shape) : try value.float32Tensor())
+            values.append(typedInput ? value : nil)
         }
         var known: [Int: TypedTensor] = [:]
-        let results = try run(tensors: tensors, values: values, outputs: [:], profiler: profiler) { plan, _ in
+        let (results, exact) = try run(tensors: tensors, values: values, outputs: [:], profiler: profiler) { plan, _ in
             known = plan.graph.knownOutputs
         }
         var typed: [String: TypedTensor] = [:]
         for (k, output) in outputs.enumerated() {
-            // An output known at load is exact in its own type; the others are float32 results.
-            if let value = known[k] {
+            // An output known at load or computed in its type is exact; the others are float32 results.
+            if let value = known[k] ?? exact[output.name] {
                 typed[output.name] = try value.converted(to: output.dataType ?? value.elementType)
             } else if let result = results[output.name] {
                 typed[output.name] = try Model.typed(result, as: output.dataType ?? .float32)
@@ -370,18 +370,38 @@ public final class Model: @unchecked Sendable {
             .converted(to: type)
     }
 
-    /// Runs the plan for `tensors` (one per input; those of value inputs
-    /// only give their shapes) and `values` (per input, the value of an
-    /// integer, bool or string input).
+    /// Runs the plan for `tensors` (one per input; those of typed inputs
+    /// only give their shapes) and `values` (per input, the value of a
+    /// typed input): the outputs as float32 tensors, and those computed in
+    /// their own type exactly, by name.
     private func run(tensors: [Tensor], values given: [TypedTensor?], outputs provided: [String: Tensor], profiler: Profiler?,
-                     prepareRun: ((ModelPlan, ModelRun) -> Void)?) throws -> [String: Tensor] {
+                     prepareRun: ((ModelPlan, ModelRun) -> Void)?) throws
+        -> (outputs: [String: Tensor], typed: [String: TypedTensor]) {
         lock.lock(); defer { lock.unlock() }
-        // An import that needs the values of float inputs makes them values of the
-        // plan and asks again; each time adds an input, so this ends.
-        var planned: (plan: ModelPlan?, floatTensors: [Tensor])
-        repeat { planned = try plan(tensors: tensors, values: given) } while planned.plan == nil
-        guard let plan = planned.plan else { throw LayerKitError.invalidModel("\(name): no plan") }
-        let floatTensors = planned.floatTensors
+        // An import or a run that needs the values of inputs at prepare makes them
+        // values of the plan and asks again; each time adds an input, so this ends.
+        while true {
+            let planned = try plan(tensors: tensors, values: given)
+            guard let plan = planned.plan else { continue }
+            do {
+                return try run(plan, planned.runtimeInputs, outputs: provided, profiler: profiler, prepareRun: prepareRun)
+            } catch let changed as TypedStep.ShapeChanged {
+                let more = Set(inputs.indices.filter { i in
+                    changed.inputs.contains { importer.graphInputs(feeding: $0).contains(inputs[i].name) }
+                }).subtracting(preparedInputs)
+                guard !more.isEmpty else { throw LayerKitError.invalidModel("\(name): \(changed.message)") }
+                preparedInputs.formUnion(more)
+                backend.announce("\(name): input " + more.sorted().map { "'\(inputs[$0].name)'" }.joined(separator: ", ")
+                                 + " decides the shape of a value (\(changed.message)): each new value makes a new plan")
+            }
+        }
+    }
+
+    /// One run of `plan` on `runtime` inputs (float and typed, as
+    /// `plan(tensors:values:)` gives them). The caller holds `lock`.
+    private func run(_ plan: ModelPlan, _ runtime: (floats: [Tensor], typed: [TypedTensor]), outputs provided: [String: Tensor],
+                     profiler: Profiler?, prepareRun: ((ModelPlan, ModelRun) -> Void)?) throws
+        -> (outputs: [String: Tensor], typed: [String: TypedTensor]) {
         lastPlan = plan
         // The caller's output tensors, checked against this plan's shapes before the run.
         let targets = try zip(outputs, plan.graph.outputs).map { output, value -> Tensor? in
@@ -394,37 +414,43 @@ public final class Model: @unchecked Sendable {
             }
             return tensor
         }
-        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: floatTensors, outputs: targets, profiler: profiler)
+        let run = ModelRun(plan: plan, gpu: backend.gpu, inputs: runtime.floats, typedInputs: runtime.typed,
+                           outputs: targets, profiler: profiler)
         prepareRun?(plan, run)
         let results = try CPUThreads.with(backend.threads) {
             try profiler.map { try $0.measure(.run, "run \(name)", run.run) } ?? run.run()
         }
         // Output names are unique (ONNXValidation); a repeat would keep the first, never trap.
-        return Dictionary(zip(outputs.map(\.name), results), uniquingKeysWith: { first, _ in first })
+        let typed = Dictionary(run.typedOutputs.map { (outputs[$0.key].name, $0.value) }, uniquingKeysWith: { first, _ in first })
+        return (Dictionary(zip(outputs.map(\.name), results), uniquingKeysWith: { first, _ in first }), typed)
     }
 
     /// The plan for `tensors` and `values` (as `run` takes them), from the
-    /// cache or made, and the float inputs it runs on; nil when the import
-    /// found float inputs whose values it needs (`ValueRequests`), now
-    /// `preparedInputs`: call again. The caller holds `lock`.
-    private func plan(tensors: [Tensor], values given: [TypedTensor?]) throws -> (ModelPlan?, [Tensor]) {
-        var values = given
-        // A zero-size float input holds nothing to stream: it is a value of the plan, which folding takes.
-        // In the input's own type: a float16 or float8 input widened to float32 narrows back exactly.
-        for i in tensors.indices where values[i] == nil && (preparedInputs.contains(i) || tensors[i].count == 0) {
-            values[i] = try TypedTensor(tensors[i]).converted(to: inputs[i].dataType ?? .float32)
+    /// cache or made, and the inputs it runs on (float and typed, in
+    /// order); nil when the import found inputs whose values it needs
+    /// (`ValueRequests`), now `preparedInputs`: call again. The caller holds `lock`.
+    private func plan(tensors: [Tensor], values given: [TypedTensor?]) throws
+        -> (plan: ModelPlan?, runtimeInputs: (floats: [Tensor], typed: [TypedTensor])) {
+        // The values of the plan: the prepared inputs, and every zero-size input (it holds
+        // nothing to stream; folding takes it). In the input's own type: a float16 or
+        // float8 input widened to float32 narrows back exactly.
+        var constants: [TypedTensor?] = Array(repeating: nil, count: inputs.count)
+        for i in tensors.indices where preparedInputs.contains(i) || tensors[i].count == 0 {
+            constants[i] = try given[i] ?? TypedTensor(tensors[i]).converted(to: inputs[i].dataType ?? .float32)
         }
-        let floatTensors = tensors.indices.filter { values[$0] == nil }.map { tensors[$0] }
+        let runtime = tensors.indices.filter { constants[$0] == nil }
+        let floatTensors = runtime.filter { given[$0] == nil }.map { tensors[$0] }
+        let typedValues = runtime.compactMap { given[$0] }
         let inputRanges = backend.halfRanges(of: floatTensors)
-        let key = PlanKey(shapes: tensors.map(\.shape), values: values.compactMap { $0 },
+        let key = PlanKey(shapes: tensors.map(\.shape), values: constants.compactMap { $0 },
                           unfaithfulInputs: inputRanges.indices.filter { inputRanges[$0] != nil })
         if let known = plans[key] {
             planOrder.removeAll { $0 == key }
             planOrder.append(key)
-            return (known, floatTensors)
+            return (known, (floatTensors, typedValues))
         }
         var named: [String: ONNXTensor] = [:]
-        for (input, value) in zip(inputs, values) {
+        for (input, value) in zip(inputs, constants) {
             if let value { named[input.name] = ONNXTensor(name: input.name, typed: value) }
         }
         let plan: ModelPlan
@@ -437,7 +463,7 @@ public final class Model: @unchecked Sendable {
             preparedInputs.formUnion(more)
             backend.announce("\(name): input " + more.sorted().map { "'\(inputs[$0].name)'" }.joined(separator: ", ")
                              + " is read at prepare (a node needs its value there): each new value makes a new plan")
-            return (nil, [])
+            return (nil, ([], []))
         }
         // Plans hold images: keep those of the most recently used shapes only.
         if plans.count >= Model.planCapacity, let oldest = planOrder.first {
@@ -447,7 +473,7 @@ public final class Model: @unchecked Sendable {
         plans[key] = plan
         planOrder.append(key)
         backend.announce(plan, model: name)
-        return (plan, floatTensors)
+        return (plan, (floatTensors, typedValues))
     }
 
     /// An import needed the values of `inputs` at prepare (`ValueRequests`);

@@ -6,7 +6,7 @@ import Foundation
 /// not stop at the first node LayerKit cannot run: it names every one, with
 /// how often each reason occurs, so a user sees how far a model is from
 /// running. Nodes downstream of a refused one are listed as not reached;
-/// nodes computed from integer, bool or string inputs as planned per value.
+/// nodes that need an input's value at prepare as planned per value.
 public struct ModelSurvey: Sendable {
     /// What became of one node.
     public enum Status: Sendable, Equatable {
@@ -18,9 +18,10 @@ public struct ModelSurvey: Sendable {
         case unsupported(String)
         /// Not reached: it reads `value`, made (or read) by a refused node.
         case blocked(by: String)
-        /// A known op whose inputs are computed from integer, bool or string
-        /// input `input`: the plan is made from that input's values, at the
-        /// first run with them (`Model`), so where it runs is known then.
+        /// A known op that needs, at prepare, a value computed from input
+        /// `input` (a reshape target, a Conv's weights): the plan is made from
+        /// that input's values, at the first run with them (`Model`), so
+        /// where it runs is known then.
         case perValue(of: String)
     }
 

@@ -51,9 +51,10 @@ struct ONNXImporter {
     /// The graph for inputs of `inputShapes` (by input name), simplified:
     /// every node whose inputs are known at load is folded into a constant
     /// (`ONNXFolding`), and steps whose outputs nothing reads are dropped.
-    /// `inputValues` gives the values of integer inputs (indices, shapes),
-    /// which are constants of the plan: a model's integer inputs feed shape
-    /// arithmetic and `Gather` indices, which are resolved at load.
+    /// `inputValues` gives the values of the inputs a plan is made for
+    /// (`Model`'s prepared inputs: a reshape target, a Conv's weights), which
+    /// are constants of the import; other inputs are values of the run,
+    /// typed ones computed by `TypedStep`s.
     ///
     /// With `survey`, a node that cannot be converted does not stop the
     /// import: `survey` hears what became of each node, by position, and
@@ -65,15 +66,16 @@ struct ONNXImporter {
         if survey == nil { layerCache?.startImport() }
         var valueIndex: [String: Int] = [:]
         var constantIndex: [String: Int] = [:]
-        // Initializers, folded node outputs and integer inputs, by name.
+        // Initializers, folded node outputs and inputs given values, by name.
         var constants = model.graph.initializers
         // Elements of the computed values so far, against maxModelElements.
         var total = 0
         // Names made by nodes that failed (surveying) and everything downstream of them.
         var unreachable = Set<String>()
-        // Surveying: names computed from an integer, bool or string input (the input
-        // each is computed from), whose values a survey does not have.
+        // Surveying: names computed from an input whose values a node needs at
+        // prepare (the input each is computed from), which a survey does not have.
         var perValue: [String: String] = [:]
+        let requests = requests ?? (survey != nil ? ValueRequests() : nil)
         // Element types of runtime values (CastLike's runtime targets): declared in
         // the file (inputs, value_info, outputs) or inferred node by node.
         var declaredTypes: [String: ElementType] = [:]
@@ -91,15 +93,9 @@ struct ONNXImporter {
                 }
                 continue
             }
-            if survey != nil, let type = input.elementType, !type.isFloatingPoint {
-                // Integer inputs are values of the plan; a survey has none.
-                perValue[input.name] = input.name
-                continue
-            }
-            guard input.elementType?.isFloatingPoint ?? false else {
+            guard let type = declaredTypes[input.name], !type.isComplex else {
                 throw LayerKitError.invalidModel("input '\(input.name)' is \(input.elementType?.description ?? "untyped"); "
-                                                 + "LayerKit runs float inputs as float32, and integer, bool and string "
-                                                 + "inputs as values given at prepare")
+                                                 + "LayerKit runs inputs of real, integer, bool and string types")
             }
             guard let shape = inputShapes[input.name] else {
                 throw LayerKitError.invalidModel("no shape for input '\(input.name)'")
@@ -113,9 +109,79 @@ struct ONNXImporter {
                 throw LayerKitError.invalidModel("the inputs up to '\(input.name)' would hold more than "
                                                  + "\(ONNXImporter.maxModelElements >> 20)M elements (2 GiB), LayerKit's limit for a model")
             }
-            let index = graph.addValue(input.name, shape: shape)
+            let index = graph.addValue(input.name, shape: shape, type: type)
             valueIndex[input.name] = index
             graph.inputs.append(index)
+        }
+        /// Makes `context`'s node a `TypedStep` when it reads a typed value
+        /// computed at run time (`ModelGraph.Value.isTyped`) and can be
+        /// computed exactly; returns whether it did. Its output shapes and
+        /// types come from computing it once on zeros. A node that reads an
+        /// integer, bool or string value but cannot be computed so needs
+        /// that value at prepare: it is requested (`ValueRequests`), and the
+        /// plan is made per value; one reading only float64 values is
+        /// converted to its float layer (which reads them as float32).
+        func addTypedStep(_ context: ONNXNodeContext, _ known: [ONNXTensor?]) throws -> Bool {
+            let node = context.node
+            let runtime = node.inputs.indices.filter { context.has($0) && known[$0] == nil }
+            let values = runtime.compactMap { valueIndex[node.inputs[$0]] }
+            guard values.count == runtime.count, values.contains(where: { graph.values[$0].isTyped }) else { return false }
+            let shaping = zip(runtime, values).filter { ONNXShapeInputs.decidesShape(node.opType, input: $0.0) && graph.values[$0.1].isTyped }
+            if let (i, _) = shaping.first {
+                for (input, _) in shaping { context.requests?.record(node.inputs[input]) }
+                throw context.error("input \(i) ('\(node.inputs[i])') decides its output shape by its values, computed at "
+                                    + "run time: LayerKit needs them at prepare")
+            }
+            // Float values held as float32 are read as float32; typed ones in their own type.
+            let types = values.map { graph.values[$0].isTyped ? graph.values[$0].elementType : .float32 }
+            var probe = known
+            for (k, i) in runtime.enumerated() {
+                probe[i] = ONNXTensor(name: node.inputs[i], typed: try TypedTensor(zerosOf: types[k], shape: graph.values[values[k]].shape))
+            }
+            func needingValues(_ failure: LayerKitError) -> LayerKitError {
+                for (k, i) in runtime.enumerated() where graph.values[values[k]].isTyped { context.requests?.record(node.inputs[i]) }
+                return failure
+            }
+            let outputs: [ONNXTensor]
+            do {
+                switch try exactOutputs(context.knowing(probe), probe) {
+                case .computed(let computed): outputs = computed
+                case .floatLayer, .notComputed:
+                    if values.allSatisfy({ !graph.values[$0].isTyped || graph.values[$0].elementType == .float64 }) { return false }
+                    throw needingValues(context.error("reads a \(types.filter(ModelGraph.holdsTyped).map(\.description).first ?? "") "
+                                                      + "value computed at run time, which only its float layer could take: "
+                                                      + "LayerKit needs that value at prepare"))
+                }
+            } catch let failure as LayerKitError {
+                throw needingValues(context.naming(failure))
+            }
+            var positions: [Int] = [], shapes: [[Int]] = [], outputTypes: [ElementType] = [], indices: [Int] = []
+            for (k, output) in node.outputs.enumerated() where !output.isEmpty {
+                guard k < outputs.count, let type = ElementType(rawValue: outputs[k].dataType.rawValue) else {
+                    throw context.error("has \(node.outputs.count) outputs; its kernel makes \(outputs.count)")
+                }
+                let shape = outputs[k].dims
+                total += try ONNXFolding.checkedCount(shape, context)
+                guard total <= ONNXImporter.maxModelElements else {
+                    throw context.error("the model's values up to this node would hold more than "
+                                        + "\(ONNXImporter.maxModelElements >> 20)M elements (2 GiB), LayerKit's limit for a model")
+                }
+                let index = graph.addValue(output, shape: shape, type: type)
+                valueIndex[output] = index
+                declaredTypes[output] = type
+                (positions, shapes, outputTypes, indices) = (positions + [k], shapes + [shape], outputTypes + [type], indices + [index])
+            }
+            let importer = self
+            let step = TypedStep(node: context.knowing(known), runtimeInputs: runtime, inputTypes: types, outputPositions: positions,
+                                 plannedShapes: shapes, outputTypes: outputTypes) { context, known in
+                guard case .computed(let outputs) = try importer.exactOutputs(context, known) else {
+                    throw context.error("cannot be computed on these values")
+                }
+                return outputs
+            }
+            graph.steps.append(.init(name: node.name, opType: node.opType, domain: node.domain, layer: step,
+                                     inputs: values, outputs: indices))
+            return true
         }
         /// Converts (or folds) one node into `graph`.
         func add(_ node: ONNXNode, at position: Int) throws {
@@ -143,6 +209,7 @@ struct ONNXImporter {
                 }
                 return
             }
+            if node.isStandard, try addTypedStep(context, known) { return }
             let key = ConvertedNodeCache.Key(position: position, constants: known)
             let converted = try layerCache.map { cache in
                 try cache.converted(key, shapes: shapes) { reads in
@@ -233,10 +300,18 @@ struct ONNXImporter {
                 continue
             }
             let steps = graph.steps.count
+            let requested = requests?.values.count ?? 0
             do {
                 try add(node, at: position)
                 survey(position, graph.steps.count > steps ? .converted : .folded)
             } catch {
+                // A node that needs a value at prepare runs once that value is given: planned per value.
+                if let value = requests?.values.dropFirst(requested).first,
+                   let source = graphInputs(feeding: value).sorted().first {
+                    survey(position, .perValue(of: source))
+                    for output in node.outputs where !output.isEmpty { perValue[output] = source }
+                    continue
+                }
                 survey(position, .unsupported("\(error)"))
                 unreachable.formUnion(node.outputs)
             }
@@ -304,20 +379,63 @@ struct ONNXImporter {
         /// Not reached: it reads `by`, which a refused node makes (or
         /// reads, further up).
         case blocked(by: String)
-        /// A known op computed from integer, bool or string input `of`,
-        /// whose values make the plan (a survey has none).
+        /// A known op that needs, at prepare, a value computed from input
+        /// `of`, whose values then make the plan (a survey has none).
         case perValue(of: String)
     }
 
     /// The outputs of `node` computed at load when every input it reads is
-    /// known (`known`, per node input), nil when it must run: the integer
-    /// and shape folding of `ONNXFolding`, else the node's own layer on the
-    /// CPU (its element movement on Int64 for integer data).
+    /// known (`known`, per node input), nil when it must run: exactly, in
+    /// the values' own types (`exactOutputs`), else by the node's own float
+    /// layer on the CPU, in float32.
     private func fold(_ node: ONNXNodeContext, _ known: [ONNXTensor?]) throws -> [ONNXTensor]? {
-        if let folded = try ONNXFolding.outputs(of: node, constants: known) { return folded }
+        switch try exactOutputs(node, known) {
+        case .computed(let outputs): return outputs
+        case .notComputed: return nil
+        case .floatLayer(let layer, let data):
+            do {
+                if data.contains(where: { !(ElementType(rawValue: $0.dataType.rawValue)?.isFloatingPoint ?? false) }) { return nil }
+                let shapes = try layer.outputShapes(forInputShapes: data.map(\.dims))
+                for shape in shapes { _ = try ONNXFolding.checkedCount(shape, node) }
+                if try data.contains(where: { try $0.elementCount() == 0 }) {
+                    // Nothing to compute when every output is empty too (a Relu of a zero batch).
+                    if try shapes.allSatisfy({ try Tensor.elementCount(of: $0) == 0 }) {
+                        return shapes.map { ONNXTensor(name: "", dims: $0, floats: []) }
+                    }
+                    throw node.error("a zero-size input reaches its float layer; LayerKit runs zero-size tensors only "
+                                     + "through shape, element-moving and folding ops")
+                }
+                let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.anyFloats()) }
+                let outputs = try shapes.map { try Tensor(shape: $0) }
+                try layer.evaluate(inputs: tensors, outputs: outputs)
+                return outputs.map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) }
+            } catch {
+                throw node.naming(error)
+            }
+        }
+    }
+
+    /// What `exactOutputs` made of a node.
+    enum ExactOutputs {
+        /// Its outputs, each in its own element type.
+        case computed([ONNXTensor])
+        /// Only its float layer computes it (in float32), on `data`: the
+        /// layer's inputs, known.
+        case floatLayer(Layer, data: [ONNXTensor])
+        /// Not every input it reads is known, or it is no standard op.
+        case notComputed
+    }
+
+    /// The outputs of `node` on its known inputs (`known`, per node input)
+    /// computed exactly, in the values' own types: `ONNXFolding` (shapes,
+    /// constants, the `TypedKernels`), or the element movement of the node's
+    /// layer on the elements' bits. Load-time folding and the `TypedStep`s
+    /// of a run both compute nodes here.
+    func exactOutputs(_ node: ONNXNodeContext, _ known: [ONNXTensor?]) throws -> ExactOutputs {
+        if let folded = try ONNXFolding.outputs(of: node, constants: known) { return .computed(folded) }
         let given = node.node.inputs.indices.filter { node.has($0) }
         guard !given.isEmpty, given.allSatisfy({ known[$0] != nil }), ONNXOperators.converter(for: node.node.opType) != nil else {
-            return nil
+            return .notComputed
         }
         let converted = try convert(node)
         let inputs = converted.inputs.filter { node.has($0) }
@@ -327,99 +445,23 @@ struct ONNXImporter {
         }
         guard let layer = converted.layer else {
             // Identity, and Dropout without its mask: the input passes through.
-            return node.node.outputs.filter({ !$0.isEmpty }).count == 1 ? data.first.map { [$0] } : nil
+            return node.node.outputs.filter({ !$0.isEmpty }).count == 1 ? data.first.map { .computed([$0]) } ?? .notComputed
+                : .notComputed
         }
+        guard let mover = layer as? ElementMovingLayer else { return .floatLayer(layer, data: data) }
         do {
             let shapes = try layer.outputShapes(forInputShapes: data.map(\.dims))
             for shape in shapes { _ = try ONNXFolding.checkedCount(shape, node) }
-            if let mover = layer as? ElementMovingLayer {
-                // Element movement is exact for every type: it moves the elements as they are.
-                let typed = try data.map { try $0.typed() }
-                guard Set(typed.map(\.elementType)).count == 1 else {
-                    throw node.error("its inputs are \(typed.map { "\($0.elementType)" }.joined(separator: " and ")); "
-                                     + "the op takes one element type")
-                }
-                return try ONNXImporter.move(mover, typed, outputShapes: shapes).map { ONNXTensor(name: "", typed: $0) }
+            // Element movement is exact for every type: it moves the elements as they are.
+            let typed = try data.map { try $0.typed() }
+            guard Set(typed.map(\.elementType)).count == 1 else {
+                throw node.error("its inputs are \(typed.map { "\($0.elementType)" }.joined(separator: " and ")); "
+                                 + "the op takes one element type")
             }
-            if data.contains(where: { !(ElementType(rawValue: $0.dataType.rawValue)?.isFloatingPoint ?? false) }) { return nil }
-            if try data.contains(where: { try $0.elementCount() == 0 }) {
-                // Nothing to compute when every output is empty too (a Relu of a zero batch).
-                if try shapes.allSatisfy({ try Tensor.elementCount(of: $0) == 0 }) {
-                    return shapes.map { ONNXTensor(name: "", dims: $0, floats: []) }
-                }
-                throw node.error("a zero-size input reaches its float layer; LayerKit runs zero-size tensors only "
-                                 + "through shape, element-moving and folding ops")
-            }
-            let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.anyFloats()) }
-            let outputs = try shapes.map { try Tensor(shape: $0) }
-            try layer.evaluate(inputs: tensors, outputs: outputs)
-            return outputs.map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) }
+            return .computed(try ONNXImporter.move(mover, typed, outputShapes: shapes).map { ONNXTensor(name: "", typed: $0) })
         } catch {
             throw node.naming(error)
         }
-    }
-
-    /// `mover`'s element movement on `inputs` (all of one element type),
-    /// into outputs of `outputShapes` of that type: on the elements' bits
-    /// (strings as they are), so any type moves exactly.
-    private static func move(_ mover: ElementMovingLayer, _ inputs: [TypedTensor],
-                             outputShapes: [[Int]]) throws -> [TypedTensor] {
-        let type = inputs[0].elementType
-        if type == .string {
-            return try zip(moveElements(mover, inputs.map(\.strings), shapes: inputs.map(\.shape), outputShapes: outputShapes, zero: ""),
-                           outputShapes).map { try TypedTensor(shape: $1, strings: $0) }
-        }
-        // Every element's bits as a word of the type's width, stored back as they were.
-        switch type.byteWidth {
-        case 2: return try moveWords(mover, inputs, UInt16.self, outputShapes: outputShapes)
-        case 4: return try moveWords(mover, inputs, UInt32.self, outputShapes: outputShapes)
-        case 8: return try moveWords(mover, inputs, UInt64.self, outputShapes: outputShapes)
-        default: return try moveWords(mover, inputs, UInt8.self, outputShapes: outputShapes)
-        }
-    }
-
-    /// `move` on the elements' little-endian words of type `Word` (the element type's width).
-    private static func moveWords<Word: FixedWidthInteger>(_ mover: ElementMovingLayer, _ inputs: [TypedTensor], _: Word.Type,
-                                                           outputShapes: [[Int]]) throws -> [TypedTensor] {
-        let size = MemoryLayout<Word>.size
-        let words = inputs.map { tensor in
-            tensor.bytes.withUnsafeBytes { raw in
-                (0..<tensor.count).map { Word(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * size, as: Word.self)) }
-            }
-        }
-        let moved = try moveElements(mover, words, shapes: inputs.map(\.shape), outputShapes: outputShapes, zero: 0)
-        return try zip(moved, outputShapes).map { values, shape in
-            var bytes = [UInt8](repeating: 0, count: values.count * size)
-            bytes.withUnsafeMutableBytes { raw in
-                for (i, word) in values.enumerated() { raw.storeBytes(of: word.littleEndian, toByteOffset: i * size, as: Word.self) }
-            }
-            return try TypedTensor(elementType: inputs[0].elementType, shape: shape, bytes: bytes)
-        }
-    }
-
-    /// `mover`'s element movement on arrays of `Element`, into outputs of `outputShapes`.
-    private static func moveElements<Element>(_ mover: ElementMovingLayer, _ inputs: [[Element]], shapes: [[Int]],
-                                              outputShapes: [[Int]], zero: Element) throws -> [[Element]] {
-        let sources = inputs.map { values in
-            let buffer = UnsafeMutableBufferPointer<Element>.allocate(capacity: max(values.count, 1))
-            _ = buffer.initialize(from: values)
-            return (buffer, values.count)
-        }
-        let targets = try outputShapes.map { shape in
-            let count = try Tensor.elementCount(of: shape)
-            let buffer = UnsafeMutableBufferPointer<Element>.allocate(capacity: max(count, 1))
-            buffer.initialize(repeating: zero)
-            return (buffer, count)
-        }
-        defer {
-            for (buffer, _) in sources + targets {
-                buffer.deinitialize()
-                buffer.deallocate()
-            }
-        }
-        try mover.moveElements(inputs: sources.map { UnsafeBufferPointer(rebasing: $0.0[..<$0.1]) },
-                               inputShapes: shapes, outputs: targets.map { UnsafeMutableBufferPointer(rebasing: $0.0[..<$0.1]) })
-        return targets.map { Array($0.0[..<$0.1]) }
     }
 
     /// A node as a layer: a standard op, or a custom layer from the registry.

@@ -26,6 +26,15 @@ struct ONNXNodeContext {
         self.inputShapes = inputShapes
         self.initializers = initializers
     }
+    /// This node with `values` as what is known of its inputs (per node
+    /// input; shapes unchanged): how a `TypedStep` computes its node on a
+    /// run's values.
+    func knowing(_ values: [ONNXTensor?]) -> ONNXNodeContext {
+        var context = ONNXNodeContext(node: node, opset: opset, inputShapes: inputShapes, initializers: values)
+        context.inputTypes = inputTypes
+        return context
+    }
+
     /// Per node input: its element type where the importer knows it (a
     /// constant's, or a graph input's declared type), nil otherwise. CastLike
     /// reads its target's type here when the target is a runtime value.
@@ -175,8 +184,8 @@ extension Tensor {
 
 /// The values nodes needed at prepare (weights, shapes, bounds) that the
 /// graph computes from its inputs at run time, as one import found them.
-/// `Model` makes the inputs they are computed from values of the plan, as
-/// integer inputs are, and imports again: a model whose Conv weights or
+/// `Model` makes the inputs they are computed from values of the plan
+/// (constants of its import) and imports again: a model whose Conv weights or
 /// Resize scales are inputs (or computed from them) runs, planned per value.
 final class ValueRequests: @unchecked Sendable {
     private let lock = NSLock()

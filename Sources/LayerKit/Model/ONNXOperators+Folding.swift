@@ -3,9 +3,9 @@ import Foundation
 extension ONNXOperators {
     /// Ops that only exist at load: `ONNXFolding` computes them from what is
     /// known then (a shape, constants). The first five are declared with
-    /// their arity (validation) and a conversion that is the error when an
-    /// input is computed at run time, which LayerKit's float tensors cannot
-    /// feed them; the rest only fold (their inputs are asked for at prepare).
+    /// their arity (validation) and a conversion that asks for their computed
+    /// inputs at prepare (`notFolded`); the rest only fold (their inputs are
+    /// asked for at prepare too, or computed by a `TypedStep` at run time).
     static let folding: [ONNXOperator] = [
         ONNXOperator("Constant", through: 25, inputs: 0...0, notFolded),  // 11: sparse_value (refused); 12: value_* attributes; others: types
         ONNXOperator("Shape", through: 25, inputs: 1...1, notFolded),  // 15: start, end; others: types
@@ -25,7 +25,13 @@ extension ONNXOperators {
         ONNXOperator("BitShift", through: 28, fold: TypedKernels.bitShift),  // 28: signed types, shifted right arithmetically
     ]
 
+    /// The error of such an op reached at run time; its computed inputs are
+    /// asked for at prepare first (`ValueRequests`), so that a model whose
+    /// Range limit comes from an input runs, planned per value.
     static func notFolded(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        for i in node.node.inputs.indices where node.has(i) && node.initializers[i] == nil {
+            node.requests?.record(node.node.inputs[i])
+        }
         throw node.error("its inputs must be known at load (constants, or shapes computed from them); "
                          + "\(node.node.opType) of values computed at run time is not supported")
     }

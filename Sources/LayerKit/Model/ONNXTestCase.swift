@@ -118,7 +118,7 @@ public struct ONNXTestCase: Sendable {
             var inputs: [String: Tensor] = [:]
             for (input, file) in zip(model.inputs, dataSet.inputs) {
                 let tensor = try ONNXTestCase.tensor(file)
-                // Integer inputs (indices, shapes) are values of the plan, never fp16 images.
+                // Integer inputs (indices, shapes) run in their own type, never in fp16 images.
                 let isFloat = !(input.dataType?.isInteger ?? false)
                 inputs[input.name] = cpu == nil || !isFloat ? tensor : try tensor.roundedToHalf()
             }
