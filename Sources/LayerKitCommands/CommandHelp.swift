@@ -130,12 +130,13 @@ struct CommandHelp {
         examples: ["layerkit devices", "LAYERKIT_DEVICE=1 layerkit devices"])
 
     static let ops = CommandHelp(
-        name: "ops", synopsis: ["[NAME] [--markdown|--json]"],
+        name: "ops", synopsis: ["[NAME] [--markdown|--json]", "--onnx [--markdown]"],
         summary: "Lists the ops: parameters with defaults, per-channel weights, formula, backends; "
-            + "with NAME, one op in detail.",
+            + "with NAME, one op in detail; with --onnx, the ONNX ops and the element types LayerKit computes each in.",
         options: [Option("--markdown", nil, default: "off", "print the list as Docs/OPS.md's Markdown table"),
+                  Option("--onnx", nil, default: "off", "list the standard ONNX ops: versions and element types"),
                   json("layerkit-ops/1")],
-        positional: 0...1, examples: ["layerkit ops", "layerkit ops Swish"])
+        positional: 0...1, examples: ["layerkit ops", "layerkit ops Swish", "layerkit ops --onnx"])
 
     static let apply = CommandHelp(
         name: "apply", synopsis: ["LAYERS --input FILE --output FILE [--backend cpu|gpu|auto]"],

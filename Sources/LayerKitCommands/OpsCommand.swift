@@ -3,10 +3,18 @@ import LayerKit
 
 /// `layerkit ops [NAME] [--markdown]`: the registered ops with their
 /// parameters, weights, formula and backends, within 100 columns (or one op
-/// in detail); `--markdown` prints Docs/OPS.md's table.
+/// in detail); `--markdown` prints Docs/OPS.md's table. `--onnx` lists the
+/// standard ONNX ops instead, with the element types LayerKit computes each in.
 enum OpsCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
         let arguments = try Arguments(words, command: .ops)
+        if arguments.has("--onnx") {
+            guard arguments.positional.isEmpty, !arguments.has("--json") else {
+                throw UsageError("--onnx lists every ONNX op, as text or --markdown")
+            }
+            onnx(markdown: arguments.has("--markdown"), console: console)
+            return 0
+        }
         if let name = arguments.positional.first {
             guard !arguments.has("--markdown"), !arguments.has("--json") else {
                 throw UsageError("--markdown and --json list every op: drop \(name)")
@@ -47,6 +55,25 @@ enum OpsCommand {
             console.print("(layerkit ops NAME: one op in detail)")
         }
         return 0
+    }
+
+    /// `ops --onnx`: each standard ONNX op, the versions LayerKit implements
+    /// and the element types it computes the op in; within 100 columns, the
+    /// types on their own line(s) under the op.
+    private static func onnx(markdown: Bool, console: Console) {
+        let ops = ONNXOpSummary.all
+        if markdown {
+            console.print("| ONNX op | versions | element types LayerKit computes |")
+            console.print("| --- | --- | --- |")
+            for op in ops { console.print("| \(op.name) | 1 to \(op.implemented) | \(op.types) |") }
+            return
+        }
+        let table = TextTable.lines(header: ["ONNX op", "versions"], rows: ops.map { [$0.name, "1 to \($0.implemented)"] })
+        table.prefix(2).forEach { console.print($0) }
+        for (line, op) in zip(table.dropFirst(2), ops) {
+            console.print(line)
+            CommandHelp.wrap(op.types, after: "    types:", column: 15, width: maximumWidth).forEach { console.print($0) }
+        }
     }
 
     /// The widest line `ops` prints.

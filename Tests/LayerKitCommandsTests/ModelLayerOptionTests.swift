@@ -98,6 +98,8 @@ enum TinyONNX {
         var domain = ""
         var attributes: [String: Float] = [:]
         var constants: [String: [Float]] = [:]
+        /// The ONNX element type the constants are written in: 1 (float), or 7 (int64, each value truncated).
+        var constantType: UInt64 = 1
     }
 
     /// One node `x → y`.
@@ -129,8 +131,10 @@ enum TinyONNX {
             }
             graph += message(1, node)
             for (name, values) in spec.constants.sorted(by: { $0.key < $1.key }) {
-                let raw = values.flatMap { bytes(of: $0.bitPattern) }
-                initializers += message(5, varintField(1, UInt64(values.count)) + varintField(2, 1) + text(8, name)
+                let raw = spec.constantType == 7 ? values.flatMap { value in
+                    (0..<8).map { UInt8(truncatingIfNeeded: Int64(value) >> (8 * $0)) }
+                } : values.flatMap { bytes(of: $0.bitPattern) }
+                initializers += message(5, varintField(1, UInt64(values.count)) + varintField(2, spec.constantType) + text(8, name)
                                         + message(9, raw))
             }
         }

@@ -30,6 +30,26 @@ struct OpsCommandTests {
         #expect(readme.contains(builtins), "Docs/OPS.md's catalog differs from `layerkit ops --markdown` (run Scripts/update-ops-table)")
     }
 
+    /// `ops --onnx` lists every standard ONNX op with the element types
+    /// LayerKit computes it in, within 100 columns; Docs/OPS.md's ONNX table
+    /// is its `--markdown`, verbatim.
+    @Test func opsONNXListsEachOpsTypesAndTheDocsShowThem() throws {
+        let runner = CommandRunner()
+        #expect(runner.run(["ops", "--onnx"]) == 0, "\(runner.error)")
+        let ops = ONNXOpSummary.all
+        #expect(ops.contains { $0.name == "Relu" && $0.types == "float types in float32 by its layer (CPU and GPU)" })
+        for op in ops { #expect(runner.out.contains("\n\(op.name) "), "no row for \(op.name)") }
+        #expect(runner.out.split(separator: "\n").allSatisfy { $0.count <= OpsCommand.maximumWidth })
+        let markdown = CommandRunner()
+        #expect(markdown.run(["ops", "--onnx", "--markdown"]) == 0)
+        #expect(markdown.out.contains("| Reshape | 1 to 25 | float types in float32 by its layer (CPU and GPU); every type moved exactly |"))
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let docs = try String(contentsOf: root.appendingPathComponent("Docs/OPS.md"), encoding: .utf8)
+        #expect(docs.contains(markdown.out), "Docs/OPS.md's ONNX ops differ from `layerkit ops --onnx --markdown` (run Scripts/update-ops-table)")
+        #expect(CommandRunner().run(["ops", "Relu", "--onnx"]) == 2)
+    }
+
     @Test(.enabled(if: gpuTestsEnabled))
     func parityAllPassesAndPrintsOneRowPerCase() throws {
         let runner = CommandRunner()

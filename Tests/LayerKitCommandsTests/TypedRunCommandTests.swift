@@ -132,4 +132,26 @@ struct TypedRunCommandTests {
         #expect(wrong.error.contains("holds float32 values; model input 'a' is int64 (save it with a.astype(np.int64))"),
                 "\(wrong.error)")
     }
+
+    /// `run` on a model whose node reads a type its ONNX schema does not
+    /// allow (Add of float32 and int64: Add's inputs share type T) exits 1
+    /// with the load-time error naming the node, its inputs and their types,
+    /// as onnxruntime refuses the model; the same model with a float32
+    /// constant runs.
+    @Test func aNodeOfTypesItsSchemaDoesNotAllowIsRefused() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        try writeNPY([1, 2], shape: [2], to: "\(directory)/x.npy")
+        for (type, expected) in [(UInt64(7), Int32(1)), (1, 0)] {
+            let path = "\(directory)/add\(type).onnx"
+            try TinyONNX.chain([TinyONNX.Node(opType: "Add", constants: ["b": [1]], constantType: type)], shape: [2])
+                .write(to: URL(fileURLWithPath: path))
+            let runner = CommandRunner()
+            #expect(runner.run(["run", path, "--input", "\(directory)/x.npy", "--output", "\(directory)/y.npy",
+                                "--backend", "cpu"]) == expected, "\(runner.error)")
+            guard expected != 0 else { continue }
+            #expect(runner.error.contains("node 'node0' (Add): input 0 ('x') is float32 and input 1 ('b') is int64, "
+                                          + "but Add at opset 17 (its version 14) takes one type for both (type T) "
+                                          + "(onnxruntime refuses it too)"), "\(runner.error)")
+        }
+    }
 }

@@ -82,4 +82,53 @@ import Testing
         }
         try ONNXValidation.checkVersion(mod, 28, implemented: ONNXOperators.table["Mod"]?.implemented)
     }
+
+    /// Every declared op has ONNX's type facts (`ONNXOpSchema.history`,
+    /// generated with `ONNXOpVersions` by Scripts/update-onnx-op-versions)
+    /// for each version of its definition, and every formal parameter's type
+    /// has a constraint: the load-time type check has what it reads.
+    @Test func everyOpHasGeneratedTypeFacts() {
+        for op in ONNXOperators.families.joined() {
+            let schemas = ONNXOpSchema.history[op.name] ?? []
+            #expect(schemas.map(\.version) == ONNXOpVersions.changes[op.name], "\(op.name) has no type facts for each version")
+            for schema in schemas {
+                let untyped = (schema.inputs + schema.outputs).filter { schema.constraints[$0.type] == nil }
+                #expect(untyped.isEmpty, "\(op.name)-\(schema.version): \(untyped.map(\.name))")
+            }
+        }
+    }
+
+    /// The generated facts say what the ONNX operator spec says: Relu-13
+    /// takes floats only, Relu-14 signed integers too; Reshape's shape is
+    /// int64; Concat's inputs are variadic of one type, Loop's carried values
+    /// of mixed types; a model's opset resolves to the newest version at or
+    /// below it.
+    @Test func theTypeFactsAreONNXs() throws {
+        let relu13 = try #require(ONNXOpSchema.resolved("Relu", opset: 13))
+        let relu14 = try #require(ONNXOpSchema.resolved("Relu", opset: 17))
+        #expect(relu13.version == 13 && relu14.version == 14)
+        #expect(relu13.constraints["T"]?.types == [.float32, .float16, .float64, .bfloat16])
+        #expect(relu14.constraints["T"]?.types == [.float32, .int8, .int16, .int32, .int64, .float16, .float64, .bfloat16])
+        let reshape = try #require(ONNXOpSchema.resolved("Reshape", opset: 17))
+        #expect(reshape.inputs.map(\.type) == ["T", "tensor(int64)"] && reshape.constraints["tensor(int64)"]?.types == [.int64])
+        let concat = try #require(ONNXOpSchema.resolved("Concat", opset: 13))
+        #expect(concat.input(at: 5) == ONNXOpSchema.Parameter("inputs: T..."))
+        let loop = try #require(ONNXOpSchema.resolved("Loop", opset: 17))
+        #expect(loop.inputs.map(\.option) == [.optional, .optional, .heterogeneous])
+        #expect(ONNXOpSchema.resolved("Gelu", opset: 19) == nil)
+    }
+
+    /// LayerKit's side of each op's types (`OpTypes`): a conversion computes
+    /// floats in float32, a folding kernel every type, an element-moving
+    /// layer moves every type, and no way computes complex values.
+    @Test func eachDeclarationSaysWhichTypesLayerKitComputes() throws {
+        let relu = try #require(ONNXOperators.table["Relu"]?.types)
+        #expect(relu == .floatLayer && relu.computes(.float16) && !relu.computes(.int64))
+        let add = try #require(ONNXOperators.table["Add"]?.types)
+        #expect(add == [.floatLayer, .typedKernel] && add.computes(.int64) && add.computes(.bool))
+        #expect(ONNXOperators.table["Reshape"]?.types.computes(.string) == true)
+        #expect(ONNXOperators.table["Shape"]?.types.contains(.shape) == true)
+        #expect(ONNXOperators.table["CumSum"]?.types == .typedKernel)
+        #expect(ONNXOperators.families.joined().allSatisfy { !$0.types.computes(.complex64) && !$0.types.isEmpty })
+    }
 }

@@ -9,32 +9,32 @@ import Foundation
 extension ONNXOperators {
     static let data: [ONNXOperator] = [
         // 5: shape as an input (before, an attribute); 14: allowzero; others: types
-        ONNXOperator("Reshape", through: 25, arity: { ($0 >= 5 ? 2...2 : 1...1, 1...1) }, reshape),
-        ONNXOperator("Flatten", through: 25, inputs: 1...1, flatten),  // 9 to 25: types (11: negative axis)
+        ONNXOperator("Reshape", through: 25, arity: { ($0 >= 5 ? 2...2 : 1...1, 1...1) }, types: .moved, reshape),
+        ONNXOperator("Flatten", through: 25, inputs: 1...1, types: .moved, flatten),  // 9 to 25: types (11: negative axis)
         // 11: negative axes; 13: axes as an input; others: types
-        ONNXOperator("Squeeze", through: 25, arity: { ($0 >= 13 ? 1...2 : 1...1, 1...1) }, squeeze),
+        ONNXOperator("Squeeze", through: 25, arity: { ($0 >= 13 ? 1...2 : 1...1, 1...1) }, types: .moved, squeeze),
         // 11: negative axes; 13: axes as an input; others: types
-        ONNXOperator("Unsqueeze", through: 25, arity: { ($0 >= 13 ? 2...2 : 1...1, 1...1) }, unsqueeze),
+        ONNXOperator("Unsqueeze", through: 25, arity: { ($0 >= 13 ? 2...2 : 1...1, 1...1) }, types: .moved, unsqueeze),
         // 4: axis required (before, default 1); 11: negative axis; 13: types
-        ONNXOperator("Concat", through: 13, inputs: 1...Int.max, concat),
+        ONNXOperator("Concat", through: 13, inputs: 1...Int.max, types: .moved, concat),
         // 2: split as an attribute only; 11: negative axis; 13: split as an input; 18: num_outputs.
         // Split-1 took the sizes as an optional input or an attribute; 2 to 11 as the attribute; 13 on as the input.
-        ONNXOperator("Split", through: 18, arity: { ($0 == 1 || $0 >= 13 ? 1...2 : 1...1, 1...Int.max) }, split),
+        ONNXOperator("Split", through: 18, arity: { ($0 == 1 || $0 >= 13 ? 1...2 : 1...1, 1...Int.max) }, types: .moved, split),
         // 10: starts, ends, axes, steps as inputs; 11: negative axes; 13: types
-        ONNXOperator("Slice", through: 13, arity: { ($0 >= 10 ? 3...5 : 1...1, 1...1) }, slice),
-        ONNXOperator("Gather", through: 13, inputs: 2...2, gather),  // 11: negative indices; 13: types
-        ONNXOperator("GatherElements", through: 13, inputs: 2...2, gatherElements),  // 13: types
+        ONNXOperator("Slice", through: 13, arity: { ($0 >= 10 ? 3...5 : 1...1, 1...1) }, types: .moved, slice),
+        ONNXOperator("Gather", through: 13, inputs: 2...2, types: .moved, gather),  // 11: negative indices; 13: types
+        ONNXOperator("GatherElements", through: 13, inputs: 2...2, types: .moved, gatherElements),  // 13: types
         // 13: types; 16: reduction (add, mul refused); 18: reduction max, min (refused)
-        ONNXOperator("ScatterElements", through: 18, inputs: 3...3, scatterElements),
+        ONNXOperator("ScatterElements", through: 18, inputs: 3...3, types: .moved, scatterElements),
         // Scatter (opsets 9 and 10) is ScatterElements under its old name; 11: deprecated (ScatterElements).
-        ONNXOperator("Scatter", through: 9, inputs: 3...3, replacedBy: "ScatterElements", scatterElements),
-        ONNXOperator("Expand", through: 13, inputs: 2...2, expand),  // 13: types
+        ONNXOperator("Scatter", through: 9, inputs: 3...3, types: .moved, replacedBy: "ScatterElements", scatterElements),
+        ONNXOperator("Expand", through: 13, inputs: 2...2, types: .moved, expand),  // 13: types
         // 6: repeats per axis (Tile-1's tiles and axis inputs refused); 13: types.
         // Tile-1 took (input, tiles, axis); 6 on (input, repeats).
-        ONNXOperator("Tile", through: 13, arity: { ($0 >= 6 ? 2...2 : 3...3, 1...1) }, tile),
+        ONNXOperator("Tile", through: 13, arity: { ($0 >= 6 ? 2...2 : 3...3, 1...1) }, types: .moved, tile),
         // 11: mode (DCR, CRD); 13: types; 28: a function body, same meaning
-        ONNXOperator("DepthToSpace", through: 28, inputs: 1...1, depthToSpace),
-        ONNXOperator("SpaceToDepth", through: 28, inputs: 1...1, spaceToDepth),  // 13: types; 28: mode (DCR, CRD)
+        ONNXOperator("DepthToSpace", through: 28, inputs: 1...1, types: .moved, depthToSpace),
+        ONNXOperator("SpaceToDepth", through: 28, inputs: 1...1, types: .moved, spaceToDepth),  // 13: types; 28: mode (DCR, CRD)
     ]
 
     // MARK: - Reshapes

@@ -8,8 +8,8 @@ extension ONNXOperators {
     /// asked for at prepare too, or computed by a `TypedStep` at run time).
     static let folding: [ONNXOperator] = [
         ONNXOperator("Constant", through: 25, inputs: 0...0, notFolded),  // 11: sparse_value (refused); 12: value_* attributes; others: types
-        ONNXOperator("Shape", through: 25, inputs: 1...1, notFolded),  // 15: start, end; others: types
-        ONNXOperator("Size", through: 25, inputs: 1...1, notFolded),  // 13 to 25: types
+        ONNXOperator("Shape", through: 25, inputs: 1...1, types: .shape, notFolded),  // 15: start, end; others: types
+        ONNXOperator("Size", through: 25, inputs: 1...1, types: .shape, notFolded),  // 13 to 25: types
         ONNXOperator("ConstantOfShape", through: 25, inputs: 1...1, fold: TypedKernels.constantOfShape, notFolded),  // 20 to 25: types
         // 27: stash_type (float16 and bfloat16 computed in float: LayerKit computes in Double, rounded to Float)
         ONNXOperator("Range", through: 27, inputs: 3...3, fold: TypedKernels.range, notFolded),

@@ -4,7 +4,7 @@ import Foundation
 /// Resize and Upsample.
 extension ONNXOperators {
     static let layout: [ONNXOperator] = [
-        ONNXOperator("Transpose", through: 25, inputs: 1...1, transpose),  // 13 to 25: types
+        ONNXOperator("Transpose", through: 25, inputs: 1...1, types: .moved, transpose),  // 13 to 25: types
         // 2: pads (before, paddings); 11: pads and constant_value as inputs; 18: axes input; 19: wrap mode; others: types.
         // Pad-2 to -10 take pads and value as attributes; from 11 as inputs
         // (constant_value optional), and from 18 an optional axes input.

@@ -21,8 +21,10 @@ struct ConvertedNode {
 /// (onnxruntime refuses a node outside them, and so does the load-time
 /// validation, `ONNXValidation`); the conversion of a node to a layer (the
 /// layer holds the CPU and GPU kernels, and its backward pass when it is a
-/// `DifferentiableLayer`); and the typed kernel of load-time folding
-/// (`TypedKernels`), when the op has one. Each family of ops declares its
+/// `DifferentiableLayer`); the typed kernel of load-time folding
+/// (`TypedKernels`), when the op has one; and the element types it computes
+/// and how (`types`; ONNX's own types per version are its schema,
+/// `ONNXOpSchema`, checked at load by `ONNXValidation`). Each family of ops declares its
 /// ops in its own file (`ONNXOperators+<Family>`); `ONNXOperators.table`,
 /// the version check and folding all read these declarations.
 struct ONNXOperator: Sendable {
@@ -56,31 +58,41 @@ struct ONNXOperator: Sendable {
     /// The op a model of a newer opset uses in place of this one, which
     /// ONNX deprecated.
     let replacement: String?
+    /// The element types LayerKit computes the op in, and how: float types
+    /// by its layer when it converts, every type by its folding kernel when
+    /// it folds, and what the declaration adds (`.moved` for an
+    /// element-moving layer, `.shape` for an op of its input's shape alone).
+    /// A node of a type ONNX allows but these do not is refused at load
+    /// (`ONNXValidation.checkTypes`), distinctly from a type ONNX refuses.
+    let types: OpTypes
 
-    /// An op whose arity does not change across opsets.
+    /// An op whose arity does not change across opsets; `types` adds to
+    /// what its conversion and folding kernel compute.
     init(_ name: String, through implemented: Int?, inputs: ClosedRange<Int>, outputs: ClosedRange<Int> = 1...1,
-         fold: TypedKernels.Kernel? = nil, replacedBy replacement: String? = nil,
+         types: OpTypes = [], fold: TypedKernels.Kernel? = nil, replacedBy replacement: String? = nil,
          _ convert: @escaping ONNXOperators.Converter) {
-        self.init(name, implemented, { _ in (inputs, outputs) }, convert, fold, replacement)
+        self.init(name, implemented, { _ in (inputs, outputs) }, convert, fold, replacement, types)
     }
 
     /// An op whose arity depends on the opset.
     init(_ name: String, through implemented: Int?, arity: @escaping @Sendable (_ opset: Int) -> Arity,
-         fold: TypedKernels.Kernel? = nil, replacedBy replacement: String? = nil,
+         types: OpTypes = [], fold: TypedKernels.Kernel? = nil, replacedBy replacement: String? = nil,
          _ convert: @escaping ONNXOperators.Converter) {
-        self.init(name, implemented, arity, convert, fold, replacement)
+        self.init(name, implemented, arity, convert, fold, replacement, types)
     }
 
     /// An op only load-time folding computes: no layer, and its node's
     /// input and output counts are not checked.
     init(_ name: String, through implemented: Int, fold: @escaping TypedKernels.Kernel) {
-        self.init(name, implemented, nil, nil, fold, nil)
+        self.init(name, implemented, nil, nil, fold, nil, [])
     }
 
     private init(_ name: String, _ implemented: Int?, _ arity: (@Sendable (Int) -> Arity)?,
-                 _ convert: ONNXOperators.Converter?, _ fold: TypedKernels.Kernel?, _ replacement: String?) {
+                 _ convert: ONNXOperators.Converter?, _ fold: TypedKernels.Kernel?, _ replacement: String?,
+                 _ declared: OpTypes) {
         (self.name, self.implemented, self.arity) = (name, implemented, arity)
         (self.convert, self.fold, self.replacement) = (convert, fold, replacement)
+        types = declared.union(convert == nil ? [] : .floatLayer).union(fold == nil ? [] : .typedKernel)
     }
 }
 
@@ -109,7 +121,7 @@ enum ONNXOperators {
     /// convolution, pooling, BatchNormalization and Dropout in
     /// `convolution`.
     static let elementwiseOps: [ONNXOperator] = [
-        ONNXOperator("Identity", through: 25, inputs: 1...1) { _ in ConvertedNode(layer: nil, inputs: [0]) },  // 14, 16: sequences and optionals (refused); others: types
+        ONNXOperator("Identity", through: 25, inputs: 1...1, types: .moved) { _ in ConvertedNode(layer: nil, inputs: [0]) },  // 14, 16: sequences and optionals (refused); others: types
         ONNXOperator("Abs", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .abs) }, elementwise),  // 6: consumed_inputs dropped; 13: types
         ONNXOperator("Ceil", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ $0.rounded(.up) }, { $0.rounded(.up) })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
         ONNXOperator("Celu", through: 28, inputs: 1...1, elementwise),  // 28: types

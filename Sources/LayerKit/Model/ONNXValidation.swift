@@ -5,7 +5,8 @@ import LayerKitONNX
 /// (graph inputs, initializers, node outputs), every use is defined, the
 /// graph has no cycle, and each standard node lists as many inputs and
 /// outputs as its op allows at the model's opset, at a version of its
-/// definition LayerKit implements. Errors name the node.
+/// definition LayerKit implements, with inputs of the element types its
+/// schema allows where they are known (`checkTypes`). Errors name the node.
 enum ONNXValidation {
     /// `model` with its nodes in a topological order (the file's order when
     /// it already is one) and in their current spelling (`currentForm`), or
@@ -94,6 +95,7 @@ enum ONNXValidation {
         }
         var sorted = model
         sorted.graph.nodes = try order.map { try currentForm(graph.nodes[$0], opset) }
+        try checkTypes(sorted, opset: opset)
         return sorted
     }
 
