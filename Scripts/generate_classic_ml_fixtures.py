@@ -13,7 +13,13 @@ Each case is a folder of Tests/LayerKitTests/Fixtures/classic-ml:
                                           decision_function or transform
     <family>-<case>/onnxruntime_<output>.npy  onnxruntime's result, for reference
 
-The models are fitted on seeded data, so reruns write the same files. The
+A few cases are single nodes written here (`trees-node_*`): the comparison
+modes, aggregate functions and transforms scikit-learn never exports, NaN
+features with missing_value_tracks_true; they have onnxruntime's results
+only, the reference there.
+
+The models are fitted on seeded data, so reruns give the same values (skl2onnx
+may name some nodes differently). The
 script checks that onnxruntime agrees with scikit-learn (labels exactly,
 scores within 1e-5 of max(1, |ref|)) before writing: a case where they
 disagree would test nothing. Run with a Python that has scikit-learn,
@@ -27,6 +33,7 @@ import warnings
 import numpy as np
 import onnx
 import onnxruntime as ort
+from onnx import helper
 from skl2onnx import to_onnx
 from sklearn.base import is_classifier
 from sklearn.cluster import KMeans
@@ -79,6 +86,73 @@ def save(name, model, x, expected):
             assert error.max() <= 1e-5, (name, output, error.max())
         np.save(os.path.join(folder, f'sklearn_{output}.npy'), reference)
         np.save(os.path.join(folder, f'onnxruntime_{output}.npy'), result)
+
+
+def node_case(name, node, features, outputs, x):
+    """A one-node ai.onnx.ml model on `x`, with onnxruntime's outputs."""
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info('X', onnx.TensorProto.FLOAT, ['N', features])],
+                              outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17), helper.make_opsetid('ai.onnx.ml', 3)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    folder = os.path.join(ROOT, name)
+    os.makedirs(folder)
+    onnx.save(model, os.path.join(folder, 'model.onnx'))
+    np.save(os.path.join(folder, 'x.npy'), x)
+    for output, result in zip(outputs, onnxruntime_outputs(model, x)):
+        np.save(os.path.join(folder, f'onnxruntime_{output.name}.npy'), result)
+
+
+def node_trees(rng):
+    """Two trees over 3 features using every comparison, two targets."""
+    tree = dict(
+        nodes_treeids=[0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1],
+        nodes_nodeids=[0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 5, 6],
+        nodes_featureids=[0, 1, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0],
+        nodes_values=[0.5, -0.25, 0, 0, 0, 1.0, 0.0, 2.0, 0, 0, 0, 0],
+        nodes_modes=['BRANCH_LT', 'BRANCH_GTE', 'LEAF', 'LEAF', 'LEAF',
+                     'BRANCH_GT', 'BRANCH_EQ', 'BRANCH_NEQ', 'LEAF', 'LEAF', 'LEAF', 'LEAF'],
+        nodes_truenodeids=[1, 2, 0, 0, 0, 1, 3, 5, 0, 0, 0, 0],
+        nodes_falsenodeids=[4, 3, 0, 0, 0, 2, 4, 6, 0, 0, 0, 0],
+        nodes_missing_value_tracks_true=[1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0])
+    leaves = [(0, 2), (0, 3), (0, 4), (1, 3), (1, 4), (1, 5), (1, 6)]
+    weights = dict(target_treeids=[t for t, _ in leaves for _ in range(2)],
+                   target_nodeids=[n for _, n in leaves for _ in range(2)],
+                   target_ids=[0, 1] * len(leaves),
+                   target_weights=rng.normal(0, 1, 2 * len(leaves)).round(3).tolist())
+    x = rng.normal(0, 1, (12, 3)).astype(np.float32)
+    x[[1, 5], 0] = np.nan
+    x[2, 2], x[3, 0], x[4, 1] = 1.0, 0.0, 2.0  # exactly at thresholds
+    x[6, 1] = -0.25
+    return tree, weights, x
+
+
+def node_cases(rng):
+    tree, weights, x = node_trees(rng)
+    two = [helper.make_tensor_value_info('Y', onnx.TensorProto.FLOAT, ['N', 2])]
+    for aggregate, transform in [('SUM', 'NONE'), ('AVERAGE', 'NONE'), ('MIN', 'NONE'), ('MAX', 'NONE'),
+                                 ('SUM', 'SOFTMAX'), ('SUM', 'LOGISTIC')]:
+        node = helper.make_node('TreeEnsembleRegressor', ['X'], ['Y'], domain='ai.onnx.ml', n_targets=2,
+                                aggregate_function=aggregate, post_transform=transform, base_values=[0.5, -1.0],
+                                **tree, **weights)
+        node_case(f'trees-node_regressor_{aggregate.lower()}_{transform.lower()}', node, 3, two, x)
+    # A binary classifier scoring one class with mixed signs (a margin), LOGISTIC, one base value.
+    classes = dict(class_treeids=weights['target_treeids'][::2], class_nodeids=weights['target_nodeids'][::2],
+                   class_ids=[0] * 7, class_weights=weights['target_weights'][::2])
+    node = helper.make_node('TreeEnsembleClassifier', ['X'], ['label', 'scores'], domain='ai.onnx.ml',
+                            classlabels_int64s=[4, 7], post_transform='LOGISTIC', base_values=[0.1], **tree, **classes)
+    outputs = [helper.make_tensor_value_info('label', onnx.TensorProto.INT64, ['N']),
+               helper.make_tensor_value_info('scores', onnx.TensorProto.FLOAT, ['N', 2])]
+    node_case('trees-node_classifier_margin_logistic', node, 3, outputs, x)
+    # Three classes, SOFTMAX_ZERO, base values.
+    classes = dict(class_treeids=weights['target_treeids'], class_nodeids=weights['target_nodeids'],
+                   class_ids=[0, 2] * 7, class_weights=weights['target_weights'])
+    node = helper.make_node('TreeEnsembleClassifier', ['X'], ['label', 'scores'], domain='ai.onnx.ml',
+                            classlabels_int64s=[1, 2, 3], post_transform='SOFTMAX_ZERO', base_values=[0.0, 0.2, -0.2],
+                            **tree, **classes)
+    outputs = [helper.make_tensor_value_info('label', onnx.TensorProto.INT64, ['N']),
+               helper.make_tensor_value_info('scores', onnx.TensorProto.FLOAT, ['N', 3])]
+    node_case('trees-node_classifier_three_softmax_zero', node, 3, outputs, x)
 
 
 def classifier(name, model, x):
@@ -155,6 +229,7 @@ def main():
     save('preprocessing-one_hot_encoder', export(model, sample), sample, [model.transform(sample).toarray()])
     model = make_pipeline(StandardScaler(), DecisionTreeClassifier(max_depth=5, random_state=0)).fit(x, three)
     classifier('trees-pipeline_scaler_tree', model, test)
+    node_cases(rng)
 
 
 if __name__ == '__main__':

@@ -25,6 +25,16 @@ extension ONNXOperators {
         ONNXOperator("TreeEnsemble", through: nil, inputs: 1...1, treeEnsemble),
         ONNXOperator("SVMRegressor", through: nil, inputs: 1...1, svmRegressor),
         ONNXOperator("SVMClassifier", through: nil, inputs: 1...1, outputs: 2...2, svmClassifier),
+        ONNXOperator("Binarizer", through: nil, inputs: 1...1, binarizer),
+        ONNXOperator("Imputer", through: nil, inputs: 1...1, imputer),
+        ONNXOperator("ArrayFeatureExtractor", through: nil, inputs: 2...2, arrayFeatureExtractor),
+        ONNXOperator("OneHotEncoder", through: nil, inputs: 1...1, oneHotEncoder),
+        ONNXOperator("LabelEncoder", through: nil, inputs: 1...1, labelEncoder),
+        ONNXOperator("FeatureVectorizer", through: nil, inputs: 1...Int.max, featureVectorizer),
+        ONNXOperator("CategoryMapper", through: nil, inputs: 1...1) { node in
+            throw node.error("CategoryMapper maps strings to integers and back; LayerKit's layers compute numbers, so it "
+                             + "is not supported: encode the strings as integers before the model")
+        },
         // skl2onnx puts ZipMap after every classifier unless told not to:
         // a sequence of maps, which a tensor cannot hold.
         ONNXOperator("ZipMap", through: nil, inputs: 1...1) { node in
@@ -37,7 +47,7 @@ extension ONNXOperators {
     static let mlTable: [String: ONNXOperator] = byName(ml)
 
     /// Every ai.onnx.ml op type LayerKit knows, for error messages.
-    static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" }.sorted() }
+    static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" && $0 != "CategoryMapper" }.sorted() }
 
     static func linearRegressor(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["coefficients", "intercepts", "targets", "post_transform"])
