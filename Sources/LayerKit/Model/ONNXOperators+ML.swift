@@ -1,7 +1,9 @@
 import Foundation
 
-/// The `ai.onnx.ml` ops LayerKit runs (on the CPU): the linear models and
-/// preprocessing that scikit-learn exports through skl2onnx. Declared as
+/// The `ai.onnx.ml` ops LayerKit runs (on the CPU): the linear models, tree
+/// ensembles, SVMs and preprocessing that scikit-learn exports through
+/// skl2onnx (the conversions of the larger families in `+MLTrees`, `+MLSVM`
+/// and `+MLPreprocessing`). Declared as
 /// the standard ops are (`ONNXOperator`), in a table of their own
 /// (`mlTable`), consulted for nodes of that domain; attribute names and
 /// defaults follow the ai.onnx.ml operator spec, and behaviour where the
@@ -18,6 +20,21 @@ extension ONNXOperators {
         ONNXOperator("LinearClassifier", through: nil, inputs: 1...1, outputs: 2...2, linearClassifier),
         ONNXOperator("Scaler", through: nil, inputs: 1...1, scaler),
         ONNXOperator("Normalizer", through: nil, inputs: 1...1, normalizer),
+        ONNXOperator("TreeEnsembleRegressor", through: nil, inputs: 1...1, treeEnsembleRegressor),
+        ONNXOperator("TreeEnsembleClassifier", through: nil, inputs: 1...1, outputs: 2...2, treeEnsembleClassifier),
+        ONNXOperator("TreeEnsemble", through: nil, inputs: 1...1, treeEnsemble),
+        ONNXOperator("SVMRegressor", through: nil, inputs: 1...1, svmRegressor),
+        ONNXOperator("SVMClassifier", through: nil, inputs: 1...1, outputs: 2...2, svmClassifier),
+        ONNXOperator("Binarizer", through: nil, inputs: 1...1, binarizer),
+        ONNXOperator("Imputer", through: nil, inputs: 1...1, imputer),
+        ONNXOperator("ArrayFeatureExtractor", through: nil, inputs: 2...2, arrayFeatureExtractor),
+        ONNXOperator("OneHotEncoder", through: nil, inputs: 1...1, oneHotEncoder),
+        ONNXOperator("LabelEncoder", through: nil, inputs: 1...1, labelEncoder),
+        ONNXOperator("FeatureVectorizer", through: nil, inputs: 1...Int.max, featureVectorizer),
+        ONNXOperator("CategoryMapper", through: nil, inputs: 1...1) { node in
+            throw node.error("CategoryMapper maps strings to integers and back; LayerKit's layers compute numbers, so it "
+                             + "is not supported: encode the strings as integers before the model")
+        },
         // skl2onnx puts ZipMap after every classifier unless told not to:
         // a sequence of maps, which a tensor cannot hold.
         ONNXOperator("ZipMap", through: nil, inputs: 1...1) { node in
@@ -30,7 +47,7 @@ extension ONNXOperators {
     static let mlTable: [String: ONNXOperator] = byName(ml)
 
     /// Every ai.onnx.ml op type LayerKit knows, for error messages.
-    static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" }.sorted() }
+    static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" && $0 != "CategoryMapper" }.sorted() }
 
     static func linearRegressor(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["coefficients", "intercepts", "targets", "post_transform"])
@@ -52,14 +69,10 @@ extension ONNXOperators {
             throw node.error("string class labels (classlabels_strings) are not supported: LayerKit's tensors "
                              + "are numbers; fit the model on integer labels")
         }
-        let name = try node.string("post_transform", default: "NONE")
-        guard let transform = LinearClassifier.PostTransform(rawValue: name) else {
-            throw node.error("post_transform '\(name)' is not one of NONE, LOGISTIC, SOFTMAX, SOFTMAX_ZERO, PROBIT")
-        }
         let layer = try LinearClassifier(coefficients: node.node.floats("coefficients") ?? [],
                                          intercepts: node.node.floats("intercepts") ?? [],
                                          labels: node.node.ints("classlabels_ints") ?? [],
-                                         postTransform: transform, features: features(node))
+                                         postTransform: postTransform(node), features: features(node))
         return ConvertedNode(layer: layer, inputs: [0])
     }
 
@@ -82,7 +95,7 @@ extension ONNXOperators {
 
     /// The features of the input: `[N, C]` or `[C]` (one row), as
     /// onnxruntime takes them.
-    private static func features(_ node: ONNXNodeContext) throws -> Int {
+    static func features(_ node: ONNXNodeContext) throws -> Int {
         let shape = try node.shape(0)
         guard shape.count == 1 || shape.count == 2 else {
             throw node.error("takes a [N, C] (or [C]) input, got \(Tensor.describe(shape))")
