@@ -55,6 +55,10 @@ struct RecurrentOpTests {
             (Self.failure(inputs: ["x", "w", "r", "", "lens"], extra: [sequenceLengths]),
              "node 'n1' (RNN): RNN: sequence_lens holds 5, past the sequence's 2 steps"),
             (Self.failure(inputs: ["x", "w", "r", "x"]), "node 'n1' (RNN): RNN: B must be [1, 4], got 2x1x3"),
+            // Refused at load, before any input or scratch is allocated.
+            (Self.failure("LSTM", shape: [1 << 26, 1, 3]),
+             "node 'n1' (LSTM): LSTM: X 67108864x1x3 projected onto its 4 gates would hold 536870912 elements, "
+             + "more than LayerKit's limit of 256M for one tensor"),
         ]
         for (error, expected) in cases {
             #expect(error.contains(expected), "\(error)")

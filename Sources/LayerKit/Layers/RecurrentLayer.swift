@@ -103,11 +103,17 @@ public final class RecurrentLayer: Layer, Sendable {
     /// The input size, X's innermost extent.
     public let inputSize: Int
 
-    /// W' of every direction side by side, `[input, directions * gates * hidden]`:
-    /// one product projects every step for both directions.
+    /// The instruction set the weights are packed for (`lk_sgemm_pack_b`).
+    let packedISA: lk_isa
+    /// W' of every direction side by side (`[input, directions * gates * hidden]`),
+    /// packed: one product projects every step for both directions.
     let inputWeights: Tensor
-    /// R' per direction, `[directions, hidden, gates * hidden]`.
+    /// Each direction's and gate's block of R' (`[hidden, hidden]`), packed
+    /// one after another, `gatePanels` floats each: a step's product reads
+    /// a gate's columns from any multiple of the column block.
     let recurrentWeights: Tensor
+    /// Floats of one packed `[hidden, hidden]` block of R'.
+    let gatePanels: Int
     /// Wb + Rb per direction, `[directions * gates * hidden]`, added to the
     /// projection; for GRU with `linear_before_reset` its candidate gate holds Wb alone.
     let bias: Tensor
@@ -176,16 +182,29 @@ public final class RecurrentLayer: Layer, Sendable {
         (self.cell, self.options, self.hiddenSize, inputSize) = (cell, options, hidden, w.shape[2])
         let input = w.shape[2]
         let width = directions * rows
-        // W' side by side: element (k, d * rows + j) is W[d, j, k].
-        inputWeights = try Tensor(shape: [input, width])
-        recurrentWeights = try Tensor(shape: [directions, hidden, rows])
-        bias = try Tensor(shape: [width])
+        let isa = lk_kernels_isa()
+        packedISA = isa
+        // W' side by side: element (k, d * rows + j) is W[d, j, k]; R'[d] likewise, `[hidden, rows]`.
+        let transposedW = try Tensor(shape: [input, width])
+        let transposedR = try Tensor(shape: [directions, hidden, rows])
         for d in 0..<directions {
             for j in 0..<rows {
-                for k in 0..<input { inputWeights[k * width + d * rows + j] = w[(d * rows + j) * input + k] }
-                for k in 0..<hidden { recurrentWeights[(d * hidden + k) * rows + j] = r[(d * rows + j) * hidden + k] }
+                for k in 0..<input { transposedW[k * width + d * rows + j] = w[(d * rows + j) * input + k] }
+                for k in 0..<hidden { transposedR[(d * hidden + k) * rows + j] = r[(d * rows + j) * hidden + k] }
             }
         }
+        inputWeights = try Tensor(shape: [lk_sgemm_packed_b_size(isa, input, width)])
+        gatePanels = lk_sgemm_packed_b_size(isa, hidden, hidden)
+        recurrentWeights = try Tensor(shape: [directions * cell.gates * gatePanels])
+        var status = lk_sgemm_pack_b(isa, input, width, transposedW.dataPointer, width, inputWeights.dataPointer)
+        for d in 0..<directions {
+            for g in 0..<cell.gates {
+                status |= lk_sgemm_pack_b(isa, hidden, hidden, transposedR.dataPointer + d * hidden * rows + g * hidden, rows,
+                                          recurrentWeights.dataPointer + (d * cell.gates + g) * gatePanels)
+            }
+        }
+        guard status == 0 else { throw LayerKitError.unsupported("\(name): the weights could not be packed for this CPU") }
+        bias = try Tensor(shape: [width])
         var candidateBias: Tensor? = nil
         if cell == .gru && options.linearBeforeReset { candidateBias = try Tensor(shape: [directions, hidden]) }
         if let b {
@@ -259,6 +278,13 @@ public final class RecurrentLayer: Layer, Sendable {
             }
         }
         let directions = options.direction.count
+        // A run projects every step's input at once: one more value, held to the importer's cap on one.
+        let projected = try Tensor.elementCount(of: [steps, batch, directions * cell.gates * hiddenSize])
+        guard projected <= ONNXImporter.maxValueElements else {
+            throw LayerKitError.shapeMismatch("\(layerName): X \(Tensor.describe(x)) projected onto its \(directions * cell.gates) "
+                                              + "gates would hold \(projected) elements, more than LayerKit's limit of "
+                                              + "\(ONNXImporter.maxValueElements >> 20)M for one tensor")
+        }
         let y = options.batchMajor ? [batch, steps, directions, hiddenSize] : [steps, directions, batch, hiddenSize]
         return Array([y, state, state].prefix(options.outputCount))
     }

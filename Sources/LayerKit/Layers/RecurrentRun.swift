@@ -45,11 +45,11 @@ final class RecurrentRun: Sendable {
         let (count, width, input) = (steps * batch, directions * rows, layer.inputSize)
         let large = count * width * input >= 1 << 18
         let chunk = large ? (count + threads - 1) / threads : max(count, 1)
-        let (weights, bias, output) = (layer.inputWeights, layer.bias, projected)
+        let (weights, bias, output, isa) = (layer.inputWeights, layer.bias, projected, layer.packedISA)
         forEachChunk(count: count, chunkSize: chunk, threadCount: large ? threads : 1) { range in
-            let status = lk_sgemm_f32(range.count, width, input, 1, x.dataPointer + range.lowerBound * input, input, 1,
-                                      weights.dataPointer, width, output.dataPointer + range.lowerBound * width, width,
-                                      nil, bias.dataPointer, 0)
+            let status = lk_sgemm_f32_packed_b(isa, range.count, width, input, 1, x.dataPointer + range.lowerBound * input,
+                                               input, 1, weights.dataPointer, output.dataPointer + range.lowerBound * width,
+                                               width, nil, bias.dataPointer, 0)
             if status != 0 { self.failed.withLock { $0 = true } }
         }
         try checkProducts()
@@ -155,15 +155,18 @@ final class RecurrentRun: Sendable {
             }
         }
         let programs = layer.programs[d]
-        let chunk = (hidden + unitChunks - 1) / unitChunks
-        let workspaces = (0..<unitChunks).map { _ in Workspace(programs) }
+        // A gate's packed R' block is read from a multiple of the column block on.
+        let block = max(1, lk_sgemm_column_block(layer.packedISA))
+        let chunk = ((hidden + unitChunks - 1) / unitChunks + block - 1) / block * block
+        let chunks = (hidden + chunk - 1) / chunk
+        let workspaces = (0..<chunks).map { _ in Workspace(programs) }
         let parts: [Part] = layer.cell == .gru && !layer.options.linearBeforeReset ? [.resetGates, .candidate] : [.whole]
         let longest = items.map { lengths[$0] }.max() ?? 0
         for s in 0..<longest {
             for part in parts {
                 let state = memory
-                if unitChunks > 1 {
-                    forEachChunk(count: hidden, chunkSize: chunk, threadCount: unitChunks) { units in
+                if chunks > 1 {
+                    forEachChunk(count: hidden, chunkSize: chunk, threadCount: chunks) { units in
                         self.step(s, part, d, items, units, state, workspaces[units.lowerBound / chunk])
                     }
                 } else {
@@ -202,20 +205,20 @@ final class RecurrentRun: Sendable {
             for g in gates { (memory.gates + i * rows + g * hidden + j0).update(from: source + g * hidden + j0, count: n) }
         }
         // Plus the previous state times R' (for GRU's candidate gate: r ⊙ H, or kept apart with linear_before_reset).
-        let weights = layer.recurrentWeights.dataPointer + d * hidden * rows
+        let isa = layer.packedISA
         for g in gates {
+            let weights = layer.recurrentWeights.dataPointer + (d * layer.cell.gates + g) * layer.gatePanels + j0 * hidden
             var status: Int32
             if layer.cell == .gru && g == 2 && part == .whole, let bias = layer.candidateRecurrentBias {
-                status = lk_sgemm_f32(count, n, hidden, 1, memory.previous, hidden, 1, weights + g * hidden + j0, rows,
-                                      memory.candidate + j0, hidden, nil, bias.dataPointer + d * hidden + j0, 0)
+                status = lk_sgemm_f32_packed_b(isa, count, n, hidden, 1, memory.previous, hidden, 1, weights,
+                                               memory.candidate + j0, hidden, nil, bias.dataPointer + d * hidden + j0, 0)
             } else {
                 let state = layer.cell == .gru && g == 2 ? memory.candidate : memory.previous
-                status = lk_sgemm_f32(count, n, hidden, 1, state, hidden, 1, weights + g * hidden + j0, rows,
-                                      memory.gates + g * hidden + j0, rows, nil, nil, 1)
+                status = lk_sgemm_f32_packed_b(isa, count, n, hidden, 1, state, hidden, 1, weights,
+                                               memory.gates + g * hidden + j0, rows, nil, nil, 1)
             }
             if status != 0 { failed.withLock { $0 = true } }
         }
-        let isa = lk_kernels_isa()
         let programs = layer.programs[d]
         /// Activation `k` of `count` values at `values`, in place.
         func activate(_ k: Int, _ values: UnsafeMutablePointer<Float>) {
