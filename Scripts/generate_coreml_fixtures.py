@@ -1,0 +1,209 @@
+"""Core ML NeuralNetwork fixtures for LayerKit's `.mlmodel` reader.
+
+Writes Tests/LayerKitTests/Fixtures/coreml/:
+
+    NeuralMcNeuralNet.mlmodel   the Core ML custom-layer article's kind of model: two
+                                convolutions, each followed by a custom layer (className
+                                "Swish", parameter beta), max pooling, a flatten, an
+                                innerProduct and a softmax
+    PlainNet.mlmodel            built-in layers only: convolution (stride 2, same
+                                padding), batchnorm, ReLU, average pooling (same, padding
+                                excluded), a grouped and dilated convolution, leakyReLU,
+                                sigmoid, tanh, linear, add, multiply, concat, max and
+                                global average pooling, flatten, innerProduct, softmax
+    Unsupported.mlmodel         a layer LayerKit does not translate (unary sqrt), for the
+                                refusal naming it
+    <name>-input.npy            the input, float32, [1, C, H, W]
+    <name>-<output>.npy         numpy's float64 result from the same weights, [1, 10], for
+                                each model output: the softmax and the logits before it
+
+coremltools builds the files (NeuralNetworkBuilder) but cannot run them on Linux, so
+the references are computed here, from the weights given to the builder, by the
+definitions of NeuralNetwork.proto: never by LayerKit. Weights come from a seeded
+generator, so reruns write the same files. Run with a Python that has coremltools and
+numpy (a venv: pip install coremltools numpy).
+"""
+import os
+
+import numpy as np
+from coremltools.models import datatypes
+from coremltools.models.neural_network import NeuralNetworkBuilder
+from coremltools.models.utils import save_spec
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests', 'LayerKitTests', 'Fixtures',
+                    'coreml')
+
+
+# ---- numpy references, in float64, for one item [C, H, W] ----
+
+def same_pads(size, kernel, stride, dilation):
+    """Core ML's same padding, BOTTOM_RIGHT_HEAVY: (before, after)."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
+    return total // 2, total - total // 2
+
+
+def conv(x, w_oihw, b, stride, dilation, groups, same):
+    c, h, wd = x.shape
+    o, kc, kh, kw = w_oihw.shape
+    (top, bottom), (left, right) = ((same_pads(h, kh, stride, dilation), same_pads(wd, kw, stride, dilation))
+                                    if same else ((0, 0), (0, 0)))
+    xp = np.pad(x, ((0, 0), (top, bottom), (left, right)))
+    oh = (xp.shape[1] - (kh - 1) * dilation - 1) // stride + 1
+    ow = (xp.shape[2] - (kw - 1) * dilation - 1) // stride + 1
+    y = np.zeros((o, oh, ow))
+    per_group = o // groups
+    for oc in range(o):
+        g = oc // per_group
+        for i in range(oh):
+            for j in range(ow):
+                window = xp[g * kc:(g + 1) * kc, i * stride:i * stride + (kh - 1) * dilation + 1:dilation,
+                            j * stride:j * stride + (kw - 1) * dilation + 1:dilation]
+                y[oc, i, j] = np.sum(window * w_oihw[oc]) + b[oc]
+    return y
+
+
+def pool(x, kernel, stride, kind, same):
+    c, h, w = x.shape
+    (top, bottom), (left, right) = ((same_pads(h, kernel, stride, 1), same_pads(w, kernel, stride, 1))
+                                    if same else ((0, 0), (0, 0)))
+    valid = np.pad(np.ones((h, w)), ((top, bottom), (left, right)))
+    xp = np.pad(x, ((0, 0), (top, bottom), (left, right)), constant_values=-np.inf if kind == 'MAX' else 0)
+    oh, ow = (valid.shape[0] - kernel) // stride + 1, (valid.shape[1] - kernel) // stride + 1
+    y = np.zeros((c, oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            window = xp[:, i * stride:i * stride + kernel, j * stride:j * stride + kernel]
+            if kind == 'MAX':
+                y[:, i, j] = window.max(axis=(1, 2))
+            else:  # average over the window's pixels inside the image (avgPoolExcludePadding)
+                y[:, i, j] = window.sum(axis=(1, 2)) / valid[i * stride:i * stride + kernel,
+                                                              j * stride:j * stride + kernel].sum()
+    return y
+
+
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def softmax(x):
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+# ---- the models ----
+
+def seeded(rng, *shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def hwio(w_oihw):
+    """The builder takes convolution weights as (height, width, kernel_channels, output_channels)."""
+    return w_oihw.transpose(2, 3, 1, 0)
+
+
+def add_swish(builder, name, input_name, output_name, beta):
+    builder.add_custom(name, [input_name], [output_name])
+    layer = builder.spec.neuralNetwork.layers[-1]
+    layer.custom.className = 'Swish'
+    layer.custom.description = 'x * sigmoid(beta * x), the article\'s Swish'
+    layer.custom.parameters['beta'].doubleValue = beta
+
+
+def neural_mc_neural_net(rng):
+    """conv 3->6 3x3 same, Swish, max pool 2, conv 6->8 3x3 valid, Swish, flatten, innerProduct 32->10, softmax."""
+    w1, b1 = seeded(rng, 6, 3, 3, 3, scale=0.4), seeded(rng, 6, scale=0.1)
+    w2, b2 = seeded(rng, 8, 6, 3, 3, scale=0.3), seeded(rng, 8, scale=0.1)
+    wf, bf = seeded(rng, 10, 32, scale=0.1), seeded(rng, 10, scale=0.1)
+    beta = 0.75
+    builder = NeuralNetworkBuilder([('image', datatypes.Array(3, 8, 8))], [('output', datatypes.Array(10)), ('logits', datatypes.Array(10))])
+    builder.add_convolution('conv1', 3, 6, 3, 3, 1, 1, 'same', 1, hwio(w1), b1, True, input_name='image',
+                            output_name='conv1')
+    add_swish(builder, 'swish1', 'conv1', 'swish1', beta)
+    builder.add_pooling('pool1', 2, 2, 2, 2, 'MAX', 'VALID', 'swish1', 'pool1')
+    builder.add_convolution('conv2', 6, 8, 3, 3, 1, 1, 'valid', 1, hwio(w2), b2, True, input_name='pool1',
+                            output_name='conv2')
+    add_swish(builder, 'swish2', 'conv2', 'swish2', beta)
+    builder.add_flatten('flatten', 0, 'swish2', 'flatten')
+    builder.add_inner_product('dense', wf, bf, 32, 10, True, 'flatten', 'logits')
+    builder.add_softmax('softmax', 'logits', 'output')
+
+    def reference(x):
+        swish = lambda v: v * sigmoid(beta * v)
+        y = swish(conv(x, w1, b1, 1, 1, 1, True))
+        y = pool(y, 2, 2, 'MAX', False)
+        y = swish(conv(y, w2, b2, 1, 1, 1, False))
+        logits = wf.astype(np.float64) @ y.reshape(-1) + bf
+        return {'output': softmax(logits), 'logits': logits}
+
+    return builder, (3, 8, 8), reference
+
+
+def plain_net(rng):
+    """Every built-in layer the reader translates, in one small graph."""
+    w1, b1 = seeded(rng, 6, 4, 3, 3, scale=0.4), seeded(rng, 6, scale=0.1)
+    gamma, beta = (1 + seeded(rng, 6, scale=0.2)), seeded(rng, 6, scale=0.1)
+    mean, var = seeded(rng, 6, scale=0.2), (0.5 + np.abs(seeded(rng, 6)))
+    w2, b2 = seeded(rng, 6, 3, 3, 3, scale=0.4), seeded(rng, 6, scale=0.1)  # 2 groups of 3 channels, dilation 2
+    wf, bf = seeded(rng, 10, 12, scale=0.3), seeded(rng, 10, scale=0.1)
+    builder = NeuralNetworkBuilder([('data', datatypes.Array(4, 9, 9))], [('probabilities', datatypes.Array(10)), ('logits', datatypes.Array(10))])
+    builder.add_convolution('conv', 4, 6, 3, 3, 2, 2, 'same', 1, hwio(w1), b1, True, input_name='data',
+                            output_name='conv')
+    builder.add_batchnorm('bn', 6, gamma, beta, mean, var, 'conv', 'bn', epsilon=1e-3)
+    builder.add_activation('relu', 'RELU', 'bn', 'relu')
+    builder.add_pooling('avg', 3, 3, 1, 1, 'AVERAGE', 'SAME', 'relu', 'avg', exclude_pad_area=True)
+    builder.add_convolution('dilated', 3, 6, 3, 3, 1, 1, 'same', 2, hwio(w2), b2, True, input_name='avg',
+                            output_name='dilated', dilation_factors=[2, 2])
+    builder.add_activation('leaky', 'LEAKYRELU', 'dilated', 'leaky', params=[0.2])
+    builder.add_activation('sigmoid', 'SIGMOID', 'leaky', 'sigmoid')
+    builder.add_activation('tanh', 'TANH', 'leaky', 'tanh')
+    builder.add_activation('linear', 'LINEAR', 'tanh', 'linear', params=[1.5, -0.25])
+    builder.add_elementwise('add', ['sigmoid', 'linear'], 'sum', 'ADD')
+    builder.add_elementwise('multiply', ['sum', 'leaky'], 'product', 'MULTIPLY')
+    builder.add_elementwise('concat', ['product', 'relu'], 'concat', 'CONCAT')
+    builder.add_pooling('max', 2, 2, 2, 2, 'MAX', 'VALID', 'concat', 'max')
+    builder.add_pooling('global', 1, 1, 1, 1, 'AVERAGE', 'VALID', 'max', 'global', is_global=True)
+    builder.add_flatten('flatten', 0, 'global', 'flatten')
+    builder.add_inner_product('dense', wf, bf, 12, 10, True, 'flatten', 'logits')
+    builder.add_softmax('softmax', 'logits', 'probabilities')
+
+    def reference(x):
+        y = conv(x, w1, b1, 2, 1, 1, True)
+        y = ((y - mean[:, None, None]) / np.sqrt(var[:, None, None].astype(np.float64) + 1e-3)
+             * gamma[:, None, None] + beta[:, None, None])
+        relu = np.maximum(y, 0)
+        y = pool(relu, 3, 1, 'AVERAGE', True)
+        leaky = conv(y, w2, b2, 1, 2, 2, True)
+        leaky = np.where(leaky >= 0, leaky, 0.2 * leaky)
+        total = sigmoid(leaky) + (1.5 * np.tanh(leaky) - 0.25)
+        y = np.concatenate([total * leaky, relu])
+        y = pool(y, 2, 2, 'MAX', False)
+        y = y.mean(axis=(1, 2))
+        logits = wf.astype(np.float64) @ y + bf
+        return {'probabilities': softmax(logits), 'logits': logits}
+
+    return builder, (4, 9, 9), reference
+
+
+def unsupported():
+    builder = NeuralNetworkBuilder([('data', datatypes.Array(2, 3, 3))], [('root', datatypes.Array(2, 3, 3))])
+    builder.add_unary('sqrt', 'data', 'root', mode='sqrt')
+    return builder
+
+
+def main():
+    os.makedirs(ROOT, exist_ok=True)
+    for index, (name, make) in enumerate([('NeuralMcNeuralNet', neural_mc_neural_net), ('PlainNet', plain_net)]):
+        rng = np.random.default_rng(20260 + index)
+        builder, shape, reference = make(rng)
+        x = rng.uniform(-2, 2, size=shape).astype(np.float32)
+        save_spec(builder.spec, os.path.join(ROOT, name + '.mlmodel'))
+        np.save(os.path.join(ROOT, name + '-input.npy'), x[None])
+        for output, value in reference(x.astype(np.float64)).items():
+            np.save(os.path.join(ROOT, f'{name}-{output}.npy'), value[None])
+        print(name, os.path.getsize(os.path.join(ROOT, name + '.mlmodel')), 'bytes')
+    save_spec(unsupported().spec, os.path.join(ROOT, 'Unsupported.mlmodel'))
+
+
+if __name__ == '__main__':
+    main()
