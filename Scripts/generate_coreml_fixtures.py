@@ -16,6 +16,10 @@ Writes Tests/LayerKitTests/Fixtures/coreml/:
     <name>-input.npy            the input, float32, [1, C, H, W]
     <name>-<output>.npy         numpy's float64 result from the same weights, [1, 10], for
                                 each model output: the softmax and the logits before it
+    <name>-<output>-fp16.npy    the same with the input and every layer's output rounded to
+                                float16, as LayerKit's GPU stores them (each layer computes in
+                                float32, its output kept in fp16): the GPU's reference, which
+                                the float64 one is not once errors of 5e-4 per layer add up
 
 coremltools builds the files (NeuralNetworkBuilder) but cannot run them on Linux, so
 the references are computed here, from the weights given to the builder, by the
@@ -91,6 +95,11 @@ def softmax(x):
     return e / e.sum()
 
 
+def fp16_stored(x):
+    """A layer's output as a GPU stores it (fp16, rounded to nearest), computed on in float64."""
+    return np.asarray(x).astype(np.float16).astype(np.float64)
+
+
 # ---- the models ----
 
 def seeded(rng, *shape, scale=1.0):
@@ -128,13 +137,13 @@ def neural_mc_neural_net(rng):
     builder.add_inner_product('dense', wf, bf, 32, 10, True, 'flatten', 'logits')
     builder.add_softmax('softmax', 'logits', 'output')
 
-    def reference(x):
+    def reference(x, store):
         swish = lambda v: v * sigmoid(beta * v)
-        y = swish(conv(x, w1, b1, 1, 1, 1, True))
-        y = pool(y, 2, 2, 'MAX', False)
-        y = swish(conv(y, w2, b2, 1, 1, 1, False))
-        logits = wf.astype(np.float64) @ y.reshape(-1) + bf
-        return {'output': softmax(logits), 'logits': logits}
+        y = store(swish(store(conv(store(x), w1, b1, 1, 1, 1, True))))
+        y = store(pool(y, 2, 2, 'MAX', False))
+        y = store(swish(store(conv(y, w2, b2, 1, 1, 1, False))))
+        logits = store(wf.astype(np.float64) @ y.reshape(-1) + bf)
+        return {'output': store(softmax(logits)), 'logits': logits}
 
     return builder, (3, 8, 8), reference
 
@@ -167,20 +176,20 @@ def plain_net(rng):
     builder.add_inner_product('dense', wf, bf, 12, 10, True, 'flatten', 'logits')
     builder.add_softmax('softmax', 'logits', 'probabilities')
 
-    def reference(x):
-        y = conv(x, w1, b1, 2, 1, 1, True)
-        y = ((y - mean[:, None, None]) / np.sqrt(var[:, None, None].astype(np.float64) + 1e-3)
-             * gamma[:, None, None] + beta[:, None, None])
-        relu = np.maximum(y, 0)
-        y = pool(relu, 3, 1, 'AVERAGE', True)
-        leaky = conv(y, w2, b2, 1, 2, 2, True)
-        leaky = np.where(leaky >= 0, leaky, 0.2 * leaky)
-        total = sigmoid(leaky) + (1.5 * np.tanh(leaky) - 0.25)
-        y = np.concatenate([total * leaky, relu])
-        y = pool(y, 2, 2, 'MAX', False)
-        y = y.mean(axis=(1, 2))
-        logits = wf.astype(np.float64) @ y + bf
-        return {'probabilities': softmax(logits), 'logits': logits}
+    def reference(x, store):
+        y = store(conv(store(x), w1, b1, 2, 1, 1, True))
+        y = store((y - mean[:, None, None]) / np.sqrt(var[:, None, None].astype(np.float64) + 1e-3)
+                  * gamma[:, None, None] + beta[:, None, None])
+        relu = store(np.maximum(y, 0))
+        y = store(pool(relu, 3, 1, 'AVERAGE', True))
+        leaky = store(conv(y, w2, b2, 1, 2, 2, True))
+        leaky = store(np.where(leaky >= 0, leaky, 0.2 * leaky))
+        total = store(store(sigmoid(leaky)) + store(1.5 * store(np.tanh(leaky)) - 0.25))
+        y = np.concatenate([store(total * leaky), relu])
+        y = store(pool(y, 2, 2, 'MAX', False))
+        y = store(y.mean(axis=(1, 2)))
+        logits = store(wf.astype(np.float64) @ y + bf)
+        return {'probabilities': store(softmax(logits)), 'logits': logits}
 
     return builder, (4, 9, 9), reference
 
@@ -199,8 +208,9 @@ def main():
         x = rng.uniform(-2, 2, size=shape).astype(np.float32)
         save_spec(builder.spec, os.path.join(ROOT, name + '.mlmodel'))
         np.save(os.path.join(ROOT, name + '-input.npy'), x[None])
-        for output, value in reference(x.astype(np.float64)).items():
-            np.save(os.path.join(ROOT, f'{name}-{output}.npy'), value[None])
+        for suffix, store in [('', lambda v: v), ('-fp16', fp16_stored)]:
+            for output, value in reference(x.astype(np.float64), store).items():
+                np.save(os.path.join(ROOT, f'{name}-{output}{suffix}.npy'), value[None])
         print(name, os.path.getsize(os.path.join(ROOT, name + '.mlmodel')), 'bytes')
     save_spec(unsupported().spec, os.path.join(ROOT, 'Unsupported.mlmodel'))
 
