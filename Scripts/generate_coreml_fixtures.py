@@ -11,11 +11,17 @@ Writes Tests/LayerKitTests/Fixtures/coreml/:
                                 excluded), a grouped and dilated convolution, leakyReLU,
                                 sigmoid, tanh, linear, add, multiply, concat, max and
                                 global average pooling, flatten, innerProduct, softmax
+    ImageClassifier.mlmodel     a neuralNetworkClassifier (labels cat, dog, owl, fox, elk) on a
+                                7x7 RGB image with a scaler: PReLU, instance normalization,
+                                ELU, softsign, softplus, thresholdedReLU, sigmoidHard,
+                                scaledTanh, add and multiply of one input with alpha, average
+                                pooling counting explicit padding, reshape, a CHANNEL_LAST
+                                flatten, innerProduct, softmax
     Unsupported.mlmodel         a layer LayerKit does not translate (unary sqrt), for the
                                 refusal naming it
-    <name>-input.npy            the input, float32, [1, C, H, W]
-    <name>-<output>.npy         numpy's float64 result from the same weights, [1, 10], for
-                                each model output: the softmax and the logits before it
+    <name>-input.npy            the input, float32, [1, C, H, W] (the image's pixels 0 to 255)
+    <name>-<output>.npy         numpy's float64 result from the same weights, [1, 10] ([1, 5]), for
+                                each model output: the softmax, and the logits before it
     <name>-<output>-fp16.npy    the same with the input and every layer's output rounded to
                                 float16, as LayerKit's GPU stores them (each layer computes in
                                 float32, its output kept in fp16): the GPU's reference, which
@@ -145,7 +151,7 @@ def neural_mc_neural_net(rng):
         logits = store(wf.astype(np.float64) @ y.reshape(-1) + bf)
         return {'output': store(softmax(logits)), 'logits': logits}
 
-    return builder, (3, 8, 8), reference
+    return builder, (3, 8, 8), reference, (-2, 2)
 
 
 def plain_net(rng):
@@ -191,7 +197,68 @@ def plain_net(rng):
         logits = store(wf.astype(np.float64) @ y + bf)
         return {'probabilities': store(softmax(logits)), 'logits': logits}
 
-    return builder, (4, 9, 9), reference
+    return builder, (4, 9, 9), reference, (-2, 2)
+
+
+def image_classifier(rng):
+    """A classifier on an RGB image with a scaler: the remaining activations, explicit padding,
+    instance normalization, add and multiply with alpha, reshape and a CHANNEL_LAST flatten."""
+    w1, b1 = seeded(rng, 4, 3, 3, 3, scale=0.5), seeded(rng, 4, scale=0.1)
+    slopes = np.abs(seeded(rng, 4, scale=0.3))
+    gamma, beta = 1 + seeded(rng, 4, scale=0.2), seeded(rng, 4, scale=0.1)
+    wf, bf = seeded(rng, 5, 128, scale=0.1), seeded(rng, 5, scale=0.1)
+    scale, biases = 1 / 255, [-0.5, -0.4, -0.3]  # red, green, blue
+    builder = NeuralNetworkBuilder([('image', datatypes.Array(3, 7, 7))], [('probs', datatypes.Array(5))],
+                                   mode='classifier')
+    image = builder.spec.description.input[0].type.imageType
+    image.width, image.height, image.colorSpace = 7, 7, 20  # RGB
+    scaler = builder.nn_spec.preprocessing.add()
+    scaler.featureName = 'image'
+    scaler.scaler.channelScale = scale
+    scaler.scaler.redBias, scaler.scaler.greenBias, scaler.scaler.blueBias = biases
+    builder.add_convolution('conv', 3, 4, 3, 3, 1, 1, 'valid', 1, hwio(w1), b1, True, input_name='image',
+                            output_name='conv', padding_top=1, padding_bottom=0, padding_left=2, padding_right=1)
+    builder.add_activation('prelu', 'PRELU', 'conv', 'prelu', params=slopes)
+    builder.add_batchnorm('instance', 4, gamma, beta, None, None, 'prelu', 'instance', compute_mean_var=True,
+                          instance_normalization=True, epsilon=1e-5)
+    builder.add_activation('elu', 'ELU', 'instance', 'elu', params=0.7)
+    builder.add_activation('softsign', 'SOFTSIGN', 'elu', 'softsign')
+    builder.add_activation('softplus', 'SOFTPLUS', 'elu', 'softplus')
+    builder.add_activation('thresholded', 'THRESHOLDEDRELU', 'elu', 'thresholded', params=0.1)
+    builder.add_activation('hard', 'SIGMOID_HARD', 'elu', 'hard', params=[0.3, 0.4])
+    builder.add_activation('scaled', 'SCALED_TANH', 'elu', 'scaled', params=[1.2, 0.6])
+    builder.add_elementwise('sum', ['softsign', 'softplus', 'thresholded'], 'sum', 'ADD')
+    builder.add_elementwise('product', ['hard', 'scaled'], 'product', 'MULTIPLY')
+    builder.add_elementwise('concat', ['sum', 'product'], 'concat', 'CONCAT')
+    builder.add_elementwise('shift', ['concat'], 'shift', 'ADD', alpha=0.5)
+    builder.add_elementwise('double', ['shift'], 'double', 'MULTIPLY', alpha=2.0)
+    builder.add_pooling('avg', 2, 2, 2, 2, 'AVERAGE', 'VALID', 'double', 'avg', exclude_pad_area=False,
+                        padding_top=1, padding_bottom=1)
+    builder.add_reshape('reshape', 'avg', 'reshape', (16, 2, 4), 0)
+    builder.add_flatten('flatten', 1, 'reshape', 'flatten')
+    builder.add_inner_product('dense', wf, bf, 128, 5, True, 'flatten', 'logits')
+    builder.add_softmax('softmax', 'logits', 'probs')
+    builder.set_class_labels(['cat', 'dog', 'owl', 'fox', 'elk'], prediction_blob='probs')
+
+    def reference(x, store):
+        y = store(store(x) * scale + np.array(biases)[:, None, None])
+        y = np.pad(y, ((0, 0), (1, 0), (2, 1)))
+        y = store(conv(y, w1, b1, 1, 1, 1, False))
+        y = store(np.where(y >= 0, y, slopes[:, None, None] * y))
+        mean, var = y.mean(axis=(1, 2), keepdims=True), y.var(axis=(1, 2), keepdims=True)
+        y = store((y - mean) / np.sqrt(var + 1e-5) * gamma[:, None, None] + beta[:, None, None])
+        elu = store(np.where(y > 0, y, 0.7 * (np.exp(y) - 1)))
+        total = store(store(store(elu / (1 + np.abs(elu))) + store(np.log1p(np.exp(elu))))
+                      + store(np.where(elu > 0.1, elu, 0)))
+        product = store(store(np.clip(0.3 * elu + 0.4, 0, 1)) * store(1.2 * np.tanh(0.6 * elu)))
+        y = store(store(np.concatenate([total, product]) + 0.5) * 2)
+        y = np.pad(y, ((0, 0), (1, 1), (0, 0)))  # padding counted in the average
+        y = store(y.reshape(8, 4, 2, 4, 2).mean(axis=(2, 4)))
+        y = y.reshape(16, 2, 4).transpose(1, 2, 0).reshape(-1)  # CHANNEL_LAST: H, W, C
+        logits = store(wf.astype(np.float64) @ y + bf)
+        return {'probs': store(softmax(logits))}
+
+    return builder, (3, 7, 7), reference, (0, 255)
 
 
 def unsupported():
@@ -202,10 +269,11 @@ def unsupported():
 
 def main():
     os.makedirs(ROOT, exist_ok=True)
-    for index, (name, make) in enumerate([('NeuralMcNeuralNet', neural_mc_neural_net), ('PlainNet', plain_net)]):
+    for index, (name, make) in enumerate([('NeuralMcNeuralNet', neural_mc_neural_net), ('PlainNet', plain_net),
+                                          ('ImageClassifier', image_classifier)]):
         rng = np.random.default_rng(20260 + index)
-        builder, shape, reference = make(rng)
-        x = rng.uniform(-2, 2, size=shape).astype(np.float32)
+        builder, shape, reference, (low, high) = make(rng)
+        x = rng.uniform(low, high, size=shape).astype(np.float32)
         save_spec(builder.spec, os.path.join(ROOT, name + '.mlmodel'))
         np.save(os.path.join(ROOT, name + '-input.npy'), x[None])
         for suffix, store in [('', lambda v: v), ('-fp16', fp16_stored)]:

@@ -31,7 +31,8 @@ import Testing
     }
 
     static let cases: [(name: String, outputs: [String])] = [("NeuralMcNeuralNet", ["output", "logits"]),
-                                                             ("PlainNet", ["probabilities", "logits"])]
+                                                             ("PlainNet", ["probabilities", "logits"]),
+                                                             ("ImageClassifier", ["probs"])]
 
     @Test(arguments: cases.map(\.name))
     func runsAsNumpyComputesOnTheCPU(_ name: String) throws {
@@ -70,6 +71,17 @@ import Testing
         let model = try Model(data: data, name: "PlainNet.mlmodel", computeUnits: .cpuOnly, notice: { _ in })
         #expect(model.inputs.map(\.description) == ["data: float32 [N, 4, 9, 9]"])
         #expect(model.outputs.map(\.description) == ["probabilities: float32 [1, 10]", "logits: float32 [1, 10]"])
+    }
+
+    /// A classifier on an image: the image's shape, its scaler applied, the probabilities its one output.
+    @Test func anImageClassifiersProbabilitiesAreItsOutput() throws {
+        let data = try Data(contentsOf: Self.fixture("ImageClassifier.mlmodel"))
+        let coreML = try CoreMLModel(data: data, source: "ImageClassifier.mlmodel")
+        #expect(coreML.inputs == [CoreMLFeature(name: "image", kind: .image(width: 7, height: 7, colorSpace: 20))])
+        #expect(coreML.outputs.map(\.name) == ["probs", "classLabel"])
+        let model = try Model(data: data, name: "ImageClassifier.mlmodel", computeUnits: .cpuOnly, notice: { _ in })
+        #expect(model.inputs.map(\.description) == ["image: float32 [N, 3, 7, 7]"])
+        #expect(model.outputs.map(\.description) == ["probs: float32 [1, 5]"])
     }
 
     @Test func theFormatIsChosenByContent() throws {
