@@ -22,10 +22,11 @@ Writes Tests/LayerKitTests/Fixtures/coreml/:
     <name>-input.npy            the input, float32, [1, C, H, W] (the image's pixels 0 to 255)
     <name>-<output>.npy         numpy's float64 result from the same weights, [1, 10] ([1, 5]), for
                                 each model output: the softmax, and the logits before it
-    <name>-<output>-fp16.npy    the same with the input and every layer's output rounded to
-                                float16, as LayerKit's GPU stores them (each layer computes in
-                                float32, its output kept in fp16): the GPU's reference, which
-                                the float64 one is not once errors of 5e-4 per layer add up
+    <name>-<output>-fp16.npy    the same with the input and every value LayerKit's GPU keeps
+                                between kernels rounded to float16 (a kernel computes in
+                                float32 and stores fp16; a convolution and the batchnorm and
+                                activation after it are one kernel): the GPU's reference,
+                                which the float64 one is not once errors of 5e-4 per value add up
 
 coremltools builds the files (NeuralNetworkBuilder) but cannot run them on Linux, so
 the references are computed here, from the weights given to the builder, by the
@@ -131,7 +132,8 @@ def neural_mc_neural_net(rng):
     w2, b2 = seeded(rng, 8, 6, 3, 3, scale=0.3), seeded(rng, 8, scale=0.1)
     wf, bf = seeded(rng, 10, 32, scale=0.1), seeded(rng, 10, scale=0.1)
     beta = 0.75
-    builder = NeuralNetworkBuilder([('image', datatypes.Array(3, 8, 8))], [('output', datatypes.Array(10)), ('logits', datatypes.Array(10))])
+    builder = NeuralNetworkBuilder([('image', datatypes.Array(3, 8, 8))],
+                                   [('output', datatypes.Array(10)), ('logits', datatypes.Array(10))])
     builder.add_convolution('conv1', 3, 6, 3, 3, 1, 1, 'same', 1, hwio(w1), b1, True, input_name='image',
                             output_name='conv1')
     add_swish(builder, 'swish1', 'conv1', 'swish1', beta)
@@ -161,7 +163,9 @@ def plain_net(rng):
     mean, var = seeded(rng, 6, scale=0.2), (0.5 + np.abs(seeded(rng, 6)))
     w2, b2 = seeded(rng, 6, 3, 3, 3, scale=0.4), seeded(rng, 6, scale=0.1)  # 2 groups of 3 channels, dilation 2
     wf, bf = seeded(rng, 10, 12, scale=0.3), seeded(rng, 10, scale=0.1)
-    builder = NeuralNetworkBuilder([('data', datatypes.Array(4, 9, 9))], [('probabilities', datatypes.Array(10)), ('logits', datatypes.Array(10))])
+    builder = NeuralNetworkBuilder([('data', datatypes.Array(4, 8, 8))],
+                                   [('probabilities', datatypes.Array(10)), ('logits', datatypes.Array(10))])
+    # Stride 2 on 8 pixels: same padding of 0 before, 1 after (BOTTOM_RIGHT_HEAVY).
     builder.add_convolution('conv', 4, 6, 3, 3, 2, 2, 'same', 1, hwio(w1), b1, True, input_name='data',
                             output_name='conv')
     builder.add_batchnorm('bn', 6, gamma, beta, mean, var, 'conv', 'bn', epsilon=1e-3)
@@ -183,21 +187,23 @@ def plain_net(rng):
     builder.add_softmax('softmax', 'logits', 'probabilities')
 
     def reference(x, store):
-        y = store(conv(store(x), w1, b1, 2, 1, 1, True))
-        y = store((y - mean[:, None, None]) / np.sqrt(var[:, None, None].astype(np.float64) + 1e-3)
-                  * gamma[:, None, None] + beta[:, None, None])
+        # LayerKit runs conv, batchnorm and ReLU as one kernel, and conv and leakyReLU: one store each.
+        y = conv(store(x), w1, b1, 2, 1, 1, True)
+        y = ((y - mean[:, None, None]) / np.sqrt(var[:, None, None].astype(np.float64) + 1e-3)
+             * gamma[:, None, None] + beta[:, None, None])
         relu = store(np.maximum(y, 0))
         y = store(pool(relu, 3, 1, 'AVERAGE', True))
-        leaky = store(conv(y, w2, b2, 1, 2, 2, True))
+        leaky = conv(y, w2, b2, 1, 2, 2, True)
         leaky = store(np.where(leaky >= 0, leaky, 0.2 * leaky))
-        total = store(store(sigmoid(leaky)) + store(1.5 * store(np.tanh(leaky)) - 0.25))
+        # linear is a Mul and an Add: two stores.
+        total = store(store(sigmoid(leaky)) + store(store(1.5 * store(np.tanh(leaky))) - 0.25))
         y = np.concatenate([store(total * leaky), relu])
         y = store(pool(y, 2, 2, 'MAX', False))
         y = store(y.mean(axis=(1, 2)))
         logits = store(wf.astype(np.float64) @ y + bf)
         return {'probabilities': store(softmax(logits)), 'logits': logits}
 
-    return builder, (4, 9, 9), reference, (-2, 2)
+    return builder, (4, 8, 8), reference, (-2, 2)
 
 
 def image_classifier(rng):
