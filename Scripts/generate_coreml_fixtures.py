@@ -17,6 +17,8 @@ Writes Tests/LayerKitTests/Fixtures/coreml/:
                                 scaledTanh, add and multiply of one input with alpha, average
                                 pooling counting explicit padding, reshape, a CHANNEL_LAST
                                 flatten, innerProduct, softmax
+    ReshapeND.mlmodel           an N-D network (exact array mapping): reshapeStatic [2, 6] to
+                                [3, 4], sigmoid
     Unsupported.mlmodel         a layer LayerKit does not translate (unary sqrt), for the
                                 refusal naming it
     <name>-input.npy            the input, float32, [1, C, H, W] (the image's pixels 0 to 255)
@@ -267,6 +269,20 @@ def image_classifier(rng):
     return builder, (3, 7, 7), reference, (0, 255)
 
 
+def reshape_nd(rng):
+    """An N-D network (EXACT_ARRAY_MAPPING: the input's shape is taken as declared): reshapeStatic
+    to a whole new shape, then a sigmoid."""
+    builder = NeuralNetworkBuilder([('x', datatypes.Array(2, 6))], [('y', datatypes.Array(3, 4))],
+                                   disable_rank5_shape_mapping=True)
+    builder.add_reshape_static('reshape', 'x', 'reshaped', (3, 4))
+    builder.add_activation('sigmoid', 'SIGMOID', 'reshaped', 'y')
+
+    def reference(x, store):
+        return {'y': store(sigmoid(store(x).reshape(3, 4)))}
+
+    return builder, (2, 6), reference, (-3, 3)
+
+
 def unsupported():
     builder = NeuralNetworkBuilder([('data', datatypes.Array(2, 3, 3))], [('root', datatypes.Array(2, 3, 3))])
     builder.add_unary('sqrt', 'data', 'root', mode='sqrt')
@@ -276,15 +292,17 @@ def unsupported():
 def main():
     os.makedirs(ROOT, exist_ok=True)
     for index, (name, make) in enumerate([('NeuralMcNeuralNet', neural_mc_neural_net), ('PlainNet', plain_net),
-                                          ('ImageClassifier', image_classifier)]):
+                                          ('ImageClassifier', image_classifier), ('ReshapeND', reshape_nd)]):
         rng = np.random.default_rng(20260 + index)
         builder, shape, reference, (low, high) = make(rng)
         x = rng.uniform(low, high, size=shape).astype(np.float32)
         save_spec(builder.spec, os.path.join(ROOT, name + '.mlmodel'))
-        np.save(os.path.join(ROOT, name + '-input.npy'), x[None])
+        # A batch of one in front, but for the N-D network, whose input is its whole shape.
+        batch = (lambda v: v) if name == 'ReshapeND' else (lambda v: v[None])
+        np.save(os.path.join(ROOT, name + '-input.npy'), batch(x))
         for suffix, store in [('', lambda v: v), ('-fp16', fp16_stored)]:
             for output, value in reference(x.astype(np.float64), store).items():
-                np.save(os.path.join(ROOT, f'{name}-{output}{suffix}.npy'), value[None])
+                np.save(os.path.join(ROOT, f'{name}-{output}{suffix}.npy'), batch(value))
         print(name, os.path.getsize(os.path.join(ROOT, name + '.mlmodel')), 'bytes')
     save_spec(unsupported().spec, os.path.join(ROOT, 'Unsupported.mlmodel'))
 

@@ -32,7 +32,7 @@ import Testing
 
     static let cases: [(name: String, outputs: [String])] = [("NeuralMcNeuralNet", ["output", "logits"]),
                                                              ("PlainNet", ["probabilities", "logits"]),
-                                                             ("ImageClassifier", ["probs"])]
+                                                             ("ImageClassifier", ["probs"]), ("ReshapeND", ["y"])]
 
     @Test(arguments: cases.map(\.name))
     func runsAsNumpyComputesOnTheCPU(_ name: String) throws {
@@ -82,6 +82,13 @@ import Testing
         let model = try Model(data: data, name: "ImageClassifier.mlmodel", computeUnits: .cpuOnly, notice: { _ in })
         #expect(model.inputs.map(\.description) == ["image: float32 [N, 3, 7, 7]"])
         #expect(model.outputs.map(\.description) == ["probs: float32 [1, 5]"])
+    }
+
+    /// An N-D network (exact array mapping) takes its input's shape as declared, no batch added.
+    @Test func anExactMappingInputKeepsItsShape() throws {
+        let model = try Model(contentsOf: Self.fixture("ReshapeND.mlmodel"), computeUnits: .cpuOnly, notice: { _ in })
+        #expect(model.inputs.map(\.description) == ["x: float32 [2, 6]"])
+        #expect(model.outputs.map(\.description) == ["y: float32 [3, 4]"])
     }
 
     @Test func theFormatIsChosenByContent() throws {
