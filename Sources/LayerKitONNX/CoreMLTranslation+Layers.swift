@@ -70,8 +70,10 @@ extension CoreMLGraphBuilder {
     /// A `WeightParams` read as an initializer named `name` of `dims`
     /// (parameters keep their weights' readers until the sizes that shape them are read).
     mutating func weightConstant(_ reader: ProtobufReader, _ what: String, name: String, dims: [Int]) throws -> String {
+        // Sizes from a hostile file may multiply past Int: no file holds that many values anyway.
+        let count = dims.reduce(1) { $0.multipliedReportingOverflow(by: $1).overflow ? Int.max : $0 * $1 }
         var reader = reader
-        return constant(name, dims, try weights(&reader, what, count: dims.reduce(1, *)))
+        return constant(name, dims, try weights(&reader, what, count: count))
     }
 
     /// The `WeightParams` message of `field`, to read once its sizes are known.

@@ -203,4 +203,40 @@ import Testing
         #expect { try Model(data: Data(writer.bytes), name: "bad.mlmodel", computeUnits: .cpuOnly, notice: { _ in }) }
             throws: { error in "\(error)".contains("where") && "\(error)".contains(field) }
     }
+
+    /// A convolution whose sizes multiply past Int: refused as a count mismatch, not a trap.
+    @Test func sizesThatOverflowAreRefused() throws {
+        func message(_ write: (inout ProtobufWriter) -> Void) -> [UInt8] {
+            var writer = ProtobufWriter()
+            write(&writer)
+            return writer.bytes
+        }
+        let shape = message { $0.int64(1, 1); $0.int64(1, 1); $0.int64(1, 1) }
+        let input = message { w in
+            w.string(1, "x")
+            w.bytes(3, message { $0.bytes(5, message { $0.raw(shape) }) })
+        }
+        let convolution = message { w in
+            w.int64(1, 1 << 24)
+            w.int64(2, 1 << 24)
+            w.int64(20, 65536)
+            w.int64(20, 65536)
+            w.bytes(90, message { $0.raw([0x0D, 0, 0, 0, 0]) })  // one floatValue
+        }
+        let layer = message { w in
+            w.string(1, "huge")
+            w.string(2, "x")
+            w.string(3, "y")
+            w.bytes(100, convolution)
+        }
+        let model = message { w in
+            w.int64(1, 4)
+            w.bytes(2, message { $0.bytes(1, input) })
+            w.bytes(500, message { $0.bytes(1, layer) })
+        }
+        #expect { try Model(data: Data(model), name: "huge.mlmodel", computeUnits: .cpuOnly, notice: { _ in }) }
+            throws: { error in
+                "\(error)".contains("layer 'huge' (convolution): weights holds 1 values where")
+            }
+    }
 }
