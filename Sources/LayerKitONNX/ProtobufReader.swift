@@ -103,6 +103,12 @@ struct ProtobufReader {
         return Float(bitPattern: UInt32(truncatingIfNeeded: try readFixed(4, name)))
     }
 
+    /// A double field (fixed 64-bit, little-endian).
+    mutating func double(_ field: Field, _ name: String) throws -> Double {
+        try expect(field, .fixed64, name)
+        return Double(bitPattern: try readFixed(8, name))
+    }
+
     /// A bytes field's contents.
     mutating func bytes(_ field: Field, _ name: String) throws -> ArraySlice<UInt8> {
         try expect(field, .lengthDelimited, name)

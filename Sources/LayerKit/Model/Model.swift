@@ -94,7 +94,9 @@ public final class Model: @unchecked Sendable {
     /// of every width run as float32 tensors.
     private func isTypedInput(_ i: Int) -> Bool { ModelGraph.holdsTyped(inputs[i].dataType ?? .float32) }
 
-    /// Loads the ONNX model at `url`. `computeUnits` picks the backend
+    /// Loads the ONNX model at `url`, or the Core ML neural network
+    /// (`.mlmodel`, chosen by content: `ModelFileFormat`, Docs/COREML.md),
+    /// translated into ONNX's ops. `computeUnits` picks the backend
     /// unless `backend` shares one. Placement notices go to `notice` when the
     /// model makes its backend (default: standard error, `layerkit: ` and one
     /// line each; `{ _ in }` silences them), to a shared backend's own
@@ -105,17 +107,17 @@ public final class Model: @unchecked Sendable {
     public convenience init(contentsOf url: URL, computeUnits: ComputeUnits = .automatic, backend: Backend? = nil,
                             threads: Int? = nil, registry: LayerRegistry = .shared,
                             notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
-        try self.init(model: ONNXModel(contentsOf: url), name: url.lastPathComponent, computeUnits: computeUnits,
+        try self.init(model: ModelFileFormat.read(url), name: url.lastPathComponent, computeUnits: computeUnits,
                       backend: backend, threads: threads, registry: registry, notice: notice)
     }
 
-    /// Loads an ONNX model from its bytes; `name` names it in errors. A
+    /// Loads an ONNX model (or a Core ML one) from its bytes; `name` names it in errors. A
     /// model whose weights are in external files must be loaded with
     /// `init(contentsOf:)`, which finds them beside it.
     public convenience init(data: Data, name: String = "ONNX model", computeUnits: ComputeUnits = .automatic,
                             backend: Backend? = nil, threads: Int? = nil, registry: LayerRegistry = .shared,
                             notice: @escaping @Sendable (String) -> Void = Backend.standardErrorNotice) throws {
-        try self.init(model: ONNXModel(data: data, source: name), name: name, computeUnits: computeUnits,
+        try self.init(model: ModelFileFormat.decode(data, name: name), name: name, computeUnits: computeUnits,
                       backend: backend, threads: threads, registry: registry, notice: notice)
     }
 

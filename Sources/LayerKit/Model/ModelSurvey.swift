@@ -75,7 +75,7 @@ public struct ModelSurvey: Sendable {
     /// (symbolic dimensions 1). Throws only when the file itself cannot be
     /// read or decoded, or its graph is malformed.
     public static func of(contentsOf url: URL, registry: LayerRegistry = .shared) throws -> ModelSurvey {
-        let model = try ONNXModel(contentsOf: url)
+        let model = try ModelFileFormat.read(url)
         let name = url.lastPathComponent
         do {
             let importer = try ONNXImporter(model: model, registry: registry)

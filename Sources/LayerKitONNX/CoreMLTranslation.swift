@@ -1,0 +1,155 @@
+import LayerKitCore
+import Foundation
+
+extension CoreMLModel {
+    /// The domain of the nodes a `custom` layer becomes: op type its
+    /// `className`, found in the layer registry as any custom op is.
+    public static let customDomain = "com.apple.coreml"
+    /// The ONNX opset the translated graph's standard ops are written in.
+    static let opset = 13
+
+    /// The network as an ONNX model of standard ops and custom-layer nodes,
+    /// which LayerKit's importer runs as it runs any ONNX file.
+    ///
+    /// Blobs keep Core ML's names. A [C] or [C, H, W] multi-array input
+    /// becomes [N, C] or [N, C, H, W] (an exact-mapping input keeps its
+    /// shape), an image [N, 3, H, W] or [N, 1, H, W]; every input is
+    /// float32, as the network computes. Outputs take the shape the graph
+    /// computes. A layer LayerKit does not translate is refused, named with its type.
+    public func onnxModel() throws -> ONNXModel {
+        var graph = CoreMLGraphBuilder(source: source)
+        for input in inputs {
+            try graph.addInput(input, exactMapping: exactArrayMapping, scaler: imageScalers[input.name])
+        }
+        for layer in layers {
+            do {
+                try graph.add(layer)
+            } catch LayerKitError.invalidModel(let message) where !message.hasPrefix(source) {
+                throw LayerKitError.invalidModel("\(source): \(layer.label): \(message)")
+            }
+        }
+        let outputNames = classifierProbabilities.map { [$0] } ?? outputs.map(\.name)
+        for name in outputNames where !graph.produced(name) {
+            throw LayerKitError.invalidModel("\(source): output '\(name)' is not computed by any layer")
+        }
+        graph.graph.outputs = outputNames.map { ONNXValueInfo(name: $0, elementType: .float, dims: nil) }
+        return ONNXModel(irVersion: 8, opsetImports: [("", Self.opset), (Self.customDomain, 1)],
+                         producerName: "Core ML specification version \(specificationVersion), translated to ONNX ops",
+                         producerVersion: "",
+                         graph: graph.graph)
+    }
+}
+
+/// The ONNX graph made from a Core ML network, layer by layer, with the
+/// rank of each blob: Core ML's layers see a rank-2 [N, C] blob (an
+/// innerProduct's or flatten's output) as [N, C, 1, 1], so one is reshaped
+/// where an ONNX op needs rank 4 or the ranks of its inputs to agree.
+struct CoreMLGraphBuilder {
+    var graph = ONNXGraph(name: "", nodes: [], initializers: [:], initializerNames: [], inputs: [], outputs: [],
+                          valueInfo: [])
+    let source: String
+    /// The rank of every blob made so far.
+    var ranks: [String: Int] = [:]
+    /// Blobs that layers read under another name: an input's preprocessed value.
+    private var aliases: [String: String] = [:]
+
+    init(source: String) { self.source = source }
+
+    /// Whether `name` is an input or some layer's output.
+    func produced(_ name: String) -> Bool { ranks[name] != nil }
+
+    /// A graph input for `feature`, scaled and biased when its preprocessing says so.
+    mutating func addInput(_ feature: CoreMLFeature, exactMapping: Bool, scaler: CoreMLImageScaler?) throws {
+        let dims: [ONNXDimension]
+        var biases: [Float] = []
+        switch feature.kind {
+        case .multiArray(let shape, _):
+            if exactMapping {
+                dims = shape.map(ONNXDimension.value)
+            } else {
+                guard shape.count == 1 || shape.count == 3 else {
+                    throw LayerKitError.invalidModel("\(source): input '\(feature.name)' has shape \(shape); "
+                                                     + "LayerKit reads [C] or [C, H, W] multi-arrays")
+                }
+                dims = [.symbol("N")] + shape.map(ONNXDimension.value)
+            }
+        case .image(let width, let height, let colorSpace):
+            let gray = colorSpace == 10 || colorSpace == 40
+            dims = [.symbol("N"), .value(gray ? 1 : 3), .value(height), .value(width)]
+            if let scaler {
+                biases = gray ? [scaler.grayBias] : colorSpace == 30 ? [scaler.blueBias, scaler.greenBias, scaler.redBias]
+                    : [scaler.redBias, scaler.greenBias, scaler.blueBias]
+            }
+        case .other(let type):
+            throw LayerKitError.invalidModel("\(source): input '\(feature.name)' is of type \(type); LayerKit reads "
+                                             + "multi-array and image inputs of a neural network")
+        }
+        guard dims.allSatisfy({ if case .value(let v) = $0 { v > 0 } else { true } }) else {
+            throw LayerKitError.invalidModel("\(source): input '\(feature.name)' has a dimension below 1")
+        }
+        graph.inputs.append(ONNXValueInfo(name: feature.name, elementType: .float, dims: dims))
+        ranks[feature.name] = dims.count
+        guard let scaler else { return }
+        // x * channelScale + bias per channel, as Core ML prepares an image
+        // before the first layer; the layers reading the input read the result.
+        let scaled = feature.name + ".scaled", prepared = feature.name + ".prepared"
+        addNode("Mul", [feature.name, constant(feature.name + ".channelScale", [], [scaler.channelScale])], scaled)
+        addNode("Add", [scaled, constant(feature.name + ".bias", [biases.count, 1, 1], biases)], prepared)
+        aliases[feature.name] = prepared
+    }
+
+    // MARK: Graph pieces the layer translations share
+
+    /// Adds a node of the default domain writing `output`, with the rank of its first input unless given.
+    mutating func addNode(_ opType: String, _ inputs: [String], _ output: String, rank: Int? = nil,
+                          domain: String = "", _ attributes: [String: ONNXAttribute] = [:]) {
+        graph.nodes.append(ONNXNode(name: output, opType: opType, domain: domain, inputs: inputs, outputs: [output],
+                                    attributes: attributes))
+        ranks[output] = rank ?? inputs.first.flatMap { ranks[$0] } ?? 4
+    }
+
+    /// Adds a float initializer and returns its name.
+    mutating func constant(_ name: String, _ dims: [Int], _ values: [Float]) -> String {
+        graph.initializers[name] = ONNXTensor(name: name, dims: dims, floats: values)
+        graph.initializerNames.append(name)
+        return name
+    }
+
+    /// Adds an int64 initializer and returns its name.
+    mutating func constant(_ name: String, _ dims: [Int], int64s values: [Int]) -> String {
+        graph.initializers[name] = ONNXTensor(name: name, dims: dims, int64s: values.map(Int64.init))
+        graph.initializerNames.append(name)
+        return name
+    }
+
+    /// The value a layer reading blob `name` reads, checked to exist.
+    func blob(_ name: String) throws -> String {
+        let value = aliases[name] ?? name
+        guard ranks[value] != nil else {
+            throw LayerKitError.invalidModel("input '\(name)' is not a model input or an earlier layer's output")
+        }
+        return value
+    }
+
+    /// `name` as a rank-4 blob: a rank-2 [N, C] blob reshaped to [N, C, 1, 1], as Core ML sees it.
+    mutating func rank4(_ name: String) throws -> String {
+        let name = try blob(name)
+        let rank = ranks[name] ?? 4
+        guard rank != 4 else { return name }
+        guard rank == 2 else {
+            throw LayerKitError.invalidModel("blob '\(name)' has rank \(rank), where rank 4 (or 2) was expected")
+        }
+        let reshaped = name + ".rank4"
+        if ranks[reshaped] == nil {
+            addNode("Reshape", [name, constant(reshaped + ".shape", [4], int64s: [0, -1, 1, 1])], reshaped, rank: 4)
+        }
+        return reshaped
+    }
+
+    /// The blobs `names`, all of one rank: rank-2 ones reshaped to rank 4 when ranks differ.
+    mutating func sameRank(_ names: [String]) throws -> [String] {
+        let names = try names.map(blob)
+        let ranks = Set(names.map { self.ranks[$0] ?? 4 })
+        return ranks.count == 1 ? names : try names.map { try rank4($0) }
+    }
+}
