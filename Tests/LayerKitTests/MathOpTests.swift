@@ -137,7 +137,8 @@ struct MathOpTests {
             (Self.model("PRelu", inputs: [[3], [2, 3]]), "does not broadcast to X"),
             // (Cast to every type runs, to STRING included, the folding kernels computing what the layers
             // do not; CastLike of a graph input's declared type runs: TypedFoldingTests.)
-            (Self.model("Where", inputs: [[2], [3], [4]]), "do not broadcast"),
+            // A float condition is refused by ONNX's type check, before its shapes are looked at.
+            (Self.model("Where", inputs: [[2], [3], [4]]), "does not allow for condition (type B): it takes bool"),
             (Self.model("Gemm", inputs: [[2, 3], [3, 4], [4]], attributes: [Self.int("broadcast", 0)], opset: 6),
              "must be [M, N] = 2x4 with broadcast 0"),
             (Self.model("Add", inputs: [[2, 3], [3]], opset: 6), "differ and broadcast is 0"),

@@ -162,7 +162,7 @@ import LayerKitONNX
         #expect {
             _ = try Model(data: mixed, computeUnits: .cpuOnly)
         } throws: { error in
-            "\(error)".contains("node 'm' (Mul)") && "\(error)".contains("int64 and float32")
+            "\(error)".contains("node 'm' (Mul)") && "\(error)".contains("is int64 and input 1 ('b') is float32")
         }
     }
 }

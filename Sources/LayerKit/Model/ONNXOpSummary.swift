@@ -8,7 +8,7 @@ public struct ONNXOpSummary: Sendable {
     public let implemented: Int
     /// The element types LayerKit computes it in, and how ("float types in
     /// float32 by its layer (CPU and GPU); every other type exactly by its
-    /// folding kernel at prepare").
+    /// typed kernel (CPU)").
     public let types: String
 
     /// Every standard ONNX op LayerKit declares, by name.

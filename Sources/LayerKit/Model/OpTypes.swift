@@ -1,7 +1,7 @@
 /// LayerKit's side of an op's element types (ONNX's side is the op's schema,
 /// `ONNXOpSchema`): which types it computes, and how. Derived from the
-/// declaration (a conversion computes floats in its layer, a folding kernel
-/// every type at prepare), with what a declaration adds (`moved`, `shape`).
+/// declaration (a conversion computes floats in its layer, a typed kernel
+/// every type), with what a declaration adds (`moved`, `shape`).
 struct OpTypes: OptionSet, Sendable {
     let rawValue: Int
 
@@ -10,11 +10,12 @@ struct OpTypes: OptionSet, Sendable {
     /// kernel beside it. Every op with a conversion.
     static let floatLayer = OpTypes(rawValue: 1)
     /// Every type (integers, bool and strings included) computed exactly in
-    /// its own type by the op's typed folding kernel (`TypedKernels`), at
-    /// prepare, where its inputs are known. Every op with a folding kernel.
+    /// its own type by the op's typed kernel (`TypedKernels`): at prepare
+    /// where its inputs are known, else at run time in a `TypedStep`. Every
+    /// op with a folding kernel.
     static let typedKernel = OpTypes(rawValue: 2)
     /// Every type moved exactly, element by element, by an element-moving
-    /// layer (integers, bool and strings at prepare): reshapes, gathers,
+    /// layer (integers, bool and strings on their bits): reshapes, gathers,
     /// concatenations, slices. Declared.
     static let moved = OpTypes(rawValue: 4)
     /// Reads only its input's shape (Shape, Size): every type. Declared.
@@ -34,7 +35,7 @@ struct OpTypes: OptionSet, Sendable {
         if contains(.moved) { ways.append("every type moved exactly") }
         if contains(.shape) { ways.append("every type (it reads the shape alone)") }
         if contains(.typedKernel) {
-            ways.append((contains(.floatLayer) ? "every other type" : "every type") + " exactly by its folding kernel at prepare")
+            ways.append((contains(.floatLayer) ? "every other type" : "every type") + " exactly by its typed kernel (CPU)")
         }
         return ways.joined(separator: "; ")
     }
