@@ -195,4 +195,22 @@ import Testing
         #expect(try Self.run("CumProd", [Self.int64([2], [Self.big, 1]), axis])[0].integers() == [Self.big, Self.big])
         #expect(Self.failure("CumProd", try [Self.int64([2], [1 << 62, 2]), axis])?.contains("CumProd overflows") == true)
     }
+
+    // MARK: - On float values of a run
+
+    /// TopK of a float value the model computes, by a constant K, runs as
+    /// its kernel's float layer: planned once at load, not per input value.
+    @Test func topKOfActivationsIsPlannedOnce() throws {
+        let k = ONNXBytes.tensor("k", dims: [1], type: 7, PB.bytes(9, PB.littleEndian([Int64(2)])))
+        let data = ModelGraphTests.model(nodes: [ONNXBytes.node("Relu", inputs: ["x"], outputs: ["r"], name: "relu"),
+                                                 ONNXBytes.node("TopK", inputs: ["r", "k"], outputs: ["v", "i"], name: "topk")],
+                                         inputs: [ModelGraphTests.value("x", [2, 3])],
+                                         outputs: [ModelGraphTests.value("v", [2, 2]), ModelGraphTests.value("i", [2, 2], type: 7)],
+                                         initializers: [k])
+        let model = try Model(data: data, computeUnits: .cpuOnly)
+        #expect(model.nodes.map(\.opType) == ["Relu", "TopK"])
+        let y = try model.predict(typed: ["x": TypedTensor(Tensor(shape: [2, 3], values: [1, -5, 3, 2, 2, 0]))])
+        #expect(y["v"]?.doubles() == [3, 1, 2, 2])
+        #expect(y["i"]?.elementType == .int64 && y["i"]?.integers() == [2, 0, 0, 1])
+    }
 }

@@ -18,16 +18,6 @@ extension ONNXOperators {
         ONNXOperator("ArgMax", through: 13) { try TypedKernels.argExtreme($0, $1, largest: true) },  // 11: negative axis; 12: select_last_index; 13: types
         ONNXOperator("ArgMin", through: 13) { try TypedKernels.argExtreme($0, $1, largest: false) },  // as ArgMax
         ONNXOperator("CumSum", through: 14, fold: TypedKernels.cumulativeSum),  // 14: types
-        ONNXOperator("CumProd", through: 26, fold: TypedKernels.cumulativeProduct),
-        ONNXOperator("GatherND", through: 13, fold: TypedKernels.gatherND),  // 12: batch_dims; 13: types
-        // 13: types; 16: reduction add, mul; 18: reduction max, min
-        ONNXOperator("ScatterND", through: 18, fold: TypedKernels.scatterND),
-        ONNXOperator("Compress", through: 28, fold: TypedKernels.compress),  // 11: negative axis; 28: types
-        ONNXOperator("ReverseSequence", through: 28, fold: TypedKernels.reverseSequence),  // 28: types
-        // 10: K as an input (before, the attribute k); 11: largest, sorted, negative axis, types; 24: types
-        ONNXOperator("TopK", through: 24, fold: TypedKernels.topK),
-        ONNXOperator("Trilu", through: 14, fold: TypedKernels.trilu),
-        ONNXOperator("EyeLike", through: 22, fold: TypedKernels.eyeLike),  // 22: types
         ONNXOperator("BitwiseAnd", through: 18) { try TypedKernels.bitwise($0, $1) { $0 & $1 } },
         ONNXOperator("BitwiseOr", through: 18) { try TypedKernels.bitwise($0, $1) { $0 | $1 } },
         ONNXOperator("BitwiseXor", through: 18) { try TypedKernels.bitwise($0, $1) { $0 ^ $1 } },
