@@ -42,6 +42,8 @@ import Testing
         #expect(Self.close(try Self.run(LpNormalization(axis: 1, p: 1), [2, 2], x), [3.0 / 7, 4.0 / 7, 0.5, -0.5]))
         // Along axis 0: columns [3, 1] and [4, -1].
         #expect(Self.close(try Self.run(LpNormalization(axis: 0, p: 1), [2, 2], x), [0.75, 0.8, 0.25, -0.2]))
+        // A slice of zeros stays zeros, not 0 / 0.
+        #expect(try Self.run(LpNormalization(axis: 1, p: 2), [2, 2], [0, 0, 3, 4]) == [0, 0, 0.6, 0.8])
         #expect(throws: LayerKitError.self) { try LpNormalization(axis: 0, p: 3) }
     }
 }

@@ -1,7 +1,7 @@
 /// ONNX LpNormalization (opsets 1 and 22): `y = x / ||x||_p` along one
 /// axis, p 1 (the sum of magnitudes) or 2 (the Euclidean norm), the norm in
-/// double precision. A slice of zeros divides 0 by 0, NaN, as ONNX's
-/// reference computes it.
+/// double precision. A slice of zeros stays zeros (its norm read as 1), as
+/// ONNX's reference computes it, rather than 0 / 0.
 ///
 /// Any rank, on the CPU only.
 public final class LpNormalization: Layer, Sendable {
@@ -41,6 +41,7 @@ public final class LpNormalization: Layer, Sendable {
                     norm += p == 1 ? Swift.abs(v) : v * v
                 }
                 if p == 2 { norm = norm.squareRoot() }
+                if norm == 0 { norm = 1 }
                 for k in 0..<extent { y[at(k)] = Float(Double(x[at(k)]) / norm) }
             }
         }
