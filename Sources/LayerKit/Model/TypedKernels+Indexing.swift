@@ -16,9 +16,9 @@ extension TypedKernels {
     }
 
     /// An index into an axis of `extent`, negative ones counting from its end.
-    private static func wrapped(_ index: Int64, _ extent: Int, _ what: String, _ node: ONNXNodeContext) throws -> Int {
+    private static func wrapped(_ index: Int64, _ extent: Int, _ node: ONNXNodeContext) throws -> Int {
         let i = index < 0 ? index + Int64(extent) : index
-        guard i >= 0, i < Int64(extent) else { throw node.error("\(what) \(index) is out of range for an axis of \(extent)") }
+        guard i >= 0, i < Int64(extent) else { throw node.error("index \(index) is out of range for an axis of \(extent)") }
         return Int(i)
     }
 
@@ -28,8 +28,9 @@ extension TypedKernels {
     /// t / perBatch, the tuples of one batch entry).
     private static func tupleOffsets(_ indices: TypedTensor, into shape: [Int], batchDims: Int, _ node: ONNXNodeContext)
         throws -> [Int] {
-        guard indices.elementType.isInteger, indices.elementType != .bool else {
-            throw node.error("indices must be integers, got \(indices.elementType)")
+        // uint64 is refused: read as Int64, its values past Int64.max would count from the end.
+        guard indices.elementType.isInteger, ![.bool, .uint64].contains(indices.elementType) else {
+            throw node.error("indices must be signed integers, got \(indices.elementType)")
         }
         // The callers have checked that m tuple entries fit the data's rank.
         let m = indices.shape[indices.shape.count - 1]
@@ -41,7 +42,7 @@ extension TypedKernels {
         return try (0..<tuples).map { t in
             var offset = (t / perBatch) * batchStride
             for k in 0..<m {
-                offset += try wrapped(values[t * m + k], shape[batchDims + k], "index", node) * strides[batchDims + k]
+                offset += try wrapped(values[t * m + k], shape[batchDims + k], node) * strides[batchDims + k]
             }
             return offset
         }
