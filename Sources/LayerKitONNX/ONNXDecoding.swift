@@ -36,7 +36,12 @@ extension ONNXModel {
         self.init(irVersion: Int(irVersion), opsetImports: opsets, producerName: producerName,
                   producerVersion: producerVersion, graph: graph)
         guard let opset = defaultOpset else {
-            throw LayerKitError.invalidModel("\(source): the model imports no default-domain (\"\" or ai.onnx) opset")
+            // A model of other domains alone (ai.onnx.ml, as skl2onnx writes a lone tree) needs none, as in onnxruntime.
+            if let node = graph.nodes.first(where: \.isStandard) {
+                throw LayerKitError.invalidModel("\(source): node '\(node.name)' (\(node.opType)) is a default-domain op, "
+                                                 + "but the model imports no default-domain (\"\" or ai.onnx) opset")
+            }
+            return
         }
         guard (1...Self.maxOpset).contains(opset) else {
             throw LayerKitError.invalidModel("\(source): opset \(opset) is not supported (LayerKit reads 1 to "

@@ -242,7 +242,12 @@ private func decodeFully(_ data: Data) throws {
         #expect(invalidModelMessage { try decodeFully(ONNXBytes.model(opsets: [("", 99)])) }?
             .contains("opset 99 is not supported") == true)
         #expect(invalidModelMessage { try decodeFully(ONNXBytes.model(opsets: [("layerkit", 1)])) }?
-            .contains("imports no default-domain") == true)
+            .contains("node 'n' (Relu) is a default-domain op, but the model imports no default-domain") == true)
+        // Nodes of other domains alone need no default-domain opset (a lone ai.onnx.ml tree).
+        let scaler = ONNXBytes.node("Scaler", name: "s") + PB.string(7, "ai.onnx.ml")
+        #expect(throws: Never.self) {
+            try decodeFully(ONNXBytes.model(opsets: [("ai.onnx.ml", 3)], graph: ONNXBytes.graph(nodes: [scaler])))
+        }
         #expect(invalidModelMessage { try decodeFully(ONNXBytes.model(graph: nil)) } == "test.onnx: the model has no graph")
     }
 

@@ -94,9 +94,30 @@ enum ONNXValidation {
                                              + "a value it makes")
         }
         var sorted = model
-        sorted.graph.nodes = try order.map { try currentForm(graph.nodes[$0], opset) }
+        var names = inputNames.union(graph.initializers.keys).union(producer.keys)
+        sorted.graph.nodes = try order.map { try namingOmittedOutputs(currentForm(graph.nodes[$0], opset), at: $0, taken: &names) }
         try checkTypes(sorted, opset: opset)
         return sorted
+    }
+
+    /// `node` with each omitted output (an empty name before a listed one:
+    /// LSTM's `["", "Y_h"]`) given a name no other value has, for the ops
+    /// whose one layer makes every output (`ONNXOperators.namesOmittedOutputs`):
+    /// the importer pairs a layer's outputs with named outputs, and nothing
+    /// reads these. `taken` holds every value name, and gets the new ones.
+    static func namingOmittedOutputs(_ node: ONNXNode, at position: Int, taken: inout Set<String>) -> ONNXNode {
+        guard node.isStandard, ONNXOperators.namesOmittedOutputs.contains(node.opType), node.outputs.contains("") else {
+            return node
+        }
+        var named = node
+        let owner = node.name.isEmpty ? "\(node.opType)_\(position)" : node.name
+        for (i, output) in node.outputs.enumerated() where output.isEmpty {
+            var name = "\(owner) omitted output \(i)"
+            while taken.contains(name) { name += "'" }
+            taken.insert(name)
+            named.outputs[i] = name
+        }
+        return named
     }
 
     /// `node` as the current version of its op spells an attribute an older
