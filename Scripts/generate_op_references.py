@@ -139,6 +139,11 @@ RANGES = {
     "Sin": ("uniform", -50.0, 50.0),
     "Cos": ("uniform", -50.0, 50.0),
     "Erf": ("uniform", -5.0, 5.0),
+    "Tan": ("uniform", -1.4, 1.4),
+    "Asin": ("uniform", -1.0, 1.0),
+    "Acos": ("uniform", -1.0, 1.0),
+    "Acosh": ("uniform", 1.0, 10.0),
+    "Atanh": ("uniform", -0.99, 0.99),
     "Log": ("mixed", -3.0, 3.0),
     "Sqrt": ("mixed", -3.0, 3.0),
     "Reciprocal": ("mixed", -3.0, 3.0),
@@ -264,6 +269,15 @@ def f64_formulas(np):
         "Erf": lambda x, p, w: erf(x),
         "Sin": lambda x, p, w: np.sin(x),
         "Cos": lambda x, p, w: np.cos(x),
+        "Tan": lambda x, p, w: np.tan(x),
+        "Asin": lambda x, p, w: np.arcsin(x),
+        "Acos": lambda x, p, w: np.arccos(x),
+        "Atan": lambda x, p, w: np.arctan(x),
+        "Sinh": lambda x, p, w: np.sinh(x),
+        "Cosh": lambda x, p, w: np.cosh(x),
+        "Asinh": lambda x, p, w: np.arcsinh(x),
+        "Acosh": lambda x, p, w: np.arccosh(x),
+        "Atanh": lambda x, p, w: np.arctanh(x),
         "Pow": powf,
         "Linear": linear,
         "Sign": lambda x, p, w: np.sign(x),
@@ -365,7 +379,8 @@ def catalog():
     c.inits = {"min": (f32(-1.0), []), "max": (f32(6.0), [])}
     cases.append(c)
 
-    for op in ("Exp", "Log", "Abs", "Neg", "Sqrt", "Reciprocal", "Erf", "Sin", "Cos"):
+    for op in ("Exp", "Log", "Abs", "Neg", "Sqrt", "Reciprocal", "Erf", "Sin", "Cos",
+               "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"):
         simple(op)
 
     for cid, e in ((0, 2.0), (1, 0.5), (2, 3.0)):

@@ -58,6 +58,30 @@ vec4 lk_erf(vec4 a) {
 
 vec4 lk_sin(vec4 a) { return mix(sin(a), vec4(LK_NAN), isinf(a)); }
 vec4 lk_cos(vec4 a) { return mix(cos(a), vec4(LK_NAN), isinf(a)); }
+vec4 lk_tan(vec4 a) { return mix(tan(a), vec4(LK_NAN), isinf(a)); }
+
+// GLSL leaves asin, acos, acosh and atanh undefined outside their domains,
+// and defines asinh and acosh by log(x + sqrt(x * x +- 1)), which cancels to
+// log(0) for large negative x and overflows past 1e19: written out here.
+// Outside [-1, 1] or NaN (clamp of NaN may give a bound).
+bvec4 lk_not_unit(vec4 a) { return bvec4(uvec4(greaterThan(abs(a), vec4(1.0))) | uvec4(isnan(a))); }
+vec4 lk_asin(vec4 a) { return mix(asin(clamp(a, -1.0, 1.0)), vec4(LK_NAN), lk_not_unit(a)); }
+vec4 lk_acos(vec4 a) { return mix(acos(clamp(a, -1.0, 1.0)), vec4(LK_NAN), lk_not_unit(a)); }
+vec4 lk_atan(vec4 a) { return atan(a); }
+vec4 lk_sinh(vec4 a) { return sinh(a); }
+vec4 lk_cosh(vec4 a) { return cosh(a); }
+// log(2t) for t past 2^24, where sqrt(t * t + 1) is t in float.
+vec4 lk_arc_magnitude(vec4 t, float unit) {
+    vec4 near = log(t + sqrt(t * t + unit));
+    return mix(near, log(t) + log(2.0), greaterThan(t, vec4(16777216.0)));
+}
+vec4 lk_asinh(vec4 a) {
+    vec4 r = lk_arc_magnitude(abs(a), 1.0);
+    return mix(r, -r, lessThan(a, vec4(0.0)));
+}
+vec4 lk_acosh(vec4 a) { return mix(lk_arc_magnitude(a, -1.0), vec4(LK_NAN), lessThan(a, vec4(1.0))); }
+// (log(1 + x) - log(1 - x)) / 2: +-inf at +-1, NaN past them (lk_log of a negative).
+vec4 lk_atanh(vec4 a) { return 0.5 * (lk_log1p(a) - lk_log1p(-a)); }
 
 // C powf: exp2(b * log2|a|), with the sign of odd integer powers of negative
 // bases, NaN for other powers of negative bases, and pow(a, 0) = pow(1, b) = 1.

@@ -51,6 +51,15 @@ static void lk_unary_scalar(lk_unary_op op, const float *x, float *y, size_t n) 
     case LK_ROUND: LK_UNARY_SCALAR(lk_round_even(v));
     case LK_ISNAN: LK_UNARY_SCALAR(isnan(v) ? 1.0f : 0.0f);
     case LK_ISINF: LK_UNARY_SCALAR(isinf(v) ? 1.0f : 0.0f);
+    case LK_TAN: LK_UNARY_SCALAR((float)tan((double)v));
+    case LK_ASIN: LK_UNARY_SCALAR((float)asin((double)v));
+    case LK_ACOS: LK_UNARY_SCALAR((float)acos((double)v));
+    case LK_ATAN: LK_UNARY_SCALAR((float)atan((double)v));
+    case LK_SINH: LK_UNARY_SCALAR((float)sinh((double)v));
+    case LK_COSH: LK_UNARY_SCALAR((float)cosh((double)v));
+    case LK_ASINH: LK_UNARY_SCALAR((float)asinh((double)v));
+    case LK_ACOSH: LK_UNARY_SCALAR((float)acosh((double)v));
+    case LK_ATANH: LK_UNARY_SCALAR((float)atanh((double)v));
     case LK_UNARY_OP_COUNT: return;
     }
 }

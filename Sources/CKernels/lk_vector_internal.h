@@ -50,9 +50,15 @@ void lk_sleef_binary(lk_sleef_map2_fn *map2, size_t width, const void *fn, const
     X(Sleef_logf8_u10avx2) X(Sleef_log1pf8_u10avx2) X(Sleef_expm1f8_u10avx2) \
     X(Sleef_sinf8_u10avx2) \
     X(Sleef_cosf8_u10avx2) X(Sleef_powf8_u10avx2) \
+    X(Sleef_tanf8_u10avx2) X(Sleef_asinf8_u10avx2) X(Sleef_acosf8_u10avx2) X(Sleef_atanf8_u10avx2) \
+    X(Sleef_sinhf8_u10avx2) X(Sleef_coshf8_u10avx2) \
+    X(Sleef_asinhf8_u10avx2) X(Sleef_acoshf8_u10avx2) X(Sleef_atanhf8_u10avx2) \
     X(Sleef_logf16_u10avx512f) X(Sleef_log1pf16_u10avx512f) X(Sleef_expm1f16_u10avx512f) \
     X(Sleef_sinf16_u10avx512f) \
-    X(Sleef_cosf16_u10avx512f) X(Sleef_powf16_u10avx512f)
+    X(Sleef_cosf16_u10avx512f) X(Sleef_powf16_u10avx512f) \
+    X(Sleef_tanf16_u10avx512f) X(Sleef_asinf16_u10avx512f) X(Sleef_acosf16_u10avx512f) X(Sleef_atanf16_u10avx512f) \
+    X(Sleef_sinhf16_u10avx512f) X(Sleef_coshf16_u10avx512f) \
+    X(Sleef_asinhf16_u10avx512f) X(Sleef_acoshf16_u10avx512f) X(Sleef_atanhf16_u10avx512f)
 #define LK_DECLARE_SLEEF(name) void name(void);
 LK_SLEEF_FUNCTIONS(LK_DECLARE_SLEEF)
 #undef LK_DECLARE_SLEEF

@@ -259,6 +259,15 @@ LK_TARGET void LK_UNARY_NAME(lk_unary_op op, const float *x, float *y, size_t n)
     case LK_ROUND: LK_UNARY_LOOP(lk_round);
     case LK_ISNAN: LK_UNARY_LOOP(lk_isnan);
     case LK_ISINF: LK_UNARY_LOOP(lk_isinf);
+    case LK_TAN: LK_SLEEF_UNARY(tan); return;
+    case LK_ASIN: LK_SLEEF_UNARY(asin); return;
+    case LK_ACOS: LK_SLEEF_UNARY(acos); return;
+    case LK_ATAN: LK_SLEEF_UNARY(atan); return;
+    case LK_SINH: LK_SLEEF_UNARY(sinh); return;
+    case LK_COSH: LK_SLEEF_UNARY(cosh); return;
+    case LK_ASINH: LK_SLEEF_UNARY(asinh); return;
+    case LK_ACOSH: LK_SLEEF_UNARY(acosh); return;
+    case LK_ATANH: LK_SLEEF_UNARY(atanh); return;
     case LK_UNARY_OP_COUNT: return;
     }
 }

@@ -39,6 +39,15 @@ enum DoubleFormula {
                 case .round: result = a.rounded(.toNearestOrEven); note(result)
                 case .isnan: result = a.isNaN ? 1 : 0
                 case .isinf: result = a.isInfinite ? 1 : 0
+                case .tan: result = Foundation.tan(a)
+                case .asin: result = Foundation.asin(a)
+                case .acos: result = Foundation.acos(a)
+                case .atan: result = Foundation.atan(a)
+                case .sinh: result = Foundation.sinh(a)
+                case .cosh: result = Foundation.cosh(a)
+                case .asinh: result = Foundation.asinh(a)
+                case .acosh: result = Foundation.acosh(a)
+                case .atanh: result = Foundation.atanh(a)
                 }
             case .binary(let f, let a, let b):
                 let (a, b) = (eval(a), eval(b))

@@ -53,6 +53,8 @@ struct DerivativeCase: CustomStringConvertible {
         ("x ^ 3 * a", 0.75), ("pow(a, x)", 1.5), ("pow(x, a)", 2.5), ("min(x, a * x)", 0.5), ("max(x * x, a)", 0.75),
         ("clamp(x, -a, a)", 1), ("where(x > a, x * x, a * x)", 0.5), ("(x >= a) * x + (x < a) * x * x", 0.5),
         ("(x <= a) * sin(x) + (x == a) + (x != a) * a", 0.5), ("-x * a / (1 + x * x)", 0.75), ("x - a * x * x", 0.75),
+        ("tan(a * x)", 0.4), ("asin(a * x)", 0.3), ("acos(a * x)", 0.3), ("atan(a * x)", 0.75), ("sinh(a * x)", 0.75),
+        ("cosh(a * x)", 0.75), ("asinh(a * x)", 0.75), ("acosh(x * x + a)", 1.5), ("atanh(a * x)", 0.3),
     ]
 
     static let user: [DerivativeCase] = userFormulas.map { text, a in

@@ -33,6 +33,15 @@ enum Float64Formula {
             case .round: return a.rounded(.toNearestOrEven)
             case .isnan: return a.isNaN ? 1 : 0
             case .isinf: return a.isInfinite ? 1 : 0
+            case .tan: return Foundation.tan(a)
+            case .asin: return Foundation.asin(a)
+            case .acos: return Foundation.acos(a)
+            case .atan: return Foundation.atan(a)
+            case .sinh: return Foundation.sinh(a)
+            case .cosh: return Foundation.cosh(a)
+            case .asinh: return Foundation.asinh(a)
+            case .acosh: return Foundation.acosh(a)
+            case .atanh: return Foundation.atanh(a)
             }
         case .binary(let f, let a, let b):
             let (a, b) = (evaluate(a, x, values: values), evaluate(b, x, values: values))

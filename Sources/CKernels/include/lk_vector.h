@@ -46,6 +46,15 @@ typedef enum {
     LK_ROUND,          ///< Nearest integer, halves to even (ONNX Round).
     LK_ISNAN,          ///< 1.0f where x is NaN, else 0.0f.
     LK_ISINF,          ///< 1.0f where x is +-inf, else 0.0f.
+    LK_TAN,            ///< Tangent (radians), full range reduction.
+    LK_ASIN,           ///< Arcsine: NaN outside [-1, 1].
+    LK_ACOS,           ///< Arccosine: NaN outside [-1, 1].
+    LK_ATAN,           ///< Arctangent: +-pi/2 at +-inf.
+    LK_SINH,           ///< Hyperbolic sine, relative-accurate near 0.
+    LK_COSH,           ///< Hyperbolic cosine.
+    LK_ASINH,          ///< Inverse hyperbolic sine, accurate for large |x| of either sign.
+    LK_ACOSH,          ///< Inverse hyperbolic cosine: NaN below 1.
+    LK_ATANH,          ///< Inverse hyperbolic tangent: +-inf at +-1, NaN past them.
     LK_UNARY_OP_COUNT  ///< Number of unary ops; not an op.
 } lk_unary_op;
 

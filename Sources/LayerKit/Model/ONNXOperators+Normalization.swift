@@ -1,6 +1,6 @@
 /// Normalizations, softmaxes and reductions: InstanceNormalization,
-/// LayerNormalization, LRN, Softmax, LogSoftmax, Hardmax and the ten
-/// Reduce ops.
+/// LayerNormalization, GroupNormalization, MeanVarianceNormalization,
+/// LpNormalization, LRN, Softmax, LogSoftmax, Hardmax and the ten Reduce ops.
 extension ONNXOperators {
     static let normalization: [ONNXOperator] = [
         // 13: along one axis, default -1 (before, the axes from axis on, flattened)
@@ -10,6 +10,10 @@ extension ONNXOperators {
         // 6: consumed_inputs dropped; 22: types
         ONNXOperator("InstanceNormalization", through: 22, inputs: 3...3, instanceNormalization),
         ONNXOperator("LayerNormalization", through: 17, inputs: 2...3, outputs: 1...3, layerNormalization),
+        // 18: scale and bias per group (deprecated: refused at load); 21: per channel, stash_type
+        ONNXOperator("GroupNormalization", through: 21, inputs: 3...3, groupNormalization),
+        ONNXOperator("MeanVarianceNormalization", through: 13, inputs: 1...1, meanVarianceNormalization),  // 13: types
+        ONNXOperator("LpNormalization", through: 22, inputs: 1...1, lpNormalization),  // 22: types
         ONNXOperator("LRN", through: 13, inputs: 1...1, lrn),  // 13: types
         // The reductions. Each: 11: negative axes; 13: types (ReduceSum: axes as an input,
         // noop_with_empty_axes); 18: axes as an input, noop_with_empty_axes; and as noted.
@@ -87,6 +91,47 @@ extension ONNXOperators {
         let layer = try InstanceNormalization(scale: Array(scale.elements), bias: Array(bias.elements),
                                               epsilon: node.float("epsilon", default: 1e-5))
         return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// GroupNormalization (opset 21): scale and bias, one constant per
+    /// channel; num_groups must divide the channels. stash_type names the
+    /// precision of the statistics, float32 or wider: LayerKit computes them
+    /// in double whatever it says.
+    static func groupNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["epsilon", "num_groups", "stash_type"])
+        let shape = try node.shape(0)
+        guard shape.count >= 2 else { throw node.error("input \(Tensor.describe(shape)) must have rank 2 or more (N, C, ...)") }
+        guard let groups = try node.node.int("num_groups") else { throw node.error("attribute 'num_groups' is required") }
+        guard groups > 0, shape[1] % groups == 0 else {
+            throw node.error("num_groups \(groups) must be positive and divide the input's \(shape[1]) channels")
+        }
+        let scale = try node.constant(1, "scale"), bias = try node.constant(2, "bias")
+        for (name, tensor) in [("scale", scale), ("bias", bias)] where tensor.shape != [shape[1]] {
+            throw node.error("\(name) has shape \(Tensor.describe(tensor.shape)); the input has \(shape[1]) channels, "
+                             + "so it needs shape \(shape[1])")
+        }
+        let layer = try GroupNormalization(groups: groups, scale: Array(scale.elements), bias: Array(bias.elements),
+                                           epsilon: node.float("epsilon", default: 1e-5))
+        return ConvertedNode(layer: layer, inputs: [0])
+    }
+
+    /// MeanVarianceNormalization: over `axes` (default [0, 2, 3]).
+    static func meanVarianceNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["axes"])
+        let rank = try node.rank(0)
+        let given = try node.ints("axes") ?? [0, 2, 3]
+        let axes = try given.map { try node.axis($0, rank: rank) }
+        guard Set(axes).count == axes.count else { throw node.error("axes \(given) name an axis twice") }
+        return ConvertedNode(layer: try MeanVarianceNormalization(axes: axes), inputs: [0])
+    }
+
+    /// LpNormalization: along `axis` (default -1), p 1 or 2 (default 2).
+    static func lpNormalization(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["axis", "p"])
+        let axis = try node.axis(node.int("axis", default: -1), rank: node.rank(0))
+        let p = try node.int("p", default: 2)
+        guard p == 1 || p == 2 else { throw node.error("p is \(p); ONNX's LpNormalization takes 1 or 2") }
+        return ConvertedNode(layer: try LpNormalization(axis: axis, p: p), inputs: [0])
     }
 
     /// LayerNormalization: Scale and B broadcast over the normalized axes;

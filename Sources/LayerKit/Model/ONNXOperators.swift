@@ -105,7 +105,8 @@ enum ONNXOperators {
 
     /// Every family's ops; a name declared twice is a programming error,
     /// caught by `OpTableTests`.
-    static let families: [[ONNXOperator]] = [elementwiseOps, normalization, layout, data, math, convolution, recurrent, folding]
+    static let families: [[ONNXOperator]] = [elementwiseOps, normalization, layout, data, indexing, math, convolution, recurrent,
+                                             folding]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = byName(families.joined())
@@ -126,7 +127,14 @@ enum ONNXOperators {
         ONNXOperator("Ceil", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ $0.rounded(.up) }, { $0.rounded(.up) })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
         ONNXOperator("Celu", through: 28, inputs: 1...1, elementwise),  // 28: types
         ONNXOperator("Clip", through: 13, arity: { ($0 >= 11 ? 1...3 : 1...1, 1...1) }, fold: TypedKernels.clip, elementwise),  // 6: consumed_inputs dropped; 11: min and max as inputs; 12, 13: types (13: min > max gives max, as min(max(x, min), max))
+        ONNXOperator("Acos", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Acosh", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Asin", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Asinh", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Atan", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Atanh", through: 22, inputs: 1...1, elementwise),  // 22: types
         ONNXOperator("Cos", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Cosh", through: 22, inputs: 1...1, elementwise),  // 22: types
         ONNXOperator("Elu", through: 22, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 22: types
         ONNXOperator("Erf", through: 13, inputs: 1...1, elementwise),  // 13: types
         ONNXOperator("Exp", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ Foundation.exp($0) }, { Foundation.exp($0) })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
@@ -150,9 +158,12 @@ enum ONNXOperators {
         ONNXOperator("Sigmoid", through: 13, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 13: types
         ONNXOperator("Sign", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .sign) }, elementwise),  // 13: types
         ONNXOperator("Sin", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Sinh", through: 22, inputs: 1...1, elementwise),  // 22: types
         ONNXOperator("Softplus", through: 22, inputs: 1...1, elementwise),  // 22: types
         ONNXOperator("Softsign", through: 22, inputs: 1...1, elementwise),  // 22: types
+        ONNXOperator("Swish", through: 24, inputs: 1...1, swish),
         ONNXOperator("Sqrt", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ $0.squareRoot() }, { $0.squareRoot() })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
+        ONNXOperator("Tan", through: 22, inputs: 1...1, elementwise),  // 22: types
         ONNXOperator("Tanh", through: 13, inputs: 1...1, elementwise),  // 6: consumed_inputs dropped; 13: types
         ONNXOperator("ThresholdedRelu", through: 22, inputs: 1...1, elementwise),  // 22: types
     ]
@@ -194,6 +205,17 @@ enum ONNXOperators {
             guard node.node.inputs.count == 1 else { throw node.error("takes one input") }
         }
         return ConvertedNode(layer: try ElementwiseLayer(definition: definition, parameters: parameters), inputs: [0])
+    }
+
+    /// ONNX Swish (opset 24), x * sigmoid(alpha * x): the catalog's Swish,
+    /// whose slope LayerKit has always called beta (as the Core ML example does).
+    static func swish(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["alpha"])
+        guard let definition = OpDefinition.catalog.first(where: { $0.name == "Swish" }) else {
+            throw node.error("not in the catalog")
+        }
+        let alpha = Double(try node.float("alpha", default: 1))
+        return ConvertedNode(layer: try ElementwiseLayer(definition: definition, parameters: ["beta": alpha]), inputs: [0])
     }
 
     /// A constant broadcast over the channel axis as one value per channel:

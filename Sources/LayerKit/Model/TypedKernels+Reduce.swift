@@ -2,7 +2,7 @@ import Foundation
 import LayerKitONNX
 
 /// Reductions along axes: ReduceSum/Prod/Min/Max/Mean of integer types
-/// (float reductions are the layers'), ArgMax/ArgMin and CumSum of every
+/// (float reductions are the layers'), ArgMax/ArgMin, CumSum and CumProd of every
 /// numeric type.
 extension TypedKernels {
     enum Reduction {
@@ -141,6 +141,19 @@ extension TypedKernels {
     /// CumSum along the axis input (exclusive, reverse), in the data's type:
     /// a running sum in order, as onnxruntime adds.
     static func cumulativeSum(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
+        try cumulative(node, inputs, product: false)
+    }
+
+    /// CumProd (opset 26), CumSum's twin: a running product, 1 before the
+    /// first element when exclusive.
+    static func cumulativeProduct(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
+        try cumulative(node, inputs, product: true)
+    }
+
+    /// A running sum or product along the axis input; int64 checked (an
+    /// overflow is an error), other integers wrapping.
+    private static func cumulative(_ node: ONNXNodeContext, _ inputs: [TypedTensor?], product: Bool) throws -> [TypedTensor]? {
+        try node.requireAttributes(["exclusive", "reverse"])
         let data = try input(0, inputs, node)
         let shape = data.shape
         let axis = try node.axis(Int(scalarInteger(input(1, inputs, node), "axis", node)), rank: shape.count)
@@ -148,15 +161,21 @@ extension TypedKernels {
         let reverse = try node.int("reverse", default: 0) != 0
         let (outer, extent) = (shape[..<axis].reduce(1, *), shape[axis])
         let inner = shape[(axis + 1)...].reduce(1, *)
-        func scan<T>(_ v: [T], _ zero: T, _ add: (T, T) throws -> T) rethrows -> [T] {
+        func scan<T>(_ v: [T], _ identity: T, _ combine: (T, T) throws -> T) rethrows -> [T] {
             var out = v
             for o in 0..<outer {
                 for i in 0..<inner {
-                    var sum = zero
+                    var running = identity
                     for step in 0..<extent {
                         let k = reverse ? extent - 1 - step : step
                         let at = (o * extent + k) * inner + i
-                        if exclusive { out[at] = sum; sum = try add(sum, v[at]) } else { sum = try add(sum, v[at]); out[at] = sum }
+                        if exclusive {
+                            out[at] = running
+                            running = try combine(running, v[at])
+                        } else {
+                            running = try combine(running, v[at])
+                            out[at] = running
+                        }
                     }
                 }
             }
@@ -164,10 +183,16 @@ extension TypedKernels {
         }
         let result: Lanes
         switch Lanes(data) {
-        case .signed(let v): result = .signed(try scan(v, 0, Arithmetic.add.signed(isChecked(data.elementType), node)))
-        case .unsigned(let v): result = .unsigned(scan(v, 0, &+))
-        case .float(let v): result = .float(scan(v, 0, +))
-        case .double(let v): result = .double(scan(v, 0, +))
+        case .signed(let v):
+            let checked = isChecked(data.elementType)
+            result = .signed(try scan(v, product ? 1 : 0) { a, b in
+                let (value, overflowed) = product ? a.multipliedReportingOverflow(by: b) : a.addingReportingOverflow(b)
+                if overflowed && checked { throw overflow(product ? "CumProd" : "CumSum") }
+                return value
+            })
+        case .unsigned(let v): result = .unsigned(product ? scan(v, 1, &*) : scan(v, 0, &+))
+        case .float(let v): result = .float(product ? scan(v, 1, *) : scan(v, 0, +))
+        case .double(let v): result = .double(product ? scan(v, 1, *) : scan(v, 0, +))
         case .bool, .string: return nil
         }
         return [try result.tensor(data.elementType, shape: shape)]

@@ -356,6 +356,15 @@ extension UnaryFunction {
         case .round: LK_ROUND
         case .isnan: LK_ISNAN
         case .isinf: LK_ISINF
+        case .tan: LK_TAN
+        case .asin: LK_ASIN
+        case .acos: LK_ACOS
+        case .atan: LK_ATAN
+        case .sinh: LK_SINH
+        case .cosh: LK_COSH
+        case .asinh: LK_ASINH
+        case .acosh: LK_ACOSH
+        case .atanh: LK_ATANH
         }
     }
 }

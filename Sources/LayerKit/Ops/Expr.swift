@@ -42,6 +42,10 @@ public enum UnaryFunction: String, CaseIterable, Sendable {
     case tanh, sigmoid, softplus, erf, sin, cos, floor, ceil
     /// Nearest integer, halves to even; `isnan` and `isinf` give 1 or 0.
     case round, isnan, isinf
+    /// Trigonometric and hyperbolic functions and their inverses (radians):
+    /// NaN outside their domains (asin and acos past +-1, acosh below 1,
+    /// atanh past +-1, where it is +-inf), as C's.
+    case tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh
 }
 
 /// Functions of two arguments. Comparisons give 1 (true) or 0 (false),

@@ -78,6 +78,18 @@ extension OpDefinition {
         OpDefinition("Erf", formula: erf(x)),
         OpDefinition("Sin", formula: x.apply(.sin)),
         OpDefinition("Cos", formula: x.apply(.cos)),
+        // Away from odd multiples of pi/2, where tan leaves fp16's range.
+        OpDefinition("Tan", formula: x.apply(.tan), inputRange: -1.4...1.4),
+        OpDefinition("Asin", formula: x.apply(.asin), inputRange: -1...1),
+        OpDefinition("Acos", formula: x.apply(.acos), inputRange: -1...1),
+        OpDefinition("Atan", formula: x.apply(.atan)),
+        // Inside |x| < 11, where sinh and cosh stay in fp16's range.
+        OpDefinition("Sinh", formula: x.apply(.sinh), inputRange: -10...10),
+        OpDefinition("Cosh", formula: x.apply(.cosh), inputRange: -10...10),
+        OpDefinition("Asinh", formula: x.apply(.asinh)),
+        OpDefinition("Acosh", formula: x.apply(.acosh), inputRange: 1...10),
+        // Inside the open interval: atanh(+-1) is +-inf.
+        OpDefinition("Atanh", formula: x.apply(.atanh), inputRange: -0.99...0.99),
         // 0 and NaN come out as they went in. (-1 is written as neg(1), as it reads back from text.)
         OpDefinition("Sign", formula: `where`(x > 0, 1, `where`(x < 0, -Expr.constant(1), x))),
         OpDefinition("Shrink", values: [.parameter("lambd", 0.5), .parameter("bias", 0)],

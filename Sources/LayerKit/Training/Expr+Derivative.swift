@@ -104,6 +104,15 @@ extension UnaryFunction {
                                          Expr.negation(.product(a, a)).apply(.exp))
         case .sin: derivative = a.apply(.cos)
         case .cos: derivative = .negation(a.apply(.sin))
+        case .tan: derivative = .sum(1, .product(y, y))
+        case .asin: derivative = Expr.difference(1, .product(a, a)).apply(.sqrt).apply(.reciprocal)
+        case .acos: derivative = .negation(Expr.difference(1, .product(a, a)).apply(.sqrt).apply(.reciprocal))
+        case .atan: derivative = Expr.sum(1, .product(a, a)).apply(.reciprocal)
+        case .sinh: derivative = a.apply(.cosh)
+        case .cosh: derivative = a.apply(.sinh)
+        case .asinh: derivative = Expr.sum(.product(a, a), 1).apply(.sqrt).apply(.reciprocal)
+        case .acosh: derivative = Expr.difference(.product(a, a), 1).apply(.sqrt).apply(.reciprocal)
+        case .atanh: derivative = Expr.difference(1, .product(a, a)).apply(.reciprocal)
         case .floor, .ceil, .round, .isnan, .isinf: return 0
         }
         return .product(adjoint, derivative)
