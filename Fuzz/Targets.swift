@@ -131,8 +131,9 @@ struct Target: Sendable {
             for tensor in model.graph.initializers.values {
                 if [.int64, .int32].contains(tensor.dataType) { _ = try tensor.int64s() } else { _ = try tensor.floats() }
             }
-            guard ONNXModel.supportedIRVersions.contains(model.irVersion),
-                  let opset = model.defaultOpset, opset <= ONNXModel.maxOpset,
+            // A default-domain opset in range, or none for a model of other domains alone (as onnxruntime).
+            let opsetFits = model.defaultOpset.map { $0 <= ONNXModel.maxOpset } ?? !model.graph.nodes.contains(where: \.isStandard)
+            guard ONNXModel.supportedIRVersions.contains(model.irVersion), opsetFits,
                   model.graph.nodes.allSatisfy({ !$0.opType.isEmpty }) else {
                 return .unexpected("accepted IR \(model.irVersion), opset \(model.defaultOpset ?? -1)")
             }
