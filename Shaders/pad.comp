@@ -1,10 +1,12 @@
 #version 450
-// Pad of the W and H axes (the batch and channel axes unpadded).
+// Pad of every axis of an NCHW slice image.
 //
 // One invocation per output texel. Along each axis the input keeps
 // [kept, kept + keptLength) (negative pads crop), placed at `start` in the
 // output; an index outside it reads the constant (mode 0) or the kept
-// element that reflect (1), edge (2) or wrap (3) maps it to.
+// element that reflect (1), edge (2) or wrap (3) maps it to. The channel
+// axis is mapped lane by lane (a pad of 1 channel moves every channel to
+// the next lane), and only when it is padded: otherwise a texel is copied.
 #extension GL_GOOGLE_include_directive : require
 #include "layerkit.glsl"
 
@@ -17,6 +19,8 @@ layout(push_constant) uniform Shape {
     int keptX; int keptY; int keptWidth; int keptHeight;
     int startX; int startY;
     uint mode; float value;
+    int keptC; int keptChannels; int startC; uint inSlices;
+    int keptN; int keptBatch; int startN;
 } shape;
 
 // The kept index output index o maps to, or -1 for the constant.
@@ -43,14 +47,25 @@ int lk_pad_source(int o, int start, int kept, int length) {
 void main() {
     uvec3 id = gl_GlobalInvocationID;
     if (id.x >= shape.width || id.y >= shape.height || id.z >= shape.layers) return;
+    uint slice = lk_slice_of(id.z, shape.slices);
     int x = lk_pad_source(int(id.x), shape.startX, shape.keptX, shape.keptWidth);
     int y = lk_pad_source(int(id.y), shape.startY, shape.keptY, shape.keptHeight);
-    vec4 result;
-    if (x < 0 || y < 0) {
-        result = mix(vec4(0.0), vec4(lk_round_half(shape.value)), lk_channel_lanes(id.z % shape.slices, shape.channels));
-    } else {
-        // Loaded fp16 values store exactly; padding lanes are zero already.
-        result = imageLoad(source, ivec3(x, y, id.z));
+    int n = lk_pad_source(int(lk_item_of(id.z, shape.slices)), shape.startN, shape.keptN, shape.keptBatch);
+    bvec4 lanes = lk_channel_lanes(slice, shape.channels);
+    vec4 fill = mix(vec4(0.0), vec4(lk_round_half(shape.value)), lanes);
+    vec4 result = fill;
+    if (x >= 0 && y >= 0 && n >= 0) {
+        uint layer = uint(n) * shape.inSlices;
+        if (shape.startC == 0 && shape.keptC == 0 && shape.keptChannels == int(shape.channels)) {
+            // Channels unpadded: loaded fp16 values store exactly; padding lanes are zero already.
+            result = imageLoad(source, ivec3(x, y, layer + slice));
+        } else {
+            for (int lane = 0; lane < 4; lane++) {
+                if (!lanes[lane]) continue;
+                int c = lk_pad_source(int(slice) * 4 + lane, shape.startC, shape.keptC, shape.keptChannels);
+                if (c >= 0) result[lane] = imageLoad(source, ivec3(x, y, layer + uint(c / 4)))[c % 4];
+            }
+        }
     }
     imageStore(destination, ivec3(id), result);
 }

@@ -254,6 +254,17 @@ def resize_shrink_cases():
                 {'mode': 'nearest', 'nearest_mode': 'floor'}, sizes=[1, 2, 63, 6])
 
 
+def channel_pad_cases():
+    """The channel axis padded in every mode, across slice boundaries (made
+    last, so the seeded data of the cases above stays as it was)."""
+    pad_case('pad_channels_reflect', data(1, 6, 3, 4), [0, 3, 0, 1, 0, 2, 1, 0], (1, 11, 4, 5), mode='reflect')
+    pad_case('pad_channels_edge_batch', data(2, 5, 2, 3), [0, 2, 0, 0, 1, 3, 0, 0], (3, 10, 2, 3), mode='edge')
+    pad_case('pad_channels_wrap', data(1, 5, 3, 2), [0, 4, 1, 0, 0, 1, 0, 1], (1, 10, 4, 3), mode='wrap', opset=19)
+    pad_case('pad_channels_crop', data(2, 9, 3, 3), [0, -3, 1, 0, 0, 2, 0, -1], (2, 8, 4, 2), value=-0.75)
+    # BlazeFace's residual widening (tf2onnx): zeros after the channels, 24 -> 28.
+    pad_case('pad_channels_widen', data(1, 24, 4, 4), [0, 0, 0, 0, 0, 4, 0, 0], (1, 28, 4, 4))
+
+
 if __name__ == '__main__':
     reset(FAMILY)
     transpose_cases()
@@ -265,3 +276,4 @@ if __name__ == '__main__':
     resize_cases()
     upsample_cases()
     resize_shrink_cases()
+    channel_pad_cases()

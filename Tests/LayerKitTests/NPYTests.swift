@@ -273,6 +273,7 @@ private let fourBytes: [UInt8] = [0, 0, 0x80, 0x3F]
         }
         let header = "{'descr': '\(descr)', 'fortran_order': False, 'shape': (\(count),), }"
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let path = directory.path + "/x.npy"
         try npy(header, payload: payload).write(to: URL(fileURLWithPath: path))
         let tensor = try Tensor(npyFile: path)
@@ -286,6 +287,7 @@ private let fourBytes: [UInt8] = [0, 0, 0x80, 0x3F]
 
     @Test func aLyingHeaderIsRefusedByTheFileLengthAlone() throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let path = directory.path + "/lie.npy"
         // 2^40 elements announced, 4 bytes held.
         try npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776,), }", payload: [0, 0, 128, 63])
@@ -296,6 +298,7 @@ private let fourBytes: [UInt8] = [0, 0, 0x80, 0x3F]
 
     @Test func writingStreamsAndReadsBack() throws {
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let path = directory.path + "/y.npy"
         let count = NPYStreaming.chunkBytes / 4 * 3 + 7
         let tensor = try Tensor(shape: [count], values: Self.pattern(count).map { Float($0) })

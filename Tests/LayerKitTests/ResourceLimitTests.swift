@@ -117,6 +117,7 @@ struct ResourceLimitTests {
         let lying = head + [0x7F, 0xFF, 0xFF, 0xFF] + Array("tEXt".utf8) + Array("Comment\0hi".utf8)
         #expect(lying.count == 51)
         let directory = try TemporaryDirectory()
+        defer { directory.remove() }
         let path = directory.path + "/lying.png"
         try Data(lying).write(to: URL(fileURLWithPath: path))
         let (text, seconds, grown) = Self.measure { _ = try Tensor(pngFile: path) }

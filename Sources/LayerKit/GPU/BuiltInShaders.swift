@@ -194,6 +194,11 @@ struct PadConstants: BitwiseCopyable {
     var startX, startY: Int32
     var mode: UInt32
     var value: Float
+    /// The channel and batch axes' kept region and start, as W's and H's;
+    /// `inputSlices`: the input's array layers per batch item.
+    var keptC, keptChannels, startC: Int32
+    var inputSlices: UInt32
+    var keptN, keptBatch, startN: Int32
 }
 
 /// `resize.comp`: the output's shape, the input's W and H, how many taps

@@ -3,9 +3,9 @@ import Foundation
 /// ONNX Pad: each axis grows by `begins[axis]` before and `ends[axis]`
 /// after its elements, filled by `mode`; a negative pad crops, and the
 /// mode then pads from what is kept (as onnxruntime does: crop first).
-/// Any rank on the CPU; on the GPU up to rank 4 with the batch and channel
-/// axes unpadded (the image's W and H).
-public final class PadLayer: Layer, ShapeLimitedGPULayer, Sendable {
+/// Any rank on the CPU; on the GPU up to rank 4, every axis (the channel
+/// axis too: TensorFlow's exporters widen residual branches by padding it).
+public final class PadLayer: Layer, Sendable {
     /// What fills the new elements.
     public enum Mode: String, Sendable, CaseIterable {
         /// `value`.
@@ -157,16 +157,8 @@ public final class PadLayer: Layer, ShapeLimitedGPULayer, Sendable {
         }
     }
 
-    /// Up to rank 4 (the policy checks the rank), its batch and channel axes unpadded.
+    /// Up to rank 4 (the policy checks the rank).
     public var hasGPUImplementation: Bool { true }
-
-    public func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
-        let outer = min(2, begins.count)
-        if (0..<outer).contains(where: { begins[$0] != 0 || ends[$0] != 0 }) {
-            return "its GPU form pads the spatial axes only (axes 2 and 3), not the batch or channel axis"
-        }
-        return nil
-    }
 
     /// Creates the pipeline on `context`, once per context.
     public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try kernel(on: context) }
@@ -175,15 +167,14 @@ public final class PadLayer: Layer, ShapeLimitedGPULayer, Sendable {
         try gpuKernel.value(on: context) { try BuiltInShaders.pad.kernel(on: context) }
     }
 
-    /// `Shaders/pad.comp`: each output texel reads the input texel its W
-    /// and H indices map to, or holds the constant.
+    /// `Shaders/pad.comp`: each output texel reads the input texel (or, with
+    /// the channel axis padded, the lanes) its indices map to, or holds the constant.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
-        guard inputs.count == 1, outputs.count == 1, begins.count <= 4,
-              whyNotGPU(inputShapes: [inputs[0].shape], outputShapes: []) == nil else {
-            throw LayerKitError.unsupported("\(layerName) on the GPU takes 1 input and 1 output image and pads axes 2 and 3 only")
+        guard inputs.count == 1, outputs.count == 1, begins.count <= 4 else {
+            throw LayerKitError.unsupported("\(layerName) on the GPU takes 1 input and 1 output image of rank 4 at most")
         }
         let (input, output) = (inputs[0], outputs[0])
-        // Pads of the NCHW image (a lower rank's missing axes are unpadded).
+        // Pads of the NCHW image (a lower rank's missing trailing axes are unpadded: `Tensor.nchwShape`).
         let padded = Array(repeating: 0, count: 4 - begins.count)
         let (b, e) = (begins + padded, ends + padded)
         let image = input.shape
@@ -191,14 +182,19 @@ public final class PadLayer: Layer, ShapeLimitedGPULayer, Sendable {
             throw LayerKitError.shapeMismatch("\(layerName): output image \(Tensor.describe(output.shape)) is not "
                                               + "\(Tensor.describe(image)) padded")
         }
-        let keptY = (first: max(0, -b[2]), count: image[2] - max(0, -b[2]) - max(0, -e[2]))
-        let keptX = (first: max(0, -b[3]), count: image[3] - max(0, -b[3]) - max(0, -e[3]))
+        // Per axis: the first input index kept, how many are kept, where they start in the output.
+        let kept = (0..<4).map { axis -> (first: Int32, count: Int32, start: Int32) in
+            let first = max(0, -b[axis])
+            let count = image[axis] - first - max(0, -e[axis])
+            return (Int32(first), Int32(count), Int32(max(0, b[axis])))
+        }
         let modes: [Mode] = [.constant, .reflect, .edge, .wrap]
         let constants = PadConstants(
             shape: output.shapeConstants, inputWidth: Int32(input.width), inputHeight: Int32(input.height),
-            keptX: Int32(keptX.first), keptY: Int32(keptY.first), keptWidth: Int32(keptX.count),
-            keptHeight: Int32(keptY.count), startX: Int32(max(0, b[3])), startY: Int32(max(0, b[2])),
-            mode: UInt32(modes.firstIndex(of: mode) ?? 0), value: value)
+            keptX: kept[3].first, keptY: kept[2].first, keptWidth: kept[3].count, keptHeight: kept[2].count,
+            startX: kept[3].start, startY: kept[2].start, mode: UInt32(modes.firstIndex(of: mode) ?? 0), value: value,
+            keptC: kept[1].first, keptChannels: kept[1].count, startC: kept[1].start,
+            inputSlices: UInt32((image[1] + 3) / 4), keptN: kept[0].first, keptBatch: kept[0].count, startN: kept[0].start)
         try commandBuffer.dispatch(kernel(on: commandBuffer.context), images: [input, output], constants: constants,
                                    threads: output.threads)
     }
