@@ -3,7 +3,8 @@ import LayerKit
 
 /// What `parity MODEL.onnx` and `demo` share: one model's outputs from the
 /// GPU and from the CPU evaluator, compared output by output with the
-/// parity rule.
+/// parity rule, which for a whole model `parity` widens to what fp16
+/// storage alone explains (`twinTolerance`).
 enum ModelParity {
     /// One output of the model, both sides and how far apart they are.
     struct Output {
@@ -11,7 +12,16 @@ enum ModelParity {
         let report: ParityReport
         let gpu: Tensor
         let cpu: Tensor
+        /// `|twin - cpu| / max(1, |cpu|)` at worst, where the twin is the CPU
+        /// storing every value in fp16 (`Model.predictStoringHalf`); nil
+        /// when the comparison had no twin.
+        let twinError: Double?
     }
+
+    /// The bound on a whole model's GPU output: twice the error its fp16
+    /// twin shows, and never below the per-layer 1e-3. Model-zoo cases use
+    /// the same rule with onnxruntime's twin (Scripts/model_zoo_common.py).
+    static func twinTolerance(_ twinError: Double) -> Double { max(1e-3, 2 * twinError) }
 
     /// `inputs` rounded to fp16: the GPU stores them so, and the CPU reads
     /// the same values (parity, as defined). An input fp16 storage cannot
@@ -33,11 +43,15 @@ enum ModelParity {
         return "warning: fp16 range: \(finding); \(consequence)"
     }
 
-    /// The outputs `names` (in that order) of a GPU run against a CPU run.
-    static func compare(gpu: [String: Tensor], cpu: [String: Tensor], outputs names: [String]) throws -> [Output] {
+    /// The outputs `names` (in that order) of a GPU run against a CPU run;
+    /// with the CPU's fp16 `twin`, each within `twinTolerance` of its error.
+    static func compare(gpu: [String: Tensor], cpu: [String: Tensor], twin: [String: Tensor]? = nil,
+                        outputs names: [String]) throws -> [Output] {
         try names.map { name in
             let (g, c) = (try value(gpu, name), try value(cpu, name))
-            return Output(name: name, report: try ParityReport(gpu: g, cpu: c), gpu: g, cpu: c)
+            let twinError = try twin.map { try ParityReport(gpu: try value($0, name), cpu: c).maxRelError }
+            let report = try ParityReport(gpu: g, cpu: c, tolerance: twinError.map(twinTolerance) ?? 1e-3)
+            return Output(name: name, report: report, gpu: g, cpu: c, twinError: twinError)
         }
     }
 

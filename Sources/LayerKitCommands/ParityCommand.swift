@@ -67,6 +67,7 @@ enum ParityCommand {
         // The CPU reference is checked value by value: the GPU stores each in fp16.
         let reference = try cpuModel.predictCheckingHalfRange(inputs: inputs)
         let outputs = try ModelParity.compare(gpu: gpuModel.predict(inputs: inputs), cpu: reference.outputs,
+                                              twin: cpuModel.predictStoringHalf(inputs: inputs),
                                               outputs: cpuModel.outputs.map(\.name))
         console.print("model: \(path)")
         console.print(ModelFiles.deviceLine(gpuModel.backend))
@@ -80,9 +81,12 @@ enum ParityCommand {
         for output in outputs {
             console.print("")
             console.print("output '\(output.name)' \(Tensor.describe(output.cpu.shape)):")
-            for line in describe(output.report, input: nil, gpu: output.gpu, cpu: output.cpu) {
-                console.print("  " + line)
+            var lines = describe(output.report, input: nil, gpu: output.gpu, cpu: output.cpu)
+            if let twinError = output.twinError {
+                lines.insert("fp16 twin error:       \(scientific(twinError))  (the CPU storing every value in fp16, "
+                             + "as the GPU does; bound max(1e-3, 2 x this))", at: lines.count - 1)
             }
+            for line in lines { console.print("  " + line) }
         }
         let failed = outputs.filter { !$0.report.passed }.map(\.name)
         console.print("")
@@ -115,7 +119,7 @@ enum ParityCommand {
             lines.append("worst element:         #\(worst): " + (input.map { "x=\($0[worst]) " } ?? "")
                          + "gpu=\(gpu[worst]) cpu=\(cpu[worst])")
         }
-        let rule = "|gpu-cpu| <= \(report.tolerance) * max(1,|cpu|)"
+        let rule = "|gpu-cpu| <= \(String(format: "%.3g", report.tolerance)) * max(1,|cpu|)"
         let outside = report.failures + report.nonFiniteMismatches
         lines.append(report.passed
             ? "PASS: every element within \(rule), NMSE <= \(ParityReport.maxNMSE)"

@@ -24,13 +24,21 @@ final class CommandRunner: @unchecked Sendable {
         return LayerKitCommands.main(arguments, console: console)
     }
 
-    /// A new empty directory for one test's files.
+    /// A new empty directory for one test's files, inside `scratchRoot`.
     static func scratchDirectory() throws -> String {
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("layerkit-cli-\(UUID().uuidString)").path
+        let path = scratchRoot + "/\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }
+
+    /// One folder for every scratch directory of this test process, removed
+    /// when the process exits: tests hand their paths to the CLI and to
+    /// each other, so no single test can know when its files are done with.
+    static let scratchRoot: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("layerkit-cli-\(UUID().uuidString)").path
+        atexit { try? FileManager.default.removeItem(atPath: CommandRunner.scratchRoot) }
+        return path
+    }()
 
     /// Runs the built `layerkit` executable (beside the test bundle) with
     /// `environment` added, for behaviour that depends on the process

@@ -35,6 +35,39 @@ struct ModelParityCommandTests {
         #expect(without.error.contains("ArticleSwish"), "\(without.error)")
     }
 
+    /// `(x + 1000) - 1000` with a pooling between the two, so the GPU stores
+    /// `x + 1000` in fp16 (a 0.5 or 1 step there): the output is off by up to
+    /// 0.25 at x = 0.25, far past the per-layer 1e-3, and exactly what fp16 storage
+    /// explains. The CPU's fp16 twin shows that error, computed here
+    /// independently with Swift's Float16, and `parity` passes the GPU
+    /// within twice it.
+    @Test func aWholeModelIsHeldToWhatItsFP16TwinExplains() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let model = "\(directory)/offset.onnx"
+        try TinyONNX.chain([TinyONNX.Node(opType: "Add", constants: ["offset": [1000]]),
+                            TinyONNX.Node(opType: "GlobalAveragePool"),
+                            TinyONNX.Node(opType: "Sub", constants: ["offset2": [1000]])], shape: [1, 64, 1, 1])
+            .write(to: URL(fileURLWithPath: model))
+        // Quarters: exact in fp16, and 1000 + x exact in fp32.
+        let x = try Tensor(shape: [1, 64, 1, 1], values: (0..<64).map { Float($0) + 0.25 })
+        let cpu = try Model(contentsOf: URL(fileURLWithPath: model), computeUnits: .cpuOnly)
+        let twin = try #require(try cpu.predictStoringHalf(inputs: ["x": x])["y"])
+        let expected = x.values.map { Float(Float16($0 + 1000)) - 1000 }
+        #expect(twin.values == expected)
+        let twinError = zip(expected, x.values).map { abs(Double($0 - $1)) }.max() ?? 0
+        #expect(twinError > 0.1, "the model should lose more than 1e-3 to fp16 storage")
+        // The plain CPU run keeps x exactly: 1000 + x fits fp32.
+        #expect(try cpu.predict(inputs: ["x": x])["y"]?.values == x.values)
+
+        let input = "\(directory)/x.npy"
+        try x.writeNPY(to: input)
+        let runner = CommandRunner()
+        #expect(runner.run(["parity", model, "--input", input]) == 0, "\(runner.out)\(runner.error)")
+        #expect(runner.out.contains("fp16 twin error:       \(String(format: "%.3e", twinError))"), "\(runner.out)")
+        #expect(runner.out.contains("PASS: all 1 output within the parity rule"), "\(runner.out)")
+    }
+
     @Test func aDisagreeingNodeFailsWithExitStatusOne() throws {
         LayerRegistry.shared.register(DisagreeingLayer.self)
         let directory = try CommandRunner.scratchDirectory()

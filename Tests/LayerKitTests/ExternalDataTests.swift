@@ -11,7 +11,7 @@ import Testing
 
     /// The case folder copied to a fresh temporary folder, for `change` to spoil.
     static func copy(_ change: (URL) throws -> Void) throws -> URL {
-        let target = FileManager.default.temporaryDirectory.appendingPathComponent("lk-external-\(UUID().uuidString)")
+        let target = URL(fileURLWithPath: try TemporaryDirectory().file("external"))
         try FileManager.default.copyItem(at: folder, to: target)
         try change(target)
         return target.appendingPathComponent("model.onnx")
@@ -50,7 +50,7 @@ import Testing
         #expect(ExternalDataTests.loadError(short).contains("holds 100 bytes, fewer than"), "\(ExternalDataTests.loadError(short))")
         let link = try ExternalDataTests.copy { folder in
             let file = folder.appendingPathComponent("weights.bin")
-            let outside = FileManager.default.temporaryDirectory.appendingPathComponent("lk-outside-\(UUID().uuidString).bin")
+            let outside = URL(fileURLWithPath: try TemporaryDirectory().file("outside.bin"))
             try FileManager.default.moveItem(at: file, to: outside)
             try FileManager.default.createSymbolicLink(at: file, withDestinationURL: outside)
         }
@@ -62,7 +62,7 @@ import Testing
     func aLocationOutsideTheFolderIsRefused(_ location: String) throws {
         let external = PB.bytes(13, PB.string(1, "location") + PB.string(2, location)) + PB.int(14, 1)
         let data = ONNXBytes.model(graph: ONNXBytes.graph(initializers: [ONNXBytes.tensor("w", dims: [2], type: 1, external)]))
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lk-location-\(UUID().uuidString)")
+        let folder = URL(fileURLWithPath: try TemporaryDirectory().file("location"))
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let url = folder.appendingPathComponent("m.onnx")
         try data.write(to: url)
@@ -73,7 +73,7 @@ import Testing
     }
 
     @Test func aLengthThatDisagreesWithTheDimsIsRefused() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lk-length-\(UUID().uuidString)")
+        let folder = URL(fileURLWithPath: try TemporaryDirectory().file("length"))
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(count: 64).write(to: folder.appendingPathComponent("w.bin"))
         let external = PB.bytes(13, PB.string(1, "location") + PB.string(2, "w.bin"))
@@ -93,7 +93,7 @@ import Testing
     /// of them), whose initializers each read `count` floats at the byte
     /// offsets given.
     static func sharing(floats: Int, count: Int, offsets: [Int]) throws -> URL {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("lk-shared-\(UUID().uuidString)")
+        let folder = URL(fileURLWithPath: try TemporaryDirectory().file("shared"))
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data(PB.littleEndian((0..<floats).map { Float($0).bitPattern })).write(to: folder.appendingPathComponent("w.bin"))
         let initializers = offsets.enumerated().map { i, offset in

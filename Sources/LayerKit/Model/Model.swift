@@ -224,6 +224,21 @@ public final class Model: @unchecked Sendable {
         return (outputs, planFindings + inputs + computed)
     }
 
+    /// Runs the model as `predict(inputs:)` does, rounding each value a
+    /// CPU step computes to fp16 as soon as it is computed, before anything
+    /// reads it. On a `.cpuOnly` model this is the GPU's "fp16 twin": fp32
+    /// arithmetic, every stored value in fp16, as the GPU stores its slice
+    /// images. Its distance from a plain CPU run is the error fp16 storage
+    /// alone explains, which a deep network amplifies far past one fp16
+    /// rounding; `layerkit parity MODEL` bounds the GPU by it.
+    public func predictStoringHalf(inputs given: [String: Tensor]) throws -> [String: Tensor] {
+        try predict(inputs: given, outputs: [:], profiler: nil) { _, run in
+            run.observeComputed = { _, tensor in
+                for i in 0..<tensor.count { tensor[i] = Float(Float16(tensor[i])) }
+            }
+        }
+    }
+
     /// The nodes with where they run, as planned for the last inputs (the
     /// declared shapes until the first `predict`; empty before the first
     /// `predict` of a model whose plan needs an input's values).
