@@ -26,7 +26,7 @@ struct Target: Sendable {
     var fixup: (@Sendable (inout [UInt8]) -> Void)? = nil
     let run: @Sendable ([UInt8]) -> Outcome
 
-    static let all = [npy, png, jpeg, formula, cli, onnx, onnxGrammar, checkpoint]
+    static let all = [npy, png, jpeg, formula, cli, onnx, onnxGrammar, checkpoint, coreml]
 
     /// `Tensor(npyData:)`: `LayerKitError` only; what it accepts re-encodes to the same shape.
     static let npy = Target(
@@ -138,6 +138,27 @@ struct Target: Sendable {
                 return .unexpected("accepted IR \(model.irVersion), opset \(model.defaultOpset ?? -1)")
             }
             return loadOnTheCPU(bytes, model)
+        } catch LayerKitError.invalidModel {
+            return .rejected
+        } catch {
+            return .unexpected("error other than invalidModel: \(error)")
+        }
+    }
+
+    /// A Core ML `.mlmodel` through `CoreMLModel(data:)`, its translation to
+    /// ONNX ops, and `Model(data:)` on the CPU: `invalidModel` only (a
+    /// model the translation refuses is one), never a crash or a hang.
+    static let coreml = Target(
+        name: "coreml",
+        // Tags of the Model message and its description (1, 2, 3), neuralNetwork (500, 403 classifier),
+        // layers, weights and shapes; layer names the translation reads.
+        dictionary: ["\u{8}", "\u{12}", "\u{1A}", "\u{A2}\u{1F}", "\u{9A}\u{19}", "\u{A}", "\u{22}", "\u{2A}",
+                     "\u{32}", "\u{3A}", "\u{42}", "\u{10}", "\u{18}", "\u{7F}", "\u{1}", "Swish", "convolution"],
+        hotOffsets: [1]
+    ) { bytes in
+        do {
+            let model = try CoreMLModel(data: Data(bytes), source: "fuzz.mlmodel")
+            return loadOnTheCPU(bytes, try model.onnxModel())
         } catch LayerKitError.invalidModel {
             return .rejected
         } catch {
