@@ -109,13 +109,18 @@ enum BenchModel {
         }
         let header = ["backend", "runs on", "runs", "min ms", "median ms", "p90 ms", "mean ms", "inferences/s"]
         TextTable.lines(header: header, rows: rows).forEach { console.print($0) }
+        if results.contains(where: { $0.placement == "none" }) {
+            console.print("note: every output was computed at load (the whole graph folds to constants): "
+                          + "a timed run only copies them out and measures no layer")
+        }
         return 0
     }
 
-    /// `cpu`, `gpu` or `mixed`: where the model's layers run.
+    /// `cpu`, `gpu` or `mixed`: where the model's layers run; `none` when
+    /// no layer runs at all, every output having been folded at load.
     static func placement(_ model: Model) -> String {
         let places = Set(model.nodes.compactMap { $0.placement.map { $0.isGPU ? "gpu" : "cpu" } })
-        return places.count > 1 ? "mixed" : places.first ?? "cpu"
+        return places.count > 1 ? "mixed" : places.first ?? "none"
     }
 }
 

@@ -44,11 +44,12 @@ enum InspectCommand {
         }
         TextTable.lines(header: ["#", "name", "op", "status"], rows: rows).forEach { console.print("  " + $0) }
         if model != nil {
-            // It loaded: its plan waits for the values of the inputs some node needs at prepare.
+            // It loaded: its plan waits for the values of the inputs some node needs at prepare, or it has no layer.
             let inputs = Set(survey.nodes.compactMap { node -> String? in
                 if case .perValue(let input) = node.status { input } else { nil }
             }).sorted().map { "'\($0)'" }
-            console.print("runs: the plan is made from the values of \(inputs.joined(separator: ", ")) at each new value; "
+            console.print(inputs.isEmpty ? "runs: every output is computed at load (the whole graph folds to constants)"
+                          : "runs: the plan is made from the values of \(inputs.joined(separator: ", ")) at each new value; "
                           + "`layerkit run` with them shows where each node runs")
             return 0
         }

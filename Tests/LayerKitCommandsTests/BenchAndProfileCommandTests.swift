@@ -44,6 +44,28 @@ struct BenchAndProfileCommandTests {
         }
     }
 
+    /// Shape -> Cast folds to a constant at load: `bench` must not present
+    /// copying it out as the model's speed, and `inspect` says it runs nothing.
+    @Test func aModelThatFoldsAwayIsNamedSo() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let model = "\(directory)/shape.onnx"
+        try TinyONNX.chain([TinyONNX.Node(opType: "Shape"), TinyONNX.Node(opType: "Cast", intAttributes: ["to": 1])],
+                           shape: [4]).write(to: URL(fileURLWithPath: model))
+        let bench = CommandRunner()
+        #expect(bench.run(["bench", model, "--backend", "cpu", "--repeat", "2", "--warmup", "0"]) == 0, "\(bench.error)")
+        #expect(bench.out.contains("cpu      none"), "\(bench.out)")
+        #expect(bench.out.contains("note: every output was computed at load"), "\(bench.out)")
+        let inspect = CommandRunner()
+        #expect(inspect.run(["inspect", model]) == 0, "\(inspect.error)")
+        #expect(inspect.out.contains("runs: every output is computed at load"), "\(inspect.out)")
+        // A model with a layer is not flagged.
+        let relu = "\(directory)/relu.onnx"
+        try TinyONNX.chain([TinyONNX.Node(opType: "Relu")], shape: [4]).write(to: URL(fileURLWithPath: relu))
+        let plain = CommandRunner()
+        #expect(plain.run(["bench", relu, "--backend", "cpu", "--repeat", "2", "--warmup", "0"]) == 0, "\(plain.error)")
+        #expect(!plain.out.contains("note: every output") && plain.out.contains("cpu      cpu"), "\(plain.out)")
+    }
+
     @Test func benchTableNamesTheDevice() {
         let runner = CommandRunner()
         #expect(runner.run(["bench", "--op", "Relu", "--shape", "1x4x8x8", "--repeat", "2", "--backend", "gpu"]) == 0,

@@ -97,6 +97,8 @@ enum TinyONNX {
         let opType: String
         var domain = ""
         var attributes: [String: Float] = [:]
+        /// Integer attributes (Cast's `to`, ...).
+        var intAttributes: [String: Int] = [:]
         var constants: [String: [Float]] = [:]
         /// The ONNX element type the constants are written in: 1 (float), or 7 (int64, each value truncated).
         var constantType: UInt64 = 1
@@ -128,6 +130,9 @@ enum TinyONNX {
                 + text(7, spec.domain)
             for (name, value) in spec.attributes.sorted(by: { $0.key < $1.key }) {
                 node += message(5, text(1, name) + [0x15] + bytes(of: value.bitPattern) + varintField(20, 1))
+            }
+            for (name, value) in spec.intAttributes.sorted(by: { $0.key < $1.key }) {
+                node += message(5, text(1, name) + varintField(3, UInt64(bitPattern: Int64(value))) + varintField(20, 2))
             }
             graph += message(1, node)
             for (name, values) in spec.constants.sorted(by: { $0.key < $1.key }) {
