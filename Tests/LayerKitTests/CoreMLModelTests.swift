@@ -61,6 +61,23 @@ import Testing
         try Self.expectReferences(model, "NeuralMcNeuralNet", outputs: ["logits"], tolerance: 1e-4)
     }
 
+    /// Docs/COREML.md's walk-through: the article's Swift class (the landing
+    /// page's `BetaSwish`, CPU `evaluate` and GPU `encode`) registered under
+    /// the file's className runs the file, against numpy's float64 reference
+    /// on the CPU and its fp16-rounded one on the GPU.
+    @Test func theArticlesSwiftClassRunsTheFile() throws {
+        let registry = LayerRegistry()
+        registry.register(named: "Swish") { try BetaSwish(parameters: $0) }
+        let cpu = try Model(contentsOf: Self.fixture("NeuralMcNeuralNet.mlmodel"), computeUnits: .cpuOnly,
+                            registry: registry, notice: { _ in })
+        try Self.expectReferences(cpu, "NeuralMcNeuralNet", outputs: ["logits"], tolerance: 1e-4)
+        guard TestGPU.isEnabled else { return }
+        let gpu = try Model(contentsOf: Self.fixture("NeuralMcNeuralNet.mlmodel"), backend: Backend(computeUnits: .gpu,
+                            context: TestGPU.get()), registry: registry, notice: { _ in })
+        #expect(gpu.nodes.filter { $0.opType == "Swish" }.allSatisfy { $0.placement?.isGPU == true })
+        try Self.expectReferences(gpu, "NeuralMcNeuralNet", outputs: ["logits"], reference: "-fp16", tolerance: 2e-3)
+    }
+
     @Test func theDescriptionIsRead() throws {
         let data = try Data(contentsOf: Self.fixture("PlainNet.mlmodel"))
         let coreML = try CoreMLModel(data: data, source: "PlainNet.mlmodel")
