@@ -95,7 +95,7 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<LRNConstants>.size == 5 * 4 + 5 * 4)
         #expect(MemoryLayout<TransposeConstants>.size == 32 + 16)
         #expect(MemoryLayout<ChannelShuffleConstants>.size == 5 * 4 + 4)
-        #expect(MemoryLayout<PadConstants>.size == 5 * 4 + 10 * 4)
+        #expect(MemoryLayout<PadConstants>.size == 5 * 4 + 17 * 4)
         #expect(MemoryLayout<ResizeConstants>.size == 5 * 4 + 5 * 4)
         #expect(MemoryLayout<OptimizerConstants>.size == 5 * 4 + 11 * 4)
     }
