@@ -59,8 +59,12 @@ public enum ModelFileFormat: Sendable, Equatable {
     /// data is left unread: there is no folder to find it in).
     public static func decode(_ data: Data, name: String) throws -> ONNXModel {
         switch of(data, name: name) {
-        case .onnx: return try ONNXModel(data: data, source: name)
-        case .coreML: return try CoreMLModel(data: data, source: name).onnxModel()
+        case .onnx:
+            try refuseForeign(data, name: name)
+            return try ONNXModel(data: data, source: name)
+        case .coreML:
+            try refuseForeign(data, name: name)
+            return try CoreMLModel(data: data, source: name).onnxModel()
         case .tensorFlowLite:
             throw LayerKitError.invalidModel("\(name) is a TensorFlow Lite model, which LayerKit does not read yet")
         }

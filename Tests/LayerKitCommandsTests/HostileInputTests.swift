@@ -23,6 +23,32 @@ struct HostileInputTests {
         return (0..<tensor.count).map { tensor[$0] }
     }
 
+    // MARK: files that are no model
+
+    /// A picture, an array, a checkpoint or text given as the model is named
+    /// as what it is, with the formats LayerKit reads; the control model runs.
+    @Test func aFileThatIsNoModelIsNamedAsWhatItIs() throws {
+        let files: [(name: String, bytes: [UInt8], says: String)] = [
+            ("x.onnx", try [UInt8](bytes(Self.modelInput)), "is a NumPy array (.npy), not a model"),
+            ("picture.onnx", [0x89] + Array("PNG\r\n\u{1A}\n".utf8) + [UInt8](repeating: 0, count: 40), "is a PNG picture"),
+            ("photo.mlmodel", [0xFF, 0xD8, 0xFF, 0xE0] + [UInt8](repeating: 0, count: 40), "is a JPEG picture"),
+            ("resnet.pt", Array("PK".utf8) + [3, 4] + [UInt8](repeating: 0, count: 40), "is a zip archive (PyTorch's .pt"),
+            ("model.pkl", [0x80, 4, 0x95] + [UInt8](repeating: 0, count: 20), "is a Python pickle"),
+            ("notes.onnx", Array("hello world\n".utf8), "is not a model file"),
+            ("empty.onnx", [], "is empty, not a model"),
+        ]
+        for file in files {
+            let path = "\(directory)/\(file.name)"
+            try Data(file.bytes).write(to: URL(fileURLWithPath: path))
+            let runner = CommandRunner()
+            #expect(runner.run(["run", path, "--backend", "cpu"]) == 1, "\(file.name)")
+            #expect(runner.error.contains(file.says) && runner.error.contains("LayerKit reads ONNX (.onnx), Core ML"),
+                    "\(file.name): \(runner.error)")
+        }
+        let control = CommandRunner()
+        #expect(control.run(["run", Self.model, "--input", Self.modelInput, "--backend", "cpu"]) == 0, "\(control.error)")
+    }
+
     // MARK: 1, data loss
 
     @Test func runComparesTheFileTheReaderReadsNotTheSpecsText() throws {
