@@ -26,9 +26,10 @@ Writes Tests/LayerKitTests/Fixtures/mlpackage/:
     Unsupported.mlpackage       a program with an op LayerKit does not translate (erf)
     <name>-input.npy            the input, float32 ([1, 3, 16, 16], [1, 6, 8], [1, 4])
     <name>-<output>.npy         numpy's float64 result with the float32 weights (saved as float32)
-    <name>-<output>-fp16w.npy   numpy's float64 result with the fp16 program's weights (the
-                                float32 weights rounded to fp16): what float32 math on the
-                                fp16 program computes
+    <name>-<output>-fp16w.npy   numpy's float64 result with the fp16 program's weights and
+                                parameters (the float32 ones rounded to fp16: weights,
+                                epsilon, leaky_relu's alpha): what float32 math on the fp16
+                                program computes
     <name>-<output>-fp16.npy    the same with the input and every op's output rounded to fp16,
                                 as an fp16 program computes: the GPU's reference
 
@@ -54,12 +55,17 @@ TARGET = ct.target.iOS15
 # ---- numpy references in float64; q rounds each op's output (to fp16 for the fp16 reference) ----
 
 class Ref:
-    def __init__(self, weights, fp16_values):
-        self.round = (lambda a: a.astype(np.float16).astype(np.float64)) if fp16_values else (lambda a: a)
-        self.w = weights
+    """q rounds an op's output (fp16_values); k a scalar parameter of the program (fp16_program:
+    coremltools stores an fp16 program's alpha and epsilon in fp16 too)."""
+    def __init__(self, fp16_values, fp16_program):
+        self.fp16_values, self.fp16_program = fp16_values, fp16_program
 
     def q(self, a):
-        return self.round(np.asarray(a, dtype=np.float64))
+        a = np.asarray(a, dtype=np.float64)
+        return a.astype(np.float16).astype(np.float64) if self.fp16_values else a
+
+    def k(self, value):
+        return float(np.float16(value)) if self.fp16_program else value
 
 
 def pad2d(x, top, bottom, left, right, mode='constant', value=0.0):
@@ -188,7 +194,7 @@ def cnn_program(w):
 
 def cnn_reference(x, w, r):
     h = r.q(conv2d(x, w['w1'], w['b1'], pads=(1, 1, 1, 1)))
-    h = r.q(normalize_bn(h, w))
+    h = r.q(normalize_bn(h, w, r.k(1e-5)))
     h = r.q(np.maximum(h, 0))
     h = r.q(pool(h, (2, 2), (2, 2), 'max'))
     h = r.q(conv2d(h, w['w2'], w['b2'], pads=(1, 1, 1, 1), dilation=(2, 2), groups=2))
@@ -202,9 +208,9 @@ def cnn_reference(x, w, r):
     return {'logits': logits, 'probabilities': r.q(softmax(logits, -1))}
 
 
-def normalize_bn(h, w):
+def normalize_bn(h, w, eps):
     shape = (1, -1, 1, 1)
-    return (h - w['mean'].reshape(shape)) / np.sqrt(w['var'].reshape(shape) + 1e-5) * w['gamma'].reshape(shape) \
+    return (h - w['mean'].reshape(shape)) / np.sqrt(w['var'].reshape(shape) + eps) * w['gamma'].reshape(shape) \
         + w['beta'].reshape(shape)
 
 
@@ -249,13 +255,13 @@ def style_program(w):
 def style_reference(x, w, r):
     h = r.q(pad2d(x, 2, 2, 2, 2, 'reflect'))
     h = r.q(conv2d(h, w['w1'], w['b1']))
-    h = r.q(normalize(h, (2, 3), w['g1'].reshape(1, -1, 1, 1), w['be1'].reshape(1, -1, 1, 1), 1e-5))
+    h = r.q(normalize(h, (2, 3), w['g1'].reshape(1, -1, 1, 1), w['be1'].reshape(1, -1, 1, 1), r.k(1e-5)))
     h = r.q(h / (1 + np.exp(-h)))
     h = r.q(conv2d(h, w['w2'], w['b2'], stride=(2, 2), pads=(1, 1, 1, 1)))
-    h = r.q(normalize(h, (2, 3), w['g2'].reshape(1, -1, 1, 1), w['be2'].reshape(1, -1, 1, 1), 1e-5))
+    h = r.q(normalize(h, (2, 3), w['g2'].reshape(1, -1, 1, 1), w['be2'].reshape(1, -1, 1, 1), r.k(1e-5)))
     h = r.q(np.maximum(h, 0))
     t = r.q(conv_transpose2d(h, w['wt'], w['bt'], (2, 2), (1, 1, 1, 1)))
-    t = r.q(np.where(t >= 0, t, 0.2 * t))
+    t = r.q(np.where(t >= 0, t, r.k(0.2) * t))
     h = r.q(t.repeat(2, axis=2).repeat(2, axis=3))
     h = r.q(pad2d(h, 1, 1, 1, 1, 'replicate'))
     h = r.q(conv2d(h, w['w3'], w['b3']))
@@ -328,13 +334,13 @@ def transformer_reference(x, w, r):
 
     def heads(v):
         return r.q(r.q(v.reshape(1, 6, 2, 4)).transpose(0, 2, 1, 3))
-    h = r.q(normalize(x, (-1,), w['ln1g'], w['ln1b'], 1e-5))
+    h = r.q(normalize(x, (-1,), w['ln1g'], w['ln1b'], r.k(1e-5)))
     q, k, v = heads(linear(h, 'wq', 'bq')), heads(linear(h, 'wk')), heads(linear(h, 'wv', 'bv'))
     s = r.q(q @ k.transpose(0, 1, 3, 2))
     a = r.q(softmax(r.q(s * 0.5), -1))
     o = r.q(r.q(r.q(a @ v).transpose(0, 2, 1, 3)).reshape(1, 6, 8))
     x1 = r.q(x + linear(o, 'wo', 'bo'))
-    h = r.q(normalize(x1, (-1,), w['ln2g'], w['ln2b'], 1e-5))
+    h = r.q(normalize(x1, (-1,), w['ln2g'], w['ln2b'], r.k(1e-5)))
     h = linear(h, 'w1', 'b1')
     h = r.q(0.5 * h * (1 + erf(h / math.sqrt(2))))
     y = r.q(x1 + linear(h, 'w2', 'b2'))
@@ -383,15 +389,15 @@ def write(name, program, reference, weights, x):
     save_package(program(w32), os.path.join(ROOT, f'{name}.mlpackage'), ct.precision.FLOAT32)
     save_package(program(w32), os.path.join(ROOT, f'{name}-fp16.mlpackage'), ct.precision.FLOAT16)
     x64 = x.astype(np.float32).astype(np.float64)
-    exact = reference(x64, {k: v.astype(np.float64) for k, v in w32.items()}, Ref(None, False))
-    fp16_weights = reference(x64, rounded_to_fp16(w32), Ref(None, False))
-    fp16 = reference(x64.astype(np.float16).astype(np.float64), rounded_to_fp16(w32), Ref(None, True))
+    exact = reference(x64, {k: v.astype(np.float64) for k, v in w32.items()}, Ref(False, False))
+    fp16_weights = reference(x64, rounded_to_fp16(w32), Ref(False, True))
+    fp16 = reference(x64.astype(np.float16).astype(np.float64), rounded_to_fp16(w32), Ref(True, True))
     for output in exact:
         # float32 files keep the float64 results within 6e-8 (relative), far below every
         # tolerance; the fp16 references are fp16 values already.
-        np.save(os.path.join(ROOT, f'{name}-{output}.npy'), exact[output].astype(np.float32))
-        np.save(os.path.join(ROOT, f'{name}-{output}-fp16w.npy'), fp16_weights[output].astype(np.float32))
-        np.save(os.path.join(ROOT, f'{name}-{output}-fp16.npy'), fp16[output].astype(np.float16))
+        np.save(os.path.join(ROOT, f'{name}-{output}.npy'), np.ascontiguousarray(exact[output], dtype=np.float32))
+        np.save(os.path.join(ROOT, f'{name}-{output}-fp16w.npy'), np.ascontiguousarray(fp16_weights[output], dtype=np.float32))
+        np.save(os.path.join(ROOT, f'{name}-{output}-fp16.npy'), np.ascontiguousarray(fp16[output], dtype=np.float16))
 
 
 def write_single_file_program():
