@@ -23,6 +23,7 @@ Writes Tests/LayerKitTests/Fixtures/mlpackage/:
                                 (coremltools' default): fp16 weights, casts around the program
     Scaled.mlmodel              an ML Program in a single .mlmodel file (every constant an
                                 immediate value, no weights file): (x * 2 + 1) clipped, [1, 4]
+    ScaledIOS18.mlmodel         the same for iOS 18: its function's block is opset CoreML8
     Unsupported.mlpackage       a program with an op LayerKit does not translate (erf)
     <name>-input.npy            the input, float32 ([1, 3, 16, 16], [1, 6, 8], [1, 4])
     <name>-<output>.npy         numpy's float64 result with the float32 weights (saved as float32)
@@ -400,19 +401,19 @@ def write(name, program, reference, weights, x):
         np.save(os.path.join(ROOT, f'{name}-{output}-fp16.npy'), np.ascontiguousarray(fp16[output], dtype=np.float16))
 
 
-def write_single_file_program():
+def write_single_file_program(name='Scaled', target=TARGET):
     """An ML Program whose constants are all immediate values, saved as one .mlmodel."""
-    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 4))], opset_version=TARGET)
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 4))], opset_version=target)
     def prog(x):
         y = mb.add(x=mb.mul(x=x, y=np.array([2, -1, 0.5, 3], dtype=np.float32), name='scaled'), y=1.0, name='shifted')
         return mb.clip(x=y, alpha=-1.0, beta=2.5, name='y')
     model = ct.convert(prog, convert_to='mlprogram', compute_precision=ct.precision.FLOAT32,
-                       minimum_deployment_target=TARGET)
-    with open(os.path.join(ROOT, 'Scaled.mlmodel'), 'wb') as f:
+                       minimum_deployment_target=target)
+    with open(os.path.join(ROOT, f'{name}.mlmodel'), 'wb') as f:
         f.write(model.get_spec().SerializeToString())
     x = np.array([[-2, 0.25, 1, 0.5]], dtype=np.float32)
-    np.save(os.path.join(ROOT, 'Scaled-input.npy'), x)
-    np.save(os.path.join(ROOT, 'Scaled-y.npy'),
+    np.save(os.path.join(ROOT, f'{name}-input.npy'), x)
+    np.save(os.path.join(ROOT, f'{name}-y.npy'),
             np.clip(x.astype(np.float64) * np.array([2, -1, 0.5, 3]) + 1, -1, 2.5))
 
 
@@ -431,6 +432,7 @@ def main():
     write('TinyTransformer', transformer_program, transformer_reference, transformer_weights(rng),
           rng.normal(0, 1, (1, 6, 8)))
     write_single_file_program()
+    write_single_file_program('ScaledIOS18', ct.target.iOS18)
     write_unsupported()
 
 

@@ -58,6 +58,22 @@ struct MLPackageCommandTests {
         }
     }
 
+    /// Every file of a package is an input, at any depth: an output over one
+    /// is refused before anything is written.
+    @Test func anOutputOverAFileInsideAPackageIsRefused() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let package = "\(directory)/SmallCNN.mlpackage"
+        try FileManager.default.copyItem(atPath: Self.fixture("SmallCNN.mlpackage"), toPath: package)
+        let inside = "\(package)/Data/com.apple.CoreML/weights/kept.npy"
+        try FileManager.default.copyItem(atPath: Self.fixture("SmallCNN-logits.npy"), toPath: inside)
+        let before = try Data(contentsOf: URL(fileURLWithPath: inside))
+        let runner = CommandRunner()
+        #expect(runner.run(["run", package, "--backend", "cpu", "--input", Self.fixture("SmallCNN-input.npy"),
+                            "--output", "logits=\(inside)"]) != 0)
+        #expect(runner.error.contains("is also an input"), "\(runner.error)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: inside)) == before)
+    }
+
     /// A folder that is not a package is still refused as a folder; a package's error names the file inside it.
     @Test func aFolderIsReadOnlyAsAPackage() throws {
         let directory = try CommandRunner.scratchDirectory()

@@ -45,23 +45,25 @@ import Testing
     }
 
     /// What fp16 weights alone move: the fp16 program against the float32
-    /// weights' result is off by far more than float32 math, and by no more than 1e-2.
+    /// weights' result is off by far more than float32 math (measured 1.0e-3
+    /// to 1.7e-3), and by no more than 2.5e-3.
     @Test(arguments: ["SmallCNN", "StyleNet", "TinyTransformer"])
     func fp16WeightsMoveTheResultsByTheirRounding(_ name: String) throws {
         let model = try Model(contentsOf: Self.fixture("\(name)-fp16.mlpackage"), computeUnits: .cpuOnly, notice: { _ in })
         let error = try Self.maxError(model, name, reference: "")
-        #expect(error > 1e-5 && error <= 1e-2, "\(name): \(error)")
+        #expect(error > 1e-4 && error <= 2.5e-3, "\(name): \(error)")
     }
 
     /// The GPU stores values between kernels in fp16: against numpy's result
-    /// with every op's output rounded to fp16, as an fp16 program computes.
+    /// with every op's output rounded to fp16, as an fp16 program computes
+    /// (on lavapipe within 1.7e-3, 2.9e-3 and 6.5e-3 for the three programs).
     @Test(.enabled(if: TestGPU.isEnabled), arguments: ["SmallCNN", "StyleNet", "TinyTransformer"], [false, true])
     func runsAsAnFP16ProgramComputesOnTheGPU(_ name: String, fp16: Bool) throws {
         let model = try Model(contentsOf: Self.fixture("\(name)\(fp16 ? "-fp16" : "").mlpackage"), computeUnits: .gpu,
                               notice: { _ in })
         #expect(model.nodes.contains { $0.placement?.isGPU == true }, "\(name): nothing ran on the GPU")
         let error = try Self.maxError(model, name, reference: "-fp16")
-        #expect(error <= 1e-2, "\(name) fp16 \(fp16): \(error)")
+        #expect(error <= 7e-3, "\(name) fp16 \(fp16): \(error)")
     }
 
     @Test func theProgramsInputsAndOutputsAreRead() throws {
@@ -74,14 +76,17 @@ import Testing
                                                                       "Pad", "Resize", "Sigmoid"]))
     }
 
-    /// A `.mlmodel` file holding an ML Program, all its constants immediate values.
-    @Test func aSingleFileProgramRuns() throws {
-        let data = try Data(contentsOf: Self.fixture("Scaled.mlmodel"))
+    /// A `.mlmodel` file holding an ML Program, all its constants immediate
+    /// values: for iOS 15 (opset CoreML5) and iOS 18 (its block is CoreML8's).
+    @Test(arguments: [("Scaled", "CoreML5"), ("ScaledIOS18", "CoreML8")])
+    func aSingleFileProgramRuns(_ name: String, opset: String) throws {
+        let data = try Data(contentsOf: Self.fixture("\(name).mlmodel"))
         #expect(ModelFileFormat.of(data, name: "model.bin") == .coreMLProgram)
-        let model = try Model(data: data, name: "Scaled.mlmodel", computeUnits: .cpuOnly, notice: { _ in })
-        let input = try Tensor(npyFile: Self.fixture("Scaled-input.npy").path)
+        #expect(try ModelFileFormat.decode(data, name: "\(name).mlmodel").producerName.contains("opset \(opset))"))
+        let model = try Model(data: data, name: "\(name).mlmodel", computeUnits: .cpuOnly, notice: { _ in })
+        let input = try Tensor(npyFile: Self.fixture("\(name)-input.npy").path)
         let y = try #require(try model.predict(inputs: ["x": input])["y"])
-        let reference = try TypedTensor(npyFile: Self.fixture("Scaled-y.npy").path).doubles()
+        let reference = try TypedTensor(npyFile: Self.fixture("\(name)-y.npy").path).doubles()
         #expect(zip(y.elements, reference).allSatisfy { abs(Double($0) - $1) <= 1e-6 }, "\(y.elements) vs \(reference)")
     }
 
