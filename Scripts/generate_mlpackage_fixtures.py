@@ -25,6 +25,13 @@ Writes Tests/LayerKitTests/Fixtures/mlpackage/:
                                 immediate value, no weights file): (x * 2 + 1) clipped, [1, 4]
     ScaledIOS18.mlmodel         the same for iOS 18: its function's block is opset CoreML8
     Unsupported.mlpackage       a program with an op LayerKit does not translate (erf)
+    TorchNet.mlpackage          a small PyTorch network converted as users convert theirs
+    TorchNet-fp16.mlpackage     (ct.convert of torch.jit.trace, FLOAT32 and FLOAT16): conv
+                                (batchnorm folded in), relu, max_pool, a grouped strided conv,
+                                instance_norm, silu, nearest upsampling, reflect pad,
+                                conv_transpose, sigmoid, reduce_mean, linear, layer_norm, gelu,
+                                softmax. Outputs probs [1, 5], image [1, 4, 20, 20]; the
+                                reference is PyTorch's in float64 (model.double())
     <name>-input.npy            the input, float32 ([1, 3, 16, 16], [1, 6, 8], [1, 4])
     <name>-<output>.npy         numpy's float64 result with the float32 weights (saved as float32)
     <name>-<output>-fp16w.npy   numpy's float64 result with the fp16 program's weights and
@@ -36,9 +43,10 @@ Writes Tests/LayerKitTests/Fixtures/mlpackage/:
 
 coremltools writes the packages (its MIL builder, then ct.convert) but cannot run them on
 Linux, so the references are computed here by the definitions of the MIL ops (coremltools'
-op documentation), from the weights given to the builder: never by LayerKit. Weights come
-from a seeded generator, so reruns write the same programs. Run with a Python that has
-coremltools and numpy (a venv: pip install coremltools numpy).
+op documentation), from the weights given to the builder, or by PyTorch: never by LayerKit.
+Weights come from seeded generators, so reruns write the same programs. Run with a Python
+that has coremltools, numpy and torch (a venv: pip install coremltools numpy torch;
+coremltools 9 warns that torch 2.13 is untested, and converts this network all the same).
 """
 import math
 import os
@@ -424,6 +432,54 @@ def write_unsupported():
     save_package(prog, os.path.join(ROOT, 'Unsupported.mlpackage'), ct.precision.FLOAT32)
 
 
+def write_torch_program():
+    """A small PyTorch network, traced and converted as coremltools' users do."""
+    import torch
+    torch.manual_seed(26)
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.bn = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8)
+            self.c2 = torch.nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=2)
+            self.norm = torch.nn.InstanceNorm2d(8, affine=True)
+            self.up = torch.nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)
+            self.fc, self.ln = torch.nn.Linear(4, 5), torch.nn.LayerNorm(5)
+
+        def forward(self, x):
+            h = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.c1(x))), 2)
+            h = torch.nn.functional.silu(self.norm(self.c2(h)))
+            h = torch.nn.functional.interpolate(h, scale_factor=2, mode='nearest')
+            h = torch.sigmoid(self.up(torch.nn.functional.pad(h, (1, 1, 1, 1), mode='reflect')))
+            y = torch.nn.functional.gelu(self.ln(self.fc(h.mean(dim=(2, 3)))))
+            return torch.softmax(y, dim=-1), h
+
+    model = Net().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-0.2, 0.2)
+        model.bn.running_var.uniform_(0.5, 1.5)
+        for p in [model.norm.weight, model.ln.weight]:
+            p.uniform_(0.5, 1.5)
+    x = torch.rand(1, 3, 16, 16)
+    traced = torch.jit.trace(model, x)
+    for precision, name in [(ct.precision.FLOAT32, 'TorchNet'), (ct.precision.FLOAT16, 'TorchNet-fp16')]:
+        converted = ct.convert(traced, convert_to='mlprogram', inputs=[ct.TensorType(name='x', shape=x.shape)],
+                               outputs=[ct.TensorType(name='probs'), ct.TensorType(name='image')],
+                               compute_precision=precision, minimum_deployment_target=TARGET)
+        path = os.path.join(ROOT, f'{name}.mlpackage')
+        if os.path.exists(path):
+            shutil.rmtree(path)
+        converted.save(path)
+    np.save(os.path.join(ROOT, 'TorchNet-input.npy'), x.numpy())
+    # One reference, PyTorch's in float64: the fp16 package's weights are not PyTorch's rounded
+    # (coremltools folds the batchnorm into the convolution before rounding), so its tests
+    # allow what the rounding moves.
+    with torch.no_grad():
+        probs, image = model.double()(x.double())
+    np.save(os.path.join(ROOT, 'TorchNet-probs.npy'), probs.numpy().astype(np.float32))
+    np.save(os.path.join(ROOT, 'TorchNet-image.npy'), image.numpy().astype(np.float32))
+
+
 def main():
     os.makedirs(ROOT, exist_ok=True)
     rng = np.random.default_rng(26)
@@ -434,6 +490,7 @@ def main():
     write_single_file_program()
     write_single_file_program('ScaledIOS18', ct.target.iOS18)
     write_unsupported()
+    write_torch_program()
 
 
 if __name__ == '__main__':

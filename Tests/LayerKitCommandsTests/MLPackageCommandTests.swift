@@ -32,6 +32,21 @@ struct MLPackageCommandTests {
         }
     }
 
+    /// A package converted from PyTorch (`ct.convert(torch.jit.trace(...))`): within 1e-4 of PyTorch's float64 result.
+    @Test func runOnAConvertedPyTorchNetwork() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let runner = CommandRunner()
+        try #require(runner.run(["run", Self.fixture("TorchNet.mlpackage"), "--backend", "cpu",
+                                 "--input", Self.fixture("TorchNet-input.npy"),
+                                 "--output", "image=\(directory)/image.npy"]) == 0, "\(runner.error)")
+        let written = try TypedTensor(npyFile: "\(directory)/image.npy")
+        let reference = try TypedTensor(npyFile: Self.fixture("TorchNet-image.npy"))
+        #expect(written.shape == reference.shape && written.shape == [1, 4, 20, 20])
+        for (y, expected) in zip(written.doubles(), reference.doubles()) {
+            #expect(abs(y - expected) <= 1e-4 * max(1, abs(expected)), "\(y) vs \(expected)")
+        }
+    }
+
     @Test func inspectShowsTheTranslatedProgram() {
         let runner = CommandRunner()
         #expect(runner.run(["inspect", Self.fixture("TinyTransformer-fp16.mlpackage"), "--backend", "cpu"]) == 0,
