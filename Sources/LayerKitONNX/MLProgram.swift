@@ -19,9 +19,8 @@ struct MILFunction: Sendable {
 struct MILDataType: Sendable, Equatable, CustomStringConvertible {
     var rawValue: Int
 
-    static let bool = MILDataType(rawValue: 1), string = MILDataType(rawValue: 2)
-    static let float16 = MILDataType(rawValue: 10), float32 = MILDataType(rawValue: 11)
-    static let float64 = MILDataType(rawValue: 12), int8 = MILDataType(rawValue: 21)
+    static let bool = MILDataType(rawValue: 1), float16 = MILDataType(rawValue: 10)
+    static let float32 = MILDataType(rawValue: 11), int8 = MILDataType(rawValue: 21)
     static let int32 = MILDataType(rawValue: 23), int64 = MILDataType(rawValue: 24)
     static let uint8 = MILDataType(rawValue: 31)
 
