@@ -38,7 +38,7 @@ extension CoreMLModel {
                                                   : "NeuralNetworkClassifier"), field.number == Self.classifier)
             case let number where Self.otherTypes[number] != nil:
                 let type = Self.otherTypes[number] ?? ""
-                let why = type == "mlProgram" ? "an ML Program, which LayerKit does not read yet"
+                let why = type == "mlProgram" ? "an ML Program, which MLProgramModel reads, not CoreMLModel"
                     : "a \(type) model; LayerKit reads Core ML neural networks (neuralNetwork, neuralNetworkClassifier)"
                 throw LayerKitError.invalidModel("\(source): the Core ML model is \(why)")
             default: try reader.skip(field)

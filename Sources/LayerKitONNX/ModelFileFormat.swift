@@ -9,6 +9,9 @@ public enum ModelFileFormat: Sendable, Equatable {
     case onnx
     /// A Core ML `Model` protobuf (`.mlmodel`).
     case coreML
+    /// A Core ML `Model` holding an ML Program (`mlProgram`): a `.mlmodel`
+    /// file, or the root model of a `.mlpackage` folder.
+    case coreMLProgram
     /// A TensorFlow Lite FlatBuffer ("TFL3" at bytes 4 to 8).
     case tensorFlowLite
 
@@ -31,6 +34,7 @@ public enum ModelFileFormat: Sendable, Equatable {
         var reader = ProtobufReader(bytes: bytes, message: "Model", source: name)
         // Top-level field numbers up to the first that cannot be read.
         while let field = try? reader.nextField() {
+            if field.number == MLProgramModel.programField { return .coreMLProgram }
             if field.number >= firstCoreMLModelType { return .coreML }
             if field.number == 7 || field.number == 8 { return .onnx }
             guard (try? reader.skip(field)) != nil else { break }
@@ -39,17 +43,19 @@ public enum ModelFileFormat: Sendable, Equatable {
     }
 
     /// Reads the model file at `url` as an ONNX model: an ONNX file as it
-    /// is (with its external data), a Core ML neural network translated
-    /// (`CoreMLModel.onnxModel()`). Another format, or a Core ML ML Program
-    /// package (a `.mlpackage` folder), is refused, named as what it is.
+    /// is (with its external data), a Core ML neural network or ML Program
+    /// translated (`CoreMLModel.onnxModel()`, `MLProgramModel.onnxModel()`),
+    /// a `.mlpackage` folder (or any folder with a `Manifest.json`) as the
+    /// ML Program package it is. Another format is refused, named as what it is.
     public static func read(_ url: URL) throws -> ONNXModel {
         let name = url.lastPathComponent
-        var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue,
-           name.lowercased().hasSuffix(".mlpackage") {
-            throw LayerKitError.invalidModel("\(name) is a Core ML ML Program package, which LayerKit does not read yet")
-        }
+        if isPackage(url) { return try MLProgramModel(package: url).onnxModel() }
         let data = try RegularFile.contents(url.path)
+        if of(data, name: name) == .coreMLProgram {
+            // Its weights files are named from its folder (`@model_path`).
+            let folder = url.deletingLastPathComponent()
+            return try MLProgramModel(data: data, source: name, modelFolder: folder).onnxModel()
+        }
         var model = try decode(data, name: name)
         if of(data, name: name) == .onnx { try model.loadExternalData(from: url.deletingLastPathComponent()) }
         return model
@@ -65,8 +71,19 @@ public enum ModelFileFormat: Sendable, Equatable {
         case .coreML:
             try refuseForeign(data, name: name)
             return try CoreMLModel(data: data, source: name).onnxModel()
+        case .coreMLProgram: return try MLProgramModel(data: data, source: name).onnxModel()
         case .tensorFlowLite:
             throw LayerKitError.invalidModel("\(name) is a TensorFlow Lite model, which LayerKit does not read yet")
         }
+    }
+
+    /// Whether `url` is a Core ML package: a folder named `.mlpackage` or holding a `Manifest.json`.
+    public static func isPackage(_ url: URL) -> Bool {
+        var isFolder: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isFolder), isFolder.boolValue else {
+            return false
+        }
+        return url.lastPathComponent.lowercased().hasSuffix(".mlpackage")
+            || FileManager.default.fileExists(atPath: url.appendingPathComponent("Manifest.json").path)
     }
 }

@@ -132,7 +132,7 @@ import Testing
         let package = URL(fileURLWithPath: directory.file("Classifier.mlpackage"))
         try FileManager.default.createDirectory(at: package, withIntermediateDirectories: false)
         for (url, text) in [(tflite, "mobilenet.tflite is a TensorFlow Lite model, which LayerKit does not read yet"),
-                            (package, "Classifier.mlpackage is a Core ML ML Program package, which LayerKit does not read yet")] {
+                            (package, "Classifier.mlpackage: the package has no Manifest.json")] {
             #expect { try Model(contentsOf: url, computeUnits: .cpuOnly, notice: { _ in }) } throws: { error in
                 "\(error)".contains(text)
             }

@@ -9,7 +9,8 @@ import LayerKitONNX
 /// still loads and predicts garbage.
 ///
 /// A path names more than its own file: a folder (a folder of training
-/// pictures, of run inputs) brings every entry in it, and an ONNX model
+/// pictures, of run inputs) brings every entry in it, a Core ML package
+/// (`.mlpackage`) every file inside it at any depth, and an ONNX model
 /// (`.onnx`) the external-data files its initializers name, beside it.
 public struct ReadFiles: Sendable {
     /// Every file read, as given or as found (folder entries, data files).
@@ -29,11 +30,13 @@ public struct ReadFiles: Sendable {
         try FileIdentity.refuseOverwrite(of: output, readingFrom: paths)
     }
 
-    /// Every entry of the folder at `path` (none for a file).
+    /// Every entry of the folder at `path`, every file at any depth of a package (none for a file).
     private static func folderEntries(_ path: String) -> [String] {
         var isFolder: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue,
-              let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return [] }
+              let names = ModelFileFormat.isPackage(URL(fileURLWithPath: path))
+                ? FileManager.default.subpaths(atPath: path) : try? FileManager.default.contentsOfDirectory(atPath: path)
+        else { return [] }
         // Joined as text, not through URL: messages name the files as the user spelled the folder.
         return names.sorted().map { (path as NSString).appendingPathComponent($0) }
     }

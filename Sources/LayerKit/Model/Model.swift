@@ -94,9 +94,9 @@ public final class Model: @unchecked Sendable {
     /// of every width run as float32 tensors.
     private func isTypedInput(_ i: Int) -> Bool { ModelGraph.holdsTyped(inputs[i].dataType ?? .float32) }
 
-    /// Loads the ONNX model at `url`, or the Core ML neural network
-    /// (`.mlmodel`, chosen by content: `ModelFileFormat`, Docs/COREML.md),
-    /// translated into ONNX's ops. `computeUnits` picks the backend
+    /// Loads the ONNX model at `url`, or the Core ML neural network or ML
+    /// Program (`.mlmodel`, or a `.mlpackage` folder; chosen by content:
+    /// `ModelFileFormat`, Docs/COREML.md), translated into ONNX's ops. `computeUnits` picks the backend
     /// unless `backend` shares one. Placement notices go to `notice` when the
     /// model makes its backend (default: standard error, `layerkit: ` and one
     /// line each; `{ _ in }` silences them), to a shared backend's own
