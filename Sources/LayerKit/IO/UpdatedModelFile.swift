@@ -4,9 +4,22 @@ import LayerKitONNX
 /// Writes a trained model: a copy of the ONNX file it came from in which
 /// only the updated initializers differ
 /// (`ONNXModel.replacingInitializers(_:in:source:)`), so weights that were
-/// not trained stay bit-identical and stock onnxruntime runs the result.
+/// not trained stay bit-identical and stock onnxruntime runs the result;
+/// or of the Core ML `.mlmodel` it came from, in which only the updated
+/// weights' values differ (`CoreMLModel.replacingWeights(_:in:source:)`:
+/// every length and every other byte as it was, float16 weights written
+/// back in float16), so coremltools reads it as it read the original.
 public enum UpdatedModelFile {
-    /// Writes the ONNX model at `modelPath`, with the FLOAT initializers
+    /// Whether the model file at `path` is a Core ML model (by its content,
+    /// as loading decides; by its `.mlmodel` extension when it cannot be
+    /// read), which `write` writes back as an `.mlmodel`.
+    public static func isCoreML(_ path: String) -> Bool {
+        let name = URL(fileURLWithPath: path).lastPathComponent
+        guard let data = try? RegularFile.contents(path) else { return name.lowercased().hasSuffix(".mlmodel") }
+        return ModelFileFormat.of(data, name: name) == .coreML
+    }
+
+    /// Writes the ONNX model (or Core ML model) at `modelPath`, with the FLOAT initializers
     /// named in `updates` replaced by their values, to `outputPath`,
     /// atomically (`AtomicFile`: the path holds its old contents or the
     /// whole new model, never a part).
@@ -20,6 +33,13 @@ public enum UpdatedModelFile {
     public static func write(_ updates: [String: Tensor], intoCopyOf modelPath: String,
                              to outputPath: String) throws {
         let data = try RegularFile.contents(modelPath)
+        let name = URL(fileURLWithPath: modelPath).lastPathComponent
+        if ModelFileFormat.of(data, name: name) == .coreML {
+            let updated = try CoreMLModel.replacingWeights(updates, in: data, source: name)
+            try FileIdentity.refuseOverwrite(of: outputPath, readingFrom: [modelPath])
+            try writeAtomically(updated, to: outputPath)
+            return
+        }
         // The external data files are inputs too (`ReadFiles`): the new model still reads them.
         try write(updates, intoCopyOf: data, source: URL(fileURLWithPath: modelPath).lastPathComponent, to: outputPath,
                   readingFrom: ReadFiles([modelPath]).paths)
