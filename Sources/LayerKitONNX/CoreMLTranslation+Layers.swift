@@ -159,17 +159,18 @@ extension CoreMLGraphBuilder {
         let k = try Self.pair(kernel, "kernelSize", default: 3), s = try Self.pair(strides, "stride", default: 1)
         let d = try Self.pair(dilations, "dilationFactor", default: 1)
         let (o, c) = (try Self.size(outputChannels, "outputChannels"), try Self.size(kernelChannels, "kernelChannels"))
-        guard o % Int(groups) == 0 else {
+        let g = try Self.size(groups, "nGroups")
+        guard o % g == 0 else {
             throw LayerKitError.invalidModel("outputChannels \(o) is not a multiple of nGroups \(groups)")
         }
         guard let weights else { throw LayerKitError.invalidModel("the layer has no weights") }
-        let dims = deconvolution ? [c, o / Int(groups), k[0], k[1]] : [o, c, k[0], k[1]]
+        let dims = deconvolution ? [c, o / g, k[0], k[1]] : [o, c, k[0], k[1]]
         var inputs = [try rank4(input), try weightConstant(weights, "weights", name: output + ".weights", dims: dims)]
         if hasBias {
             guard let bias else { throw LayerKitError.invalidModel("hasBias is set, but the layer has no bias") }
             inputs.append(try weightConstant(bias, "bias", name: output + ".bias", dims: [o]))
         }
-        var attributes: [String: ONNXAttribute] = ["kernel_shape": .ints(k), "strides": .ints(s), "group": .int(Int(groups))]
+        var attributes: [String: ONNXAttribute] = ["kernel_shape": .ints(k), "strides": .ints(s), "group": .int(g)]
         guard deconvolution else {
             attributes["dilations"] = .ints(d)
             addNode("Conv", inputs, output, rank: 4, padding.merging(attributes) { $1 })

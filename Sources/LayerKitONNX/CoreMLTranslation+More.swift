@@ -231,7 +231,10 @@ extension CoreMLGraphBuilder {
         }
         let x = try rank4(inputs[0])
         if inputs.count == 2 {
-            let offsets = offset.isEmpty ? [0, 0] : try Self.pair(offset.map { $0 + 1 }, "offset", default: 1).map { $0 - 1 }
+            guard offset.isEmpty || (offset.count == 2 && offset.allSatisfy { (0...65536).contains($0) }) else {
+                throw LayerKitError.invalidModel("offset \(offset) is not two offsets from 0 to 65536")
+            }
+            let offsets = offset.isEmpty ? [0, 0] : offset.map { Int($0) }
             let reference = try rank4(inputs[1])
             addNode("Shape", [reference], output + ".reference", rank: 1)
             addNode("Slice", [output + ".reference", constant(output + ".hw.start", [1], int64s: [2]),
@@ -571,7 +574,7 @@ extension CoreMLGraphBuilder {
         let mode = varints[1] ?? 0, axisCode = varints[3] ?? 0
         let epsilon = floats[2].flatMap { $0 == 0 ? nil : $0 } ?? 1e-6
         let axisNames = ["CHW", "HW", "C", "H", "W"]
-        guard Int(axisCode) < axisNames.count, mode <= 9 else {
+        guard axisCode < UInt64(axisNames.count), mode <= 9 else {
             throw LayerKitError.invalidModel("reduce mode \(mode) over axis \(axisCode) is not one Core ML defines")
         }
         let axes = Self.trailing(axisNames[Int(axisCode)])

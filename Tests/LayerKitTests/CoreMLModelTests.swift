@@ -194,7 +194,8 @@ import Testing
 
     /// Every prefix cut at a ninth of the file, and bytes overwritten:
     /// each load succeeds or throws a LayerKitError, never traps.
-    @Test(arguments: ["NeuralMcNeuralNet.mlmodel", "PlainNet.mlmodel"])
+    @Test(arguments: ["NeuralMcNeuralNet.mlmodel", "PlainNet.mlmodel", "DeconvolutionNet.mlmodel", "LayoutNet.mlmodel",
+                      "ElementwiseNet.mlmodel", "NDNet.mlmodel", "UpdatableClassifier.mlmodel"])
     func cutAndCorruptedFilesAreErrors(_ name: String) throws {
         let bytes = try [UInt8](Data(contentsOf: Self.fixture(name)))
         var generator = SeededGenerator(seed: UInt64(bytes.count))
