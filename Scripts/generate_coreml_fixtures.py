@@ -544,11 +544,12 @@ def embedding_net(rng):
 
 def nd_net(rng):
     """N-D layers (exact mapping) a converter emits for common CNNs: transpose, softmaxND, concatND, the
-    broadcasting arithmetic, flattenTo2D, the N-D element-wise functions and GELU's three modes."""
+    broadcasting arithmetic, flattenTo2D, the N-D element-wise functions and GELU's three modes; and
+    layers of the rank-5 era on an N-D blob (PReLU, concat, softmax: their channels are axis -3)."""
     unaries = ['ceil', 'floor', 'sign', 'exp2', 'sin', 'cos', 'tan', 'atan', 'sinh', 'cosh', 'tanh', 'asinh', 'erf']
     outputs = (['transposed', 'softmax', 'concat', 'added', 'multiplied', 'subtracted', 'divided', 'maxed', 'mined',
                 'powered', 'flat', 'flatLast', 'clamped', 'geluExact', 'geluTanh', 'geluSigmoid', 'relu', 'asin', 'acos',
-                'atanh', 'acosh'] + unaries)
+                'atanh', 'acosh', 'prelu', 'concatChannels', 'softmaxChannels'] + unaries)
     builder = NeuralNetworkBuilder([('x', datatypes.Array(2, 3, 4)), ('y', datatypes.Array(3, 1))],
                                    [(n, None) for n in outputs], disable_rank5_shape_mapping=True)
     builder.add_transpose('transposed', [2, 0, 1], 'x', 'transposed')
@@ -568,6 +569,11 @@ def nd_net(rng):
     builder.add_gelu('geluTanh', 'x', 'geluTanh', mode='TANH_APPROXIMATION')
     builder.add_gelu('geluSigmoid', 'x', 'geluSigmoid', mode='SIGMOID_APPROXIMATION')
     builder.add_activation('relu', 'RELU', 'x', 'relu')
+    # Layers of the rank-5 era on an N-D blob: their channels are axis -3.
+    slopes = np.array([0.1, 0.3], dtype=np.float32)
+    builder.add_activation('prelu', 'PRELU', 'x', 'prelu', params=slopes)
+    builder.add_elementwise('concatChannels', ['x', 'relu'], 'concatChannels', 'CONCAT')
+    builder.add_softmax('softmaxChannels', 'x', 'softmaxChannels')
     for name in unaries:
         getattr(builder, 'add_' + name)(name, 'x', name)
     builder.add_asin('asin', 'softmax', 'asin')  # in [0, 1]
@@ -593,6 +599,9 @@ def nd_net(rng):
             'geluSigmoid': store(x * sigmoid(1.702 * x)), 'relu': store(np.maximum(x, 0)),
             'asin': store(np.arcsin(softmax)), 'acos': store(np.arccos(softmax)), 'atanh': store(np.arctanh(softmax)),
             'acosh': store(np.arccosh(store(2.0 ** softmax))),
+            'prelu': store(np.where(x >= 0, x, slopes[:, None, None] * x)),
+            'concatChannels': store(np.concatenate([x, store(np.maximum(x, 0))], axis=-3)),
+            'softmaxChannels': store(np.exp(x) / np.exp(x).sum(axis=-3, keepdims=True)),
         }
         functions = {'ceil': np.ceil, 'floor': np.floor, 'sign': np.sign, 'exp2': lambda v: 2.0 ** v, 'sin': np.sin,
                      'cos': np.cos, 'tan': np.tan, 'atan': np.arctan, 'sinh': np.sinh, 'cosh': np.cosh,

@@ -282,8 +282,8 @@ extension CoreMLGraphBuilder {
         case 25:
             guard var slopes else { throw LayerKitError.invalidModel("the PReLU has no alpha") }
             let values = try weights(&slopes, "alpha")
-            // Per channel: [C, 1, 1] against [N, C, H, W], [C] against [N, C].
-            let dims = (ranks[x] ?? 4) == 4 ? [values.count, 1, 1] : [values.count]
+            // Per channel (axis -3): [C, 1, 1] against [N, C, H, W] (or any rank from 3), [C] against [N, C].
+            let dims = (ranks[x] ?? 4) >= 3 ? [values.count, 1, 1] : [values.count]
             addNode("PRelu", [x, constant(output + ".alpha", dims, values)], output)
         case 30: addNode("Tanh", [x], output)
         case 31:  // alpha * tanh(beta * x)
@@ -386,7 +386,8 @@ extension CoreMLGraphBuilder {
             throw reader.error("a sequence concat, which LayerKit does not translate", at: field.offset,
                                reading: "sequenceConcat")
         }
-        addNode("Concat", try sameRank(inputs), output, ["axis": .int(1)])
+        // Axis -3: the channels ([N, C, ...] in a batch of items: axis 1, rank 2 or 4).
+        addNode("Concat", try sameRank(inputs), output, ["axis": .int(exactMapping ? -3 : 1)])
     }
 
     private mutating func flatten(_ reader: inout ProtobufReader, _ input: String, _ output: String) throws {
@@ -444,8 +445,11 @@ extension CoreMLGraphBuilder {
             case 10: className = try reader.string(field, "className")
             case 20:
                 var sub = try reader.message(field, "weights", type: "WeightParams")
-                let values = try weights(&sub, "weights")
-                weightInputs.append(constant("\(layer.name).weights\(weightInputs.count)", [values.count], values))
+                let (values, location) = try weightValues(&sub, "weights")
+                let name = "\(layer.name).weights\(weightInputs.count)"
+                // Recorded, so that a trained custom layer's weights are written back too.
+                weightLocations[name] = location
+                weightInputs.append(constant(name, [values.count], values))
             case 30:
                 var entry = try reader.message(field, "parameters", type: "CustomLayerParams.ParametersEntry")
                 let (key, value) = try Self.parameter(&entry)
