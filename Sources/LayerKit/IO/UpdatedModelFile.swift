@@ -34,24 +34,21 @@ public enum UpdatedModelFile {
                              to outputPath: String) throws {
         let data = try RegularFile.contents(modelPath)
         let name = URL(fileURLWithPath: modelPath).lastPathComponent
-        if ModelFileFormat.of(data, name: name) == .coreML {
-            let updated = try CoreMLModel.replacingWeights(updates, in: data, source: name)
-            try FileIdentity.refuseOverwrite(of: outputPath, readingFrom: [modelPath])
-            try writeAtomically(updated, to: outputPath)
-            return
-        }
         // The external data files are inputs too (`ReadFiles`): the new model still reads them.
-        try write(updates, intoCopyOf: data, source: URL(fileURLWithPath: modelPath).lastPathComponent, to: outputPath,
-                  readingFrom: ReadFiles([modelPath]).paths)
+        let inputs = ModelFileFormat.of(data, name: name) == .coreML ? [modelPath] : ReadFiles([modelPath]).paths
+        try write(updates, intoCopyOf: data, source: name, to: outputPath, readingFrom: inputs)
     }
 
-    /// Writes the ONNX model `modelData` (the bytes of a `.onnx` file,
-    /// named `source` in messages) with `updates` replaced to `outputPath`,
-    /// atomically, refusing an output that is one of `inputs` (the model's
-    /// own file, its data files) by identity.
+    /// Writes the ONNX model `modelData` (the bytes of a `.onnx` file, or
+    /// of a Core ML `.mlmodel`, by content; named `source` in messages)
+    /// with `updates` replaced to `outputPath`, atomically, refusing an
+    /// output that is one of `inputs` (the model's own file, its data
+    /// files) by identity.
     public static func write(_ updates: [String: Tensor], intoCopyOf modelData: Data, source: String,
                              to outputPath: String, readingFrom inputs: [String] = []) throws {
-        let updated = try ONNXModel.replacingInitializers(updates, in: modelData, source: source)
+        let updated = ModelFileFormat.of(modelData, name: source) == .coreML
+            ? try CoreMLModel.replacingWeights(updates, in: modelData, source: source)
+            : try ONNXModel.replacingInitializers(updates, in: modelData, source: source)
         try FileIdentity.refuseOverwrite(of: outputPath, readingFrom: inputs)
         try writeAtomically(updated, to: outputPath)
     }
