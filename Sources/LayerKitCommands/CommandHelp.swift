@@ -231,35 +231,41 @@ struct CommandHelp {
                    "layerkit run article.onnx --input x.npy --layer ArticleSwish='x * sigmoid(beta * x)'"])
 
     static let train = CommandHelp(
-        name: "train", synopsis: ["MODEL.onnx --data X --labels Y --loss L --trainable T --output OUT.onnx [...]"],
+        name: "train", synopsis: ["MODEL.onnx --data X --labels Y --loss L --trainable T --output OUT.onnx [...]",
+                                  "UPDATABLE.mlmodel --data X --labels Y --output OUT.mlmodel [...]"],
         summary: "Trains the chosen parameters of an ONNX model on the CPU or the GPU and writes the updated model "
             + "(ONNX; every other weight bit-identical). --data is a .npy whose axis 0 is the items, with --labels "
             + "a .npy of the targets, or a folder of PNG/JPEG pictures (resized to the model's input) with --labels "
             + "one class index per picture in file-name order (a text file, one a line, or a .npy). Prints one line "
-            + "per epoch (a progress bar as well on a terminal) and where each backward op ran.",
+            + "per epoch (a progress bar as well on a terminal) and where each backward op ran. An updatable Core ML "
+            + "model (Core ML 3) trains as its file says (its loss, optimizer, batch size, epochs and updatable "
+            + "layers; an option given overrides it) and is written back as an .mlmodel (only the trained weights' "
+            + "values differ).",
         options: [
             Option("--data", "FILE.npy|DIR/", default: "required", "the inputs: a .npy (axis 0: items) or a folder of pictures"),
             Option("--labels", "FILE", default: "required",
                    "the targets: a .npy (axis 0: items), or class indices, one a line or a .npy vector"),
-            Option("--loss", "ce|mse|l1|bce|ce-probabilities", default: "required",
+            Option("--loss", "ce|mse|l1|bce|ce-probabilities", default: "required; .mlmodel: its loss layer",
                    "cross-entropy from logits (targets: class indices), mean squared error, L1, binary "
                    + "cross-entropy with logits, or cross-entropy of probabilities (after a softmax)"),
-            Option("--trainable", "NAME[,NAME...]|all|custom|last:N", default: "required",
+            Option("--trainable", "NAME[,NAME...]|all|custom|last:N", default: "required; .mlmodel: its updatable layers",
                    "what trains: initializers by name, every parameter, the weights of every custom layer, or the "
                    + "last N layers with parameters"),
-            Option("--output", "FILE.onnx", default: "required", "where the updated model is written"),
-            Option("--optimizer", "sgd|adam|adamw", default: "sgd", "the optimizer (PyTorch's formulation)"),
-            Option("--lr", "RATE", default: "0.01", "the learning rate, a positive number"),
-            Option("--momentum", "M", default: "0", "SGD's momentum, 0 to below 1"),
+            Option("--output", "FILE.onnx|.mlmodel", default: "required",
+                   "where the updated model is written (.mlmodel for a Core ML model)"),
+            Option("--optimizer", "sgd|adam|adamw", default: "sgd; .mlmodel: its own",
+                   "the optimizer (PyTorch's formulation)"),
+            Option("--lr", "RATE", default: "0.01; .mlmodel: its own", "the learning rate, a positive number"),
+            Option("--momentum", "M", default: "0; .mlmodel: its own", "SGD's momentum, 0 to below 1"),
             Option("--nesterov", nil, default: "off", "SGD with Nesterov momentum (needs --momentum)"),
             Option("--weight-decay", "W", default: "0; adamw: 0.01", "L2 weight decay (adamw: decoupled), 0 or more"),
             Option("--clip-norm", "N", default: "none", "scale the gradients down to this global L2 norm at most"),
             Option("--schedule", "constant|step:EPOCHS,FACTOR|cosine", default: "constant",
                    "the learning rate by epoch: fixed, times FACTOR every EPOCHS epochs, or a cosine to 0 at the "
                    + "last epoch"),
-            Option("--epochs", "N", default: "5", "passes over the data, 1 to \(ValueParsing.maximumCount)"),
-            Option("--batch", "N", default: "16", "items per mini-batch, 1 to \(ValueParsing.maximumCount)"),
-            Option("--seed", "N", default: "0", "the seed of each epoch's shuffled order"),
+            Option("--epochs", "N", default: "5; .mlmodel: its own", "passes over the data, 1 to \(ValueParsing.maximumCount)"),
+            Option("--batch", "N", default: "16; .mlmodel: its own", "items per mini-batch, 1 to \(ValueParsing.maximumCount)"),
+            Option("--seed", "N", default: "0; .mlmodel: its own", "the seed of each epoch's shuffled order"),
             Option("--checkpoint", "FILE", default: "none",
                    "also write a checkpoint (weights, optimizer state, step) to resume from"),
             Option("--resume", "FILE", default: "none",
@@ -276,7 +282,8 @@ struct CommandHelp {
                    "layerkit train classifier.onnx --data pictures/ --labels classes.txt --loss ce \\",
                    "    --trainable last:1 --output tuned.onnx",
                    "layerkit train student.onnx --data x.npy --labels y.npy --loss mse --trainable beta \\",
-                   "    --resume run.ckpt --epochs 40 --output trained.onnx"])
+                   "    --resume run.ckpt --epochs 40 --output trained.onnx",
+                   "layerkit train Updatable.mlmodel --data x.npy --labels y.npy --output updated.mlmodel"])
 
     static let demo = CommandHelp(
         name: "demo", synopsis: ["[--output FILE.npy]", "--style [--output FILE.png]"],

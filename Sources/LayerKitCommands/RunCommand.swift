@@ -107,7 +107,8 @@ enum RunCommand {
                 for (i, file) in files.enumerated() {
                     let item = try RunBatch.item(i, of: output, items: items, name: description.name)
                     let written = file.lowercased().hasSuffix(".png")
-                        ? TypedTensor(try picture(item.float32Tensor(), file: file, denormalization: denormalization)) : item
+                        ? TypedTensor(try picture(item.float32Tensor(), file: file, denormalization: denormalization,
+                                                  image: image.steps)) : item
                     try TensorFiles.write(written, name: description.name, to: file, png: .image)
                 }
                 let grid = run.grids[description.name]
@@ -143,14 +144,41 @@ enum RunCommand {
 
     /// An output as a `.png` picture takes it: with `denormalization`
     /// undone when it is an image of 1, 3 or 4 channels (anything else is
-    /// left for `writeImagePNG` to refuse, naming `.npy`); a `.npy` output as it is.
-    static func picture(_ output: Tensor, file: String, denormalization: PixelNormalization) throws -> Tensor {
+    /// left for `writeImagePNG` to refuse, naming `.npy`), then, as the
+    /// input options prepared a picture, divided by `--scale` (a 0...255
+    /// output, a Core ML image's, becomes 0...1; the presets `-1,1` and
+    /// `imagenet` already scale with it) and its colours put back in RGB
+    /// order from `--channel-order bgr`; a `.npy` output as it is.
+    static func picture(_ output: Tensor, file: String, denormalization: PixelNormalization,
+                        image options: ImageInputOptions) throws -> Tensor {
         let shape = output.shape
         let channels = shape.count == 4 ? shape[1] : shape.count == 3 ? shape[0] : 0
-        guard file.lowercased().hasSuffix(".png"), denormalization != .unit, [1, 3, 4].contains(channels),
-              shape.count == 3 || shape[0] == 1 else { return output }
-        let image = shape.count == 3 ? try output.reshaped(to: [1] + shape) : output
-        return try ValueParsing.onCommandLine(option: "--denormalize") { try image.denormalized(denormalization) }
+        let bgr = options.channelOrder == .bgr && channels == 3
+        let presetScales = switch denormalization {
+        case .signed, .imagenet: true
+        default: false
+        }
+        let scaled = options.scale != 1 && !presetScales
+        guard file.lowercased().hasSuffix(".png"), denormalization != .unit || scaled || bgr,
+              [1, 3, 4].contains(channels), shape.count == 3 || shape[0] == 1 else { return output }
+        var image = shape.count == 3 ? try output.reshaped(to: [1] + shape) : output
+        var undone = denormalization
+        // imagenet's values are by colour: in a BGR model's order, reversed.
+        if bgr, denormalization == .imagenet {
+            undone = .meanStd(mean: PixelNormalization.imagenetMean.reversed(), std: PixelNormalization.imagenetStd.reversed())
+        }
+        image = try ValueParsing.onCommandLine(option: "--denormalize") { try image.denormalized(undone) }
+        if scaled {
+            for i in 0..<image.count { image[i] /= options.scale }
+        }
+        if bgr {
+            let plane = image.count / 3
+            let pixels = image.values
+            for channel in 0..<3 {
+                for i in 0..<plane { image[channel * plane + i] = pixels[(2 - channel) * plane + i] }
+            }
+        }
+        return image
     }
 }
 

@@ -2,7 +2,10 @@ import Foundation
 import LayerKit
 
 /// `layerkit train model.onnx --data ... --labels ... --loss ... --trainable
-/// ... --output updated.onnx`: trains the chosen parameters (`UpdateTask`),
+/// ... --output updated.onnx`: trains the chosen parameters (`UpdateTask`;
+/// an updatable Core ML model as its file says, written back as an
+/// `.mlmodel`: `layerkit train model.mlmodel --data ... --labels ...
+/// --output updated.mlmodel`),
 /// printing one line per epoch (`epoch 3/5  loss 0.1234  1.23 s`; on a
 /// terminal a progress bar is drawn on standard error as well, and erased
 /// before each line), then writes the updated model, with `--checkpoint` a
@@ -20,15 +23,18 @@ enum TrainCommand {
         let path = try ModelFiles.modelPath(arguments)
         let data = try arguments.required("--data"), labels = try arguments.required("--labels")
         let output = try arguments.required("--output")
-        let options = try TrainOptions(arguments)
+        try TrainOptions.check(arguments)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
         let normalization = try ValueParsing.onCommandLine(option: "--normalize") {
             try PixelNormalization(parsing: arguments.value("--normalize") ?? "0,1")
         }
         let (checkpoint, resume, plot) = (arguments.value("--checkpoint"), arguments.value("--resume"),
                                           arguments.value("--plot"))
+        // A Core ML model is written back as one; an updatable one brings its own training settings.
+        let coreML = UpdatedModelFile.isCoreML(path)
         try checkFiles(model: path, data: data, labels: labels, resume: resume, output: output,
-                       checkpoint: checkpoint, plot: plot)
+                       checkpoint: checkpoint, plot: plot, modelExtension: coreML ? "mlmodel" : "onnx")
+        let options = try TrainOptions(arguments, defaults: try coreML ? fileSettings(path, arguments) : nil)
 
         let layers = arguments.values("--layer")
         let registry = try ModelFiles.registry(layers)
@@ -82,14 +88,27 @@ enum TrainCommand {
         return 0
     }
 
-    /// Throws unless each file written is of its kind (`.onnx`, `.svg`), is
+    /// The training settings of an updatable Core ML model's file; nil for
+    /// one that is not updatable when `--loss` and `--trainable` say how to
+    /// train it (without them, why it is not updatable is the error).
+    private static func fileSettings(_ path: String, _ arguments: Arguments) throws -> TrainingConfiguration? {
+        do {
+            return try TrainingConfiguration(updatableModelAt: URL(fileURLWithPath: path))
+        } catch let error as LayerKitError {
+            guard arguments.value("--loss") == nil || arguments.value("--trainable") == nil else { return nil }
+            throw error.suffixed(" (or give --loss and --trainable)")
+        }
+    }
+
+    /// Throws unless each file written is of its kind (`.onnx` or for a
+    /// Core ML model `.mlmodel`, `.svg`), is
     /// none of the files read (`ReadFiles`: the model and its external-data
     /// files, the data file or every file of the data folder, the labels,
     /// the checkpoint resumed), and no two are the same file.
     private static func checkFiles(model: String, data: String, labels: String, resume: String?, output: String,
-                                   checkpoint: String?, plot: String?) throws {
+                                   checkpoint: String?, plot: String?, modelExtension: String) throws {
         let reads = ReadFiles([model, data, labels] + (resume.map { [$0] } ?? []))
-        try ReportFile.check(output, fileExtension: "onnx", notAmong: reads)
+        try ReportFile.check(output, fileExtension: modelExtension, notAmong: reads)
         var written = [("--output", output)]
         if let checkpoint {
             try reads.refuseOverwrite(of: checkpoint)

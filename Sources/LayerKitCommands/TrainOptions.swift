@@ -2,17 +2,38 @@ import LayerKit
 
 /// What `layerkit train`'s options ask for, every value checked before any
 /// file is read: each mistake is a usage error (exit status 2) naming the option.
+///
+/// An updatable Core ML model's update parameters (`defaults`,
+/// `TrainingConfiguration(updatableModelAt:)`) stand in for the options not
+/// given: its loss, what trains, its optimizer and the optimizer's
+/// parameters, the epochs, the mini-batch size, the seed and shuffling.
 struct TrainOptions {
     let configuration: TrainingConfiguration
 
-    init(_ arguments: Arguments) throws {
-        let loss = try Self.loss(try arguments.required("--loss"))
-        let trainable = try Self.trainable(try arguments.required("--trainable"))
-        let algorithm = try Self.algorithm(arguments.value("--optimizer") ?? "sgd")
-        let epochs = try arguments.count("--epochs", default: 5, minimum: 1)
+    /// Checks every option's value before any file is read (a missing
+    /// `--loss` or `--trainable` may still come from the model's file).
+    static func check(_ arguments: Arguments) throws {
+        _ = try TrainOptions(arguments, defaults: TrainingConfiguration(
+            loss: .meanSquaredError, optimizer: .sgd(learningRate: 0.01), trainable: .all))
+    }
+
+    init(_ arguments: Arguments, defaults: TrainingConfiguration? = nil) throws {
+        guard let loss = try arguments.value("--loss").map(Self.loss) ?? defaults?.loss else {
+            throw UsageError("missing --loss")
+        }
+        guard let trainable = try arguments.value("--trainable").map(Self.trainable) ?? defaults?.trainable else {
+            throw UsageError("missing --trainable")
+        }
+        let base = defaults?.optimizer
+        let algorithm = try arguments.value("--optimizer").map(Self.algorithm) ?? base?.algorithm ?? .sgd
+        // The model's own optimizer parameters hold for the same algorithm.
+        let inherited = base?.algorithm == algorithm ? base : nil
+        let epochs = try arguments.count("--epochs", default: defaults?.epochs ?? 5, minimum: 1)
         var optimizer = OptimizerConfiguration(
             algorithm: algorithm,
-            learningRate: try Self.number(arguments.value("--lr") ?? "0.01", option: "--lr", allowing: .positive),
+            learningRate: try arguments.value("--lr").map {
+                try Self.number($0, option: "--lr", allowing: .positive)
+            } ?? inherited?.learningRate ?? 0.01,
             weightDecay: try arguments.value("--weight-decay").map {
                 try Self.number($0, option: "--weight-decay", allowing: .nonNegative)
             },
@@ -20,6 +41,10 @@ struct TrainOptions {
                 try Self.number($0, option: "--clip-norm", allowing: .positive)
             },
             schedule: try Self.schedule(arguments.value("--schedule") ?? "constant", epochs: epochs))
+        if let inherited {
+            (optimizer.momentum, optimizer.beta1, optimizer.beta2, optimizer.epsilon) =
+                (inherited.momentum, inherited.beta1, inherited.beta2, inherited.epsilon)
+        }
         if let text = arguments.value("--momentum") {
             guard algorithm == .sgd else { throw UsageError("--momentum is SGD's: drop it or use --optimizer sgd") }
             optimizer.momentum = try Self.number(text, option: "--momentum", allowing: .belowOne)
@@ -33,8 +58,9 @@ struct TrainOptions {
         try ValueParsing.onCommandLine { try optimizer.validate() }
         configuration = TrainingConfiguration(
             loss: loss, optimizer: optimizer, epochs: epochs,
-            batchSize: try arguments.count("--batch", default: 16, minimum: 1),
-            seed: try arguments.value("--seed").map(ValueParsing.seed) ?? 0, trainable: trainable)
+            batchSize: try arguments.count("--batch", default: defaults?.batchSize ?? 16, minimum: 1),
+            seed: try arguments.value("--seed").map(ValueParsing.seed) ?? defaults?.seed ?? 0,
+            shuffles: defaults?.shuffles ?? true, trainable: trainable)
     }
 
     /// A loss by its `--loss` name (`Loss`'s raw values: ce, mse, l1, bce, ce-probabilities).

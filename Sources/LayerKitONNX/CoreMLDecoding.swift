@@ -24,14 +24,16 @@ extension CoreMLModel {
     public init(data: Data, source: String = "Core ML model") throws {
         var reader = ProtobufReader(bytes: [UInt8](data), message: "Model", source: source)
         var version = 0
-        var description: (inputs: [CoreMLFeature], outputs: [CoreMLFeature])?
+        var description: (inputs: [CoreMLFeature], outputs: [CoreMLFeature], trainingInputs: [CoreMLFeature])?
         var network: (reader: ProtobufReader, isClassifier: Bool)?
+        var updatable = false
         while let field = try reader.nextField() {
             switch field.number {
             case 1: version = Int(try reader.int32(field, "specificationVersion"))
             case 2:
                 var sub = try reader.message(field, "description", type: "ModelDescription")
                 description = try Self.description(decoding: &sub)
+            case 10: updatable = try reader.uint64(field, "isUpdatable") != 0
             case Self.network, Self.classifier:
                 let name = field.number == Self.network ? "neuralNetwork" : "neuralNetworkClassifier"
                 network = (try reader.message(field, name, type: name == "neuralNetwork" ? "NeuralNetwork"
@@ -51,6 +53,8 @@ extension CoreMLModel {
         guard let description else { throw LayerKitError.invalidModel("\(source): the Core ML model has no description") }
         self.init(specificationVersion: version, inputs: description.inputs, outputs: description.outputs, layers: [],
                   exactArrayMapping: false, imageScalers: [:], classifierProbabilities: nil, source: source)
+        isUpdatable = updatable
+        trainingInputs = description.trainingInputs
         try decodeNetwork(&network.reader, isClassifier: network.isClassifier)
     }
 
@@ -67,6 +71,9 @@ extension CoreMLModel {
                 let (input, scaler) = try Self.preprocessing(decoding: &sub)
                 imageScalers[input] = scaler
             case 5: exactArrayMapping = try reader.int32(field, "arrayInputShapeMapping") == 1
+            case 10:
+                var sub = try reader.message(field, "updateParams", type: "NetworkUpdateParameters")
+                updateParameters = try CoreMLUpdateParameters(decoding: &sub)
             case 200 where isClassifier: probabilities = try reader.string(field, "labelProbabilityLayerName")
             default: try reader.skip(field)
             }
@@ -75,18 +82,23 @@ extension CoreMLModel {
     }
 
     private static func description(decoding reader: inout ProtobufReader) throws
-        -> (inputs: [CoreMLFeature], outputs: [CoreMLFeature]) {
-        var inputs: [CoreMLFeature] = [], outputs: [CoreMLFeature] = []
+        -> (inputs: [CoreMLFeature], outputs: [CoreMLFeature], trainingInputs: [CoreMLFeature]) {
+        var inputs: [CoreMLFeature] = [], outputs: [CoreMLFeature] = [], trainingInputs: [CoreMLFeature] = []
         while let field = try reader.nextField() {
             switch field.number {
-            case 1, 10:
-                var sub = try reader.message(field, field.number == 1 ? "input" : "output", type: "FeatureDescription")
+            case 1, 10, 50:
+                let name = [1: "input", 10: "output", 50: "trainingInput"][field.number] ?? ""
+                var sub = try reader.message(field, name, type: "FeatureDescription")
                 let feature = try CoreMLFeature(decoding: &sub)
-                if field.number == 1 { inputs.append(feature) } else { outputs.append(feature) }
+                switch field.number {
+                case 1: inputs.append(feature)
+                case 10: outputs.append(feature)
+                default: trainingInputs.append(feature)
+                }
             default: try reader.skip(field)
             }
         }
-        return (inputs, outputs)
+        return (inputs, outputs, trainingInputs)
     }
 
     /// One `NeuralNetworkPreprocessing`: its input and its scaler. A mean image is refused.
@@ -181,6 +193,7 @@ extension CoreMLLayer {
             case 1: name = try reader.string(field, "name")
             case 2: inputs.append(try reader.string(field, "input"))
             case 3: outputs.append(try reader.string(field, "output"))
+            case 10: isUpdatable = try reader.uint64(field, "isUpdatable") != 0
             case 100...:
                 guard parameters == nil else { throw reader.error("a second layer type", at: field.offset) }
                 typeNumber = field.number

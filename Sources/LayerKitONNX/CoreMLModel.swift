@@ -28,6 +28,12 @@ public struct CoreMLModel: Sendable {
     var classifierProbabilities: String?
     /// Names the file in error messages.
     let source: String
+    /// Whether the file marks the model updatable (`Model.isUpdatable`, Core ML 3).
+    public var isUpdatable = false
+    /// The inputs an update reads (`ModelDescription.trainingInput`): the model's inputs and the loss targets.
+    public var trainingInputs: [CoreMLFeature] = []
+    /// How the network is updated (`NetworkUpdateParameters`), when the file says.
+    public var updateParameters: CoreMLUpdateParameters?
 }
 
 /// An input or output of a Core ML model's description.
@@ -66,6 +72,8 @@ struct CoreMLLayer: Sendable {
     var typeNumber = 0
     /// A reader over the type's parameters message.
     var parameters: ProtobufReader?
+    /// Whether an update trains the layer's updatable weights (`isUpdatable`).
+    var isUpdatable = false
 
     /// The type's field name ("convolution"), or "layer type N" for a number the table lacks.
     var typeName: String { CoreMLLayer.typeNames[typeNumber] ?? "layer type \(typeNumber)" }

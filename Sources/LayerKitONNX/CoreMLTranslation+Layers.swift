@@ -6,9 +6,23 @@ import Foundation
 
 extension CoreMLGraphBuilder {
     /// The layer types translated, by field number, for the refusal's list.
-    static let supportedTypes = [100: "convolution", 120: "pooling", 130: "activation", 140: "innerProduct",
-                                 160: "batchnorm", 175: "softmax", 230: "add", 231: "multiply", 300: "reshape",
-                                 301: "flatten", 320: "concat", 500: "custom", 1140: "reshapeStatic"]
+    static let supportedTypes = [
+        100: "convolution", 120: "pooling", 130: "activation", 140: "innerProduct", 150: "embedding",
+        160: "batchnorm", 165: "mvn", 170: "l2normalize", 175: "softmax", 180: "lrn", 190: "crop", 200: "padding",
+        210: "upsample", 220: "unary", 230: "add", 231: "multiply", 240: "average", 245: "scale", 250: "bias",
+        260: "max", 261: "min", 280: "reduce", 290: "loadConstant", 300: "reshape", 301: "flatten", 310: "permute",
+        320: "concat", 330: "split", 345: "reorganizeData", 350: "slice", 500: "custom", 600: "copy", 660: "clip",
+        665: "ceil", 670: "floor", 680: "sign", 700: "exp2", 710: "sin", 715: "cos", 720: "tan", 730: "asin",
+        735: "acos", 740: "atan", 750: "sinh", 755: "cosh", 760: "tanh", 770: "asinh", 775: "acosh", 780: "atanh",
+        790: "erf", 795: "gelu", 870: "minBroadcastable", 875: "maxBroadcastable", 880: "addBroadcastable",
+        885: "powBroadcastable", 890: "divideBroadcastable", 900: "multiplyBroadcastable",
+        905: "subtractBroadcastable", 950: "softmaxND", 980: "concatND", 985: "transpose", 1130: "flattenTo2D",
+        1140: "reshapeStatic", 1460: "clampedReLU",
+    ]
+
+    /// Layer types that read no input (`loadConstant`) or several outputs (`split`, `custom`).
+    private static let noInput: Set<String> = ["loadConstant"]
+    private static let severalOutputs: Set<String> = ["custom", "split"]
 
     /// Adds `layer`'s nodes.
     mutating func add(_ layer: CoreMLLayer) throws {
@@ -16,26 +30,35 @@ extension CoreMLGraphBuilder {
             throw LayerKitError.invalidModel("layers of type \(layer.typeName) are not supported by LayerKit (supported: "
                                              + Self.supportedTypes.values.sorted().joined(separator: ", ") + ")")
         }
-        guard !layer.outputs.isEmpty, layer.inputs.count >= 1 else {
+        guard !layer.outputs.isEmpty, layer.inputs.count >= (Self.noInput.contains(type) ? 0 : 1) else {
             throw LayerKitError.invalidModel("the layer has \(layer.inputs.count) inputs and \(layer.outputs.count) outputs")
         }
         let output = layer.outputs[0]
-        guard layer.outputs.count == 1 || type == "custom" else {
+        guard layer.outputs.count == 1 || Self.severalOutputs.contains(type) else {
             throw LayerKitError.invalidModel("a \(type) layer has one output, not \(layer.outputs.count)")
         }
+        currentLayerIsUpdatable = layer.isUpdatable
+        defer { currentLayerIsUpdatable = false }
+        let input = layer.inputs.first ?? ""
         switch type {
-        case "convolution": try convolution(&params, layer.inputs[0], output)
-        case "pooling": try pooling(&params, layer.inputs[0], output)
-        case "activation": try activation(&params, layer.inputs[0], output)
-        case "innerProduct": try innerProduct(&params, layer.inputs[0], output)
-        case "batchnorm": try batchnorm(&params, layer.inputs[0], output)
-        case "softmax": addNode("Softmax", [try blob(layer.inputs[0])], output, ["axis": .int(1)])
+        case "convolution":
+            guard layer.inputs.count == 1 else {
+                throw LayerKitError.invalidModel("a convolution whose weights are its second input is not supported")
+            }
+            try convolution(&params, input, output)
+        case "pooling": try pooling(&params, input, output)
+        case "activation": try activation(&params, input, output)
+        case "innerProduct": try innerProduct(&params, input, output)
+        case "batchnorm": try batchnorm(&params, input, output)
+        case "softmax": addNode("Softmax", [try blob(input)], output, ["axis": .int(exactMapping ? -3 : 1)])
         case "add", "multiply": try sumOrProduct(&params, type == "add" ? "Add" : "Mul", layer.inputs, output)
         case "concat": try concat(&params, layer.inputs, output)
-        case "flatten": try flatten(&params, layer.inputs[0], output)
-        case "reshape", "reshapeStatic": try reshape(&params, static: type == "reshapeStatic", layer.inputs[0], output)
-        default: try custom(&params, layer)
+        case "flatten": try flatten(&params, input, output)
+        case "reshape", "reshapeStatic": try reshape(&params, static: type == "reshapeStatic", input, output)
+        case "custom": try custom(&params, layer)
+        default: try addMore(type, &params, layer)
         }
+        for name in layer.outputs { producers[name] = layer.typeNumber }
     }
 
     // MARK: Weights
@@ -43,10 +66,22 @@ extension CoreMLGraphBuilder {
     /// A `WeightParams`' values: float32 (`floatValue`) or float16
     /// (`float16Value`, little-endian halves); quantized weights are refused.
     func weights(_ reader: inout ProtobufReader, _ name: String, count: Int? = nil) throws -> [Float] {
+        try weightValues(&reader, name, count: count).values
+    }
+
+    /// A `WeightParams`' values and where they lie in the file.
+    func weightValues(_ reader: inout ProtobufReader, _ name: String,
+                      count: Int? = nil) throws -> (values: [Float], location: CoreMLWeightLocation) {
         var values: [Float] = []
+        var location = CoreMLWeightLocation(), full = false
         while let field = try reader.nextField() {
             switch field.number {
-            case 1: try reader.appendFloats(field, "floatValue", to: &values)
+            case 1:
+                let before = values.count
+                try reader.appendFloats(field, "floatValue", to: &values)
+                // Packed or one value: the values read are the field's last bytes.
+                location.runs.append(reader.offset - 4 * (values.count - before)..<reader.offset)
+                full = true
             case 2:
                 let bytes = try reader.bytes(field, "float16Value")
                 guard bytes.count % 2 == 0 else {
@@ -56,15 +91,21 @@ extension CoreMLGraphBuilder {
                 values += stride(from: bytes.startIndex, to: bytes.endIndex, by: 2).map {
                     Float(halfBits: UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8)
                 }
+                location.runs.append(bytes.startIndex..<bytes.endIndex)
+                location.half = true
             case 30, 31, 40:
                 throw reader.error("quantized weights, which LayerKit does not read", at: field.offset, reading: name)
+            case 50: location.isUpdatable = try reader.uint64(field, "isUpdatable") != 0
             default: try reader.skip(field)
             }
         }
         if let count, values.count != count {
             throw LayerKitError.invalidModel("\(name) holds \(values.count) values where \(count) were expected")
         }
-        return values
+        guard !(full && location.half) else {
+            throw LayerKitError.invalidModel("\(name) holds both float32 and float16 values")
+        }
+        return (values, location)
     }
 
     /// A `WeightParams` read as an initializer named `name` of `dims`
@@ -73,7 +114,10 @@ extension CoreMLGraphBuilder {
         // Sizes from a hostile file may multiply past Int: no file holds that many values anyway.
         let count = dims.reduce(1) { $0.multipliedReportingOverflow(by: $1).overflow ? Int.max : $0 * $1 }
         var reader = reader
-        return constant(name, dims, try weights(&reader, what, count: count))
+        let (values, location) = try weightValues(&reader, what, count: count)
+        weightLocations[name] = location
+        if currentLayerIsUpdatable && location.isUpdatable { updatable.append(name) }
+        return constant(name, dims, values)
     }
 
     /// The `WeightParams` message of `field`, to read once its sizes are known.
@@ -84,10 +128,16 @@ extension CoreMLGraphBuilder {
 
     // MARK: Layers
 
+    /// A convolution, or with `isDeconvolution` a ConvTranspose: weights
+    /// [kernelChannels = C, O / nGroups, kH, kW] as Core ML stores them
+    /// (ONNX's layout), no dilation; `same` gives H * stride (the crop of
+    /// k - stride split as the asymmetry mode says, output padding where
+    /// k < stride), `valid` crops its border amounts, `outputShape` takes
+    /// precedence (the crop split as BOTTOM_RIGHT_HEAVY).
     private mutating func convolution(_ reader: inout ProtobufReader, _ input: String, _ output: String) throws {
         var (outputChannels, kernelChannels, groups): (UInt64, UInt64, UInt64) = (0, 0, 1)
-        var kernel: [Int64] = [], strides: [Int64] = [], dilations: [Int64] = []
-        var padding: [String: ONNXAttribute] = [:], hasBias = false
+        var kernel: [Int64] = [], strides: [Int64] = [], dilations: [Int64] = [], outputShape: [Int64] = []
+        var padding: [String: ONNXAttribute] = [:], hasBias = false, deconvolution = false
         var weights: ProtobufReader?, bias: ProtobufReader?
         while let field = try reader.nextField() {
             switch field.number {
@@ -98,31 +148,46 @@ extension CoreMLGraphBuilder {
             case 30: try reader.appendInt64s(field, "stride", to: &strides)
             case 40: try reader.appendInt64s(field, "dilationFactor", to: &dilations)
             case 50, 51: padding = try self.padding(&reader, field, same: field.number == 51)
-            case 60 where try reader.uint64(field, "isDeconvolution") != 0:
-                throw reader.error("a deconvolution, which LayerKit's Core ML reader does not translate yet",
-                                   at: field.offset, reading: "isDeconvolution")
+            case 60: deconvolution = try reader.uint64(field, "isDeconvolution") != 0
             case 70: hasBias = try reader.uint64(field, "hasBias") != 0
             case 90: weights = try weightReader(&reader, field, "weights")
             case 91: bias = try weightReader(&reader, field, "bias")
+            case 100: try reader.appendInt64s(field, "outputShape", to: &outputShape)
             default: try reader.skip(field)
             }
         }
         let k = try Self.pair(kernel, "kernelSize", default: 3), s = try Self.pair(strides, "stride", default: 1)
         let d = try Self.pair(dilations, "dilationFactor", default: 1)
         let (o, c) = (try Self.size(outputChannels, "outputChannels"), try Self.size(kernelChannels, "kernelChannels"))
-        guard o % Int(groups) == 0 else {
+        let g = try Self.size(groups, "nGroups")
+        guard o % g == 0 else {
             throw LayerKitError.invalidModel("outputChannels \(o) is not a multiple of nGroups \(groups)")
         }
         guard let weights else { throw LayerKitError.invalidModel("the layer has no weights") }
-        var inputs = [try rank4(input),
-                      try weightConstant(weights, "weights", name: output + ".weights", dims: [o, c, k[0], k[1]])]
+        let dims = deconvolution ? [c, o / g, k[0], k[1]] : [o, c, k[0], k[1]]
+        var inputs = [try rank4(input), try weightConstant(weights, "weights", name: output + ".weights", dims: dims)]
         if hasBias {
             guard let bias else { throw LayerKitError.invalidModel("hasBias is set, but the layer has no bias") }
             inputs.append(try weightConstant(bias, "bias", name: output + ".bias", dims: [o]))
         }
-        addNode("Conv", inputs, output, rank: 4, padding.merging([
-            "kernel_shape": .ints(k), "strides": .ints(s), "dilations": .ints(d), "group": .int(Int(groups)),
-        ]) { $1 })
+        var attributes: [String: ONNXAttribute] = ["kernel_shape": .ints(k), "strides": .ints(s), "group": .int(g)]
+        guard deconvolution else {
+            attributes["dilations"] = .ints(d)
+            addNode("Conv", inputs, output, rank: 4, padding.merging(attributes) { $1 })
+            return
+        }
+        if !outputShape.isEmpty {
+            let shape = try Self.pair(outputShape, "outputShape", default: 1)
+            attributes["output_shape"] = .ints(shape)
+            attributes["auto_pad"] = .string("SAME_UPPER")  // the crop's odd cell at the end
+        } else {
+            attributes.merge(padding) { $1 }
+            if padding["auto_pad"] != nil {
+                // H * stride: natural (H - 1) * s + k, less k - s, or plus s - k where k < s.
+                attributes["output_padding"] = .ints(zip(k, s).map { max(0, $1 - $0) })
+            }
+        }
+        addNode("ConvTranspose", inputs, output, rank: 4, attributes)
     }
 
     /// A convolution's or pooling's `valid` (explicit border amounts) or `same` padding as ONNX attributes.
@@ -217,8 +282,8 @@ extension CoreMLGraphBuilder {
         case 25:
             guard var slopes else { throw LayerKitError.invalidModel("the PReLU has no alpha") }
             let values = try weights(&slopes, "alpha")
-            // Per channel: [C, 1, 1] against [N, C, H, W], [C] against [N, C].
-            let dims = (ranks[x] ?? 4) == 4 ? [values.count, 1, 1] : [values.count]
+            // Per channel (axis -3): [C, 1, 1] against [N, C, H, W] (or any rank from 3), [C] against [N, C].
+            let dims = (ranks[x] ?? 4) >= 3 ? [values.count, 1, 1] : [values.count]
             addNode("PRelu", [x, constant(output + ".alpha", dims, values)], output)
         case 30: addNode("Tanh", [x], output)
         case 31:  // alpha * tanh(beta * x)
@@ -321,7 +386,8 @@ extension CoreMLGraphBuilder {
             throw reader.error("a sequence concat, which LayerKit does not translate", at: field.offset,
                                reading: "sequenceConcat")
         }
-        addNode("Concat", try sameRank(inputs), output, ["axis": .int(1)])
+        // Axis -3: the channels ([N, C, ...] in a batch of items: axis 1, rank 2 or 4).
+        addNode("Concat", try sameRank(inputs), output, ["axis": .int(exactMapping ? -3 : 1)])
     }
 
     private mutating func flatten(_ reader: inout ProtobufReader, _ input: String, _ output: String) throws {
@@ -379,8 +445,11 @@ extension CoreMLGraphBuilder {
             case 10: className = try reader.string(field, "className")
             case 20:
                 var sub = try reader.message(field, "weights", type: "WeightParams")
-                let values = try weights(&sub, "weights")
-                weightInputs.append(constant("\(layer.name).weights\(weightInputs.count)", [values.count], values))
+                let (values, location) = try weightValues(&sub, "weights")
+                let name = "\(layer.name).weights\(weightInputs.count)"
+                // Recorded, so that a trained custom layer's weights are written back too.
+                weightLocations[name] = location
+                weightInputs.append(constant(name, [values.count], values))
             case 30:
                 var entry = try reader.message(field, "parameters", type: "CustomLayerParams.ParametersEntry")
                 let (key, value) = try Self.parameter(&entry)

@@ -17,7 +17,14 @@ extension CoreMLModel {
     /// float32, as the network computes. Outputs take the shape the graph
     /// computes. A layer LayerKit does not translate is refused, named with its type.
     public func onnxModel() throws -> ONNXModel {
+        try translated().onnx
+    }
+
+    /// The network as `onnxModel()` gives it, with the builder that made it
+    /// (where each weight initializer's values lie in the file, which are updatable).
+    func translated() throws -> (onnx: ONNXModel, graph: CoreMLGraphBuilder) {
         var graph = CoreMLGraphBuilder(source: source)
+        graph.exactMapping = exactArrayMapping
         for input in inputs {
             try graph.addInput(input, exactMapping: exactArrayMapping, scaler: imageScalers[input.name])
         }
@@ -33,10 +40,14 @@ extension CoreMLModel {
             throw LayerKitError.invalidModel("\(source): output '\(name)' is not computed by any layer")
         }
         graph.graph.outputs = outputNames.map { ONNXValueInfo(name: $0, elementType: .float, dims: nil) }
-        return ONNXModel(irVersion: 8, opsetImports: [("", Self.opset), (Self.customDomain, 1)],
-                         producerName: "Core ML specification version \(specificationVersion), translated to ONNX ops",
-                         producerVersion: "",
-                         graph: graph.graph)
+        return (onnxModel(graph.graph), graph)
+    }
+
+    /// An ONNX model of the translated `graph`.
+    func onnxModel(_ graph: ONNXGraph) -> ONNXModel {
+        ONNXModel(irVersion: 8, opsetImports: [("", Self.opset), (Self.customDomain, 1)],
+                  producerName: "Core ML specification version \(specificationVersion), translated to ONNX ops",
+                  producerVersion: "", graph: graph)
     }
 }
 
@@ -52,6 +63,17 @@ struct CoreMLGraphBuilder {
     var ranks: [String: Int] = [:]
     /// Blobs that layers read under another name: an input's preprocessed value.
     private var aliases: [String: String] = [:]
+    /// Whether the network takes its inputs as declared (`EXACT_ARRAY_MAPPING`):
+    /// then a rank-2 blob is a matrix, not a batch of [C, 1, 1] items.
+    var exactMapping = false
+    /// Where each initializer read from a `WeightParams` has its values in the file.
+    var weightLocations: [String: CoreMLWeightLocation] = [:]
+    /// The initializers of updatable layers whose `WeightParams` are updatable, in file order.
+    var updatable: [String] = []
+    /// The layer being translated, and whether it is updatable (`isUpdatable`).
+    var currentLayerIsUpdatable = false
+    /// The layer producing each blob: its type's field number.
+    var producers: [String: Int] = [:]
 
     init(source: String) { self.source = source }
 
@@ -108,6 +130,14 @@ struct CoreMLGraphBuilder {
         ranks[output] = rank ?? inputs.first.flatMap { ranks[$0] } ?? 4
     }
 
+    /// Adds a node writing several outputs, each of rank `rank`.
+    mutating func addNode(_ opType: String, _ inputs: [String], outputs: [String], rank: Int,
+                          _ attributes: [String: ONNXAttribute] = [:]) {
+        graph.nodes.append(ONNXNode(name: outputs.first ?? "", opType: opType, domain: "", inputs: inputs,
+                                    outputs: outputs, attributes: attributes))
+        for output in outputs { ranks[output] = rank }
+    }
+
     /// Adds a float initializer and returns its name.
     mutating func constant(_ name: String, _ dims: [Int], _ values: [Float]) -> String {
         graph.initializers[name] = ONNXTensor(name: name, dims: dims, floats: values)
@@ -145,6 +175,17 @@ struct CoreMLGraphBuilder {
         }
         return reshaped
     }
+
+    /// The blob a layer of the rank-5 era reads (its axes C, H and W are
+    /// -3, -2 and -1): rank 4 in a batch of items, a rank-2 [N, C] blob
+    /// reshaped to [N, C, 1, 1]; in an exact-mapping network the blob as it is.
+    mutating func legacy(_ name: String) throws -> String {
+        let value = try blob(name)
+        return exactMapping ? value : try rank4(value)
+    }
+
+    /// The rank of a blob read by a layer (`blob` checks it exists).
+    func rank(of name: String) -> Int { ranks[name] ?? 4 }
 
     /// The blobs `names`, all of one rank: rank-2 ones reshaped to rank 4 when ranks differ.
     mutating func sameRank(_ names: [String]) throws -> [String] {

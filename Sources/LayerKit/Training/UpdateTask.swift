@@ -6,7 +6,9 @@ import Synchronization
 /// updates a model on the device: mini-batches in a seeded order, the
 /// forward pass, the loss, the backward pass and the optimizer step, epoch
 /// after epoch, with events; then the updated model is written as ONNX
-/// (frozen initializers byte for byte as they were). A checkpoint holds the
+/// (frozen initializers byte for byte as they were), or for a Core ML
+/// model as an `.mlmodel` (`init(updatableModelAt:data:)` trains one as
+/// its update parameters say). A checkpoint holds the
 /// parameters, the optimizer's state and the position; a task resumed from
 /// it continues exactly where the checkpoint was taken (bit for bit on the
 /// CPU).
@@ -43,7 +45,7 @@ public final class UpdateTask: @unchecked Sendable {
         guard data.count > 0 else { throw LayerKitError.invalidParameter("the training data holds no examples") }
         modelURL = url
         modelData = try RegularFile.contents(url.path)
-        let model = try ONNXModel(contentsOf: url)
+        let model = try Self.trainingModel(at: url, data: modelData)
         self.data = data
         self.configuration = configuration
         self.events = events
@@ -67,6 +69,29 @@ public final class UpdateTask: @unchecked Sendable {
             throw LayerKitError.invalidParameter("\(configuration.epochs) epochs of \(batchesPerEpoch) batches are more "
                                                  + "than \(TrainingCount.maximum) (2^53) steps")
         }
+    }
+
+    /// Prepares training an updatable Core ML model (`.mlmodel`, Core ML 3)
+    /// as its file says, as `MLUpdateTask` does with no parameters given:
+    /// the loss layer, the optimizer and its parameters, the mini-batch
+    /// size, the epochs and shuffling from `updateParams`, the weights of
+    /// its `isUpdatable` layers trained (`TrainingConfiguration(updatableModelAt:)`).
+    /// `writeModel(to:)` then writes an `.mlmodel`.
+    public convenience init(updatableModelAt url: URL, data: TrainingBatchProvider, computeUnits: ComputeUnits = .cpuOnly,
+                            backend: Backend? = nil, threads: Int? = nil, registry: LayerRegistry = .shared,
+                            events: @escaping (TrainingEvent) -> Void = { _ in }) throws {
+        try self.init(modelAt: url, data: data, configuration: try TrainingConfiguration(updatableModelAt: url),
+                      computeUnits: computeUnits, backend: backend, threads: threads, registry: registry, events: events)
+    }
+
+    /// The model a task trains: an ONNX file as it is (with its external
+    /// data); a Core ML file translated (`CoreMLModel`), its one output the
+    /// loss layer's input when the file has update parameters.
+    static func trainingModel(at url: URL, data: Data) throws -> ONNXModel {
+        let name = url.lastPathComponent
+        guard ModelFileFormat.of(data, name: name) == .coreML else { return try ONNXModel(contentsOf: url) }
+        let model = try CoreMLModel(data: data, source: name)
+        return model.updateParameters == nil ? try model.onnxModel() : try model.trainingSetup().model
     }
 
     /// The initializers training updates, sorted.
@@ -146,7 +171,8 @@ public final class UpdateTask: @unchecked Sendable {
 
     /// Writes the model with the trained parameters (and updated running
     /// statistics) in place of their initializers; every other byte of the
-    /// file is copied. Refuses to overwrite the model being trained.
+    /// file is copied. Refuses to overwrite the model being trained. A Core
+    /// ML model is written as a `.mlmodel` (`UpdatedModelFile`).
     public func writeModel(to url: URL) throws {
         try UpdatedModelFile.write(pass.parameters.merging(pass.runningStatistics) { parameter, _ in parameter },
                                    intoCopyOf: modelURL.path, to: url.path)
