@@ -26,6 +26,7 @@ extension CoreMLModel {
         var version = 0
         var description: (inputs: [CoreMLFeature], outputs: [CoreMLFeature])?
         var network: (reader: ProtobufReader, isClassifier: Bool)?
+        var classic: (number: Int, reader: ProtobufReader)?
         while let field = try reader.nextField() {
             switch field.number {
             case 1: version = Int(try reader.int32(field, "specificationVersion"))
@@ -36,16 +37,27 @@ extension CoreMLModel {
                 let name = field.number == Self.network ? "neuralNetwork" : "neuralNetworkClassifier"
                 network = (try reader.message(field, name, type: name == "neuralNetwork" ? "NeuralNetwork"
                                                   : "NeuralNetworkClassifier"), field.number == Self.classifier)
+            case let number where CoreMLClassicModel.typeNames[number] != nil:
+                let name = CoreMLClassicModel.typeNames[number] ?? ""
+                classic = (number, try reader.message(field, name, type: name))
             case let number where Self.otherTypes[number] != nil:
                 let type = Self.otherTypes[number] ?? ""
                 let why = type == "mlProgram" ? "an ML Program, which LayerKit does not read yet"
-                    : "a \(type) model; LayerKit reads Core ML neural networks (neuralNetwork, neuralNetworkClassifier)"
+                    : "a \(type) model; LayerKit reads Core ML neural networks (neuralNetwork, "
+                    + "neuralNetworkClassifier) and the classic models of scikit-learn's converter"
                 throw LayerKitError.invalidModel("\(source): the Core ML model is \(why)")
             default: try reader.skip(field)
             }
         }
+        if let classic, let description {
+            self.init(specificationVersion: version, inputs: description.inputs, outputs: description.outputs, layers: [],
+                      exactArrayMapping: false, imageScalers: [:], classifierProbabilities: nil, source: source)
+            self.classic = try CoreMLClassicModel(typeNumber: classic.number, parameters: classic.reader,
+                                                  inputs: description.inputs, outputs: description.outputs)
+            return
+        }
         guard var network else {
-            throw LayerKitError.invalidModel("\(source): the Core ML model holds no neural network "
+            throw LayerKitError.invalidModel("\(source): the Core ML model holds no neural network or classic model "
                                              + "(specification version \(version))")
         }
         guard let description else { throw LayerKitError.invalidModel("\(source): the Core ML model has no description") }
@@ -67,6 +79,9 @@ extension CoreMLModel {
                 let (input, scaler) = try Self.preprocessing(decoding: &sub)
                 imageScalers[input] = scaler
             case 5: exactArrayMapping = try reader.int32(field, "arrayInputShapeMapping") == 1
+            case 100 where isClassifier: networkClassLabels = try reader.stringVector(field, "stringClassLabels")
+            case 101 where isClassifier:
+                networkClassLabels = try reader.int64Vector(field, "int64ClassLabels").map { String($0) }
             case 200 where isClassifier: probabilities = try reader.string(field, "labelProbabilityLayerName")
             default: try reader.skip(field)
             }
@@ -74,7 +89,7 @@ extension CoreMLModel {
         if isClassifier { classifierProbabilities = probabilities.isEmpty ? layers.last?.outputs.first : probabilities }
     }
 
-    private static func description(decoding reader: inout ProtobufReader) throws
+    static func description(decoding reader: inout ProtobufReader) throws
         -> (inputs: [CoreMLFeature], outputs: [CoreMLFeature]) {
         var inputs: [CoreMLFeature] = [], outputs: [CoreMLFeature] = []
         while let field = try reader.nextField() {

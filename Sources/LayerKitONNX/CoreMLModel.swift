@@ -26,6 +26,10 @@ public struct CoreMLModel: Sendable {
     var imageScalers: [String: CoreMLImageScaler]
     /// A classifier's probability blob (`labelProbabilityLayerName`, or the last layer's output); nil for a plain network.
     var classifierProbabilities: String?
+    /// A classic model (a pipeline, a GLM, an SVM, a tree ensemble, a preprocessor); nil for a neural network.
+    var classic: CoreMLClassicModel?
+    /// A neural network classifier's class labels (`stringClassLabels`, `int64ClassLabels` as text).
+    var networkClassLabels: [String]?
     /// Names the file in error messages.
     let source: String
 }

@@ -17,6 +17,7 @@ extension CoreMLModel {
     /// float32, as the network computes. Outputs take the shape the graph
     /// computes. A layer LayerKit does not translate is refused, named with its type.
     public func onnxModel() throws -> ONNXModel {
+        if let classic { return try classicONNXModel(classic) }
         var graph = CoreMLGraphBuilder(source: source)
         for input in inputs {
             try graph.addInput(input, exactMapping: exactArrayMapping, scaler: imageScalers[input.name])
@@ -36,7 +37,7 @@ extension CoreMLModel {
         return ONNXModel(irVersion: 8, opsetImports: [("", Self.opset), (Self.customDomain, 1)],
                          producerName: "Core ML specification version \(specificationVersion), translated to ONNX ops",
                          producerVersion: "",
-                         graph: graph.graph)
+                         graph: graph.graph, classLabels: networkClassLabels)
     }
 }
 
