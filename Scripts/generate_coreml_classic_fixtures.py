@@ -26,6 +26,7 @@ from sklearn.ensemble import (RandomForestRegressor, RandomForestClassifier, Gra
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler, Normalizer
 from sklearn.impute import SimpleImputer
+from sklearn.feature_extraction import DictVectorizer
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', 'Tests', 'LayerKitTests', 'Fixtures', 'coreml-classic')
 BOSTON = ['CRIM', 'ZN', 'INDUS', 'CHAS', 'NOX', 'RM', 'AGE', 'DIS', 'RAD', 'TAX', 'PTRATIO', 'B', 'LSTAT']
@@ -112,6 +113,14 @@ def main():
     model = coremltools.converters.sklearn.convert(pipeline)
     save('pipeline_imputer_scaler_normalizer', model, test_missing,
          {'prediction': pipeline.predict(test_missing).astype(np.float64)})
+
+    # Refused: a dictionary input (DictVectorizer), which LayerKit's numeric values cannot hold.
+    rows = [{'a': 1.0, 'b': 2.0}, {'a': 3.0, 'c': 1.0}, {'b': 1.0, 'c': 4.0}]
+    dictionary = Pipeline([('vectorize', DictVectorizer()), ('regress', LinearRegression())]).fit(rows, [1.0, 2.0, 3.0])
+    folder = os.path.join(ROOT, 'refused_dict_vectorizer')
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    coremltools.converters.sklearn.convert(dictionary).save(os.path.join(folder, 'model.mlmodel'))
 
 
 if __name__ == '__main__':

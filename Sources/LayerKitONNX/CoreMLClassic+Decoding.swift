@@ -71,7 +71,8 @@ struct CoreMLClassicModel: Sendable {
             case let number where typeNames[number] != nil:
                 type = (number, try reader.message(field, typeNames[number] ?? "", type: typeNames[number] ?? ""))
             case 200...:
-                throw reader.error("a pipeline model of type field \(field.number), which LayerKit does not translate "
+                throw reader.error("a pipeline model of type \(CoreMLModel.otherTypes[field.number] ?? "field \(field.number)"), "
+                                   + "which LayerKit does not translate "
                                    + "(it translates \(supportedTypes))", at: field.offset)
             default: try reader.skip(field)
             }

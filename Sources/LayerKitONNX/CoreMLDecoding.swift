@@ -9,7 +9,7 @@ extension CoreMLModel {
     /// The model types of `Model`'s `Type` oneof LayerKit runs: neuralNetworkClassifier and neuralNetwork.
     private static let classifier = 403, network = 500
     /// The other model types, named in the refusal: coremltools' field names.
-    private static let otherTypes = [
+    static let otherTypes = [
         200: "pipelineClassifier", 201: "pipelineRegressor", 202: "pipeline", 300: "glmRegressor",
         301: "supportVectorRegressor", 302: "treeEnsembleRegressor", 303: "neuralNetworkRegressor",
         304: "bayesianProbitRegressor", 400: "glmClassifier", 401: "supportVectorClassifier",

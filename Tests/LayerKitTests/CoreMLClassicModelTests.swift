@@ -12,7 +12,7 @@ import Testing
         .appendingPathComponent("Fixtures/coreml-classic")
 
     static let cases: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
-        .filter { $0 != "boston_pricer" }.sorted()
+        .filter { $0 != "boston_pricer" && !$0.hasPrefix("refused") }.sorted()
 
     /// The worst relative error of `name`'s outputs against scikit-learn's (labels must be equal).
     @discardableResult
@@ -79,6 +79,18 @@ import Testing
         #expect(model.classLabels == ["setosa", "versicolor", "virginica"])
         let graph = try model.onnxModel()
         #expect(graph.graph.nodes.map(\.opType) == ["LinearClassifier", "Normalizer"])
+    }
+
+    /// A dictVectorizer (a dictionary input) is refused by name, with the types LayerKit translates.
+    @Test func aDictVectorizerIsRefusedByName() throws {
+        let url = Self.directory.appendingPathComponent("refused_dict_vectorizer/model.mlmodel")
+        #expect {
+            _ = try Model(contentsOf: url, computeUnits: .cpuOnly, notice: { _ in })
+        } throws: { error in
+            guard case LayerKitError.invalidModel(let message) = error else { return false }
+            return message.hasPrefix("model.mlmodel: a pipeline model of type dictVectorizer, which LayerKit does not translate")
+                && message.contains("glmRegressor")
+        }
     }
 
     /// Cutting the pipeline anywhere in its body is refused with a message naming the file, never a crash.
