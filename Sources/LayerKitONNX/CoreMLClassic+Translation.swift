@@ -178,6 +178,7 @@ struct CoreMLClassicTranslator {
         renamed += 1
         let earlier = "\(name).\(renamed)"
         for k in graph.graph.nodes.indices {
+            if graph.graph.nodes[k].name == name { graph.graph.nodes[k].name = earlier }
             graph.graph.nodes[k].inputs = graph.graph.nodes[k].inputs.map { $0 == name ? earlier : $0 }
             graph.graph.nodes[k].outputs = graph.graph.nodes[k].outputs.map { $0 == name ? earlier : $0 }
         }

@@ -3,7 +3,8 @@ import Foundation
 
 /// A Core ML model file (`.mlmodel`, the `Model` message of coremltools'
 /// `Model.proto`), decoded as far as LayerKit runs it: the specification
-/// version, the inputs and outputs, and a NeuralNetwork's layers.
+/// version, the inputs and outputs, and a NeuralNetwork's layers or a
+/// classic model (a pipeline, GLM, SVM, tree ensemble or preprocessor).
 ///
 /// Decoding checks the structure (protobuf framing and field types) and
 /// that the model is a neural network; `onnxModel()` translates its layers

@@ -81,6 +81,13 @@ import Testing
         #expect(graph.graph.nodes.map(\.opType) == ["LinearClassifier", "Normalizer"])
     }
 
+    /// A NeuralNetworkClassifier's labels (`stringClassLabels`, as coremltools wrote them) are the model's class labels.
+    @Test func aNeuralNetworkClassifiersLabelsAreRead() throws {
+        let url = Self.directory.deletingLastPathComponent().appendingPathComponent("coreml/ImageClassifier.mlmodel")
+        let model = try Model(contentsOf: url, computeUnits: .cpuOnly, notice: { _ in })
+        #expect(model.classLabels == ["cat", "dog", "owl", "fox", "elk"])
+    }
+
     /// A dictVectorizer (a dictionary input) is refused by name, with the types LayerKit translates.
     @Test func aDictVectorizerIsRefusedByName() throws {
         let url = Self.directory.appendingPathComponent("refused_dict_vectorizer/model.mlmodel")
