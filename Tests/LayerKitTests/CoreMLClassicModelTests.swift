@@ -100,6 +100,23 @@ import Testing
         }
     }
 
+    /// Bytes of every model changed, one at a time, to values that break
+    /// counts, ids and wire types: each load either works or throws a
+    /// `LayerKitError`, never a crash or a huge allocation.
+    @Test(arguments: cases + ["boston_pricer"]) func changedBytesAreRefusedOrRead(_ name: String) throws {
+        let data = try Data(contentsOf: Self.directory.appendingPathComponent("\(name)/model.mlmodel"))
+        for position in stride(from: 0, to: data.count, by: max(1, data.count / 60)) {
+            for value: UInt8 in [0x00, 0x7f, 0xff, 0x08] {
+                var bytes = [UInt8](data)
+                bytes[position] = value
+                do {
+                    _ = try Model(data: Data(bytes), name: "changed.mlmodel", computeUnits: .cpuOnly, notice: { _ in })
+                } catch is LayerKitError {
+                }
+            }
+        }
+    }
+
     /// Cutting the pipeline anywhere in its body is refused with a message naming the file, never a crash.
     @Test func aTruncatedPipelineIsRefusedNamingTheFile() throws {
         let data = try Data(contentsOf: Self.directory.appendingPathComponent("pipeline_imputer_scaler_normalizer/model.mlmodel"))
