@@ -28,6 +28,28 @@ struct ClassList {
         labels = lines
     }
 
+    private init(labels: [String]?, softmax: Bool) { (self.labels, self.softmax) = (labels, softmax) }
+
+    /// The model's own class labels (a Core ML classifier's) where `--labels` gives none.
+    func defaulting(to modelLabels: [String]?) -> ClassList {
+        labels == nil ? ClassList(labels: modelLabels, softmax: softmax) : self
+    }
+
+    /// Each row's class label of a classifier's int64 label output: the
+    /// label itself for integer labels, the label it indexes for string
+    /// ones (Docs/COREML.md); nil for another output or model.
+    static func labels(of output: TypedTensor, modelLabels: [String]?) -> [String]? {
+        guard let modelLabels, output.elementType == .int64,
+              output.shape.count == 1 || (output.shape.count == 2 && output.shape[1] == 1) else {
+            return nil
+        }
+        let values = output.integers()
+        guard modelLabels.allSatisfy({ Int64($0) != nil }) else {
+            return values.map { modelLabels.indices.contains(Int($0)) ? modelLabels[Int($0)] : String($0) }
+        }
+        return values.map(String.init)
+    }
+
     /// Throws unless `--labels` (when given) has as many labels as one of
     /// the 2-D `outputs` (name, classes) has classes.
     func check(outputs: [(name: String, classes: Int)], path: String) throws {

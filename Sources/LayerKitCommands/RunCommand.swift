@@ -26,10 +26,10 @@ enum RunCommand {
         let batch = try arguments.count("--batch", default: 1, minimum: 1)
         let top = try arguments.count("--top", default: 5, minimum: 1)
         let json = arguments.has("--json")
-        let classes = try ClassList(arguments)
         let inputSpecs = arguments.values("--input")
         let model = try ModelFiles.load(path, computeUnits: units, layers: arguments.values("--layer"),
                                         console: console)
+        let classes = try ClassList(arguments).defaulting(to: model.classLabels)
         // Each run: its input files by input name (one per item of a batch) and its outputs' files.
         var runs: [(inputs: [String: [String]], outputs: [String: [String]], grids: [String: String])] = []
         if let batchFiles = try RunBatch.files(inputSpecs, model: model) {
@@ -115,10 +115,15 @@ enum RunCommand {
                 if let grid { try TensorFiles.write(output, name: description.name, to: grid, png: .grid) }
                 let best = output.shape.count == 2 && output.elementType.isFloatingPoint
                     ? classes.top(try output.float32Tensor(), k: top) : nil
-                record.outputs.append(RunRecord.Value(name: description.name, value: output, files: files, top: best))
+                let labels = ClassList.labels(of: output, modelLabels: model.classLabels)
+                record.outputs.append(RunRecord.Value(name: description.name, value: output, files: files, top: best,
+                                                      labels: labels))
                 guard !json else { continue }
                 let type = output.elementType == .float32 ? "" : " \(output.elementType)"
                 console.print("output '\(description.name)': \(Tensor.describe(output.shape))\(type)")
+                for (index, label) in (labels ?? []).enumerated().prefix(8) {
+                    console.print("  label" + ((labels?.count ?? 0) > 1 ? " [\(index)]" : "") + ": \(label)")
+                }
                 for (index, row) in (best ?? []).enumerated().prefix(8) {
                     console.print("  top-\(top)" + (best?.count ?? 0 > 1 ? " [\(index)]" : "") + ": "
                                   + row.map(classes.describe).joined(separator: ", "))
@@ -207,10 +212,12 @@ struct RunRecord: Encodable {
         let files: [String]
         /// For a 2-D float output: per row, the top classes, largest first.
         var top: [[Class]]? = nil
+        /// For a classifier's label output: per row, its class label (a Core ML classifier's).
+        var labels: [String]? = nil
 
-        init(name: String, value: TypedTensor?, files: [String], top: [[Class]]? = nil) {
+        init(name: String, value: TypedTensor?, files: [String], top: [[Class]]? = nil, labels: [String]? = nil) {
             (self.name, type, shape) = (name, value?.elementType.description ?? "", value?.shape ?? [])
-            (self.files, self.top) = (files, top)
+            (self.files, self.top, self.labels) = (files, top, labels)
         }
     }
 

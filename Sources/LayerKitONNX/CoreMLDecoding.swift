@@ -9,7 +9,7 @@ extension CoreMLModel {
     /// The model types of `Model`'s `Type` oneof LayerKit runs: neuralNetworkClassifier and neuralNetwork.
     private static let classifier = 403, network = 500
     /// The other model types, named in the refusal: coremltools' field names.
-    private static let otherTypes = [
+    static let otherTypes = [
         200: "pipelineClassifier", 201: "pipelineRegressor", 202: "pipeline", 300: "glmRegressor",
         301: "supportVectorRegressor", 302: "treeEnsembleRegressor", 303: "neuralNetworkRegressor",
         304: "bayesianProbitRegressor", 400: "glmClassifier", 401: "supportVectorClassifier",
@@ -27,6 +27,7 @@ extension CoreMLModel {
         var description: (inputs: [CoreMLFeature], outputs: [CoreMLFeature], trainingInputs: [CoreMLFeature])?
         var network: (reader: ProtobufReader, isClassifier: Bool)?
         var updatable = false
+        var classic: (number: Int, reader: ProtobufReader)?
         while let field = try reader.nextField() {
             switch field.number {
             case 1: version = Int(try reader.int32(field, "specificationVersion"))
@@ -38,16 +39,27 @@ extension CoreMLModel {
                 let name = field.number == Self.network ? "neuralNetwork" : "neuralNetworkClassifier"
                 network = (try reader.message(field, name, type: name == "neuralNetwork" ? "NeuralNetwork"
                                                   : "NeuralNetworkClassifier"), field.number == Self.classifier)
+            case let number where CoreMLClassicModel.typeNames[number] != nil:
+                let name = CoreMLClassicModel.typeNames[number] ?? ""
+                classic = (number, try reader.message(field, name, type: name))
             case let number where Self.otherTypes[number] != nil:
                 let type = Self.otherTypes[number] ?? ""
                 let why = type == "mlProgram" ? "an ML Program, which MLProgramModel reads, not CoreMLModel"
-                    : "a \(type) model; LayerKit reads Core ML neural networks (neuralNetwork, neuralNetworkClassifier)"
+                    : "a \(type) model; LayerKit reads Core ML neural networks (neuralNetwork, "
+                    + "neuralNetworkClassifier) and the classic models of scikit-learn's converter"
                 throw LayerKitError.invalidModel("\(source): the Core ML model is \(why)")
             default: try reader.skip(field)
             }
         }
+        if let classic, let description {
+            self.init(specificationVersion: version, inputs: description.inputs, outputs: description.outputs, layers: [],
+                      exactArrayMapping: false, imageScalers: [:], classifierProbabilities: nil, source: source)
+            self.classic = try CoreMLClassicModel(typeNumber: classic.number, parameters: classic.reader,
+                                                  inputs: description.inputs, outputs: description.outputs)
+            return
+        }
         guard var network else {
-            throw LayerKitError.invalidModel("\(source): the Core ML model holds no neural network "
+            throw LayerKitError.invalidModel("\(source): the Core ML model holds no neural network or classic model "
                                              + "(specification version \(version))")
         }
         guard let description else { throw LayerKitError.invalidModel("\(source): the Core ML model has no description") }
@@ -74,6 +86,9 @@ extension CoreMLModel {
             case 10:
                 var sub = try reader.message(field, "updateParams", type: "NetworkUpdateParameters")
                 updateParameters = try CoreMLUpdateParameters(decoding: &sub)
+            case 100 where isClassifier: networkClassLabels = try reader.stringVector(field, "stringClassLabels")
+            case 101 where isClassifier:
+                networkClassLabels = try reader.int64Vector(field, "int64ClassLabels").map { String($0) }
             case 200 where isClassifier: probabilities = try reader.string(field, "labelProbabilityLayerName")
             default: try reader.skip(field)
             }
@@ -81,7 +96,7 @@ extension CoreMLModel {
         if isClassifier { classifierProbabilities = probabilities.isEmpty ? layers.last?.outputs.first : probabilities }
     }
 
-    private static func description(decoding reader: inout ProtobufReader) throws
+    static func description(decoding reader: inout ProtobufReader) throws
         -> (inputs: [CoreMLFeature], outputs: [CoreMLFeature], trainingInputs: [CoreMLFeature]) {
         var inputs: [CoreMLFeature] = [], outputs: [CoreMLFeature] = [], trainingInputs: [CoreMLFeature] = []
         while let field = try reader.nextField() {

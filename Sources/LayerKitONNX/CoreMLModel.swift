@@ -3,7 +3,8 @@ import Foundation
 
 /// A Core ML model file (`.mlmodel`, the `Model` message of coremltools'
 /// `Model.proto`), decoded as far as LayerKit runs it: the specification
-/// version, the inputs and outputs, and a NeuralNetwork's layers.
+/// version, the inputs and outputs, and a NeuralNetwork's layers or a
+/// classic model (a pipeline, GLM, SVM, tree ensemble or preprocessor).
 ///
 /// Decoding checks the structure (protobuf framing and field types) and
 /// that the model is a neural network; `onnxModel()` translates its layers
@@ -26,6 +27,10 @@ public struct CoreMLModel: Sendable {
     var imageScalers: [String: CoreMLImageScaler]
     /// A classifier's probability blob (`labelProbabilityLayerName`, or the last layer's output); nil for a plain network.
     var classifierProbabilities: String?
+    /// A classic model (a pipeline, a GLM, an SVM, a tree ensemble, a preprocessor); nil for a neural network.
+    var classic: CoreMLClassicModel?
+    /// A neural network classifier's class labels (`stringClassLabels`, `int64ClassLabels` as text).
+    var networkClassLabels: [String]?
     /// Names the file in error messages.
     let source: String
     /// Whether the file marks the model updatable (`Model.isUpdatable`, Core ML 3).

@@ -17,7 +17,8 @@ extension CoreMLModel {
     /// float32, as the network computes. Outputs take the shape the graph
     /// computes. A layer LayerKit does not translate is refused, named with its type.
     public func onnxModel() throws -> ONNXModel {
-        try translated().onnx
+        if let classic { return try classicONNXModel(classic) }
+        return try translated().onnx
     }
 
     /// The network as `onnxModel()` gives it, with the builder that made it
@@ -43,11 +44,11 @@ extension CoreMLModel {
         return (onnxModel(graph.graph), graph)
     }
 
-    /// An ONNX model of the translated `graph`.
+    /// An ONNX model of the translated `graph`, with the classifier's labels.
     func onnxModel(_ graph: ONNXGraph) -> ONNXModel {
         ONNXModel(irVersion: 8, opsetImports: [("", Self.opset), (Self.customDomain, 1)],
                   producerName: "Core ML specification version \(specificationVersion), translated to ONNX ops",
-                  producerVersion: "", graph: graph)
+                  producerVersion: "", graph: graph, classLabels: networkClassLabels)
     }
 }
 

@@ -21,6 +21,9 @@ public struct ONNXModel: Sendable {
     public var producerVersion: String
     /// The main graph.
     public var graph: ONNXGraph
+    /// A classifier's class labels, in the order of its probability output
+    /// (a translated Core ML classifier's); nil for other models.
+    public var classLabels: [String]? = nil
 
     /// The IR versions LayerKit reads: 3 to onnx 1.23's (14). A newer IR
     /// may add fields this decoder would skip, so it is refused.

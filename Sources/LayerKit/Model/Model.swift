@@ -61,6 +61,9 @@ public final class Model: @unchecked Sendable {
     /// The ONNX IR version and the producer named in the file.
     public let irVersion: Int
     public let producer: String
+    /// A classifier's class labels, in the order of its probability output
+    /// (a Core ML classifier's: Docs/COREML.md); nil for other models.
+    public let classLabels: [String]?
     public let backend: Backend
 
     private let importer: ONNXImporter
@@ -141,6 +144,7 @@ public final class Model: @unchecked Sendable {
         self.backend = try backend ?? Backend(computeUnits: computeUnits, threads: threads, notice: notice)
         irVersion = model.irVersion
         producer = model.producerName
+        classLabels = model.classLabels
         opsets = model.opsetImports.map { ($0.domain, $0.version) }
         do {
             inputs = try model.graph.feedInputs.map { input in
