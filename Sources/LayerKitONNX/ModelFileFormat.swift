@@ -40,7 +40,8 @@ public enum ModelFileFormat: Sendable, Equatable {
 
     /// Reads the model file at `url` as an ONNX model: an ONNX file as it
     /// is (with its external data), a Core ML neural network translated
-    /// (`CoreMLModel.onnxModel()`). Another format, or a Core ML ML Program
+    /// (`CoreMLModel.onnxModel()`), a TensorFlow Lite model translated
+    /// (`TFLiteModel.onnxModel()`, Docs/TFLITE.md). Another format, or a Core ML ML Program
     /// package (a `.mlpackage` folder), is refused, named as what it is.
     public static func read(_ url: URL) throws -> ONNXModel {
         let name = url.lastPathComponent
@@ -61,8 +62,7 @@ public enum ModelFileFormat: Sendable, Equatable {
         switch of(data, name: name) {
         case .onnx: return try ONNXModel(data: data, source: name)
         case .coreML: return try CoreMLModel(data: data, source: name).onnxModel()
-        case .tensorFlowLite:
-            throw LayerKitError.invalidModel("\(name) is a TensorFlow Lite model, which LayerKit does not read yet")
+        case .tensorFlowLite: return try TFLiteModel(data: data, source: name).onnxModel()
         }
     }
 }
