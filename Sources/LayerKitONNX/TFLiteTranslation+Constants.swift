@@ -121,7 +121,7 @@ extension TFLiteGraphBuilder {
               Set(sparsity.traversalOrder) == Set(0..<levels), sparsity.blockMap.allSatisfy({ (0..<rank).contains($0) })
         else { throw bad }
         // A dense result far larger than its file is refused rather than allocated.
-        let total = try count(shape, tensors[op.outputs[0]].name, limit: max(1 << 20, 64 * model.bytes.count))
+        let total = try count(shape, tensors[op.outputs[0]].name, limit: max(1 << 16, 64 * model.bytes.count))
         // The size of each traversed dimension (dense ones; a block's size is its dense size).
         var sizes = Array(repeating: 1, count: levels)
         for (level, dimension) in zip(sparsity.traversalOrder, sparsity.dimensions) where !dimension.sparse {

@@ -20,7 +20,7 @@ extension TFLiteGraphBuilder {
         }
         if code.builtin == 32 { return try custom(op, name: code.custom ?? "") }
         guard let name = Self.builtinNames[code.builtin] else {
-            throw LayerKitError.invalidModel("builtin operator \(code.builtin) is not supported by LayerKit (supported: "
+            throw LayerKitError.invalidModel("the operator is not supported by LayerKit (supported: "
                                              + Self.builtinNames.values.sorted().joined(separator: ", ") + ")")
         }
         if name != "DEQUANTIZE" && name != "DENSIFY" {
