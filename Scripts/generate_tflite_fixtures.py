@@ -13,6 +13,7 @@ Writes Tests/LayerKitTests/Fixtures/tflite/:
                               stride 2), MEAN without keep_dims
     sparse_fc.tflite          FULLY_CONNECTED whose mostly-zero weights are stored sparse (DENSIFY)
     int8_conv.tflite          a fully int8-quantized convolution, which LayerKit refuses
+    unsupported_floor.tflite  FLOOR, an operator LayerKit does not translate, for the refusal naming it
     face_detection_short_range.tflite, selfie_segmentation.tflite
                               mediapipe 0.10.21's models, taken from its wheel, sha256 checked
     <name>-input.npy          the seeded input, float32, NHWC as the model declares it
@@ -163,6 +164,7 @@ def main():
     reference('activations', convert(tf.function(activations), [1, 5, 6, 3]))
     reference('resize_slice', convert(tf.function(resize_slice), [1, 6, 6, 4]))
     reference('sparse_fc', convert(tf.function(sparse_fc), [2, 64], sparse=True))
+    reference('unsupported_floor', convert(tf.function(lambda x: tf.floor(x * 3)), [1, 4]))
     reference('int8_conv', convert(tf.function(lambda x: tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 3, 4), 1, 'SAME'))),
                                    [1, 8, 8, 3], int8=True))
     mediapipe_models(sys.argv[1] if len(sys.argv) > 1 else '/tmp/mp')

@@ -62,3 +62,25 @@ struct TFLiteCommandTests {
                 "\(runner.error)")
     }
 }
+
+extension TFLiteCommandTests {
+    /// A custom op nothing is registered for resolves through the layer registry by its
+    /// name, as an ONNX custom op does: the error names it and how `--layer` registers it.
+    @Test func anUnregisteredCustomOpIsNamedWithHowToRegisterIt() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.fixture("selfie_segmentation.tflite"))))
+        let (from, to) = (Array("Convolution2DTransposeBias".utf8), Array("Convolution2DTransposeBiaz".utf8))
+        var replaced = 0
+        for i in 0...(bytes.count - from.count) where Array(bytes[i..<i + from.count]) == from {
+            bytes.replaceSubrange(i..<i + from.count, with: to)
+            replaced += 1
+        }
+        #expect(replaced == 1)
+        let model = "\(directory)/segmenter.tflite"
+        try Data(bytes).write(to: URL(fileURLWithPath: model))
+        let runner = CommandRunner()
+        #expect(runner.run(["run", model, "--backend", "cpu"]) != 0)
+        #expect(runner.error.contains("'Convolution2DTransposeBiaz'")
+                && runner.error.contains("--layer Convolution2DTransposeBiaz='FORMULA'"), "\(runner.error)")
+    }
+}

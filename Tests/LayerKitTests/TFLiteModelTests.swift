@@ -121,6 +121,15 @@ import Testing
         }
     }
 
+    @Test func anUnsupportedOperatorIsRefusedWithItsCodeAndTheSupportedOnes() {
+        #expect {
+            _ = try Model(contentsOf: Self.fixture("unsupported_floor.tflite"), computeUnits: .cpuOnly, notice: { _ in })
+        } throws: { error in
+            "\(error)".contains("unsupported_floor.tflite: operator 1 (builtin operator 8): the operator is not "
+                               + "supported by LayerKit (supported: ADD, AVERAGE_POOL_2D,")
+        }
+    }
+
     /// A minimal FlatBuffer: root offset 16, "TFL3", a vtable at 8 for fields 0
     /// and 1, the Model table at 16 (version 3, operator_codes at 28) and
     /// there a vector length; `soffset` is the table's offset to its vtable.
