@@ -57,8 +57,10 @@ public struct TFLiteModel: Sendable {
         return vector.start..<vector.start + vector.count
     }
 
-    /// The bytes of tensor `index`'s buffer (empty for an activation).
-    func data(_ tensor: TFLiteTensor) -> ArraySlice<UInt8> { bytes[buffers[tensor.buffer]] }
+    /// The bytes of tensor `index`'s buffer (empty for an activation, or in a file without buffers).
+    func data(_ tensor: TFLiteTensor) -> ArraySlice<UInt8> {
+        buffers.indices.contains(tensor.buffer) ? bytes[buffers[tensor.buffer]] : []
+    }
 }
 
 /// An `OperatorCode`: a builtin operator's code or a custom operator's name.
@@ -111,7 +113,8 @@ struct TFLiteSubgraph: Sendable {
                 throw LayerKitError.invalidModel("\(source): operator \(number) names operator code \(op.opcodeIndex) "
                                                  + "of \(operatorCodes)")
             }
-            for index in op.inputs + op.outputs where index != -1 && !tensors.indices.contains(index) {
+            // -1 marks an optional input left out; an output must be a tensor.
+            for index in op.inputs.filter({ $0 != -1 }) + op.outputs where !tensors.indices.contains(index) {
                 throw LayerKitError.invalidModel("\(source): operator \(number) names tensor \(index) of "
                                                  + "\(tensors.count)")
             }

@@ -18,10 +18,21 @@ extension TFLiteGraphBuilder {
     }
 
     /// Constant tensor `index`'s values as floats: float32 or float16 data, or
-    /// int8/uint8/int32 data dequantized with its scale and zero point.
-    mutating func floats(_ index: Int) throws -> [Float] {
-        if let values = hostConstants[index] { return values }
+    /// int8/uint8/int32 data dequantized with its scale and zero point. A sparse
+    /// tensor's stored values are read only by DENSIFY (`sparse`).
+    mutating func floats(_ index: Int, sparse: Bool = false) throws -> [Float] {
         let tensor = tensors[index]
+        if let values = hostConstants[index] {
+            guard values.count == (try count(tensor.shape, tensor.name, limit: values.count)) else {
+                throw LayerKitError.invalidModel("tensor '\(tensor.name)' of shape \(tensor.shape) is computed at "
+                                                 + "load with \(values.count) values")
+            }
+            return values
+        }
+        guard (tensor.sparsity != nil) == sparse else {
+            throw LayerKitError.invalidModel("constant '\(tensor.name)' is " + (sparse ? "not sparse" : "sparse")
+                                             + (sparse ? "" : "; only DENSIFY reads it"))
+        }
         let data = model.data(tensor)
         let elementSize = [0: 4, 1: 2, 2: 4, 3: 1, 9: 1][tensor.type]
         guard let elementSize else {
@@ -112,9 +123,13 @@ extension TFLiteGraphBuilder {
         guard let sparsity = tensor.sparsity else {
             throw LayerKitError.invalidModel("DENSIFY's input '\(tensor.name)' has no sparsity parameters")
         }
-        let values = try floats(op.inputs[0])
+        let values = try floats(op.inputs[0], sparse: true)
         let shape = tensors[op.outputs[0]].shape
         let (rank, levels) = (shape.count, sparsity.traversalOrder.count)
+        // The walk below recurses once per level: a hostile file may not make it deep.
+        guard levels <= 16 else {
+            throw LayerKitError.invalidModel("'\(tensor.name)' has \(levels) sparse dimensions; LayerKit reads up to 16")
+        }
         let bad = LayerKitError.invalidModel("the sparsity parameters of '\(tensor.name)' do not fit its shape "
                                              + "\(shape) and \(values.count) values")
         guard levels == rank + sparsity.blockMap.count, sparsity.dimensions.count == levels,
@@ -133,13 +148,16 @@ extension TFLiteGraphBuilder {
         // Walks level `level` from position `position` of the previous level.
         func walk(_ level: Int, _ position: Int) throws {
             if level == levels {
+                guard values.indices.contains(position) else { throw bad }
                 var offset = 0
                 for axis in 0..<rank {
                     var coordinate = coordinates[axis]
                     for (block, mapped) in sparsity.blockMap.enumerated() where mapped == axis {
-                        coordinate = coordinate * sizes[rank + block] + coordinates[rank + block]
+                        let (scaled, overflow) = coordinate.multipliedReportingOverflow(by: sizes[rank + block])
+                        guard !overflow, scaled <= total else { throw bad }
+                        coordinate = scaled + coordinates[rank + block]
                     }
-                    guard coordinate < shape[axis], values.indices.contains(position) else { throw bad }
+                    guard (0..<shape[axis]).contains(coordinate) else { throw bad }
                     offset = offset * shape[axis] + coordinate
                 }
                 dense[offset] = values[position]

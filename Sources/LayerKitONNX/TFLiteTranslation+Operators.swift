@@ -23,6 +23,12 @@ extension TFLiteGraphBuilder {
             throw LayerKitError.invalidModel("the operator is not supported by LayerKit (supported: "
                                              + Self.builtinNames.values.sorted().joined(separator: ", ") + ")")
         }
+        // The inputs an op may leave out (-1): a convolution's or fully-connected layer's bias.
+        let optional: Set<Int> = ["CONV_2D": [2], "DEPTHWISE_CONV_2D": [2], "FULLY_CONNECTED": [2],
+                                  "TRANSPOSE_CONV": [3]][name] ?? []
+        for (position, index) in op.inputs.enumerated() where index < 0 && !optional.contains(position) {
+            throw LayerKitError.invalidModel("input \(position) is left out (-1), which the operator needs")
+        }
         if name != "DEQUANTIZE" && name != "DENSIFY" {
             for index in op.inputs + op.outputs where index >= 0 && tensors[index].type != 0 && !isConstant(index) {
                 throw LayerKitError.invalidModel("tensor '\(tensors[index].name)' is \(tensors[index].typeName): "
@@ -138,8 +144,9 @@ extension TFLiteGraphBuilder {
     /// `input`: SAME as TFLite computes it (the odd pixel at the end), VALID none.
     func pads(_ input: Int, padding: Int, kernel: [Int], strides: [Int], dilations: [Int]) throws -> [Int] {
         let shape = tensors[input].shape
-        guard shape.count == 4, strides.allSatisfy({ $0 > 0 }), kernel.allSatisfy({ $0 > 0 }),
-              dilations.allSatisfy({ $0 > 0 }) else {
+        // Windows past 65536 are refused: no model has them, and the arithmetic below stays far from overflow.
+        let fits = { (values: [Int]) in values.allSatisfy { (1...(1 << 16)).contains($0) } }
+        guard shape.count == 4, fits(strides), fits(kernel), fits(dilations) else {
             throw LayerKitError.invalidModel("a window of kernel \(kernel), strides \(strides), dilations \(dilations) "
                                              + "over shape \(shape)")
         }
@@ -344,7 +351,7 @@ extension TFLiteGraphBuilder {
             // Its options are TfLiteTransposeConvParams as bytes: padding
             // (1 SAME, 2 VALID), stride width, stride height, each an int32.
             let bytes = Array(op.customOptions)
-            guard bytes.count >= 12, op.inputs.count == 3 else {
+            guard bytes.count >= 12, op.inputs.count == 3, op.inputs.allSatisfy({ $0 >= 0 }) else {
                 throw LayerKitError.invalidModel("Convolution2DTransposeBias needs 3 inputs and 12 bytes of options")
             }
             let word = { (i: Int) in Int(Int32(bitPattern: (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[4 * i + $1]) << (8 * $1) })) }
