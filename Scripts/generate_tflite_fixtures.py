@@ -14,6 +14,9 @@ Writes Tests/LayerKitTests/Fixtures/tflite/:
     sparse_fc.tflite          FULLY_CONNECTED whose mostly-zero weights are stored sparse (DENSIFY)
     int8_conv.tflite          a fully int8-quantized convolution, which LayerKit refuses
     unsupported_floor.tflite  FLOOR, an operator LayerKit does not translate, for the refusal naming it
+    hostile_tensor_index.tflite, hostile_missing_weights.tflite
+                              activations with an operator naming tensor 999, conv_net with a
+                              convolution's weights left out (-1): well-formed files LayerKit refuses
     face_detection_short_range.tflite, selfie_segmentation.tflite
                               mediapipe 0.10.21's models, taken from its wheel, sha256 checked
     <name>-input.npy          the seeded input, float32, NHWC as the model declares it
@@ -143,6 +146,29 @@ def sparse_fc(x):
     return tf.matmul(x, tf.constant(w)) + weights(32)
 
 
+def hostile(name, source, change):
+    """Writes `source` with its object tree changed by `change`, re-serialized by TensorFlow's
+    own schema bindings: a well-formed FlatBuffer whose content is wrong."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    import flatbuffers
+    with open(os.path.join(ROOT, source), 'rb') as file:
+        model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(file.read(), 0))
+    change(model)
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b'TFL3')
+    with open(os.path.join(ROOT, name), 'wb') as file:
+        file.write(bytes(builder.Output()))
+
+
+def set_input(op, position, tensor):
+    op.inputs = [tensor if i == position else index for i, index in enumerate(op.inputs)]
+
+
+def first_op(model, code):
+    codes = [max(c.deprecatedBuiltinCode, c.builtinCode) for c in model.operatorCodes]
+    return next(op for op in model.subgraphs[0].operators if codes[op.opcodeIndex] == code)
+
+
 def mediapipe_models(folder):
     wheel = sorted(glob.glob(os.path.join(folder, 'mediapipe-0.10.21-*.whl')))[0]
     with zipfile.ZipFile(wheel) as archive:
@@ -167,6 +193,10 @@ def main():
     reference('unsupported_floor', convert(tf.function(lambda x: tf.floor(x * 3)), [1, 4]))
     reference('int8_conv', convert(tf.function(lambda x: tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 3, 4), 1, 'SAME'))),
                                    [1, 8, 8, 3], int8=True))
+    # An operator naming tensor 999 of a few dozen; a convolution whose weights are left out (-1).
+    hostile('hostile_tensor_index.tflite', 'activations.tflite',
+            lambda m: set_input(m.subgraphs[0].operators[0], 0, 999))
+    hostile('hostile_missing_weights.tflite', 'conv_net.tflite', lambda m: set_input(first_op(m, 3), 1, -1))
     mediapipe_models(sys.argv[1] if len(sys.argv) > 1 else '/tmp/mp')
 
 

@@ -162,6 +162,27 @@ import Testing
         }
     }
 
+    /// Well-formed FlatBuffers whose content is wrong (the script rewrites fixtures with
+    /// TensorFlow's schema bindings), and a field that lies past its table's end.
+    @Test(arguments: [
+        ("hostile_tensor_index.tflite", "hostile_tensor_index.tflite: operator 0 names tensor 999 of 20"),
+        ("hostile_missing_weights.tflite",
+         "hostile_missing_weights.tflite: operator 0 (CONV_2D): input 1 is left out (-1), which the operator needs"),
+    ])
+    func wellFormedFilesWithWrongContentAreRefused(_ file: String, _ message: String) {
+        #expect {
+            _ = try Model(contentsOf: Self.fixture(file), computeUnits: .cpuOnly, notice: { _ in })
+        } throws: { "\($0)".contains(message) }
+    }
+
+    @Test func aFieldPastItsTablesEndIsRefused() throws {
+        var bytes = [UInt8](Self.tinyModel(vectorLength: 0))
+        bytes[10] = 4  // the table is 4 bytes: field 0 (version, at 4) lies outside
+        #expect {
+            _ = try ModelFileFormat.decode(Data(bytes), name: "short.tflite")
+        } throws: { "\($0)".contains("short.tflite: field 0 lies outside its 4-byte table at byte 20 while reading Model.version") }
+    }
+
     /// A model with no operator codes and no subgraph is refused, not run empty.
     @Test func aModelWithoutASubgraphIsRefused() {
         #expect {
