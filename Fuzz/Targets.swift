@@ -26,7 +26,7 @@ struct Target: Sendable {
     var fixup: (@Sendable (inout [UInt8]) -> Void)? = nil
     let run: @Sendable ([UInt8]) -> Outcome
 
-    static let all = [npy, png, jpeg, formula, cli, onnx, onnxGrammar, checkpoint, coreml, mlProgram]
+    static let all = [npy, png, jpeg, formula, cli, onnx, onnxGrammar, checkpoint, coreml, mlProgram, tflite]
 
     /// `Tensor(npyData:)`: `LayerKitError` only; what it accepts re-encodes to the same shape.
     static let npy = Target(

@@ -2,7 +2,7 @@
 // LayerKit: .npy data, PNG and JPEG files, formulas, ONNX models, the CLI's value syntaxes and
 // training checkpoints.
 //
-//   swift run -c release Fuzz <npy|png|jpeg|formula|cli|onnx|onnx-grammar|checkpoint|mlprogram|all> [--seconds 30] [--seed 1]
+//   swift run -c release Fuzz <npy|png|jpeg|formula|cli|onnx|onnx-grammar|checkpoint|coreml|mlprogram|tflite|all> [--seconds 30] [--seed 1]
 //       [--runs N] [--timeout 1] [--max-rss-mib 1024] [--corpus Fuzz/corpus] [--findings Fuzz/findings]
 //   swift run -c release Fuzz <parser> --replay FILE...
 //

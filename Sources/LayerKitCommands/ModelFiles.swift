@@ -4,10 +4,10 @@ import LayerKit
 /// What the model commands share: finding and loading the model, reading
 /// its inputs from files, and describing the device and placements.
 enum ModelFiles {
-    /// The one positional argument: the model path (`.onnx`, or `.mlmodel` or `.mlpackage`: Docs/COREML.md).
+    /// The one positional argument: the model path (`.onnx`; `.mlmodel`, `.mlpackage`: Docs/COREML.md; `.tflite`: Docs/TFLITE.md).
     static func modelPath(_ arguments: Arguments) throws -> String {
         guard arguments.positional.count == 1, let path = arguments.positional.first else {
-            throw UsageError("expected one model file (.onnx, .mlmodel or .mlpackage), got \(arguments.positional.count) paths")
+            throw UsageError("expected one model file (.onnx, .mlmodel, .mlpackage or .tflite), got \(arguments.positional.count) paths")
         }
         return path
     }

@@ -46,7 +46,8 @@ public enum ModelFileFormat: Sendable, Equatable {
     /// is (with its external data), a Core ML neural network or ML Program
     /// translated (`CoreMLModel.onnxModel()`, `MLProgramModel.onnxModel()`),
     /// a `.mlpackage` folder (or any folder with a `Manifest.json`) as the
-    /// ML Program package it is. Another format is refused, named as what it is.
+    /// ML Program package it is, a TensorFlow Lite model translated
+    /// (`TFLiteModel.onnxModel()`, Docs/TFLITE.md). Another file is refused, named as what it is.
     public static func read(_ url: URL) throws -> ONNXModel {
         let name = url.lastPathComponent
         if isPackage(url) { return try MLProgramModel(package: url).onnxModel() }
@@ -72,8 +73,7 @@ public enum ModelFileFormat: Sendable, Equatable {
             try refuseForeign(data, name: name)
             return try CoreMLModel(data: data, source: name).onnxModel()
         case .coreMLProgram: return try MLProgramModel(data: data, source: name).onnxModel()
-        case .tensorFlowLite:
-            throw LayerKitError.invalidModel("\(name) is a TensorFlow Lite model, which LayerKit does not read yet")
+        case .tensorFlowLite: return try TFLiteModel(data: data, source: name).onnxModel()
         }
     }
 

@@ -1,0 +1,204 @@
+"""TensorFlow Lite fixtures for LayerKit's `.tflite` reader.
+
+Writes Tests/LayerKitTests/Fixtures/tflite/:
+
+    conv_net.tflite           float32: CONV_2D (SAME, stride 2, fused RELU; VALID, dilation 2),
+                              DEPTHWISE_CONV_2D (SAME, fused RELU6), MAX_POOL_2D and
+                              AVERAGE_POOL_2D (SAME, odd sizes), PAD, ADD, MUL, SUB,
+                              CONCATENATION, MEAN, FULLY_CONNECTED, SOFTMAX
+    conv_net_fp16.tflite      the same graph with float16 weights (DEQUANTIZE at load)
+    activations.tflite        TANH, LOGISTIC, HARD_SWISH, LEAKY_RELU, PRELU, RELU6, RELU_N1_TO_1, RELU, NEG
+    resize_slice.tflite       RESIZE_BILINEAR (half-pixel), RESIZE_NEAREST_NEIGHBOR, DEPTH_TO_SPACE,
+                              STRIDED_SLICE (masks, shrink), RESHAPE, TRANSPOSE_CONV (SAME,
+                              stride 2), MEAN without keep_dims
+    sparse_fc.tflite          FULLY_CONNECTED whose mostly-zero weights are stored sparse (DENSIFY)
+    int8_conv.tflite          a fully int8-quantized convolution, which LayerKit refuses
+    unsupported_floor.tflite  FLOOR, an operator LayerKit does not translate, for the refusal naming it
+    hostile_tensor_index.tflite, hostile_missing_weights.tflite
+                              activations with an operator naming tensor 999, conv_net with a
+                              convolution's weights left out (-1): well-formed files LayerKit refuses
+    face_detection_short_range.tflite, selfie_segmentation.tflite
+                              mediapipe 0.10.21's models, taken from its wheel, sha256 checked
+    <name>-input.npy          the seeded input, float32, NHWC as the model declares it
+    <name>-output<i>.npy      LiteRT's (ai-edge-litert's Interpreter) output i for that input
+    selfie_segmentation takes a formula's image (`selfie_input`, which the Swift test makes too)
+    and keeps every 4th row and column of its output, so that its fixtures stay small
+
+References come from LiteRT, never from LayerKit. Run with a Python 3.11 venv:
+    python3 -m venv /tmp/tflite-venv
+    /tmp/tflite-venv/bin/pip install tensorflow-cpu ai-edge-litert numpy
+    (cd /tmp/mp && /tmp/tflite-venv/bin/pip download mediapipe==0.10.21 --no-deps)
+    /tmp/tflite-venv/bin/python Scripts/generate_tflite_fixtures.py /tmp/mp
+"""
+import glob
+import hashlib
+import os
+import sys
+import zipfile
+
+import numpy as np
+import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests', 'LayerKitTests', 'Fixtures',
+                    'tflite')
+MEDIAPIPE = {
+    'face_detection_short_range.tflite': 'bbff11cebd1eb27a1e004cae0b0e63ec8c551cbf34a4451148b4908b8db3eca8',
+    'selfie_segmentation.tflite': '9ee168ec7c8f2a16c56fe8e1cfbc514974cbbb7e434051b455635f1bd1462f5c',
+}
+rng = np.random.default_rng(26)
+
+
+def weights(*shape, scale=0.3):
+    return tf.constant(rng.normal(0, scale, shape).astype(np.float32))
+
+
+def convert(function, shape, fp16=False, sparse=False, int8=False):
+    concrete = function.get_concrete_function(tf.TensorSpec(shape, tf.float32))
+    converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], function)
+    if fp16:
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.target_spec.supported_types = [tf.float16]
+    if sparse:
+        converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
+    if int8:
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = lambda: ([rng.normal(0, 1, shape).astype(np.float32)] for _ in range(8))
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        converter.inference_input_type = tf.int8
+        converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+def op_names(content):
+    interpreter = Interpreter(model_content=content)
+    return sorted({detail['op_name'] for detail in interpreter._get_ops_details()})
+
+
+def selfie_input(shape):
+    """A smooth image, pixels 0 to 255 as mediapipe feeds the model (which then finds a mask over a
+    third of it), that the Swift test makes by the same formula (its 786 KB are not committed)."""
+    n, h, w, c = np.meshgrid(*[np.arange(d, dtype=np.float64) for d in shape], indexing='ij')
+    return (255 * (0.5 + 0.5 * np.sin(0.02 * h * (c + 1)) * np.cos(0.015 * w))).astype(np.float32)
+
+
+def reference(name, content, make_input=None, step=1):
+    """Writes the model, its input (seeded, or made by `make_input` and not written) and
+    LiteRT's outputs for it, every `step`-th row and column of an NHWC output only."""
+    with open(os.path.join(ROOT, name + '.tflite'), 'wb') as file:
+        file.write(content)
+    interpreter = Interpreter(model_content=content)
+    interpreter.allocate_tensors()
+    inputs = interpreter.get_input_details()
+    assert len(inputs) == 1, name
+    if inputs[0]['dtype'] != np.float32:
+        print(name, 'int8: no reference', op_names(content))
+        return
+    x = make_input(inputs[0]['shape']) if make_input else rng.uniform(-1, 1, inputs[0]['shape']).astype(np.float32)
+    interpreter.set_tensor(inputs[0]['index'], x)
+    interpreter.invoke()
+    if not make_input:
+        np.save(os.path.join(ROOT, name + '-input.npy'), x)
+    for i, output in enumerate(interpreter.get_output_details()):
+        y = interpreter.get_tensor(output['index'])
+        np.save(os.path.join(ROOT, f'{name}-output{i}.npy'), y[:, ::step, ::step] if step > 1 else y)
+    print(name, len(content), 'bytes', op_names(content))
+
+
+def conv_net(x):
+    a = tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 3, 8), 2, 'SAME') + weights(8))
+    b = tf.nn.relu6(tf.nn.depthwise_conv2d(a, weights(3, 3, 8, 1), [1, 1, 1, 1], 'SAME') + weights(8))
+    c = tf.nn.conv2d(tf.pad(b, [[0, 0], [1, 2], [2, 1], [0, 0]]), weights(3, 3, 8, 8), 1, 'VALID', dilations=2)
+    d = tf.nn.max_pool2d(a, 3, 2, 'SAME')
+    e = tf.nn.avg_pool2d(a, 3, 2, 'SAME')
+    f = tf.concat([(d + e) * weights(8), d - e], axis=3)
+    g = tf.reduce_mean(f, axis=[1, 2], keepdims=True)
+    h = tf.reshape(f * g, [1, -1])
+    return tf.nn.softmax(tf.matmul(h, weights(4 * 4 * 16, 10, scale=0.05)) + weights(10)), c
+
+
+# Keras's PReLU, built once outside the traced function (tf.function makes no variables).
+PRELU = tf.keras.layers.PReLU(alpha_initializer=tf.keras.initializers.Constant([[[0.2, -0.1, 0.5]]]),
+                              shared_axes=[1, 2])
+PRELU.build((1, 5, 6, 3))
+
+
+def activations(x):
+    # The converter matches y * relu6(y + 3) * (1/6) as HARD_SWISH.
+    y = x * 4
+    return tf.concat([tf.tanh(x), tf.sigmoid(x * 3), y * tf.nn.relu6(y + 3) * (1. / 6.), tf.nn.leaky_relu(x, 0.1),
+                      PRELU(x * 2), tf.nn.relu6(x), tf.nn.relu6(x * 8), tf.clip_by_value(x * 2, -1, 1),
+                      tf.nn.relu(x), -x], axis=3)
+
+
+def resize_slice(x):
+    up = tf.image.resize(x, [11, 13], 'bilinear')
+    nearest = tf.compat.v1.image.resize_nearest_neighbor(x, [12, 10])
+    space = tf.nn.depth_to_space(tf.concat([x, x * 2, x * 3, x * 4], axis=3), 2)
+    sliced = space[:, 1:9:2, ::3, 2]
+    deconv = tf.nn.conv2d_transpose(x, weights(3, 3, 5, 4), [1, 12, 12, 5], 2, 'SAME')
+    return (tf.reshape(up, [1, 11, -1]), nearest, sliced, deconv, tf.reduce_mean(space, axis=[1]))
+
+
+def sparse_fc(x):
+    w = rng.normal(0, 0.3, (64, 32)).astype(np.float32)
+    w[rng.uniform(size=w.shape) < 0.85] = 0
+    return tf.matmul(x, tf.constant(w)) + weights(32)
+
+
+def hostile(name, source, change):
+    """Writes `source` with its object tree changed by `change`, re-serialized by TensorFlow's
+    own schema bindings: a well-formed FlatBuffer whose content is wrong."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    import flatbuffers
+    with open(os.path.join(ROOT, source), 'rb') as file:
+        model = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(file.read(), 0))
+    change(model)
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b'TFL3')
+    with open(os.path.join(ROOT, name), 'wb') as file:
+        file.write(bytes(builder.Output()))
+
+
+def set_input(op, position, tensor):
+    op.inputs = [tensor if i == position else index for i, index in enumerate(op.inputs)]
+
+
+def first_op(model, code):
+    codes = [max(c.deprecatedBuiltinCode, c.builtinCode) for c in model.operatorCodes]
+    return next(op for op in model.subgraphs[0].operators if codes[op.opcodeIndex] == code)
+
+
+def mediapipe_models(folder):
+    wheel = sorted(glob.glob(os.path.join(folder, 'mediapipe-0.10.21-*.whl')))[0]
+    with zipfile.ZipFile(wheel) as archive:
+        for name, digest in MEDIAPIPE.items():
+            member = next(n for n in archive.namelist() if n.endswith('/' + name))
+            content = archive.read(member)
+            actual = hashlib.sha256(content).hexdigest()
+            print(name, actual)
+            assert actual == digest, f'{name}: sha256 {actual}, expected {digest}'
+            selfie = name.startswith('selfie')
+            reference(name[:-len('.tflite')], content, make_input=selfie_input if selfie else None, step=4 if selfie else 1)
+
+
+def main():
+    os.makedirs(ROOT, exist_ok=True)
+    tf.random.set_seed(26)
+    reference('conv_net', convert(tf.function(conv_net), [1, 15, 15, 3]))
+    reference('conv_net_fp16', convert(tf.function(conv_net), [1, 15, 15, 3], fp16=True))
+    reference('activations', convert(tf.function(activations), [1, 5, 6, 3]))
+    reference('resize_slice', convert(tf.function(resize_slice), [1, 6, 6, 4]))
+    reference('sparse_fc', convert(tf.function(sparse_fc), [2, 64], sparse=True))
+    reference('unsupported_floor', convert(tf.function(lambda x: tf.floor(x * 3)), [1, 4]))
+    reference('int8_conv', convert(tf.function(lambda x: tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 3, 4), 1, 'SAME'))),
+                                   [1, 8, 8, 3], int8=True))
+    # An operator naming tensor 999 of a few dozen; a convolution whose weights are left out (-1).
+    hostile('hostile_tensor_index.tflite', 'activations.tflite',
+            lambda m: set_input(m.subgraphs[0].operators[0], 0, 999))
+    hostile('hostile_missing_weights.tflite', 'conv_net.tflite', lambda m: set_input(first_op(m, 3), 1, -1))
+    mediapipe_models(sys.argv[1] if len(sys.argv) > 1 else '/tmp/mp')
+
+
+if __name__ == '__main__':
+    main()
