@@ -205,19 +205,7 @@ extension CoreMLGraphBuilder {
         while let f = try sub.nextField() {
             guard f.number == 1 else { try sub.skip(f); continue }
             var amounts = try sub.message(f, "paddingAmounts", type: "BorderAmounts")
-            while let a = try amounts.nextField() {
-                guard a.number == 10 else { try amounts.skip(a); continue }
-                var edge = try amounts.message(a, "borderAmounts", type: "EdgeSizes")
-                var (start, end): (UInt64, UInt64) = (0, 0)
-                while let e = try edge.nextField() {
-                    switch e.number {
-                    case 1: start = try edge.uint64(e, "startEdgeSize")
-                    case 2: end = try edge.uint64(e, "endEdgeSize")
-                    default: try edge.skip(e)
-                    }
-                }
-                edges.append((start, end))
-            }
+            edges += try Self.borderAmounts(&amounts)
         }
         guard edges.isEmpty || edges.count == 2 else {
             throw LayerKitError.invalidModel("\(edges.count) border amounts where 2 (height, width) were expected")

@@ -228,13 +228,7 @@ struct TFLiteGraphBuilder {
         var index = Array(repeating: 0, count: dims.count)
         for position in 0..<data.count {
             result[position] = data[zip(index, perm).reduce(0) { $0 + $1.0 * strides[$1.1] }]
-            var axis = dims.count - 1
-            while axis >= 0 {
-                index[axis] += 1
-                if index[axis] < newDims[axis] { break }
-                index[axis] = 0
-                axis -= 1
-            }
+            RowMajorIndex.step(&index, through: newDims)
         }
         return (newDims, result)
     }

@@ -17,6 +17,14 @@ import Testing
 
     static func cases(_ family: String) -> [String] { cases.filter { $0.hasPrefix(family + "-") } }
 
+    /// The largest `|output - reference| / max(1, |reference|)`, element by element.
+    static func relativeError(_ output: TypedTensor, _ reference: TypedTensor) -> Double {
+        (0..<reference.count).reduce(0.0) { worst, k in
+            let (value, expected) = (output.double(at: k), reference.double(at: k))
+            return max(worst, abs(value - expected) / max(1, abs(expected)))
+        }
+    }
+
     /// The worst relative error of `name`'s outputs against scikit-learn's;
     /// labels (integer outputs) must be equal. Each output's error is printed.
     @discardableResult
@@ -37,11 +45,7 @@ import Testing
                 #expect(output.integers() == reference.integers(), "\(name) \(description.name)")
                 continue
             }
-            var error = 0.0
-            for k in 0..<reference.count {
-                let (value, expected) = (output.double(at: k), reference.double(at: k))
-                error = max(error, abs(value - expected) / max(1, abs(expected)))
-            }
+            let error = Self.relativeError(output, reference)
             #expect(error <= 1e-5, "\(name) \(description.name): relative error \(error)")
             print("classic-ml \(name) \(description.name): max relative error \(error)")
             worst = max(worst, error)

@@ -33,11 +33,7 @@ import Testing
                 #expect(output.elementType == .int64 && output.integers() == reference.integers(), "\(name) \(description.name)")
                 continue
             }
-            var error = 0.0
-            for k in 0..<reference.count {
-                let (value, expected) = (output.double(at: k), reference.double(at: k))
-                error = max(error, abs(value - expected) / max(1, abs(expected)))
-            }
+            let error = ClassicMLModelTests.relativeError(output, reference)
             #expect(error <= 1e-5, "\(name) \(description.name): relative error \(error)")
             print("coreml-classic \(name) \(description.name): max relative error \(error)")
             worst = max(worst, error)

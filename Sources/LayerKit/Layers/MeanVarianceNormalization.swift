@@ -42,7 +42,7 @@ public final class MeanVarianceNormalization: Layer, Sendable {
         var index = Array(repeating: 0, count: shape.count)
         for i in 0..<x.count {
             slots[i] = kept.reduce(0) { $0 * shape[$1] + index[$1] }
-            TypedKernels.step(&index, through: shape)
+            RowMajorIndex.step(&index, through: shape)
         }
         let perSlot = Double(x.count / max(slotCount, 1))
         var mean = [Double](repeating: 0, count: slotCount), variance = mean

@@ -85,7 +85,7 @@ extension TypedKernels {
         var index = Array(repeating: 0, count: shape.count)
         for flag in nonZero {
             if flag { for axis in shape.indices { coordinates[axis].append(Int64(index[axis])) } }
-            step(&index, through: shape)
+            RowMajorIndex.step(&index, through: shape)
         }
         let n = coordinates.first?.count ?? 0
         return [try TypedTensor(.int64, shape: [shape.count, n], integers: coordinates.flatMap { $0 })]

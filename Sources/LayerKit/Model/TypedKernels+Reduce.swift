@@ -44,7 +44,7 @@ extension TypedKernels {
             var out = 0
             for axis in kept { out = out * shape[axis] + index[axis] }
             slots[i] = out
-            step(&index, through: shape)
+            RowMajorIndex.step(&index, through: shape)
         }
         return (slots, count)
     }

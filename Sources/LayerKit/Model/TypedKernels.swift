@@ -68,18 +68,6 @@ enum TypedKernels {
         return tensor.integer(at: 0)
     }
 
-    /// Steps the row-major multi-index `index` to the next element of `shape`
-    /// (the last axis fastest), back to all zeros after the last element.
-    static func step(_ index: inout [Int], through shape: [Int]) {
-        var axis = shape.count - 1
-        while axis >= 0 {
-            index[axis] += 1
-            if index[axis] < shape[axis] { return }
-            index[axis] = 0
-            axis -= 1
-        }
-    }
-
     /// Whether int64 arithmetic on `type` is checked (see the type's doc):
     /// true for int64 only.
     static func isChecked(_ type: ElementType) -> Bool { type == .int64 }
