@@ -47,8 +47,10 @@ struct TFLiteCommandTests {
         }
     }
 
-    /// The activations and the resize/slice graphs: every output within parity's rule.
-    @Test(.enabled(if: gpuTestsEnabled), arguments: ["activations", "resize_slice"])
+    /// The activations and the resize/slice graphs, and mediapipe's face
+    /// detector, whose GPU output is 5e-2 from the CPU's but within twice
+    /// its fp16 twin's error (the whole-model rule): every output passes.
+    @Test(.enabled(if: gpuTestsEnabled), arguments: ["activations", "resize_slice", "face_detection_short_range"])
     func parityPasses(_ name: String) {
         let runner = CommandRunner()
         #expect(runner.run(["parity", Self.fixture("\(name).tflite")]) == 0, "\(runner.out)\(runner.error)")
