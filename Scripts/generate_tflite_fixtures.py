@@ -127,7 +127,7 @@ def quantized_reference(name, content):
     interpreter.allocate_tensors()
     (given,) = interpreter.get_input_details()
     if given['dtype'] == np.int8:
-        x = rng8.integers(-128, 128, given['shape']).astype(np.int8)
+        x = rng8.integers(-48, 48, given["shape"]).astype(np.int8)
     else:
         x = rng8.uniform(-1, 1, given['shape']).astype(np.float32)
     interpreter.set_tensor(given['index'], x)
@@ -159,8 +159,9 @@ def int8_net(x):
 
 def int8_io(x):
     a = tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 2, 6, generator=rng8), 1, 'SAME') + weights(6, generator=rng8))
-    b = tf.nn.avg_pool2d(a, 2, 2, 'VALID')
-    return tf.matmul(tf.reshape(b, [1, -1]), weights(3 * 3 * 6, 5, scale=0.2, generator=rng8))
+    b = tf.nn.conv2d(a, weights(3, 3, 6, 4, generator=rng8), 1, 'SAME')
+    c = tf.nn.avg_pool2d(b, 2, 2, 'VALID')
+    return tf.matmul(tf.reshape(c, [1, -1]), weights(3 * 3 * 4, 5, scale=0.2, generator=rng8)), b
 
 
 def int8_models():
