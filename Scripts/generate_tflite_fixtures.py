@@ -12,7 +12,14 @@ Writes Tests/LayerKitTests/Fixtures/tflite/:
                               STRIDED_SLICE (masks, shrink), RESHAPE, TRANSPOSE_CONV (SAME,
                               stride 2), MEAN without keep_dims
     sparse_fc.tflite          FULLY_CONNECTED whose mostly-zero weights are stored sparse (DENSIFY)
-    int8_conv.tflite          a fully int8-quantized convolution, which LayerKit refuses
+    int8_conv.tflite          a fully int8-quantized convolution with int8 input and output
+    int8_net.tflite           fully int8 with float32 edges (QUANTIZE first, DEQUANTIZE last): CONV_2D,
+                              DEPTHWISE_CONV_2D, PAD, ADD, MUL, MAX_POOL_2D, AVERAGE_POOL_2D,
+                              CONCATENATION, MEAN, RESHAPE, FULLY_CONNECTED, SOFTMAX, LOGISTIC
+    int8_io.tflite            fully int8 with int8 input and output (`inference_input_type=tf.int8`);
+                              its input and outputs are written as float32 .npy of the integer values
+    int16_input.tflite        int8_io with its input declared INT16, which LayerKit refuses
+    <name>-quanta.npy         an int8 model's output scales (one quantum per output), float32
     unsupported_floor.tflite  FLOOR, an operator LayerKit does not translate, for the refusal naming it
     hostile_tensor_index.tflite, hostile_missing_weights.tflite
                               activations with an operator naming tensor 999, conv_net with a
@@ -29,6 +36,8 @@ References come from LiteRT, never from LayerKit. Run with a Python 3.11 venv:
     /tmp/tflite-venv/bin/pip install tensorflow-cpu ai-edge-litert numpy
     (cd /tmp/mp && /tmp/tflite-venv/bin/pip download mediapipe==0.10.21 --no-deps)
     /tmp/tflite-venv/bin/python Scripts/generate_tflite_fixtures.py /tmp/mp
+The int8 models (int8_net, int8_io) draw from their own seeded generator; to write only them:
+    /tmp/tflite-venv/bin/python Scripts/generate_tflite_fixtures.py --int8-only
 """
 import glob
 import hashlib
@@ -47,13 +56,15 @@ MEDIAPIPE = {
     'selfie_segmentation.tflite': '9ee168ec7c8f2a16c56fe8e1cfbc514974cbbb7e434051b455635f1bd1462f5c',
 }
 rng = np.random.default_rng(26)
+# The int8 models' own generator, so that adding them changed none of the other fixtures.
+rng8 = np.random.default_rng(8)
 
 
-def weights(*shape, scale=0.3):
-    return tf.constant(rng.normal(0, scale, shape).astype(np.float32))
+def weights(*shape, scale=0.3, generator=None):
+    return tf.constant((generator or rng).normal(0, scale, shape).astype(np.float32))
 
 
-def convert(function, shape, fp16=False, sparse=False, int8=False):
+def convert(function, shape, fp16=False, sparse=False, int8=False, io_type=tf.int8, generator=None):
     concrete = function.get_concrete_function(tf.TensorSpec(shape, tf.float32))
     converter = tf.lite.TFLiteConverter.from_concrete_functions([concrete], function)
     if fp16:
@@ -63,10 +74,11 @@ def convert(function, shape, fp16=False, sparse=False, int8=False):
         converter.optimizations = [tf.lite.Optimize.EXPERIMENTAL_SPARSITY]
     if int8:
         converter.optimizations = [tf.lite.Optimize.DEFAULT]
-        converter.representative_dataset = lambda: ([rng.normal(0, 1, shape).astype(np.float32)] for _ in range(8))
+        data = generator or rng
+        converter.representative_dataset = lambda: ([data.normal(0, 1, shape).astype(np.float32)] for _ in range(8))
         converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        converter.inference_input_type = tf.int8
-        converter.inference_output_type = tf.int8
+        converter.inference_input_type = io_type
+        converter.inference_output_type = io_type
     return converter.convert()
 
 
@@ -103,6 +115,62 @@ def reference(name, content, make_input=None, step=1):
         y = interpreter.get_tensor(output['index'])
         np.save(os.path.join(ROOT, f'{name}-output{i}.npy'), y[:, ::step, ::step] if step > 1 else y)
     print(name, len(content), 'bytes', op_names(content))
+
+
+def quantized_reference(name, content):
+    """Writes an int8 model, its seeded input (integers for an int8 input, as float32), LiteRT's
+    outputs (as float32) and each output's quantum: the scale of the int8 tensor it is, or of the
+    one DEQUANTIZE reads."""
+    with open(os.path.join(ROOT, name + '.tflite'), 'wb') as file:
+        file.write(content)
+    interpreter = Interpreter(model_content=content)
+    interpreter.allocate_tensors()
+    (given,) = interpreter.get_input_details()
+    if given['dtype'] == np.int8:
+        x = rng8.integers(-48, 48, given["shape"]).astype(np.int8)
+    else:
+        x = rng8.uniform(-1, 1, given['shape']).astype(np.float32)
+    interpreter.set_tensor(given['index'], x)
+    interpreter.invoke()
+    np.save(os.path.join(ROOT, name + '-input.npy'), x.astype(np.float32))
+    ops = interpreter._get_ops_details()
+    quanta = []
+    for i, output in enumerate(interpreter.get_output_details()):
+        np.save(os.path.join(ROOT, f'{name}-output{i}.npy'), interpreter.get_tensor(output['index']).astype(np.float32))
+        producer = next(op for op in ops if output['index'] in op['outputs'])
+        quantized = producer['inputs'][0] if producer['op_name'] == 'DEQUANTIZE' else output['index']
+        quanta.append(interpreter._get_tensor_details(quantized, 0)['quantization'][0])
+    np.save(os.path.join(ROOT, name + '-quanta.npy'), np.array(quanta, dtype=np.float32))
+    print(name, len(content), 'bytes', op_names(content), 'quanta', quanta)
+
+
+def int8_net(x):
+    a = tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 3, 8, generator=rng8), 2, 'SAME') + weights(8, generator=rng8))
+    b = tf.nn.relu6(tf.nn.depthwise_conv2d(a, weights(3, 3, 8, 1, generator=rng8), [1, 1, 1, 1], 'SAME'))
+    c = tf.pad(b, [[0, 0], [1, 1], [1, 1], [0, 0]])
+    d = tf.nn.max_pool2d(c, 3, 2, 'VALID')
+    e = tf.nn.avg_pool2d(c, 3, 2, 'VALID')
+    f = tf.concat([d + e, d * e], axis=3)
+    g = tf.reduce_mean(f, axis=[1, 2], keepdims=True)
+    h = tf.reshape(f * tf.sigmoid(g), [1, -1])
+    logits = tf.matmul(h, weights(3 * 3 * 16, 10, scale=0.1, generator=rng8)) + weights(10, generator=rng8)
+    return tf.nn.softmax(logits), tf.sigmoid(logits)
+
+
+def int8_io(x):
+    a = tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 2, 6, generator=rng8), 1, 'SAME') + weights(6, generator=rng8))
+    b = tf.nn.conv2d(a, weights(3, 3, 6, 4, generator=rng8), 1, 'SAME')
+    c = tf.nn.avg_pool2d(b, 2, 2, 'VALID')
+    return tf.matmul(tf.reshape(c, [1, -1]), weights(3 * 3 * 4, 5, scale=0.2, generator=rng8)), b
+
+
+def int8_models():
+    quantized_reference('int8_net', convert(tf.function(int8_net), [1, 12, 12, 3], int8=True, io_type=tf.float32,
+                                            generator=rng8))
+    quantized_reference('int8_io', convert(tf.function(int8_io), [1, 6, 6, 2], int8=True, generator=rng8))
+    # int8_io with its input declared INT16 (as 16x8 quantization's activations are), which LayerKit refuses.
+    hostile('int16_input.tflite', 'int8_io.tflite',
+            lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].inputs[0]], 'type', 7))
 
 
 def conv_net(x):
@@ -184,6 +252,8 @@ def mediapipe_models(folder):
 
 def main():
     os.makedirs(ROOT, exist_ok=True)
+    if sys.argv[1:] == ['--int8-only']:
+        return int8_models()
     tf.random.set_seed(26)
     reference('conv_net', convert(tf.function(conv_net), [1, 15, 15, 3]))
     reference('conv_net_fp16', convert(tf.function(conv_net), [1, 15, 15, 3], fp16=True))
@@ -198,6 +268,7 @@ def main():
             lambda m: set_input(m.subgraphs[0].operators[0], 0, 999))
     hostile('hostile_missing_weights.tflite', 'conv_net.tflite', lambda m: set_input(first_op(m, 3), 1, -1))
     mediapipe_models(sys.argv[1] if len(sys.argv) > 1 else '/tmp/mp')
+    int8_models()
 
 
 if __name__ == '__main__':

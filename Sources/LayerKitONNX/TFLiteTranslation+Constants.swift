@@ -104,14 +104,10 @@ extension TFLiteGraphBuilder {
     }
 
     /// DEQUANTIZE of a constant (float16 weights, or int8 weights with their
-    /// scales): computed at load, the output a float constant.
+    /// scales): computed at load, the output a float constant. (Of an
+    /// activation it passes the real value on: `add(_:code:)`.)
     mutating func dequantize(_ op: TFLiteOperator) throws {
         let (input, output) = (op.inputs[0], op.outputs[0])
-        guard isConstant(input) else {
-            throw LayerKitError.invalidModel("DEQUANTIZE of an activation ('\(tensors[input].name)', "
-                                             + "\(tensors[input].typeName)): int8 and uint8 quantized models are "
-                                             + "not read yet")
-        }
         setConstant(output, try floats(input))
     }
 

@@ -10,7 +10,7 @@ extension TFLiteGraphBuilder {
         6: "DEQUANTIZE", 9: "FULLY_CONNECTED", 14: "LOGISTIC", 17: "MAX_POOL_2D", 18: "MUL", 19: "RELU",
         20: "RELU_N1_TO_1", 21: "RELU6", 22: "RESHAPE", 23: "RESIZE_BILINEAR", 25: "SOFTMAX", 28: "TANH", 34: "PAD",
         40: "MEAN", 41: "SUB", 42: "DIV", 45: "STRIDED_SLICE", 54: "PRELU", 59: "NEG", 60: "PADV2", 67: "TRANSPOSE_CONV",
-        97: "RESIZE_NEAREST_NEIGHBOR", 98: "LEAKY_RELU", 117: "HARD_SWISH", 124: "DENSIFY",
+        97: "RESIZE_NEAREST_NEIGHBOR", 98: "LEAKY_RELU", 114: "QUANTIZE", 117: "HARD_SWISH", 124: "DENSIFY",
     ]
 
     /// Adds `op`'s nodes.
@@ -29,12 +29,14 @@ extension TFLiteGraphBuilder {
         for (position, index) in op.inputs.enumerated() where index < 0 && !optional.contains(position) {
             throw LayerKitError.invalidModel("input \(position) is left out (-1), which the operator needs")
         }
-        if name != "DEQUANTIZE" && name != "DENSIFY" {
-            for index in op.inputs + op.outputs where index >= 0 && tensors[index].type != 0 && !isConstant(index) {
-                throw LayerKitError.invalidModel("tensor '\(tensors[index].name)' is \(tensors[index].typeName): "
-                                                 + "LayerKit runs float32 TensorFlow Lite graphs (int8 and uint8 "
-                                                 + "quantized models are not read yet)")
-            }
+        // An int8 or uint8 activation is held as its real value; an op computing one is emulated in float32.
+        var quantized = false
+        for index in op.inputs + op.outputs where index >= 0 && !isConstant(index) {
+            quantized = try grid(index) != nil || quantized
+        }
+        guard !quantized || Self.quantizedOperators.contains(name) else {
+            throw LayerKitError.invalidModel("\(name) of int8 or uint8 tensors is not supported by LayerKit (supported: "
+                                             + Self.quantizedOperators.sorted().joined(separator: ", ") + ")")
         }
         let options = op.options
         func option(_ id: Int, _ field: String, default value: Int = 0) throws -> Int {
@@ -125,9 +127,13 @@ extension TFLiteGraphBuilder {
             let bilinear = name == "RESIZE_BILINEAR"
             try resize(op, bilinear: bilinear, alignCorners: flag(bilinear ? 2 : 0, "align_corners"),
                        halfPixel: flag(bilinear ? 3 : 1, "half_pixel_centers"))
+        case "DEQUANTIZE" where !isConstant(input), "QUANTIZE":
+            // The real value passes; QUANTIZE's rounding to the output's grid follows.
+            addNode("Identity", [try value(input)], outputName(output))
         case "DEQUANTIZE": try dequantize(op)
         default: try densify(op)
         }
+        if !isConstant(output), let grid = try grid(output) { try requantize(output, grid) }
     }
 
     // MARK: Layout helpers

@@ -15,8 +15,9 @@ extension TFLiteModel {
     /// rank-4 values are NCHW (ONNX's layout), transposed at the edges and
     /// where an op works on TFLite's axes. A float32 graph is read, with
     /// float16, int8 or sparse constant weights that DEQUANTIZE or DENSIFY
-    /// expand; an operator LayerKit does not translate, or one computing in
-    /// integers (a fully quantized model), is refused by name.
+    /// expand; a fully quantized (int8 or uint8) graph is emulated in float32,
+    /// each integer op's result requantized to its output's grid. An operator
+    /// LayerKit does not translate, for float or quantized tensors, is refused by name.
     public func onnxModel() throws -> ONNXModel {
         var builder = TFLiteGraphBuilder(model: self)
         for index in subgraph.inputs { try builder.addInput(index) }
@@ -71,35 +72,54 @@ struct TFLiteGraphBuilder {
         return name
     }
 
-    /// The name the graph gives tensor `index` where a node writes it (NCHW when rank 4).
+    /// The name the graph gives tensor `index` where a node writes it (NCHW when
+    /// rank 4; a quantized tensor's real value, its name left for its integers
+    /// should it be a graph output).
     mutating func outputName(_ index: Int) -> String {
         let tensor = tensors[index]
-        let name = unique(tensor.shape.count == 4 ? tensor.name + ".nchw" : tensor.name)
+        let suffix = tensor.shape.count == 4 ? ".nchw" : tensor.type == 3 || tensor.type == 9 ? ".real" : ""
+        let name = unique(tensor.name + suffix)
         values[index] = name
         return name
     }
 
-    /// A graph input for tensor `index`, in TFLite's shape, transposed to NCHW when rank 4.
+    /// A graph input for tensor `index`, in TFLite's shape, transposed to NCHW
+    /// when rank 4; an int8 or uint8 input takes the integers, as float32, and
+    /// holds the real values they quantize.
     mutating func addInput(_ index: Int) throws {
         let tensor = tensors[index]
-        guard tensor.type == 0 else {
-            throw LayerKitError.invalidModel("\(model.source): input '\(tensor.name)' is \(tensor.typeName); LayerKit reads "
-                                             + "TensorFlow Lite models with float32 inputs (int8 and uint8 quantized "
-                                             + "models are not read yet)")
+        let grid: TFLiteGrid?
+        do { grid = try self.grid(index) } catch LayerKitError.invalidModel(let message) {
+            throw LayerKitError.invalidModel("\(model.source): input '\(tensor.name)' is \(tensor.typeName); LayerKit "
+                                             + "reads TensorFlow Lite models with float32, int8 or uint8 inputs "
+                                             + "(\(message))")
         }
-        let name = unique(tensor.name)
+        var name = unique(tensor.name)
         graph.inputs.append(ONNXValueInfo(name: name, elementType: .float, dims: tensor.shape.map(ONNXDimension.value)))
-        guard tensor.shape.count == 4 else { values[index] = name; return }
+        let rank4 = tensor.shape.count == 4
+        if let grid {
+            let real = rank4 ? unique(tensor.name + ".real") : outputName(index)
+            realValues(ofIntegers: name, grid, into: real)
+            name = real
+        }
+        guard rank4 else { values[index] = name; return }
         addNode("Transpose", [name], outputName(index), ["perm": .ints(Self.toNCHW)])
     }
 
-    /// A graph output for tensor `index`, transposed back to NHWC when rank 4.
+    /// A graph output for tensor `index`, transposed back to NHWC when rank 4;
+    /// an int8 or uint8 output gives its integers, as float32.
     mutating func addOutput(_ index: Int) throws {
         let tensor = tensors[index]
         var value = try self.value(index)
+        if let grid = try grid(index) {
+            let quantized = unique(tensor.name + (tensor.shape.count == 4 ? ".integers" : ""))
+            integers(ofRealValues: value, grid, into: quantized)
+            value = quantized
+        }
         if tensor.shape.count == 4 {
-            value = unique(tensor.name)
-            addNode("Transpose", [try self.value(index)], value, ["perm": .ints(Self.nchwAxis)])
+            let nhwc = unique(tensor.name)
+            addNode("Transpose", [value], nhwc, ["perm": .ints(Self.nchwAxis)])
+            value = nhwc
         } else if graph.inputs.contains(where: { $0.name == value }) || graph.initializers[value] != nil {
             value = unique(tensor.name + ".output")
             addNode("Identity", [try self.value(index)], value)

@@ -57,10 +57,27 @@ struct TFLiteCommandTests {
         #expect(runner.out.contains("PASS: all"), "\(runner.out)")
     }
 
-    @Test func anInt8ModelIsRefusedByName() {
+    /// A fully int8 model with int8 edges: the integers LiteRT takes in, its
+    /// convolution's integers out (as float32), within one quantum (1) of LiteRT's.
+    @Test func runOnAnInt8ModelWritesLiteRTsIntegers() throws {
+        let directory = try CommandRunner.scratchDirectory()
         let runner = CommandRunner()
-        #expect(runner.run(["run", Self.fixture("int8_conv.tflite")]) != 0)
-        #expect(runner.error.contains("int8_conv.tflite: input") && runner.error.contains("quantized models are not read yet"),
+        let status = runner.run(["run", Self.fixture("int8_io.tflite"), "--backend", "cpu",
+                                 "--input", Self.fixture("int8_io-input.npy"),
+                                 "--output", "Identity_1=\(directory)/y.npy"])
+        try #require(status == 0, "\(runner.error)")
+        let written = try TypedTensor(npyFile: "\(directory)/y.npy")
+        let reference = try TypedTensor(npyFile: Self.fixture("int8_io-output1.npy"))
+        #expect(written.shape == reference.shape)
+        for (y, expected) in zip(written.doubles(), reference.doubles()) {
+            #expect(abs(y - expected) <= 1 && y == y.rounded(), "\(y) vs \(expected)")
+        }
+    }
+
+    @Test func anInt16ModelIsRefusedByName() {
+        let runner = CommandRunner()
+        #expect(runner.run(["run", Self.fixture("int16_input.tflite")]) != 0)
+        #expect(runner.error.contains("int16_input.tflite: input") && runner.error.contains("is INT16"),
                 "\(runner.error)")
     }
 }
