@@ -12,7 +12,6 @@ Writes Tests/LayerKitTests/Fixtures/tflite/:
                               STRIDED_SLICE (masks, shrink), RESHAPE, TRANSPOSE_CONV (SAME,
                               stride 2), MEAN without keep_dims
     sparse_fc.tflite          FULLY_CONNECTED whose mostly-zero weights are stored sparse (DENSIFY)
-    int8_conv.tflite          a fully int8-quantized convolution with int8 input and output
     int8_net.tflite           fully int8 with float32 edges (QUANTIZE first, DEQUANTIZE last): CONV_2D,
                               DEPTHWISE_CONV_2D, PAD, ADD, MUL, MAX_POOL_2D, AVERAGE_POOL_2D,
                               CONCATENATION, MEAN, RESHAPE, FULLY_CONNECTED, SOFTMAX, LOGISTIC
@@ -261,8 +260,6 @@ def main():
     reference('resize_slice', convert(tf.function(resize_slice), [1, 6, 6, 4]))
     reference('sparse_fc', convert(tf.function(sparse_fc), [2, 64], sparse=True))
     reference('unsupported_floor', convert(tf.function(lambda x: tf.floor(x * 3)), [1, 4]))
-    reference('int8_conv', convert(tf.function(lambda x: tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 3, 4), 1, 'SAME'))),
-                                   [1, 8, 8, 3], int8=True))
     # An operator naming tensor 999 of a few dozen; a convolution whose weights are left out (-1).
     hostile('hostile_tensor_index.tflite', 'activations.tflite',
             lambda m: set_input(m.subgraphs[0].operators[0], 0, 999))
