@@ -263,6 +263,8 @@ def channel_pad_cases():
     pad_case('pad_channels_crop', data(2, 9, 3, 3), [0, -3, 1, 0, 0, 2, 0, -1], (2, 8, 4, 2), value=-0.75)
     # BlazeFace's residual widening (tf2onnx): zeros after the channels, 24 -> 28.
     pad_case('pad_channels_widen', data(1, 24, 4, 4), [0, 0, 0, 0, 0, 4, 0, 0], (1, 28, 4, 4))
+    # A constant fp16 cannot hold: the pad stays on the CPU, which keeps it.
+    pad_case('pad_huge_constant', data(1, 3, 2, 2), [0, 1, 1, 0, 0, 0, 0, 1], (1, 4, 3, 3), value=1e30)
 
 
 if __name__ == '__main__':

@@ -5,7 +5,7 @@ import Foundation
 /// mode then pads from what is kept (as onnxruntime does: crop first).
 /// Any rank on the CPU; on the GPU up to rank 4, every axis (the channel
 /// axis too: TensorFlow's exporters widen residual branches by padding it).
-public final class PadLayer: Layer, Sendable {
+public final class PadLayer: Layer, ShapeLimitedGPULayer, Sendable {
     /// What fills the new elements.
     public enum Mode: String, Sendable, CaseIterable {
         /// `value`.
@@ -159,6 +159,13 @@ public final class PadLayer: Layer, Sendable {
 
     /// Up to rank 4 (the policy checks the rank).
     public var hasGPUImplementation: Bool { true }
+
+    /// A constant fp16 storage cannot keep (1e30 would become infinity) keeps the pad on the CPU.
+    public func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
+        guard mode == .constant, let constant = try? Tensor(shape: [1], values: [value]),
+              HalfRange(checking: constant) != nil else { return nil }
+        return "its constant \(value) is one fp16 storage cannot keep (the GPU would store \(Float(Float16(value))))"
+    }
 
     /// Creates the pipeline on `context`, once per context.
     public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try kernel(on: context) }
