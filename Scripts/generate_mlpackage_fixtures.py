@@ -24,7 +24,12 @@ Writes Tests/LayerKitTests/Fixtures/mlpackage/:
     Scaled.mlmodel              an ML Program in a single .mlmodel file (every constant an
                                 immediate value, no weights file): (x * 2 + 1) clipped, [1, 4]
     ScaledIOS18.mlmodel         the same for iOS 18: its function's block is opset CoreML8
-    Unsupported.mlpackage       a program with an op LayerKit does not translate (erf)
+    Resized.mlpackage           resize_bilinear in its sampling modes STRICT_ALIGN_CORNERS,
+                                ALIGN_CORNERS (also to 1x1), DEFAULT and UNALIGN_CORNERS,
+                                resize_nearest_neighbor, erf, on [1, 2, 5, 7]. Outputs strict
+                                [1, 2, 8, 4], aligned [1, 2, 3, 10], point [1, 2, 1, 1], default
+                                [1, 2, 9, 3], unaligned [1, 2, 4, 11], nearest [1, 2, 8, 3], erf
+    Unsupported.mlpackage       a program with an op LayerKit does not translate (cumsum)
     TorchNet.mlpackage          a small PyTorch network converted as users convert theirs
     TorchNet-fp16.mlpackage     (ct.convert of torch.jit.trace, FLOAT32 and FLOAT16): conv
                                 (batchnorm folded in), relu, max_pool, a grouped strided conv,
@@ -279,6 +284,62 @@ def style_reference(x, w, r):
             'half': r.q(upsample_bilinear(t, 2, False)), 'padded': r.q(pad2d(image, 1, 1, 2, 2, value=0.5))}
 
 
+def grid(mode, size_in, size_out):
+    """resize_bilinear's sampling grid, as coremltools' op documentation defines it."""
+    i = np.arange(size_out, dtype=np.float64)
+    if mode in ('STRICT_ALIGN_CORNERS', 'ALIGN_CORNERS'):
+        g = np.array([(size_in - 1) / 2]) if size_out == 1 else i * (size_in - 1) / (size_out - 1)
+    elif mode == 'DEFAULT':
+        g = np.zeros(1) if size_out == 1 else i * (size_in - size_in / size_out) / (size_out - 1)
+    else:  # UNALIGN_CORNERS
+        spacing = size_in / size_out
+        g = i * spacing + 0.5 * spacing - 0.5
+    return np.clip(g, 0, size_in - 1)
+
+
+def interpolate(x, axis, points):
+    """Linear interpolation of x along axis at the (clamped) grid points."""
+    low = np.floor(points).astype(int)
+    high = np.minimum(low + 1, x.shape[axis] - 1)
+    shape = [1] * x.ndim
+    shape[axis] = len(points)
+    weight = (points - low).reshape(shape)
+    return np.take(x, low, axis) * (1 - weight) + np.take(x, high, axis) * weight
+
+
+def resize_bilinear(x, height, width, mode):
+    return interpolate(interpolate(x, -2, grid(mode, x.shape[-2], height)), -1, grid(mode, x.shape[-1], width))
+
+
+def resize_nearest(x, height, width):
+    # The upsample of scale out / in: output i reads floor(i * in / out).
+    rows = np.floor(np.arange(height) * x.shape[-2] / height).astype(int)
+    columns = np.floor(np.arange(width) * x.shape[-1] / width).astype(int)
+    return x[..., rows, :][..., columns]
+
+
+RESIZES = {'strict': (8, 4, 'STRICT_ALIGN_CORNERS'), 'aligned': (3, 10, 'ALIGN_CORNERS'),
+           'point': (1, 1, 'ALIGN_CORNERS'), 'default': (9, 3, 'DEFAULT'), 'unaligned': (4, 11, 'UNALIGN_CORNERS')}
+
+
+def resize_program(w):
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 2, 5, 7))], opset_version=TARGET)
+    def prog(x):
+        outputs = [mb.resize_bilinear(x=x, target_size_height=height, target_size_width=width, sampling_mode=mode,
+                                      name=name) for name, (height, width, mode) in RESIZES.items()]
+        return tuple(outputs + [mb.resize_nearest_neighbor(x=x, target_size_height=8, target_size_width=3,
+                                                           name='nearest'), mb.erf(x=x, name='erf')])
+    return prog
+
+
+def resize_reference(x, w, r):
+    x = r.q(x)
+    out = {name: r.q(resize_bilinear(x, height, width, mode)) for name, (height, width, mode) in RESIZES.items()}
+    out['nearest'] = r.q(resize_nearest(x, 8, 3))
+    out['erf'] = r.q(np.vectorize(math.erf)(x))
+    return out
+
+
 def transformer_weights(rng):
     w = {name: rng.normal(0, 0.35, (8, 8)) for name in ['wq', 'wk', 'wv', 'wo']}
     w.update({'bq': rng.normal(0, 0.1, 8), 'bv': rng.normal(0, 0.1, 8), 'bo': rng.normal(0, 0.1, 8),
@@ -428,7 +489,7 @@ def write_single_file_program(name='Scaled', target=TARGET):
 def write_unsupported():
     @mb.program(input_specs=[mb.TensorSpec(shape=(1, 4))], opset_version=TARGET)
     def prog(x):
-        return mb.erf(x=mb.mul(x=x, y=np.arange(4, dtype=np.float32), name='scaled'), name='y')
+        return mb.cumsum(x=mb.mul(x=x, y=np.arange(4, dtype=np.float32), name='scaled'), axis=1, name='y')
     save_package(prog, os.path.join(ROOT, 'Unsupported.mlpackage'), ct.precision.FLOAT32)
 
 
@@ -487,6 +548,7 @@ def main():
     write('StyleNet', style_program, style_reference, style_weights(rng), rng.uniform(0, 1, (1, 3, 16, 16)))
     write('TinyTransformer', transformer_program, transformer_reference, transformer_weights(rng),
           rng.normal(0, 1, (1, 6, 8)))
+    write('Resized', resize_program, resize_reference, {}, rng.uniform(-2, 2, (1, 2, 5, 7)))
     write_single_file_program()
     write_single_file_program('ScaledIOS18', ct.target.iOS18)
     write_unsupported()

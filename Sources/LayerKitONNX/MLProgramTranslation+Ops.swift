@@ -9,13 +9,13 @@ extension MILTranslator {
     static let elementwise = [
         "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh", "sqrt": "Sqrt", "exp": "Exp", "abs": "Abs",
         "identity": "Identity", "add": "Add", "sub": "Sub", "mul": "Mul", "real_div": "Div", "maximum": "Max",
-        "minimum": "Min", "pow": "Pow",
+        "minimum": "Min", "pow": "Pow", "erf": "Erf",
     ]
     /// Ops with their own translation.
     static let special = [
         "const", "cast", "conv", "conv_transpose", "linear", "matmul", "batch_norm", "instance_norm", "layer_norm",
         "relu6", "leaky_relu", "silu", "gelu", "softmax", "clip", "log", "rsqrt", "pad", "upsample_nearest_neighbor",
-        "upsample_bilinear", "reshape", "transpose", "concat", "split", "squeeze", "expand_dims", "slice_by_index",
+        "upsample_bilinear", "resize_nearest_neighbor", "resize_bilinear", "reshape", "transpose", "concat", "split", "squeeze", "expand_dims", "slice_by_index",
         "reduce_mean", "reduce_sum", "reduce_max", "reduce_min", "avg_pool", "max_pool", "flatten2d",
     ]
     /// Every op translated, for the refusal's list.
@@ -66,6 +66,7 @@ extension MILTranslator {
             node("Reciprocal", [output + ".sqrt"], output)
         case "pad": try pad(op, x, output)
         case "upsample_nearest_neighbor", "upsample_bilinear": try upsample(op, x, output)
+        case "resize_nearest_neighbor", "resize_bilinear": try resize(op, x, output)
         case "reshape": node("Reshape", [x, try int64s(op, "shape", output)], output)
         case "transpose":
             // MIL counts negative axes from the end; ONNX's perm does not.
@@ -293,6 +294,51 @@ extension MILTranslator {
                           "coordinate_transformation_mode": .string(aligned ? "align_corners" : "half_pixel")]
         }
         node("Resize", [x, "", graph.constant(output + ".scales", [rank], scales)], output, attributes)
+    }
+
+    /// MIL's `resize_bilinear` sampling modes as ONNX coordinate transformations
+    /// (coremltools' grid points: STRICT_ALIGN_CORNERS and ALIGN_CORNERS place i at
+    /// i (in - 1) / (out - 1), DEFAULT at i in / out, UNALIGN_CORNERS at
+    /// (i + 0.5) in / out - 0.5, each clamped to the input as ONNX's linear mode
+    /// clamps). OFFSET_CORNERS, (i + 0.5) (in - 1) / out, has no ONNX equivalent.
+    private static let samplingModes = ["STRICT_ALIGN_CORNERS": "align_corners", "ALIGN_CORNERS": "align_corners",
+                                        "DEFAULT": "asymmetric", "UNALIGN_CORNERS": "half_pixel"]
+
+    /// Resize to a target height and width: nearest as floor(i in / out) (the
+    /// upsample of scale out / in), bilinear by the sampling mode.
+    private mutating func resize(_ op: MILOperation, _ x: String, _ output: String) throws {
+        let dims = try dims(x)
+        guard dims.count >= 3 else { throw LayerKitError.invalidModel("an input of rank \(dims.count); MIL resizes rank 3 or more") }
+        let bilinear = op.type == "resize_bilinear"
+        let target = try ["target_size_height", "target_size_width"].map { name in
+            guard let size = try ints(op, name, default: bilinear ? [1] : nil)?.first else {
+                throw LayerKitError.invalidModel("no '\(name)'")
+            }
+            guard size >= 1 else { throw LayerKitError.invalidModel("'\(name)' \(size) is not positive") }
+            return size
+        }
+        var attributes: [String: ONNXAttribute] = ["mode": .string("nearest"),
+                                                   "coordinate_transformation_mode": .string("asymmetric"),
+                                                   "nearest_mode": .string("floor")]
+        if bilinear {
+            let mode = try string(op, "sampling_mode", default: "DEFAULT")
+            guard var transformation = Self.samplingModes[mode] else {
+                throw LayerKitError.invalidModel("sampling_mode '\(mode)', which LayerKit does not translate (it "
+                                                 + "translates " + Self.samplingModes.keys.sorted().joined(separator: ", ") + ")")
+            }
+            if transformation == "align_corners" && target.contains(1) {
+                // A single output point: STRICT_ALIGN_CORNERS leaves it undefined (0 / 0), ALIGN_CORNERS
+                // puts it at (in - 1) / 2, which is half_pixel's point for one output.
+                guard mode == "ALIGN_CORNERS", target == [1, 1] else {
+                    throw LayerKitError.invalidModel("sampling_mode \(mode) with a target size of 1 beside "
+                                                     + "\(target.max() ?? 1), which LayerKit does not translate")
+                }
+                transformation = "half_pixel"
+            }
+            attributes = ["mode": .string("linear"), "coordinate_transformation_mode": .string(transformation)]
+        }
+        let sizes = graph.constant(output + ".sizes", [dims.count], int64s: Array(dims.dropLast(2)) + target)
+        node("Resize", [x, "", "", sizes], output, attributes)
     }
 
     private mutating func split(_ op: MILOperation) throws {

@@ -14,7 +14,8 @@ import Testing
     static func fixture(_ name: String) -> URL { fixtures.appendingPathComponent(name) }
 
     static let outputs = ["SmallCNN": ["logits", "probabilities"], "StyleNet": ["image", "aligned", "half", "padded"],
-                          "TinyTransformer": ["y", "mixed", "sliced", "sums"], "TorchNet": ["probs", "image"]]
+                          "TinyTransformer": ["y", "mixed", "sliced", "sums"], "TorchNet": ["probs", "image"],
+                          "Resized": ["strict", "aligned", "point", "default", "unaligned", "nearest", "erf"]]
 
     /// The largest error of `model`'s outputs against reference files
     /// `<name>-<output><suffix>.npy`, relative to max(1, |ref|).
@@ -36,7 +37,7 @@ import Testing
     /// fp32 programs against the float64 result of their weights; fp16
     /// programs, which LayerKit computes in float32 with their fp16 weights,
     /// against the float64 result of those weights ("-fp16w"): both within 1e-4.
-    @Test(arguments: ["SmallCNN", "StyleNet", "TinyTransformer"], [false, true])
+    @Test(arguments: ["SmallCNN", "StyleNet", "TinyTransformer", "Resized"], [false, true])
     func runsAsNumpyComputesOnTheCPU(_ name: String, fp16: Bool) throws {
         let model = try Model(contentsOf: Self.fixture("\(name)\(fp16 ? "-fp16" : "").mlpackage"),
                               computeUnits: .cpuOnly, notice: { _ in })
@@ -57,7 +58,8 @@ import Testing
     /// The GPU stores values between kernels in fp16: against numpy's result
     /// with every op's output rounded to fp16, as an fp16 program computes
     /// (on lavapipe within 1.7e-3, 2.9e-3 and 6.5e-3 for the three programs).
-    @Test(.enabled(if: TestGPU.isEnabled), arguments: ["SmallCNN", "StyleNet", "TinyTransformer"], [false, true])
+    @Test(.enabled(if: TestGPU.isEnabled), arguments: ["SmallCNN", "StyleNet", "TinyTransformer", "Resized"],
+          [false, true])
     func runsAsAnFP16ProgramComputesOnTheGPU(_ name: String, fp16: Bool) throws {
         let model = try Model(contentsOf: Self.fixture("\(name)\(fp16 ? "-fp16" : "").mlpackage"), computeUnits: .gpu,
                               notice: { _ in })
@@ -109,8 +111,8 @@ import Testing
             try Model(contentsOf: Self.fixture("Unsupported.mlpackage"), computeUnits: .cpuOnly, notice: { _ in })
         }
         let text = "\(error.map { "\($0)" } ?? "")"
-        #expect(text.contains("Unsupported.mlpackage/Data/com.apple.CoreML/model.mlmodel: op 'y' (erf): ops of type erf "
-                              + "are not supported by LayerKit (supported: abs, add, avg_pool"), "\(text)")
+        #expect(text.contains("Unsupported.mlpackage/Data/com.apple.CoreML/model.mlmodel: op 'y' (cumsum): ops of type "
+                              + "cumsum are not supported by LayerKit (supported: abs, add, avg_pool"), "\(text)")
     }
 
     // MARK: Hostile packages
