@@ -19,6 +19,7 @@ Writes Tests/LayerKitTests/Fixtures/coreml/:
                                 flatten, innerProduct, softmax
     ReshapeND.mlmodel           an N-D network (exact array mapping): reshapeStatic [2, 6] to
                                 [3, 4], sigmoid
+    NNRegressor.mlmodel         a neuralNetworkRegressor: innerProduct, tanh, innerProduct on [4]
     Unsupported.mlmodel         a layer LayerKit does not translate (unary sqrt), for the
                                 refusal naming it
     <name>-input.npy            the input, float32, [1, C, H, W] (the image's pixels 0 to 255)
@@ -283,6 +284,23 @@ def reshape_nd(rng):
 
     return builder, (2, 6), reference, (-3, 3)
 
+
+
+def nn_regressor(rng):
+    """A neuralNetworkRegressor (the model type coremltools' builder writes in mode 'regressor'):
+    innerProduct, tanh, innerProduct."""
+    w1, b1 = seeded(rng, 6, 4), seeded(rng, 6, scale=0.1)
+    w2, b2 = seeded(rng, 2, 6), seeded(rng, 2, scale=0.1)
+    builder = NeuralNetworkBuilder([('x', datatypes.Array(4))], [('y', datatypes.Array(2))], mode='regressor')
+    builder.add_inner_product('hidden', w1, b1, 4, 6, True, 'x', 'hidden')
+    builder.add_activation('tanh', 'TANH', 'hidden', 'activated')
+    builder.add_inner_product('y', w2, b2, 6, 2, True, 'activated', 'y')
+
+    def reference(x, store):
+        activated = store(np.tanh(store(w1.astype(np.float64) @ x + b1)))
+        return {'y': store(w2.astype(np.float64) @ activated + b2)}
+
+    return builder, (4,), reference, (-2, 2)
 
 
 # ---- the layers of the second reader: one small model per family, every layer an output ----
@@ -847,7 +865,7 @@ def main():
                                           ('ImageClassifier', image_classifier), ('ReshapeND', reshape_nd),
                                           ('DeconvolutionNet', deconvolution_net), ('LayoutNet', layout_net),
                                           ('ElementwiseNet', elementwise_net), ('EmbeddingNet', embedding_net),
-                                          ('NDNet', nd_net), ('StyleNet', style_net)]):
+                                          ('NDNet', nd_net), ('StyleNet', style_net), ('NNRegressor', nn_regressor)]):
         rng = np.random.default_rng(20260 + index)
         builder, shape, reference, span = make(rng)
         if name == 'EmbeddingNet':  # three items, each one word

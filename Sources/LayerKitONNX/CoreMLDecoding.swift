@@ -6,12 +6,16 @@ import Foundation
 // refused by name.
 
 extension CoreMLModel {
-    /// The model types of `Model`'s `Type` oneof LayerKit runs: neuralNetworkClassifier and neuralNetwork.
-    private static let classifier = 403, network = 500
+    /// The model types of `Model`'s `Type` oneof LayerKit runs: neuralNetworkRegressor (a
+    /// neuralNetwork's message by another name), neuralNetworkClassifier and neuralNetwork.
+    private static let regressor = 303, classifier = 403, network = 500
+    /// The neural network types' names, as coremltools spells them.
+    private static let networkNames = [regressor: "neuralNetworkRegressor", classifier: "neuralNetworkClassifier",
+                                       network: "neuralNetwork"]
     /// The other model types, named in the refusal: coremltools' field names.
     static let otherTypes = [
         200: "pipelineClassifier", 201: "pipelineRegressor", 202: "pipeline", 300: "glmRegressor",
-        301: "supportVectorRegressor", 302: "treeEnsembleRegressor", 303: "neuralNetworkRegressor",
+        301: "supportVectorRegressor", 302: "treeEnsembleRegressor",
         304: "bayesianProbitRegressor", 400: "glmClassifier", 401: "supportVectorClassifier",
         402: "treeEnsembleClassifier", 404: "kNearestNeighborsClassifier", 501: "itemSimilarityRecommender",
         502: "mlProgram", 555: "customModel", 556: "linkedModel", 560: "classConfidenceThresholding",
@@ -35,10 +39,10 @@ extension CoreMLModel {
                 var sub = try reader.message(field, "description", type: "ModelDescription")
                 description = try Self.description(decoding: &sub)
             case 10: updatable = try reader.uint64(field, "isUpdatable") != 0
-            case Self.network, Self.classifier:
-                let name = field.number == Self.network ? "neuralNetwork" : "neuralNetworkClassifier"
-                network = (try reader.message(field, name, type: name == "neuralNetwork" ? "NeuralNetwork"
-                                                  : "NeuralNetworkClassifier"), field.number == Self.classifier)
+            case let number where Self.networkNames[number] != nil:
+                let name = Self.networkNames[number] ?? ""
+                network = (try reader.message(field, name, type: name.prefix(1).uppercased() + name.dropFirst()),
+                           number == Self.classifier)
             case let number where CoreMLClassicModel.typeNames[number] != nil:
                 let name = CoreMLClassicModel.typeNames[number] ?? ""
                 classic = (number, try reader.message(field, name, type: name))
@@ -46,7 +50,7 @@ extension CoreMLModel {
                 let type = Self.otherTypes[number] ?? ""
                 let why = type == "mlProgram" ? "an ML Program, which MLProgramModel reads, not CoreMLModel"
                     : "a \(type) model; LayerKit reads Core ML neural networks (neuralNetwork, "
-                    + "neuralNetworkClassifier) and the classic models of scikit-learn's converter"
+                    + "neuralNetworkClassifier, neuralNetworkRegressor) and the classic models of scikit-learn's converter"
                 throw LayerKitError.invalidModel("\(source): the Core ML model is \(why)")
             default: try reader.skip(field)
             }

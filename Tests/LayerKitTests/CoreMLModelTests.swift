@@ -74,7 +74,7 @@ import Testing
     static let cases: [(name: String, outputs: [String])] = [("NeuralMcNeuralNet", ["output", "logits"]),
                                                              ("PlainNet", ["probabilities", "logits"]),
                                                              ("ImageClassifier", ["probs"]), ("ReshapeND", ["y"]),
-                                                             ("StyleNet", ["stylized"])]
+                                                             ("StyleNet", ["stylized"]), ("NNRegressor", ["y"])]
 
     @Test(arguments: cases.map(\.name))
     func runsAsNumpyComputesOnTheCPU(_ name: String) throws {
