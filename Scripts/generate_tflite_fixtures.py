@@ -12,11 +12,20 @@ Writes Tests/LayerKitTests/Fixtures/tflite/:
                               STRIDED_SLICE (masks, shrink), RESHAPE, TRANSPOSE_CONV (SAME,
                               stride 2), MEAN without keep_dims
     sparse_fc.tflite          FULLY_CONNECTED whose mostly-zero weights are stored sparse (DENSIFY)
+    layout_ops.tflite         STRIDED_SLICE with an ellipsis and with new axes, PADV2 (a constant
+                              of 0.5), DIV, a grouped CONV_2D (2 groups)
+    math_ops.tflite           ABS, EXP, LOG, SQRT, RSQRT, SIN, COS, ELU, SQUARE, MAXIMUM, MINIMUM,
+                              SQUARED_DIFFERENCE
+    slice_masks.tflite        layout_ops with its slices as sparse specs (an ellipsis_mask, a
+                              new_axis_mask), which TensorFlow's converter never writes but the
+                              schema allows: the file rewritten by TensorFlow's schema bindings
     int8_net.tflite           fully int8 with float32 edges (QUANTIZE first, DEQUANTIZE last): CONV_2D,
                               DEPTHWISE_CONV_2D, PAD, ADD, MUL, MAX_POOL_2D, AVERAGE_POOL_2D,
                               CONCATENATION, MEAN, RESHAPE, FULLY_CONNECTED, SOFTMAX, LOGISTIC
     int8_io.tflite            fully int8 with int8 input and output (`inference_input_type=tf.int8`);
                               its input and outputs are written as float32 .npy of the integer values
+    uint8_io.tflite           fully quantized with uint8 input and output (`inference_input_type=tf.uint8`):
+                              CONV_2D, MAX_POOL_2D, FULLY_CONNECTED
     int16_input.tflite        int8_io with its input declared INT16, which LayerKit refuses
     <name>-quanta.npy         an int8 model's output scales (one quantum per output), float32
     unsupported_floor.tflite  FLOOR, an operator LayerKit does not translate, for the refusal naming it
@@ -35,8 +44,10 @@ References come from LiteRT, never from LayerKit. Run with a Python 3.11 venv:
     /tmp/tflite-venv/bin/pip install tensorflow-cpu ai-edge-litert numpy
     (cd /tmp/mp && /tmp/tflite-venv/bin/pip download mediapipe==0.10.21 --no-deps)
     /tmp/tflite-venv/bin/python Scripts/generate_tflite_fixtures.py /tmp/mp
-The int8 models (int8_net, int8_io) draw from their own seeded generator; to write only them:
+The int8 models (int8_net, int8_io, uint8_io), layout_ops and math_ops draw from their own seeded
+generators; to write only them:
     /tmp/tflite-venv/bin/python Scripts/generate_tflite_fixtures.py --int8-only
+    /tmp/tflite-venv/bin/python Scripts/generate_tflite_fixtures.py --layout-only
 """
 import glob
 import hashlib
@@ -57,6 +68,8 @@ MEDIAPIPE = {
 rng = np.random.default_rng(26)
 # The int8 models' own generator, so that adding them changed none of the other fixtures.
 rng8 = np.random.default_rng(8)
+# layout_ops's, for the same reason.
+rng45 = np.random.default_rng(45)
 
 
 def weights(*shape, scale=0.3, generator=None):
@@ -93,7 +106,7 @@ def selfie_input(shape):
     return (255 * (0.5 + 0.5 * np.sin(0.02 * h * (c + 1)) * np.cos(0.015 * w))).astype(np.float32)
 
 
-def reference(name, content, make_input=None, step=1):
+def reference(name, content, make_input=None, step=1, generator=None):
     """Writes the model, its input (seeded, or made by `make_input` and not written) and
     LiteRT's outputs for it, every `step`-th row and column of an NHWC output only."""
     with open(os.path.join(ROOT, name + '.tflite'), 'wb') as file:
@@ -105,7 +118,8 @@ def reference(name, content, make_input=None, step=1):
     if inputs[0]['dtype'] != np.float32:
         print(name, 'int8: no reference', op_names(content))
         return
-    x = make_input(inputs[0]['shape']) if make_input else rng.uniform(-1, 1, inputs[0]['shape']).astype(np.float32)
+    x = (make_input(inputs[0]['shape']) if make_input
+         else (generator or rng).uniform(-1, 1, inputs[0]['shape']).astype(np.float32))
     interpreter.set_tensor(inputs[0]['index'], x)
     interpreter.invoke()
     if not make_input:
@@ -127,6 +141,8 @@ def quantized_reference(name, content):
     (given,) = interpreter.get_input_details()
     if given['dtype'] == np.int8:
         x = rng8.integers(-48, 48, given["shape"]).astype(np.int8)
+    elif given['dtype'] == np.uint8:
+        x = rng8.integers(80, 176, given["shape"]).astype(np.uint8)
     else:
         x = rng8.uniform(-1, 1, given['shape']).astype(np.float32)
     interpreter.set_tensor(given['index'], x)
@@ -163,10 +179,18 @@ def int8_io(x):
     return tf.matmul(tf.reshape(c, [1, -1]), weights(3 * 3 * 4, 5, scale=0.2, generator=rng8)), b
 
 
+def uint8_io(x):
+    a = tf.nn.relu(tf.nn.conv2d(x, weights(3, 3, 2, 4, generator=rng8), 1, 'SAME') + weights(4, generator=rng8))
+    b = tf.nn.max_pool2d(a, 2, 2, 'VALID')
+    return tf.matmul(tf.reshape(b, [1, -1]), weights(3 * 3 * 4, 3, scale=0.2, generator=rng8))
+
+
 def int8_models():
     quantized_reference('int8_net', convert(tf.function(int8_net), [1, 12, 12, 3], int8=True, io_type=tf.float32,
                                             generator=rng8))
     quantized_reference('int8_io', convert(tf.function(int8_io), [1, 6, 6, 2], int8=True, generator=rng8))
+    quantized_reference('uint8_io', convert(tf.function(uint8_io), [1, 6, 6, 2], int8=True, io_type=tf.uint8,
+                                            generator=rng8))
     # int8_io with its input declared INT16 (as 16x8 quantization's activations are), which LayerKit refuses.
     hostile('int16_input.tflite', 'int8_io.tflite',
             lambda m: setattr(m.subgraphs[0].tensors[m.subgraphs[0].inputs[0]], 'type', 7))
@@ -207,15 +231,32 @@ def resize_slice(x):
     return (tf.reshape(up, [1, 11, -1]), nearest, sliced, deconv, tf.reduce_mean(space, axis=[1]))
 
 
+def layout_ops(x):
+    ellipsis = x[..., 1:3]
+    new_axes = x[:, tf.newaxis, 2, ::2, tf.newaxis]
+    padded = tf.pad(x, [[0, 0], [1, 2], [0, 1], [0, 0]], constant_values=0.5)
+    divided = x / (tf.abs(x) + weights(4, generator=rng45) ** 2 + 0.5)
+    grouped = tf.nn.conv2d(x, weights(3, 3, 2, 6, generator=rng45), 1, 'SAME')
+    return ellipsis, new_axes, padded, divided, grouped
+
+
+def math_ops(x):
+    positive = tf.abs(x) + 0.25
+    return tf.concat([tf.abs(x), tf.exp(x), tf.math.log(positive), tf.sqrt(positive), tf.math.rsqrt(positive),
+                      tf.sin(x * 3), tf.cos(x * 3), tf.nn.elu(x * 2), tf.square(x), tf.maximum(x, 0.2),
+                      tf.minimum(x, weights(3, generator=rng45)), tf.math.squared_difference(x, 0.3)],
+                     axis=3)
+
+
 def sparse_fc(x):
     w = rng.normal(0, 0.3, (64, 32)).astype(np.float32)
     w[rng.uniform(size=w.shape) < 0.85] = 0
     return tf.matmul(x, tf.constant(w)) + weights(32)
 
 
-def hostile(name, source, change):
-    """Writes `source` with its object tree changed by `change`, re-serialized by TensorFlow's
-    own schema bindings: a well-formed FlatBuffer whose content is wrong."""
+def rewritten(source, change):
+    """`source`'s bytes with its object tree changed by `change`, re-serialized by TensorFlow's
+    own schema bindings: a well-formed FlatBuffer."""
     from tensorflow.lite.python import schema_py_generated as schema
     import flatbuffers
     with open(os.path.join(ROOT, source), 'rb') as file:
@@ -223,8 +264,40 @@ def hostile(name, source, change):
     change(model)
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b'TFL3')
+    return bytes(builder.Output())
+
+
+def hostile(name, source, change):
+    """Writes `source` rewritten by `change`: a well-formed FlatBuffer whose content is wrong."""
     with open(os.path.join(ROOT, name), 'wb') as file:
-        file.write(bytes(builder.Output()))
+        file.write(rewritten(source, change))
+
+
+def sparse_slice_specs(model):
+    """layout_ops's two STRIDED_SLICEs as TensorFlow's sparse specs, which its converter makes
+    dense: x[..., 1:3] with an ellipsis, and x[:, newaxis, 2, ::2, newaxis] on the input itself
+    (the converter reshapes it first), new axes and a shrunk one in the spec."""
+    from tensorflow.lite.python import schema_py_generated as schema
+    graph = model.subgraphs[0]
+
+    def spec(values):
+        buffer = schema.BufferT()
+        buffer.data = np.array(values, dtype=np.int32).tobytes()
+        model.buffers.append(buffer)
+        tensor = schema.TensorT()
+        tensor.shape, tensor.type, tensor.buffer = [len(values)], 2, len(model.buffers) - 1
+        tensor.name = f'spec{len(graph.tensors)}'.encode()
+        graph.tensors.append(tensor)
+        return len(graph.tensors) - 1
+
+    codes = [max(c.deprecatedBuiltinCode, c.builtinCode) for c in model.operatorCodes]
+    ellipsis, new_axes = [op for op in graph.operators if codes[op.opcodeIndex] == 45]
+    ellipsis.inputs = [ellipsis.inputs[0], spec([0, 1]), spec([0, 3]), spec([1, 1])]
+    options = ellipsis.builtinOptions
+    options.beginMask, options.endMask, options.ellipsisMask = 0, 0, 1
+    new_axes.inputs = [graph.inputs[0], spec([0, 0, 2, 0, 0]), spec([0, 0, 3, 0, 0]), spec([1, 1, 1, 2, 1])]
+    options = new_axes.builtinOptions
+    options.beginMask, options.endMask, options.newAxisMask, options.shrinkAxisMask = 9, 9, 18, 4
 
 
 def set_input(op, position, tensor):
@@ -253,6 +326,8 @@ def main():
     os.makedirs(ROOT, exist_ok=True)
     if sys.argv[1:] == ['--int8-only']:
         return int8_models()
+    if sys.argv[1:] == ['--layout-only']:
+        return layout_models()
     tf.random.set_seed(26)
     reference('conv_net', convert(tf.function(conv_net), [1, 15, 15, 3]))
     reference('conv_net_fp16', convert(tf.function(conv_net), [1, 15, 15, 3], fp16=True))
@@ -266,6 +341,13 @@ def main():
     hostile('hostile_missing_weights.tflite', 'conv_net.tflite', lambda m: set_input(first_op(m, 3), 1, -1))
     mediapipe_models(sys.argv[1] if len(sys.argv) > 1 else '/tmp/mp')
     int8_models()
+    layout_models()
+
+
+def layout_models():
+    reference('layout_ops', convert(tf.function(layout_ops), [1, 5, 6, 4]), generator=rng45)
+    reference('math_ops', convert(tf.function(math_ops), [1, 4, 5, 3]), generator=rng45)
+    reference('slice_masks', rewritten('layout_ops.tflite', sparse_slice_specs), generator=rng45)
 
 
 if __name__ == '__main__':

@@ -9,9 +9,17 @@ extension TFLiteGraphBuilder {
         0: "ADD", 1: "AVERAGE_POOL_2D", 2: "CONCATENATION", 3: "CONV_2D", 4: "DEPTHWISE_CONV_2D", 5: "DEPTH_TO_SPACE",
         6: "DEQUANTIZE", 9: "FULLY_CONNECTED", 14: "LOGISTIC", 17: "MAX_POOL_2D", 18: "MUL", 19: "RELU",
         20: "RELU_N1_TO_1", 21: "RELU6", 22: "RESHAPE", 23: "RESIZE_BILINEAR", 25: "SOFTMAX", 28: "TANH", 34: "PAD",
-        40: "MEAN", 41: "SUB", 42: "DIV", 45: "STRIDED_SLICE", 54: "PRELU", 59: "NEG", 60: "PADV2", 67: "TRANSPOSE_CONV",
-        97: "RESIZE_NEAREST_NEIGHBOR", 98: "LEAKY_RELU", 114: "QUANTIZE", 117: "HARD_SWISH", 124: "DENSIFY",
+        40: "MEAN", 41: "SUB", 42: "DIV", 45: "STRIDED_SLICE", 47: "EXP", 54: "PRELU", 55: "MAXIMUM", 57: "MINIMUM",
+        59: "NEG", 60: "PADV2", 66: "SIN", 67: "TRANSPOSE_CONV", 73: "LOG", 75: "SQRT", 76: "RSQRT", 92: "SQUARE",
+        97: "RESIZE_NEAREST_NEIGHBOR", 98: "LEAKY_RELU", 99: "SQUARED_DIFFERENCE", 101: "ABS", 108: "COS", 111: "ELU",
+        114: "QUANTIZE", 117: "HARD_SWISH", 124: "DENSIFY",
     ]
+    /// The builtin operators that are one ONNX op of the same one input.
+    static let unaryOps = ["RELU": "Relu", "LOGISTIC": "Sigmoid", "TANH": "Tanh", "NEG": "Neg", "HARD_SWISH": "HardSwish",
+                           "ABS": "Abs", "EXP": "Exp", "LOG": "Log", "SQRT": "Sqrt", "SIN": "Sin", "COS": "Cos",
+                           "ELU": "Elu"]
+    /// The builtin operators that are one broadcasting ONNX op of their two inputs.
+    static let binaryOps = ["ADD": "Add", "MUL": "Mul", "SUB": "Sub", "DIV": "Div", "MAXIMUM": "Max", "MINIMUM": "Min"]
 
     /// Adds `op`'s nodes.
     mutating func add(_ op: TFLiteOperator, code: TFLiteOperatorCode) throws {
@@ -76,24 +84,31 @@ extension TFLiteGraphBuilder {
             try emit(name == "MAX_POOL_2D" ? "MaxPool" : "AveragePool", [value(input)], output: output,
                      activation: byteOption(5, "fused_activation_function"),
                      ["kernel_shape": .ints(kernel), "strides": .ints(strides), "pads": .ints(pads)])
-        case "ADD", "MUL", "SUB", "DIV":
+        case let name where Self.binaryOps[name] != nil:
             guard op.inputs.count == 2 else { throw LayerKitError.invalidModel("\(name) has \(op.inputs.count) inputs") }
-            let opType = ["ADD": "Add", "MUL": "Mul", "SUB": "Sub", "DIV": "Div"][name]!
-            try emit(opType, try broadcast(op.inputs[0], op.inputs[1]), output: output,
-                     activation: byteOption(0, "fused_activation_function"))
+            // MAXIMUM and MINIMUM fuse no activation (their options table is empty).
+            let fuses = ["ADD", "MUL", "SUB", "DIV"].contains(name)
+            try emit(Self.binaryOps[name] ?? "", try broadcast(op.inputs[0], op.inputs[1]), output: output,
+                     activation: fuses ? byteOption(0, "fused_activation_function") : 0)
+        case let name where Self.unaryOps[name] != nil: try emit(Self.unaryOps[name] ?? "", [value(input)], output: output)
+        case "SQUARE": try emit("Mul", [value(input), value(input)], output: output)
+        case "SQUARED_DIFFERENCE":
+            guard op.inputs.count == 2 else { throw LayerKitError.invalidModel("\(name) has \(op.inputs.count) inputs") }
+            let difference = unique(tensors[output].name + ".difference")
+            addNode("Sub", try broadcast(op.inputs[0], op.inputs[1]), difference)
+            try emit("Mul", [difference, difference], output: output)
+        case "RSQRT":
+            let root = unique(tensors[output].name + ".sqrt")
+            addNode("Sqrt", [try value(input)], root)
+            try emit("Reciprocal", [root], output: output)
         case "PRELU", "LEAKY_RELU":
             if name == "LEAKY_RELU" {
                 try emit("LeakyRelu", [value(input)], output: output, ["alpha": .float(try options?.float(0, "alpha") ?? 0)])
             } else {
                 try emit("PRelu", try broadcast(op.inputs[0], op.inputs[1]), output: output)
             }
-        case "RELU": try emit("Relu", [value(input)], output: output)
         case "RELU6": try activate(try value(input), 3, into: outputName(output))
         case "RELU_N1_TO_1": try activate(try value(input), 2, into: outputName(output))
-        case "LOGISTIC": try emit("Sigmoid", [value(input)], output: output)
-        case "TANH": try emit("Tanh", [value(input)], output: output)
-        case "NEG": try emit("Neg", [value(input)], output: output)
-        case "HARD_SWISH": try emit("HardSwish", [value(input)], output: output)
         case "SOFTMAX":
             let beta = try options?.float(0, "beta", default: 1) ?? 1
             var logits = try value(input)
@@ -295,7 +310,9 @@ extension TFLiteGraphBuilder {
 
     /// STRIDED_SLICE with constant begin, end and strides as ONNX Slice in
     /// TFLite's layout: a begin or end mask bit takes the whole axis, a shrink
-    /// bit one element, whose axis the reshape to the output's shape drops.
+    /// bit one element, whose axis the reshape to the output's shape drops;
+    /// the reshape also makes the output's new axes (`new_axis_mask`), and an
+    /// ellipsis stands for the whole of every input axis the spec leaves out.
     private mutating func stridedSlice(_ op: TFLiteOperator, _ options: FlatTable?) throws {
         guard op.inputs.count == 4 else { throw LayerKitError.invalidModel("STRIDED_SLICE has \(op.inputs.count) inputs") }
         let input = op.inputs[0], output = op.outputs[0], rank = tensors[input].shape.count
@@ -304,28 +321,40 @@ extension TFLiteGraphBuilder {
         let names = ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
         let masks = try names.indices.map { try options?.integer($0, names[$0]) ?? 0 }
         let endIsOffset = try options?.bool(5, "offset") ?? false
-        guard masks[2] == 0, masks[3] == 0 else {
-            throw LayerKitError.invalidModel("ellipsis_mask and new_axis_mask are not supported")
-        }
-        guard begin.count == rank, end.count == rank, steps.count == rank, !steps.contains(0) else {
+        guard begin.count == end.count, begin.count == steps.count, !steps.contains(0), begin.count <= 32 else {
             throw LayerKitError.invalidModel("begin \(begin), end \(end), strides \(steps) for rank \(rank)")
         }
-        var starts: [Int] = [], ends: [Int] = []
-        for axis in 0..<rank {
-            let bit = 1 << axis, forward = steps[axis] > 0
-            var (start, stop) = (begin[axis], endIsOffset ? begin[axis] + end[axis] : end[axis])
+        var starts = Array(repeating: 0, count: rank), ends = Array(repeating: Int(Int32.max), count: rank)
+        var denseSteps = Array(repeating: 1, count: rank)
+        // TensorFlow's dense spec: entry i of the sparse spec is one input axis, none (a new
+        // axis), or for the first ellipsis bit as many whole axes as the other entries leave.
+        let ellipsisAt = (0..<begin.count).first { masks[2] & (1 << $0) != 0 }
+        let consuming = (0..<begin.count).filter { masks[3] & (1 << $0) == 0 && $0 != ellipsisAt }.count
+        guard consuming <= rank else {
+            throw LayerKitError.invalidModel("a slice spec of \(consuming) axes for an input of rank \(rank)")
+        }
+        var axis = 0
+        for entry in begin.indices {
+            let bit = 1 << entry
+            if entry == ellipsisAt {
+                axis += rank - consuming
+                continue
+            }
+            if masks[3] & bit != 0 || masks[2] & bit != 0 { continue }
+            let forward = steps[entry] > 0
+            var (start, stop) = (begin[entry], endIsOffset ? begin[entry] + end[entry] : end[entry])
             if masks[0] & bit != 0 { start = forward ? 0 : Int(Int32.max) }
             if masks[1] & bit != 0 { stop = forward ? Int(Int32.max) : Int(Int32.min) }
             if masks[4] & bit != 0 { stop = start == -1 ? Int(Int32.max) : start + 1 }
-            starts.append(start)
-            ends.append(stop)
+            (starts[axis], ends[axis], denseSteps[axis]) = (start, stop, steps[entry])
+            axis += 1
         }
         let name = tensors[output].name
         let sliced = unique(name + ".slice")
         addNode("Slice", [try tfliteLayout(input), constant(name + ".starts", [rank], int64s: starts),
                           constant(name + ".ends", [rank], int64s: ends),
                           constant(name + ".axes", [rank], int64s: Array(0..<rank)),
-                          constant(name + ".steps", [rank], int64s: steps)], sliced)
+                          constant(name + ".steps", [rank], int64s: denseSteps)], sliced)
         let target = tensors[output].shape
         emit("Reshape", inTFLiteLayout: [sliced, constant(name + ".shape", [target.count], int64s: target)],
              output: output)

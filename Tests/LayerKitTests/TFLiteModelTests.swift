@@ -15,7 +15,7 @@ import Testing
 
     /// The models with a committed input and their output counts.
     static let cases: [(name: String, outputs: Int)] = [
-        ("conv_net", 2), ("conv_net_fp16", 2), ("activations", 1), ("resize_slice", 5), ("sparse_fc", 1),
+        ("conv_net", 2), ("conv_net_fp16", 2), ("activations", 1), ("resize_slice", 5), ("sparse_fc", 1), ("layout_ops", 5), ("math_ops", 1), ("slice_masks", 5),
         ("face_detection_short_range", 2),
     ]
 
@@ -112,9 +112,10 @@ import Testing
         #expect(tflite.subgraph.tensors.contains { $0.type == 1 }, "the file holds float16 weights")
     }
 
-    /// The fully int8 models: int8_net with float32 edges
-    /// (QUANTIZE, DEQUANTIZE), int8_io with int8 ones (integers in and out, as float32).
-    static let quantizedCases = ["int8_net", "int8_io"]
+    /// The fully quantized models: int8_net with float32 edges
+    /// (QUANTIZE, DEQUANTIZE), int8_io and uint8_io with int8 and uint8 ones
+    /// (integers in and out, as float32).
+    static let quantizedCases = ["int8_net", "int8_io", "uint8_io"]
 
     /// The outputs' largest difference from LiteRT's, in quanta (each output's
     /// scale, from `<name>-quanta.npy`; 1 for an int8 output, which holds
@@ -129,7 +130,7 @@ import Testing
             let reference = try TypedTensor(npyFile: fixture("\(name)-output\(index).npy").path)
             let result = try #require(results[model.outputs[index].name], "\(name): no output \(index)")
             #expect(result.shape == reference.shape, "\(name) output \(index)")
-            let step = name == "int8_io" ? 1 : quantum
+            let step = name.hasSuffix("_io") ? 1 : quantum
             for (y, e) in zip(result.elements.map(Double.init), reference.doubles()) {
                 let off = (abs(y - e) / step).rounded()
                 worst[index] = max(worst[index], off)
@@ -194,7 +195,7 @@ import Testing
             _ = try Model(contentsOf: Self.fixture("unsupported_floor.tflite"), computeUnits: .cpuOnly, notice: { _ in })
         } throws: { error in
             "\(error)".contains("unsupported_floor.tflite: operator 1 (builtin operator 8): the operator is not "
-                               + "supported by LayerKit (supported: ADD, AVERAGE_POOL_2D,")
+                               + "supported by LayerKit (supported: ABS, ADD, AVERAGE_POOL_2D,")
         }
     }
 
