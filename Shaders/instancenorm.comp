@@ -1,7 +1,10 @@
 #version 450
 // ONNX InstanceNormalization on a slice image, in fp32:
 // y = scale[c] * (x - mean) / sqrt(variance + epsilon) + bias[c], the mean
-// and variance over each item's channel plane (H and W).
+// and variance over each item's channel plane (H and W). With perPosition,
+// LayerNormalization over the plane: y = (x - mean) / sqrt(variance + epsilon)
+// * scale[t] + bias[t], t the texel's place in the plane (a [B, S, D] tensor
+// normalized over D is B items of S channels, each an H = D plane).
 //
 // One 8x8 workgroup per array layer (an item's slice, four channels): its
 // 64 invocations stride over the plane and combine in shared memory, first
@@ -13,9 +16,10 @@
 LK_WORKGROUP_SIZE;
 layout(rgba16f, binding = 0) readonly uniform image2DArray source;
 layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
-// scale for slice s at [s], bias at [slices + s]; zero past the last channel.
+// Per channel: scale for slice s at [s], bias at [slices + s]; zero past the
+// last channel. Per position: (scale, bias, 0, 0) of texel t at [t].
 layout(std430, binding = 2) readonly buffer Weights { vec4 weights[]; };
-layout(push_constant) uniform Shape { LK_SHAPE_FIELDS; float epsilon; } shape;
+layout(push_constant) uniform Shape { LK_SHAPE_FIELDS; float epsilon; uint perPosition; } shape;
 
 shared vec4 partial[64];
 
@@ -46,12 +50,19 @@ void main() {
     vec4 variance = lk_workgroup_sum(squares, index) / float(plane);
     if (layer >= shape.layers) return;
     uint slice = lk_slice_of(layer, shape.slices);
-    vec4 a = weights[slice] * inversesqrt(variance + shape.epsilon);
-    vec4 b = weights[shape.slices + slice];
+    vec4 inverse = inversesqrt(variance + shape.epsilon);
+    // Per channel: one multiplier and offset for the slice (read only then: a
+    // per-position buffer holds the plane's texels, not the slices).
+    vec4 a = vec4(0.0), b = vec4(0.0);
+    if (shape.perPosition == 0u) {
+        a = weights[slice] * inverse;
+        b = weights[shape.slices + slice];
+    }
     bvec4 lanes = lk_channel_lanes(slice, shape.channels);
     for (uint t = index; t < plane; t += 64u) {
         ivec3 at = ivec3(t % shape.width, t / shape.width, layer);
-        vec4 y = (imageLoad(source, at) - mean) * a + b;
+        vec4 y = shape.perPosition == 0u ? (imageLoad(source, at) - mean) * a + b
+                                         : (imageLoad(source, at) - mean) * inverse * weights[t].x + weights[t].y;
         imageStore(destination, at, lk_round_half(mix(vec4(0.0), y, lanes)));
     }
 }

@@ -219,3 +219,9 @@ for shape, name in [((2, 3, 17, 19), 'instancenorm_plane323_n2'), ((1, 5, 3, 5),
 # apply the op's element-wise part: |x|, x², log, exp (issue 27; LayerKit made these an identity).
 for op in ['ReduceL1', 'ReduceL2', 'ReduceSumSquare', 'ReduceLogSum', 'ReduceLogSumExp']:
     reduce_case(f'{op.lower()}_noop_empty_axes_opset18', op, reduce_input(op, (2, 3, 2)), None, 1, 18, noop=1)
+
+# LayerNormalization over the last axis of a transformer's [B, S, D] (the GPU's form: each
+# lane of a slice one row of D), with a residual stream's offset per row.
+x = (data((2, 9, 96)) + 4 * rng.uniform(-2, 2, size=(2, 9, 1))).astype(np.float16).astype(np.float32)
+one_op('layernorm_last_d96', 'LayerNormalization', x, attrs={'epsilon': 1e-6}, opset=17,
+       extra_inputs=[('scale', data((96,), -2, 2)), ('B', data((96,), -1, 1))])

@@ -91,7 +91,7 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<ReshapeConstants>.size == 5 * 4 + 3 * 4)
         #expect(MemoryLayout<WindowConstants>.size == 32 + 3 * 16)
         #expect(MemoryLayout<ReduceConstants>.size == 5 * 4 + 4 * 4)
-        #expect(MemoryLayout<InstanceNormalizationConstants>.size == 5 * 4 + 4)
+        #expect(MemoryLayout<InstanceNormalizationConstants>.size == 5 * 4 + 2 * 4)
         #expect(MemoryLayout<LRNConstants>.size == 5 * 4 + 5 * 4)
         #expect(MemoryLayout<TransposeConstants>.size == 32 + 16)
         #expect(MemoryLayout<ChannelShuffleConstants>.size == 5 * 4 + 4)

@@ -156,10 +156,13 @@ struct ReduceConstants: BitwiseCopyable {
     var inputWidth, inputHeight, inputChannels, inputSlices: UInt32
 }
 
-/// `instancenorm.comp`: the shape, then epsilon.
+/// `instancenorm.comp`: the shape, epsilon, and whether scale and bias are
+/// per channel (0, InstanceNormalization) or per texel of the plane (1,
+/// LayerNormalization).
 struct InstanceNormalizationConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var epsilon: Float
+    var perPosition: UInt32 = 0
 }
 
 /// `lrn.comp`: the shape, the window's channels below and above, alpha / size, beta, bias.

@@ -6,8 +6,8 @@
 /// `Mean` and `InvStdDev` outputs), shaped as the input with every
 /// normalized axis 1.
 ///
-/// Any rank, on the CPU only (vision transformers' LayerNorm normalizes
-/// the last axis, not an image's channels).
+/// Any rank on the CPU; on the GPU when the normalized axes are the
+/// image's plane (`LayerNormalization+GPU.swift`).
 public final class LayerNormalization: Layer, Sendable {
     /// The first normalized axis (non-negative).
     public let axis: Int
@@ -18,6 +18,8 @@ public final class LayerNormalization: Layer, Sendable {
     public let bias: [Float]?
     /// 1 (Y), 2 (Y, Mean) or 3 (Y, Mean, InvStdDev).
     public let outputCount: Int
+    struct PreparedGPU { let kernel: GPUKernel<InstanceNormalizationConstants>; let weights: GPUBuffer }
+    let gpuState = PerContext<PreparedGPU>()
 
     /// Throws for a negative axis, an epsilon that is not finite and >= 0,
     /// a bias of another length than `scale`, or `outputCount` not 1 to 3.
