@@ -1,16 +1,24 @@
 #version 450
-// Softmax, LogSoftmax or Hardmax along the channel axis of a slice image.
+// Softmax, LogSoftmax or Hardmax along one axis of a slice image.
 //
-// One invocation per (x, y, batch item): it walks the item's slices once
-// for the maximum, once for the sum of exp(v - max), then writes every
-// slice, in fp32. Padding lanes take no part and stay zero.
+// LK_SOFTMAX_ALONG 0, the channel axis: one invocation per (x, y, batch
+// item) walks the item's slices once for the maximum, once for the sum of
+// exp(v - max), then writes every slice, in fp32. Padding lanes take no part
+// and stay zero.
+// LK_SOFTMAX_ALONG 1 (the width) or 2 (the height): one invocation per row
+// (column) of an array layer walks it three times the same way, each lane
+// its own channel's line (attention scores [B, heads, S, S] along the last
+// axis: every lane a query row).
 // LK_SOFTMAX_KIND: 0 softmax, 1 log softmax, 2 hardmax (1 at the first
-// largest channel).
+// largest value).
 #extension GL_GOOGLE_include_directive : require
 #include "layerkit.glsl"
 
 #ifndef LK_SOFTMAX_KIND
 #define LK_SOFTMAX_KIND 0
+#endif
+#ifndef LK_SOFTMAX_ALONG
+#define LK_SOFTMAX_ALONG 0
 #endif
 
 LK_WORKGROUP_SIZE;
@@ -18,6 +26,7 @@ layout(rgba16f, binding = 0) readonly uniform image2DArray source;
 layout(rgba16f, binding = 1) writeonly uniform image2DArray destination;
 layout(push_constant) uniform Shape { LK_SHAPE_FIELDS; } shape;
 
+#if LK_SOFTMAX_ALONG == 0
 void main() {
     uvec3 id = gl_GlobalInvocationID;
     if (id.x >= shape.width || id.y >= shape.height || id.z * shape.slices >= shape.layers) return;
@@ -61,3 +70,47 @@ void main() {
     }
 #endif
 }
+#else
+#if LK_SOFTMAX_ALONG == 1
+#define LK_LENGTH shape.width
+#define LK_LINES shape.height
+#define LK_AT(i) ivec3(i, id.x, id.z)
+#else
+#define LK_LENGTH shape.height
+#define LK_LINES shape.width
+#define LK_AT(i) ivec3(id.x, i, id.z)
+#endif
+void main() {
+    uvec3 id = gl_GlobalInvocationID;
+    if (id.x >= LK_LINES || id.y > 0u || id.z >= shape.layers) return;
+    bvec4 lanes = lk_channel_lanes(lk_slice_of(id.z, shape.slices), shape.channels);
+    vec4 m = vec4(uintBitsToFloat(0xFF800000u));
+#if LK_SOFTMAX_KIND == 2
+    uvec4 best = uvec4(0u);
+    for (uint i = 0u; i < LK_LENGTH; i++) {
+        vec4 v = imageLoad(source, LK_AT(i));
+        bvec4 larger = greaterThan(v, m);
+        m = mix(m, v, larger);
+        best = mix(best, uvec4(i), larger);
+    }
+    for (uint i = 0u; i < LK_LENGTH; i++) {
+        imageStore(destination, LK_AT(i), mix(vec4(0.0), vec4(equal(uvec4(i), best)), lanes));
+    }
+#else
+    for (uint i = 0u; i < LK_LENGTH; i++) m = max(m, imageLoad(source, LK_AT(i)));
+    vec4 sum = vec4(0.0);
+    for (uint i = 0u; i < LK_LENGTH; i++) sum += exp(imageLoad(source, LK_AT(i)) - m);
+#if LK_SOFTMAX_KIND == 1
+    vec4 logSum = log(sum);
+#endif
+    for (uint i = 0u; i < LK_LENGTH; i++) {
+#if LK_SOFTMAX_KIND == 1
+        vec4 e = (imageLoad(source, LK_AT(i)) - m) - logSum;
+#else
+        vec4 e = exp(imageLoad(source, LK_AT(i)) - m) / sum;
+#endif
+        imageStore(destination, LK_AT(i), lk_round_half(mix(vec4(0.0), e, lanes)));
+    }
+#endif
+}
+#endif

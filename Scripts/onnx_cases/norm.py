@@ -225,3 +225,10 @@ for op in ['ReduceL1', 'ReduceL2', 'ReduceSumSquare', 'ReduceLogSum', 'ReduceLog
 x = (data((2, 9, 96)) + 4 * rng.uniform(-2, 2, size=(2, 9, 1))).astype(np.float16).astype(np.float32)
 one_op('layernorm_last_d96', 'LayerNormalization', x, attrs={'epsilon': 1e-6}, opset=17,
        extra_inputs=[('scale', data((96,), -2, 2)), ('B', data((96,), -1, 1))])
+
+# Along the last axis of rank 4, as attention's scores [B, heads, S, S] (the GPU walks the
+# width): three heads, so a slice's fourth lane is padding; opset 11 flattening one axis.
+for op in ['Softmax', 'LogSoftmax']:
+    one_op(f'{op.lower()}_axis3_rank4_scores', op, data((2, 3, 5, 6), -5, 5), attrs={'axis': 3})
+one_op('softmax_opset11_axis3_last', 'Softmax', data((1, 3, 2, 7), -5, 5), attrs={'axis': 3}, opset=11)
+one_op('hardmax_axis3_rank4', 'Hardmax', distinct((2, 3, 2, 5)), attrs={'axis': -1})

@@ -95,9 +95,17 @@ struct SoftmaxTests {
         OpLayerTest.expectClose(y, [0.5, 0.5, 0], tolerance: 1e-7, "CPU")
     }
 
-    @Test func otherAxesHaveNoGPUImplementationAndBadAxesThrow() throws {
-        #expect(!(try Softmax(axis: 0)).hasGPUImplementation)
-        #expect(!(try Softmax(axis: 3)).hasGPUImplementation)
+    /// The GPU walks the channels, H or W; the batch axis and flattened axes stay on the CPU.
+    @Test func theBatchAxisAndFlattenedAxesStayOnTheCPUAndBadAxesThrow() throws {
+        #expect(try Softmax(axis: 0).whyNotGPU(inputShapes: [[2, 5]], outputShapes: [[2, 5]])
+                == "it runs along axis 0, the batch axis, which the GPU form does not walk")
+        for axis in 1...3 {
+            #expect(try Softmax(axis: axis).whyNotGPU(inputShapes: [[1, 2, 3, 4]], outputShapes: [[1, 2, 3, 4]]) == nil)
+        }
+        #expect(try Softmax(axis: 1, flattensTrailingAxes: true).whyNotGPU(inputShapes: [[2, 3, 4]], outputShapes: [[2, 3, 4]])
+                == "it runs over axes 1 to 2 flattened (ONNX before opset 13), not one axis of the image")
+        #expect(try Softmax(axis: 1, flattensTrailingAxes: true).whyNotGPU(inputShapes: [[2, 5]], outputShapes: [[2, 5]])
+                == nil)
         #expect(throws: LayerKitError.invalidParameter(
             "Softmax: axis -1 must be >= 0 (resolve negative axes against the rank)")) { try Softmax(axis: -1) }
         #expect(throws: LayerKitError.shapeMismatch("Softmax: axis 2 is past the last axis of 2x5")) {

@@ -8,9 +8,10 @@ import CKernels
 /// Before opset 13 these ops coerced the input to 2-D at `axis`: the op
 /// runs over all the axes from `axis` on, flattened (`flattensTrailingAxes`).
 ///
-/// Any rank on the CPU. On the GPU only along axis 1, the slice image's
-/// channel axis (a rank-2 [N, M] tensor is an N×M×1×1 image).
-public final class Softmax: Layer, Sendable {
+/// Any rank on the CPU. On the GPU along one axis of the slice image: axis
+/// 1, the channels (a rank-2 [N, M] tensor is an N×M×1×1 image), 2 (H) or 3
+/// (W): attention's scores [B, heads, S, S] along the last axis.
+public final class Softmax: Layer, ShapeLimitedGPULayer, Sendable {
     /// What the layer computes along its axis.
     public enum Kind: Sendable, Equatable {
         /// ONNX Softmax.
@@ -81,8 +82,18 @@ public final class Softmax: Layer, Sendable {
         }
     }
 
-    /// True along axis 1 alone, the image's channel axis.
-    public var hasGPUImplementation: Bool { axis == 1 && !flattensTrailingAxes }
+    /// Along one axis of rank 4 at most (the policy checks the rank).
+    public var hasGPUImplementation: Bool { true }
+
+    /// Nil along one axis of the image but the batch axis; ONNX's flattening
+    /// before opset 13 is one axis when `axis` is the last.
+    public func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
+        let rank = inputShapes.first?.count ?? 0
+        if flattensTrailingAxes && axis < rank - 1 {
+            return "it runs over axes \(axis) to \(rank - 1) flattened (ONNX before opset 13), not one axis of the image"
+        }
+        return axis == 0 ? "it runs along axis 0, the batch axis, which the GPU form does not walk" : nil
+    }
 
     /// Creates the pipeline on `context`, once per context.
     public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws { _ = try kernel(on: context) }
@@ -93,25 +104,30 @@ public final class Softmax: Layer, Sendable {
         case .logSoftmax: "1"
         case .hardmax: "2"
         }
+        // Axis 1 walks the slices, 2 the height (LK_SOFTMAX_ALONG 2), 3 the width (1).
+        let along = [1: "0", 2: "2", 3: "1"][axis] ?? "0"
         return try gpuKernel.value(on: context) {
-            try BuiltInShaders.softmax.kernel(on: context, defines: kind == .softmax ? [] : [("LK_SOFTMAX_KIND", define)])
+            try BuiltInShaders.softmax.kernel(on: context, defines: [("LK_SOFTMAX_KIND", define), ("LK_SOFTMAX_ALONG", along)])
         }
     }
 
     /// `Shaders/softmax.comp`: one invocation per (x, y, item) walks the
     /// slices twice (maximum, then sum of exponentials) and writes them all.
     public func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
-        guard hasGPUImplementation else {
-            throw LayerKitError.unsupported(
-                "\(layerName) runs on the GPU only along axis 1 alone (the channel axis), not "
-                + (flattensTrailingAxes ? "axes \(axis) on, flattened" : "\(axis)"))
-        }
         guard inputs.count == 1, outputs.count == 1, inputs[0].shape == outputs[0].shape else {
             throw LayerKitError.shapeMismatch("\(layerName) takes 1 input image and 1 output image of the same shape")
         }
+        if let reason = whyNotGPU(inputShapes: [inputs[0].shape], outputShapes: [outputs[0].shape]) {
+            throw LayerKitError.unsupported("\(layerName) cannot run on the GPU: \(reason)")
+        }
         let output = outputs[0]
+        // Along the channels one invocation per texel of an item; along H or W one per line of an array layer.
+        let threads = switch axis {
+        case 1: (output.width, output.height, output.batch)
+        case 2: (output.width, 1, output.layers)
+        default: (output.height, 1, output.layers)
+        }
         try commandBuffer.dispatch(kernel(on: commandBuffer.context), images: [inputs[0], output],
-                                   constants: output.shapeConstants,
-                                   threads: (output.width, output.height, output.batch))
+                                   constants: output.shapeConstants, threads: threads)
     }
 }
