@@ -191,3 +191,9 @@ case('isnan', [node('IsNaN', ['x'], ['b']), to_float('b')], {'x': special.reshap
 case('isinf_default', [node('IsInf', ['x'], ['b']), to_float('b')], {'x': special.reshape(3, 5)})
 case('isinf_negative_only', [node('IsInf', ['x'], ['b'], detect_positive=0), to_float('b')],
      {'x': special.reshape(3, 5)})
+
+# Attention's products of two computed rank-4 values (the GPU multiplies each head's planes,
+# four heads a texel; five heads leave three padding lanes), Q K^T then scores V.
+case('matmul_attention_qk', [node('MatMul', ['q', 'kt'])], {'q': normal(2, 5, 6, 8), 'kt': normal(2, 5, 8, 6)})
+case('matmul_attention_sv', [node('Softmax', ['s'], ['p'], axis=-1), node('MatMul', ['p', 'v'])],
+     {'s': normal(1, 3, 7, 7), 'v': normal(1, 3, 7, 4)})

@@ -49,6 +49,9 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.window),
         Variant(BuiltInShaders.softmax, [("LK_SOFTMAX_KIND", "1")]),
         Variant(BuiltInShaders.softmax, [("LK_SOFTMAX_KIND", "2")]),
+        Variant(BuiltInShaders.softmax, [("LK_SOFTMAX_KIND", "0"), ("LK_SOFTMAX_ALONG", "1")]),
+        Variant(BuiltInShaders.softmax, [("LK_SOFTMAX_KIND", "1"), ("LK_SOFTMAX_ALONG", "2")]),
+        Variant(BuiltInShaders.softmax, [("LK_SOFTMAX_KIND", "2"), ("LK_SOFTMAX_ALONG", "1")]),
         Variant(BuiltInShaders.reduce, [("LK_REDUCE_OP", "9"), ("LK_REDUCE_SPATIAL", "1")]),
         Variant(BuiltInShaders.reduce, [("LK_REDUCE_OP", "1"), ("LK_REDUCE_SPATIAL", "0")]),
         Variant(BuiltInShaders.instanceNormalization),
@@ -58,6 +61,7 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.pad),
         Variant(BuiltInShaders.resize),
         Variant(BuiltInShaders.optimizer),
+        Variant(BuiltInShaders.matmul),
     ]
 
     @Test(arguments: variants)
@@ -92,6 +96,7 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<WindowConstants>.size == 32 + 3 * 16)
         #expect(MemoryLayout<ReduceConstants>.size == 5 * 4 + 4 * 4)
         #expect(MemoryLayout<InstanceNormalizationConstants>.size == 5 * 4 + 2 * 4)
+        #expect(MemoryLayout<MatMulConstants>.size == 5 * 4 + 4)
         #expect(MemoryLayout<LRNConstants>.size == 5 * 4 + 5 * 4)
         #expect(MemoryLayout<TransposeConstants>.size == 32 + 16)
         #expect(MemoryLayout<ChannelShuffleConstants>.size == 5 * 4 + 4)

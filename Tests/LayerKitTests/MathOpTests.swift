@@ -98,13 +98,15 @@ struct MathOpTests {
             ("mean_three", "Mean"), ("max_binary", "Max"), ("equal_broadcast", "Equal"), ("mod_fmod", "Mod"),
             ("pow_tensor_exponent", "Pow"), ("prelu_full_computed", "PRelu"), ("prelu_4d_c11", "PRelu"),
             ("sum_one", "Sum"), ("and_broadcast", "And"), ("matmul_const_2d", "MatMul"), ("where_images", "Where"),
+            ("matmul_attention_qk", "MatMul"), ("matmul_attention_sv", "MatMul"), ("matmul_attention_sv", "Softmax"),
         ]
         for (name, op) in onGPU {
             let placed = try Self.placements(name)
             #expect(placed[op] == "gpu", "\(name): \(op) should run on the GPU: \(placed)")
         }
         let onCPU: [(String, String)] = [("add_left_lower_rank", "Add"), ("div_rank5", "Div"), ("matmul_3d_2d", "MatMul"),
-                                         ("where_broadcast", "Where"), ("gemm_computed_c_mn", "Gemm")]
+                                         ("where_broadcast", "Where"), ("gemm_computed_c_mn", "Gemm"),
+                                         ("matmul_batch_broadcast", "MatMul")]
         for (name, op) in onCPU {
             #expect(try Self.placements(name)[op] != "gpu", "\(name): \(op) should run on the CPU")
         }

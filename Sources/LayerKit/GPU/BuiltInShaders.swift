@@ -58,6 +58,7 @@ enum BuiltInShaders {
     static let pad = BuiltInShader<PadConstants>(file: "pad.comp", images: 2, buffers: 0)
     static let resize = BuiltInShader<ResizeConstants>(file: "resize.comp", images: 2, buffers: 1)
     static let optimizer = BuiltInShader<OptimizerConstants>(file: "optimizer.comp", images: 0, buffers: 4)
+    static let matmul = BuiltInShader<MatMulConstants>(file: "matmul.comp", images: 3, buffers: 0)
 }
 
 /// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]; float zero`.
@@ -163,6 +164,12 @@ struct InstanceNormalizationConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var epsilon: Float
     var perPosition: UInt32 = 0
+}
+
+/// `matmul.comp`: the output's shape, then K.
+struct MatMulConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inner: UInt32
 }
 
 /// `lrn.comp`: the shape, the window's channels below and above, alpha / size, beta, bias.

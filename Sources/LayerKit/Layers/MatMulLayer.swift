@@ -14,7 +14,8 @@ import Foundation
 ///   `[M, N]`).
 ///
 /// A constant B of a 2-D product is the `Gemm` layer's case, which has a
-/// GPU form; this layer is the general one.
+/// GPU form; this layer is the general one, on the GPU for attention's
+/// rank-4 products (`MatMulLayer+GPU.swift`).
 public final class MatMulLayer: Layer, Sendable {
     /// "MatMul" or "Gemm".
     public let layerName: String
@@ -28,6 +29,8 @@ public final class MatMulLayer: Layer, Sendable {
     public let hasC: Bool
     /// Gemm's 2-D form, or MatMul's batched one.
     let isGemm: Bool
+    /// The GPU pipeline, per context.
+    let gpuKernel = PerContext<GPUKernel<MatMulConstants>>()
 
     /// ONNX MatMul: numpy matmul of the two inputs.
     public init() {
