@@ -57,7 +57,12 @@ import Testing
 
     /// The GPU stores values between kernels in fp16: against numpy's result
     /// with every op's output rounded to fp16, as an fp16 program computes
-    /// (on lavapipe within 1.7e-3, 2.9e-3 and 6.5e-3 for the three programs).
+    /// (on lavapipe within 1.7e-3, 2.9e-3, 8.8e-3 and 7.3e-4 for the four
+    /// programs). TinyTransformer's `mixed` (exp, log, pow, rsqrt, real_div of
+    /// the block's output) amplifies where the rounding falls: with its layer
+    /// norms, softmax and attention products on the GPU it moved from 6.5e-3
+    /// to 8.8e-3, and the CPU storing every value in fp16 (`parity`'s twin) is
+    /// 5.0e-3 from the CPU there, the GPU 5.0e-3 too.
     @Test(.enabled(if: TestGPU.isEnabled), arguments: ["SmallCNN", "StyleNet", "TinyTransformer", "Resized"],
           [false, true])
     func runsAsAnFP16ProgramComputesOnTheGPU(_ name: String, fp16: Bool) throws {
@@ -65,7 +70,7 @@ import Testing
                               notice: { _ in })
         #expect(model.nodes.contains { $0.placement?.isGPU == true }, "\(name): nothing ran on the GPU")
         let error = try Self.maxError(model, name, reference: "-fp16")
-        #expect(error <= 7e-3, "\(name) fp16 \(fp16): \(error)")
+        #expect(error <= 1e-2, "\(name) fp16 \(fp16): \(error)")
     }
 
     /// A PyTorch network converted by `ct.convert(torch.jit.trace(...))`, against
