@@ -1,5 +1,5 @@
-/// The transformer ops: Attention, RMSNormalization and RotaryEmbedding, one
-/// CPU layer each.
+/// The transformer ops: Attention, RMSNormalization, RotaryEmbedding,
+/// LinearAttention, CausalConvWithState and SwiGLU, one CPU layer each.
 extension ONNXOperators {
     static let attention: [ONNXOperator] = [
         // 24: nonpad_kv_seqlen, the causal frontier bottom-right aligned; 25: left_window_size and right_window_size,
@@ -8,6 +8,12 @@ extension ONNXOperators {
                      attentionLayer),
         ONNXOperator("RMSNormalization", through: 23, inputs: 2...2, rmsNormalization),
         ONNXOperator("RotaryEmbedding", through: 23, inputs: 3...4, rotaryEmbedding),
+        ONNXOperator("LinearAttention", through: 27, inputs: 3...6, outputs: 2...2, linearAttention),
+        ONNXOperator("CausalConvWithState", through: 27, inputs: 2...4, outputs: 2...2, causalConvWithState),
+        ONNXOperator("SwiGLU", through: 28, inputs: 2...2) { node in
+            try node.requireAttributes(["alpha"])
+            return ConvertedNode(layer: try SwiGLU(alpha: node.float("alpha", default: 1)), inputs: [0, 1])
+        },
     ]
 
     /// Attention: Q, K, V, the mask (a float one as given, a boolean one
@@ -84,6 +90,37 @@ extension ONNXOperators {
         let layer = try RotaryEmbedding(interleaved: flag(node, "interleaved"), heads: node.node.int("num_heads"),
                                         rotaryDimension: node.int("rotary_embedding_dim", default: 0), positions: positions)
         return ConvertedNode(layer: layer, inputs: [0, 1, 2])
+    }
+
+    /// LinearAttention (opset 27): the update rule (default gated_delta)
+    /// decides which of decay (input 4) and beta (input 5) are given;
+    /// chunk_size is a tuning hint with no bearing on the values.
+    static func linearAttention(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["chunk_size", "kv_num_heads", "q_num_heads", "scale", "update_rule"])
+        let name = try node.string("update_rule", default: "gated_delta")
+        guard let rule = LinearAttention.Rule(rawValue: name) else {
+            throw node.error("update_rule '\(name)' is not linear, gated, delta or gated_delta")
+        }
+        for (i, input, needed) in [(4, "decay", rule.gates), (5, "beta", rule.corrects)] where node.has(i) != needed {
+            throw node.error("update_rule '\(name)' \(needed ? "needs" : "takes no") \(input) input")
+        }
+        guard let qHeads = try node.node.int("q_num_heads"), let kvHeads = try node.node.int("kv_num_heads") else {
+            throw node.error("q_num_heads and kv_num_heads are required")
+        }
+        let layer = try LinearAttention(rule: rule, qHeads: qHeads, kvHeads: kvHeads, scale: node.float("scale", default: 0),
+                                        hasPast: node.has(3))
+        return ConvertedNode(layer: layer, inputs: [0, 1, 2, 3, 4, 5].filter(node.has))
+    }
+
+    /// CausalConvWithState (opset 27): activation none, silu or swish (SiLU's alias).
+    static func causalConvWithState(_ node: ONNXNodeContext) throws -> ConvertedNode {
+        try node.requireAttributes(["activation"])
+        let activation = try node.string("activation", default: "none")
+        guard ["none", "silu", "swish"].contains(activation) else {
+            throw node.error("activation '\(activation)' is not none, silu or swish")
+        }
+        let layer = CausalConvWithState(hasBias: node.has(2), hasPast: node.has(3), silu: activation != "none")
+        return ConvertedNode(layer: layer, inputs: [0, 1, 2, 3].filter(node.has))
     }
 
     /// A 0-or-1 attribute (default 0) as a Bool.
