@@ -3,9 +3,9 @@ import Testing
 @testable import LayerKit
 @testable import LayerKitONNX
 
-/// Attention, RMSNormalization and RotaryEmbedding beyond their reference
-/// cases (Fixtures/onnx-cases/attention, Scripts/onnx_cases/attention.py,
-/// and the onnx node tests hold their values): hostile attributes and shapes
+/// The transformer ops beyond their reference cases (Fixtures/onnx-cases/
+/// attention, Scripts/onnx_cases/attention.py, and the onnx node tests hold
+/// their values): hostile attributes and shapes
 /// are errors naming the node, threads give the same bits, and a long
 /// sequence's work items hold one block of scores, not the score matrix.
 struct AttentionOpTests {
@@ -129,6 +129,52 @@ struct AttentionOpTests {
             (Self.failure("RotaryEmbedding", inputs: rotary + ["p"], shape: [1, 3, 2, 8],
                           initializers: [Self.constant("c", [20, 4]), Self.constant("s", [20, 4]), Self.int64s("p", [3, 50])]),
              "node 'n1' (RotaryEmbedding): RotaryEmbedding: position_ids holds 50, past the 20 rows of cos_cache"),
+        ]
+        for (error, expected) in cases {
+            #expect(error.contains(expected), "\(error)")
+        }
+    }
+
+    @Test func hostileLinearAttentionCausalConvAndSwiGLUNodesAreErrorsNamingTheNode() {
+        let qkv = [Self.constant("k", [1, 3, 16]), Self.constant("v", [1, 3, 8])]
+        let heads = [Self.int("q_num_heads", 2), Self.int("kv_num_heads", 2)]
+        let linear = ["x", "k", "v"]
+        let cases: [(String, String)] = [
+            (Self.failure("LinearAttention", inputs: linear, outputs: ["y", "s"], attributes: heads, opset: 27, shape: [1, 3, 16],
+                          initializers: qkv),
+             "node 'n1' (LinearAttention): update_rule 'gated_delta' needs decay input"),
+            (Self.failure("LinearAttention", inputs: linear, outputs: ["y", "s"],
+                          attributes: heads + [RecurrentOpTests.string("update_rule", "sideways")], opset: 27, shape: [1, 3, 16],
+                          initializers: qkv),
+             "node 'n1' (LinearAttention): update_rule 'sideways' is not linear, gated, delta or gated_delta"),
+            (Self.failure("LinearAttention", inputs: linear, outputs: ["y", "s"],
+                          attributes: [Self.int("q_num_heads", 3), Self.int("kv_num_heads", 2),
+                                       RecurrentOpTests.string("update_rule", "linear")], opset: 27, shape: [1, 3, 16],
+                          initializers: qkv),
+             "node 'n1' (LinearAttention): LinearAttention: q_num_heads 3 must be a positive multiple of kv_num_heads 2"),
+            (Self.failure("LinearAttention", inputs: linear, outputs: ["y", "s"],
+                          attributes: heads + [RecurrentOpTests.string("update_rule", "linear")], opset: 27, shape: [1, 3, 12],
+                          initializers: qkv),
+             "do not split into 2 query and 2 key/value heads of one key size"),
+            (Self.failure("LinearAttention", inputs: linear + ["p"], outputs: ["y", "s"],
+                          attributes: heads + [RecurrentOpTests.string("update_rule", "linear")], opset: 27, shape: [1, 3, 16],
+                          initializers: qkv + [Self.constant("p", [1, 2, 8, 3])]),
+             "LinearAttention: past_state 1x2x8x3 must be 1x2x8x4"),
+            (Self.failure("CausalConvWithState", inputs: ["x", "w"], outputs: ["y", "s"], opset: 27, shape: [2, 3, 5],
+                          initializers: [Self.constant("w", [4, 1, 3])]),
+             "node 'n1' (CausalConvWithState): CausalConvWithState: weight 4x1x3 must be [channels, 1, k] with 3 channels"),
+            (Self.failure("CausalConvWithState", inputs: ["x", "w", "", "p"], outputs: ["y", "s"], opset: 27, shape: [2, 3, 5],
+                          initializers: [Self.constant("w", [3, 1, 3]), Self.constant("p", [2, 3, 3])]),
+             "CausalConvWithState: past_state 2x3x3 must be 2x3x2"),
+            (Self.failure("CausalConvWithState", inputs: ["x", "w"], outputs: ["y", "s"],
+                          attributes: [RecurrentOpTests.string("activation", "gelu")], opset: 27, shape: [2, 3, 5],
+                          initializers: [Self.constant("w", [3, 1, 3])]),
+             "node 'n1' (CausalConvWithState): activation 'gelu' is not none, silu or swish"),
+            (Self.failure("SwiGLU", inputs: ["x", "b"], opset: 28, shape: [2, 4], initializers: [Self.constant("b", [1, 4])]),
+             "node 'n1' (SwiGLU): SwiGLU: A 2x4 and B 1x4 must have one shape (no broadcasting)"),
+            (Self.failure("SwiGLU", inputs: ["x", "b"], attributes: [Self.float("alpha", .nan)], opset: 28, shape: [2, 4],
+                          initializers: [Self.constant("b", [2, 4])]),
+             "node 'n1' (SwiGLU): SwiGLU: alpha must be finite, got nan"),
         ]
         for (error, expected) in cases {
             #expect(error.contains(expected), "\(error)")
