@@ -19,7 +19,7 @@ extension Attention {
 
     /// One run's computation: a work item per tile of query rows of one
     /// head of one batch item.
-    struct Kernel: @unchecked Sendable {
+    struct Kernel: Sendable {
         let geometry: Geometry
         let options: Options
         let queries: HeadLayout, keys: HeadLayout, values: HeadLayout, y: HeadLayout

@@ -247,7 +247,7 @@ public final class Attention: Layer, Sendable {
 extension Attention {
     /// Where the rows of each head of a Q, K, V or Y tensor are: 4-D
     /// `[batch, heads, length, size]`, or 3-D `[batch, length, heads * size]`.
-    struct HeadLayout: @unchecked Sendable {
+    struct HeadLayout: Sendable {
         let tensor: Tensor
         let heads: Int, length: Int, size: Int
         let packed: Bool
