@@ -32,8 +32,8 @@ def data(shape, low=-2.0, high=2.0):
 
 
 def attention64(q, k, v, mask=None, past=None, causal=False, scale=None, softcap=0.0, q_heads=None, kv_heads=None):
-    """Y, present key and value, and the probabilities, in float64, from the
-    spec: 3-D inputs split into heads, past keys first, a bool mask as
+    """Y, present key and value, the probabilities and the products
+    (scale Q Kᵀ, before the softcap), in float64, from the spec: 3-D inputs split into heads, past keys first, a bool mask as
     0 / -inf and a short mask's missing keys -inf, the causal frontier
     j <= i + past length, fully masked rows zero."""
     q, k, v = (x.astype(np.float64) for x in (q, k, v))
@@ -51,7 +51,7 @@ def attention64(q, k, v, mask=None, past=None, causal=False, scale=None, softcap
     scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-    s = scale * q @ k.transpose(0, 1, 3, 2)
+    s = products = scale * q @ k.transpose(0, 1, 3, 2)
     if softcap > 0:
         s = softcap * np.tanh(s / softcap)
     total = k.shape[2]
@@ -72,7 +72,7 @@ def attention64(q, k, v, mask=None, past=None, causal=False, scale=None, softcap
     y = p @ v
     if packed:
         y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
-    return y, present_k, present_v, p
+    return y, present_k, present_v, p, products
 
 
 def attention_case(name, q, k, v, mask=None, past=None, outputs=('Y',), attrs=None, opset=23, mask_input=False):
@@ -94,7 +94,10 @@ def attention_case(name, q, k, v, mask=None, past=None, outputs=('Y',), attrs=No
     expected = attention64(q, k, v, mask=mask, past=past, causal=attrs.get('is_causal', 0) == 1,
                            scale=attrs.get('scale'), softcap=attrs.get('softcap', 0.0),
                            q_heads=attrs.get('q_num_heads'), kv_heads=attrs.get('kv_num_heads'))
-    references = {o: expected[i] for i, o in enumerate(outputs) if o}
+    # The fourth output: mode 3's probabilities, or mode 0's products.
+    mode = attrs.get('qk_matmul_output_mode', 0)
+    assert mode in (0, 3)
+    references = {o: expected[4 if i == 3 and mode == 0 else i] for i, o in enumerate(outputs) if o}
     node = helper.make_node('Attention', names, list(outputs), name=name, **attrs)
     results = save_case(FAMILY, name, [node], [tensor_info(n, feeds[n]) for n in feeds],
                         [tensor_info(o, r) for o, r in references.items()], initializers=inits, opset=opset,
@@ -180,3 +183,8 @@ cos3, sin3 = cos_cache[positions][..., :6], sin_cache[positions][..., :6]
 one_node('rotary_3d_interleaved_partial', 'RotaryEmbedding', {'x': x3, 'cos': cos3, 'sin': sin3}, {},
          {'num_heads': 3, 'interleaved': 1, 'rotary_embedding_dim': 12},
          rotary64(x3, cos3, sin3, None, True, 12, 3))
+
+# Mode 0 with a softcap: the products before the softcap, as the spec's mode list
+# and onnxruntime have it (onnx's reference implementation softcaps them).
+attention_case('attention_softcap_products', data((1, 2, 4, 8), -4, 4), data((1, 2, 6, 8), -4, 4), data((1, 2, 6, 8)),
+               outputs=('Y', '', '', 'qk_matmul_output'), attrs={'softcap': 1.5, 'qk_matmul_output_mode': 0})
