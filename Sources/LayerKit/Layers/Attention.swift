@@ -161,7 +161,7 @@ public final class Attention: Layer, Sendable {
                 if let given, given != actual { throw fail("\(name) \(given) does not match the \(actual) heads of \(described)") }
             }
         }
-        guard g.qHeads % g.kvHeads == 0 else {
+        guard g.kvHeads > 0, g.qHeads % g.kvHeads == 0 else {
             throw fail("the \(g.kvHeads) key/value heads do not divide the \(g.qHeads) query heads")
         }
         if options.hasPast {
