@@ -181,6 +181,15 @@ struct AttentionOpTests {
         }
     }
 
+    /// Shapes no ONNX node reaches (the importer refuses zero-size inputs)
+    /// are still errors of the layer, not traps: key/value tensors of no heads.
+    @Test func keysOfNoHeadsAreAShapeError() throws {
+        let layer = try Attention(options: Attention.Options())
+        #expect(throws: LayerKitError.self) {
+            _ = try layer.outputShapes(forInputShapes: [[1, 2, 3, 8], [1, 0, 5, 8], [1, 0, 5, 8]])
+        }
+    }
+
     /// Work items split over two threads give the one-thread bits: each
     /// tile of query rows is computed the same way on any thread. The sizes
     /// (300 keys: three blocks; 100 queries: four tiles) are past the
