@@ -14,8 +14,9 @@ extension ONNXOperators {
 
     /// The ops whose omitted outputs (`["", "Y_h"]`) the load-time
     /// validation names (`ONNXValidation.namingOmittedOutputs`): their one
-    /// layer makes every output up to the last listed.
-    static let namesOmittedOutputs: Set<String> = ["LSTM", "GRU", "RNN"]
+    /// layer makes every output up to the last listed (Attention's scores
+    /// after omitted present key and value included).
+    static let namesOmittedOutputs: Set<String> = ["LSTM", "GRU", "RNN", "Attention"]
 
     /// An LSTM, GRU or RNN node as a `RecurrentLayer`: W, R, B and P must be
     /// known at prepare (initializers, or values of the plan) and are packed

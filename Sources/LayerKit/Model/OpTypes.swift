@@ -20,12 +20,17 @@ struct OpTypes: OptionSet, Sendable {
     static let moved = OpTypes(rawValue: 4)
     /// Reads only its input's shape (Shape, Size): every type. Declared.
     static let shape = OpTypes(rawValue: 8)
+    /// A bool input read as a mask by a float layer where the schema also
+    /// allows floats (Attention's `attn_mask`: true attends, false masks),
+    /// its values known at prepare. Declared.
+    static let boolMask = OpTypes(rawValue: 16)
 
     /// Whether LayerKit computes the op on values of `type` (complex values
     /// by none of its ways).
     func computes(_ type: ElementType) -> Bool {
         guard !type.isComplex else { return false }
         return !isDisjoint(with: [.typedKernel, .moved, .shape]) || (contains(.floatLayer) && type.isFloatingPoint)
+            || (contains(.boolMask) && type == .bool)
     }
 
     /// How LayerKit computes the op, for `layerkit ops` and error messages.
@@ -34,6 +39,7 @@ struct OpTypes: OptionSet, Sendable {
         if contains(.floatLayer) { ways.append("float types in float32 by its layer (CPU and GPU)") }
         if contains(.moved) { ways.append("every type moved exactly") }
         if contains(.shape) { ways.append("every type (it reads the shape alone)") }
+        if contains(.boolMask) { ways.append("bool masks (known at prepare)") }
         if contains(.typedKernel) {
             ways.append((contains(.floatLayer) ? "every other type" : "every type") + " exactly by its typed kernel (CPU)")
         }

@@ -1,0 +1,171 @@
+import CKernels
+import Foundation
+import Synchronization
+
+extension Attention {
+    /// Query rows per work item.
+    static let tileRows = 32
+    /// Keys per block of the online softmax.
+    static let keyBlock = 128
+
+    /// The floats one work item allocates, its only allocation: its query
+    /// rows transposed, one block of scores, its output rows accumulated,
+    /// and per row the running maximum, the running sum and whether any key
+    /// is allowed. Independent of the sequence lengths: the score matrix is
+    /// never held (the scores output aside).
+    static func scratchCount(headSize: Int, valueHeadSize: Int) -> Int {
+        tileRows * (headSize + keyBlock + valueHeadSize + 3)
+    }
+
+    /// One run's computation: a work item per tile of query rows of one
+    /// head of one batch item.
+    struct Kernel: Sendable {
+        let geometry: Geometry
+        let options: Options
+        let queries: HeadLayout, keys: HeadLayout, values: HeadLayout, y: HeadLayout
+        /// The additive mask (already 0 / -inf for a boolean one).
+        let mask: Tensor?
+        /// The fourth output, `[batch, qHeads, qLength, totalLength]`.
+        let scores: Tensor?
+
+        /// Runs every tile, spread over threads.
+        func run() throws {
+            let g = geometry
+            guard g.batch > 0, g.qHeads > 0, g.qLength > 0 else { return }
+            let tiles = (g.qLength + tileRows - 1) / tileRows
+            let items = g.batch * g.qHeads * tiles
+            let work = g.batch * g.qHeads * g.qLength * max(1, g.totalLength) * (g.headSize + g.valueHeadSize)
+            let threads = min(CPUThreads.current, max(1, work / Convolution.minimumWorkPerThread))
+            let failed = Atomic(false)
+            forEachChunk(count: items, chunkSize: 1, threadCount: threads) { range in
+                for item in range {
+                    let (head, tile) = item.quotientAndRemainder(dividingBy: tiles)
+                    if !runTile(batch: head / g.qHeads, head: head % g.qHeads, firstRow: tile * tileRows) {
+                        failed.store(true, ordering: .relaxed)
+                    }
+                }
+            }
+            if failed.load(ordering: .relaxed) {
+                throw LayerKitError.unsupported("Attention: out of memory for the packing buffers")
+            }
+        }
+
+        /// The mask's row for query `i` of head `h` of batch item `b`
+        /// (broadcast axes read at index 0).
+        func maskRow(_ b: Int, _ h: Int, _ i: Int) -> UnsafeMutablePointer<Float>? {
+            guard let mask, let shape = geometry.mask else { return nil }
+            let (heads, rows, keys) = (shape[1], shape[2], shape[3])
+            let index = ((shape[0] == 1 ? 0 : b) * heads + (heads == 1 ? 0 : h)) * rows + (rows == 1 ? 0 : i)
+            return mask.dataPointer + index * keys
+        }
+
+        /// The bias of query `i` (at `position` = i + offset) and key `j`:
+        /// -inf past the valid keys, outside the causal frontier or the
+        /// window, and past the mask's keys; else the mask's value (0 for none).
+        @inline(__always)
+        func bias(position: Int, key j: Int, validKeys: Int, mask: UnsafeMutablePointer<Float>?) -> Float {
+            if j >= validKeys || (options.isCausal && j > position) { return -.infinity }
+            if options.window.left >= 0 && position - j > options.window.left { return -.infinity }
+            if options.window.right >= 0 && j - position > options.window.right { return -.infinity }
+            guard let mask, let keys = geometry.mask?[3] else { return 0 }
+            return j < keys ? mask[j] : -.infinity
+        }
+
+        /// Query rows `firstRow...` (up to `tileRows`) of head `h` of batch
+        /// item `b`, against blocks of keys with an online softmax. False
+        /// when `lk_sgemm_f32` could not allocate its buffers.
+        func runTile(batch b: Int, head h: Int, firstRow i0: Int) -> Bool {
+            let g = geometry
+            let (rows, d, dv, total, stride) = (min(tileRows, g.qLength - i0), g.headSize, g.valueHeadSize, g.totalLength,
+                                                tileRows)
+            let kvHead = h / (g.qHeads / g.kvHeads)
+            let scale = options.scale ?? 1 / Float(d).squareRoot()
+            let softcap = options.softcap
+            let scratch = UnsafeMutablePointer<Float>.allocate(capacity: scratchCount(headSize: d, valueHeadSize: dv))
+            defer { scratch.deallocate() }
+            // queryT: d x stride; block: keyBlock x stride (key-major scores); acc: stride x dv.
+            let queryT = scratch, block = scratch + d * stride, acc = block + keyBlock * stride
+            let maximum = acc + stride * dv, sum = maximum + stride, allowed = sum + stride
+            let q = queries.rows(b, h) + i0 * queries.rowStride
+            for r in 0..<rows {
+                for p in 0..<d { queryT[p * stride + r] = q[r * queries.rowStride + p] }
+            }
+            acc.update(repeating: 0, count: stride * dv)
+            maximum.update(repeating: -.infinity, count: rows)
+            sum.update(repeating: 0, count: rows)
+            allowed.update(repeating: 0, count: rows)
+            // The count of valid keys before the first query row (ONNX's causal offset).
+            let offset = options.hasPast ? g.pastLength : (options.nonpadLengths.map { $0[b] - g.qLength } ?? 0)
+            let validKeys = options.nonpadLengths?[b] ?? total
+            // Keys no row of the tile may attend are skipped, unless the scores are an output.
+            var (start, end) = (0, min(total, validKeys, g.mask?[3] ?? total))
+            if options.isCausal { end = min(end, max(0, i0 + rows + offset)) }
+            if options.window.right >= 0 { end = min(end, max(0, i0 + rows + offset + options.window.right)) }
+            if options.window.left >= 0 { start = max(0, i0 + offset - options.window.left) }
+            if scores != nil { (start, end) = (0, total) }
+            let scoreRows = scores.map { $0.dataPointer + ((b * g.qHeads + h) * g.qLength + i0) * total }
+            var j0 = start
+            while j0 < end {
+                let cols = min(keyBlock, end - j0)
+                if d == 0 {
+                    block.update(repeating: 0, count: cols * stride)
+                } else if lk_sgemm_f32(cols, rows, d, scale, keys.rows(b, kvHead) + j0 * keys.rowStride, keys.rowStride, 1,
+                                       queryT, stride, block, stride, nil, nil, 0) != 0 {
+                    return false
+                }
+                for r in 0..<rows {
+                    let position = i0 + r + offset
+                    let row = maskRow(b, h, i0 + r)
+                    let scoreRow = scoreRows.map { $0 + r * total + j0 }
+                    var blockMax = -Float.infinity
+                    for c in 0..<cols {
+                        var s = block[c * stride + r]
+                        if options.scores == .products { scoreRow?[c] = s }
+                        if softcap > 0 { s = softcap * tanh(s / softcap) }
+                        if options.scores == .softcapped { scoreRow?[c] = s }
+                        let bias = bias(position: position, key: j0 + c, validKeys: validKeys, mask: row)
+                        if bias != -.infinity { allowed[r] = 1 }
+                        s += bias
+                        if options.scores.rawValue >= ScoresOutput.biased.rawValue { scoreRow?[c] = s }
+                        block[c * stride + r] = s
+                        if s > blockMax { blockMax = s }
+                    }
+                    let newMaximum = max(maximum[r], blockMax)
+                    guard newMaximum != -.infinity else {
+                        for c in 0..<cols { block[c * stride + r] = 0 }
+                        continue
+                    }
+                    // Rescale what the earlier blocks summed to the new maximum.
+                    let correction = exp(maximum[r] - newMaximum)
+                    var blockSum: Float = 0
+                    for c in 0..<cols {
+                        let p = exp(block[c * stride + r] - newMaximum)
+                        block[c * stride + r] = p
+                        blockSum += p
+                    }
+                    sum[r] = sum[r] * correction + blockSum
+                    if correction != 1 {
+                        for p in 0..<dv { acc[r * dv + p] *= correction }
+                    }
+                    maximum[r] = newMaximum
+                }
+                // acc += P V, P the block's probabilities (rows x cols, stored key-major).
+                if dv > 0, lk_sgemm_f32(rows, dv, cols, 1, block, 1, stride, values.rows(b, kvHead) + j0 * values.rowStride,
+                                        values.rowStride, acc, dv, nil, nil, 1) != 0 {
+                    return false
+                }
+                j0 += cols
+            }
+            let out = y.rows(b, h) + i0 * y.rowStride
+            for r in 0..<rows {
+                // A row with no allowed key (or only -inf scores) is zero, as ONNX specifies.
+                let live = allowed[r] != 0 && sum[r] > 0
+                for p in 0..<dv { out[r * y.rowStride + p] = live ? acc[r * dv + p] / sum[r] : 0 }
+                if options.scores == .probabilities, let scoreRow = scoreRows.map({ $0 + r * total }) {
+                    for j in 0..<total { scoreRow[j] = live ? exp(scoreRow[j] - maximum[r]) / sum[r] : 0 }
+                }
+            }
+            return true
+        }
+    }
+}
