@@ -31,9 +31,6 @@ extension TypedKernels {
                                    weight: optional(2, inputs), node)
         return [loss, try TypedTensor(scores.type, shape: scores.shape, doubles: logProbabilities)]
     }
-
-    /// Input `i` when given, nil when omitted.
-    static func optional(_ i: Int, _ inputs: [TypedTensor?]) -> TypedTensor? { i < inputs.count ? inputs[i] : nil }
 }
 
 /// Class scores [N, C, d1, ...] in Double, with their extents: N batch

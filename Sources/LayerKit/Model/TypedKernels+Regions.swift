@@ -163,8 +163,9 @@ extension TypedKernels {
 }
 
 /// The kernel_shape (or Col2Im's block), strides, dilations and pads
-/// attributes of a sliding window over `spatial` axes, checked: extents
-/// and steps >= 1, pads >= 0 ([begin..., end...]).
+/// attributes of a sliding window over `spatial` axes, checked: each value
+/// at most `ONNXNodeContext.maxWindowValue`, extents and steps >= 1, pads
+/// >= 0 ([begin..., end...]).
 private struct SlidingWindow {
     var kernel: [Int]
     let strides: [Int]
@@ -172,17 +173,16 @@ private struct SlidingWindow {
     let pads: [Int]
 
     init(_ node: ONNXNodeContext, spatial: Int, kernelRequired: Bool) throws {
-        let kernel = try node.ints("kernel_shape")
-        if kernelRequired, kernel == nil { throw node.error("attribute 'kernel_shape' is required") }
-        self.kernel = kernel ?? Array(repeating: 1, count: spatial)
-        strides = try node.ints("strides") ?? Array(repeating: 1, count: spatial)
-        dilations = try node.ints("dilations") ?? Array(repeating: 1, count: spatial)
-        pads = try node.ints("pads") ?? Array(repeating: 0, count: 2 * spatial)
-        let limit = ONNXImporter.maxValueElements
-        for (name, values, count, least) in [("kernel_shape", self.kernel, spatial, 1), ("strides", strides, spatial, 1),
+        if kernelRequired, try node.ints("kernel_shape") == nil { throw node.error("attribute 'kernel_shape' is required") }
+        let ones = Array(repeating: 1, count: spatial)
+        kernel = try node.spatial("kernel_shape", default: ones)
+        strides = try node.spatial("strides", default: ones)
+        dilations = try node.spatial("dilations", default: ones)
+        pads = try node.spatial("pads", default: Array(repeating: 0, count: 2 * spatial))
+        for (name, values, count, least) in [("kernel_shape", kernel, spatial, 1), ("strides", strides, spatial, 1),
                                              ("dilations", dilations, spatial, 1), ("pads", pads, 2 * spatial, 0)]
-            where values.count != count || !values.allSatisfy({ $0 >= least && $0 <= limit }) {
-            throw node.error("\(name) \(values) must give \(count) values from \(least) to \(limit)")
+            where values.count != count || values.contains(where: { $0 < least }) {
+            throw node.error("\(name) \(values) must give \(count) values of \(least) or more")
         }
     }
 }
