@@ -112,6 +112,7 @@ private struct ClassScores {
         switch reduction {
         case "none": return try TypedTensor(type, shape: targetShape, doubles: losses)
         case "sum": return try TypedTensor(type, shape: [], doubles: [total])
+        // Every position ignored: 0 / 0, NaN, as onnxruntime and ONNX's reference give.
         default: return try TypedTensor(type, shape: [], doubles: [total / weightTotal])
         }
     }
