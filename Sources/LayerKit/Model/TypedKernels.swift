@@ -45,6 +45,9 @@ enum TypedKernels {
         return tensor
     }
 
+    /// Input `i` when given, nil when omitted.
+    static func optional(_ i: Int, _ inputs: [TypedTensor?]) -> TypedTensor? { i < inputs.count ? inputs[i] : nil }
+
     /// The given inputs, in order, which must all share one element type.
     /// Floats of different types are brought to the first one's: LayerKit's
     /// float layers fold to float32, so a float16 value one of them folded
