@@ -96,8 +96,7 @@ extension TypedKernels {
         let result = try integerConvolution(try centeredInput(x, inputs[2], name: "x_zero_point", node), x.shape,
                                             try centeredWeights(w, inputs[5], node), w.shape, bias: bias?.integers(), node)
         let outputs = w.shape.first ?? 1, cells = result.shape.dropFirst(2).reduce(1, *)
-        let multipliers = try multipliers(node, inputs, scales: (1, 4, 6), count: outputs,
-                                          names: ("x_scale", "w_scale", "y_scale"))
+        let multipliers = try multipliers(node, inputs, scales: [(1, "x_scale"), (4, "w_scale"), (6, "y_scale")], count: outputs)
         return [try requantized(result.values, shape: result.shape, multipliers: multipliers,
                                 pick: { $0 / cells % outputs }, zeroPoint: 7, inputs, node)]
     }

@@ -26,15 +26,9 @@ extension TypedKernels {
         }
         var shape = zeroPoint.shape
         if rowVector, shape.count == 1, operand.shape.count >= 2 { shape = shape + [1] }
-        let broadcast: Broadcast
-        do {
-            broadcast = try Broadcast([operand.shape, shape], node)
-        } catch {
+        guard let broadcast = try? Broadcast([operand.shape, shape], node), broadcast.shape == operand.shape else {
             throw node.error("\(name) \(Tensor.describe(zeroPoint.shape)) does not fit its operand "
                              + "\(Tensor.describe(operand.shape)): give one value, or one per row or column")
-        }
-        guard broadcast.shape == operand.shape else {
-            throw node.error("\(name) \(Tensor.describe(zeroPoint.shape)) does not fit its operand \(Tensor.describe(operand.shape))")
         }
         return broadcast.map(values, zeroPoint.integers()) { $0 - $1 }
     }
@@ -86,17 +80,16 @@ extension TypedKernels {
     /// step rounded to the scales' type (float16 scales multiply in float16,
     /// as numpy does): the first and last scales one value, the second one
     /// value or one per position (a weight's per-channel scale).
-    static func multipliers(_ node: ONNXNodeContext, _ inputs: [TypedTensor?], scales: (Int, Int, Int),
-                            count: Int, names: (String, String, String)) throws -> [Double] {
-        let tensors = try [scales.0, scales.1, scales.2].map { try input($0, inputs, node) }
-        let types = zip([scales.0, scales.1, scales.2], tensors).map { declaredType($0, $1, node) }
+    static func multipliers(_ node: ONNXNodeContext, _ inputs: [TypedTensor?], scales: [(input: Int, name: String)],
+                            count: Int) throws -> [Double] {
+        let tensors = try scales.map { try input($0.input, inputs, node) }
+        let types = zip(scales, tensors).map { declaredType($0.input, $1, node) }
         guard let type = types.first, types.allSatisfy({ $0 == type }), [.float32, .float16, .bfloat16].contains(type) else {
             throw node.error("its scales are \(types.map(\.description).joined(separator: ", ")); they must share one "
                              + "type of float32, float16 or bfloat16")
         }
-        let names = [names.0, names.1, names.2]
-        for (k, (tensor, name)) in zip(tensors, names).enumerated() where tensor.count != 1 && (k != 1 || tensor.count != count) {
-            throw node.error("\(name) \(Tensor.describe(tensor.shape)) must hold one value" + (k == 1 ? " or \(count)" : ""))
+        for (k, (tensor, scale)) in zip(tensors, scales).enumerated() where tensor.count != 1 && (k != 1 || tensor.count != count) {
+            throw node.error("\(scale.name) \(Tensor.describe(tensor.shape)) must hold one value" + (k == 1 ? " or \(count)" : ""))
         }
         let values = tensors.map { $0.doubles() }
         func at(_ v: [Double], _ i: Int) -> Float { Float(v.count == 1 ? v[0] : v[i]) }
@@ -129,8 +122,7 @@ extension TypedKernels {
         let product = try integerProduct(centered(a, inputs[2], name: "a_zero_point", rowVector: true, node), a.shape,
                                          centered(b, inputs[5], name: "b_zero_point", node), b.shape, node)
         let n = b.shape.count >= 2 ? b.shape[b.shape.count - 1] : 1
-        let multipliers = try multipliers(node, inputs, scales: (1, 4, 6), count: n,
-                                          names: ("a_scale", "b_scale", "y_scale"))
+        let multipliers = try multipliers(node, inputs, scales: [(1, "a_scale"), (4, "b_scale"), (6, "y_scale")], count: n)
         return [try requantized(product.values, shape: product.shape, multipliers: multipliers, pick: { $0 % n },
                                 zeroPoint: 7, inputs, node)]
     }

@@ -150,10 +150,16 @@ extension TypedKernels {
         return narrow ? try rounded(divided, to: xType) : divided
     }
 
+    /// Throws unless every attribute of the node is one its version has at
+    /// the node's opset (`since`: each attribute and the opset that brought it).
+    private static func requireAttributes(_ node: ONNXNodeContext, since: [(opset: Int, name: String)]) throws {
+        try node.requireAttributes(since.filter { node.opset >= $0.opset }.map(\.name))
+    }
+
     /// QuantizeLinear: x, y_scale and the optional y_zero_point.
     static func quantizeLinear(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
-        let attributes = [(13, "axis"), (19, "saturate"), (21, "block_size"), (21, "output_dtype"), (23, "precision")]
-        try node.requireAttributes(attributes.filter { node.opset >= $0.0 }.map(\.1))
+        try requireAttributes(node, since: [(13, "axis"), (19, "saturate"), (21, "block_size"), (21, "output_dtype"),
+                                            (23, "precision")])
         let x = try input(0, inputs, node), scale = try input(1, inputs, node)
         let zeroPoint = inputs.count > 2 ? inputs[2] : nil
         let (xType, scaleType) = (declaredType(0, x, node), declaredType(1, scale, node))
@@ -180,8 +186,7 @@ extension TypedKernels {
 
     /// DequantizeLinear: x, x_scale and the optional x_zero_point.
     static func dequantizeLinear(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
-        let attributes = [(13, "axis"), (21, "block_size"), (23, "output_dtype")]
-        try node.requireAttributes(attributes.filter { node.opset >= $0.0 }.map(\.1))
+        try requireAttributes(node, since: [(13, "axis"), (21, "block_size"), (23, "output_dtype")])
         let x = try input(0, inputs, node), scale = try input(1, inputs, node)
         let zeroPoint = inputs.count > 2 ? inputs[2] : nil
         let scaleType = declaredType(1, scale, node)
