@@ -58,6 +58,11 @@ struct QuantizedModelTests {
             inputs[input] = try Tensor(npyFile: folder.appendingPathComponent("\(input).npy").path)
         }
         let outputs = try model.predict(inputs: inputs)
+        if units == .gpu, name.hasSuffix("_qdq") {
+            // A QDQ model's activations stay on the device: their QuantizeLinear and DequantizeLinear are formulas.
+            let onCPU = model.nodes.filter { $0.opType.hasSuffix("QuantizeLinear") && $0.placement?.isGPU == false }.map(\.name)
+            #expect(onCPU.isEmpty, "\(name): \(onCPU) run on the CPU")
+        }
         let bound = units == .gpu ? description.gpu : description.cpu
         for output in description.outputs {
             let y = try #require(outputs[output])
