@@ -144,7 +144,9 @@ struct ONNXImporter {
             }
             let outputs: [ONNXTensor]
             do {
-                switch try exactOutputs(context.knowing(probe), probe) {
+                var probing = context.knowing(probe)
+                probing.probing = true
+                switch try exactOutputs(probing, probe) {
                 case .computed(let computed): outputs = computed
                 case .floatLayer, .notComputed:
                     if values.allSatisfy({ !graph.values[$0].isTyped || graph.values[$0].elementType == .float64 }) { return false }
@@ -201,7 +203,9 @@ struct ONNXImporter {
             context.inputTypes = zip(node.inputs, known).map { input, constant in
                 constant.flatMap { ElementType(rawValue: $0.dataType.rawValue) } ?? declaredTypes[input]
             }
-            if node.isStandard, let folded = try fold(context, known) {
+            // Standard ops fold and compute typed values; ai.onnx.ml ops do where they have a typed kernel.
+            let computesTyped = node.isStandard || ONNXOperators.declaration(of: node)?.fold != nil
+            if computesTyped, let folded = try fold(context, known) {
                 for (output, tensor) in zip(node.outputs, folded) where !output.isEmpty {
                     var tensor = tensor
                     tensor.name = output
@@ -209,7 +213,7 @@ struct ONNXImporter {
                 }
                 return
             }
-            if node.isStandard, try addTypedStep(context, known) { return }
+            if computesTyped, try addTypedStep(context, known) { return }
             let key = ConvertedNodeCache.Key(position: position, constants: known)
             let converted = try layerCache.map { cache in
                 try cache.converted(key, shapes: shapes) { reads in
