@@ -36,7 +36,7 @@ extension ONNXOperators {
         ONNXOperator("LabelEncoder", through: nil, inputs: 1...1, fold: TypedKernels.labelEncoder, labelEncoder),
         ONNXOperator("FeatureVectorizer", through: nil, inputs: 1...Int.max, featureVectorizer),
         ONNXOperator("CategoryMapper", through: nil, inputs: 1...1, fold: TypedKernels.categoryMapper) { node in
-            throw node.error("maps string or int64 values; its input is a float value computed by a float layer")
+            throw node.error("maps string or int64 values; its input is a float value")
         },
         // skl2onnx puts ZipMap after every classifier unless told not to:
         // a sequence of maps, which a tensor cannot hold.

@@ -11,7 +11,7 @@ import LayerKitONNX
 extension ONNXOperators {
     /// The error of an op's string form on a float value.
     private static func refusingStrings(_ node: ONNXNodeContext, _ attribute: String) -> LayerKitError {
-        node.error("string \(attribute) need a string input; this one is a float value computed by a float layer")
+        node.error("string \(attribute) need a string input; this one is a float value")
     }
 
     /// The node's `inputs` that are integer constants (an integer graph
