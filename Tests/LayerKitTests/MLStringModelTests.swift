@@ -69,7 +69,9 @@ import Testing
         let mapper = M.failure(M.model("CategoryMapper", attributes: [M.strings("cats_strings", ["a"]), M.ints("cats_int64s", [1])]))
         #expect(mapper.contains("node 'skl' (CategoryMapper)") && mapper.contains("its input is a float value"), "\(mapper)")
         let encoder = M.failure(M.model("LabelEncoder", attributes: [M.strings("keys_strings", ["a"]), M.ints("values_int64s", [1])]))
-        #expect(encoder.contains("string keys or values (keys_strings) need a string input"), "\(encoder)")
+        #expect(encoder.contains("node 'skl' (LabelEncoder): its input is float32 but its keys are string"), "\(encoder)")
+        let toFloats = M.failure(M.model("LabelEncoder", attributes: [M.strings("keys_strings", ["a"]), M.floats("values_floats", [1])]))
+        #expect(toFloats.contains("string keys or values (keys_strings) need a string input"), "\(toFloats)")
     }
 
     /// zeros=0 makes an unknown category an error: at run time, on the

@@ -114,8 +114,10 @@ struct ONNXImporter {
             graph.inputs.append(index)
         }
         /// Makes `context`'s node a `TypedStep` when it reads a typed value
-        /// computed at run time (`ModelGraph.Value.isTyped`) and can be
-        /// computed exactly; returns whether it did. Its output shapes and
+        /// computed at run time (`ModelGraph.Value.isTyped`), or is an
+        /// ai.onnx.ml op whose typed kernel takes its float values (a
+        /// LabelEncoder to strings or integers), and can be computed exactly; returns
+        /// whether it did. Its output shapes and
         /// types come from computing it once on zeros. A node that reads an
         /// integer, bool or string value but cannot be computed so needs
         /// that value at prepare: it is requested (`ValueRequests`), and the
@@ -125,7 +127,9 @@ struct ONNXImporter {
             let node = context.node
             let runtime = node.inputs.indices.filter { context.has($0) && known[$0] == nil }
             let values = runtime.compactMap { valueIndex[node.inputs[$0]] }
-            guard values.count == runtime.count, values.contains(where: { graph.values[$0].isTyped }) else { return false }
+            guard values.count == runtime.count, !node.isStandard || values.contains(where: { graph.values[$0].isTyped }) else {
+                return false
+            }
             let shaping = zip(runtime, values).filter { ONNXShapeInputs.decidesShape(node.opType, input: $0.0) && graph.values[$0.1].isTyped }
             if let (i, _) = shaping.first {
                 for (input, _) in shaping { context.requests?.record(node.inputs[input]) }
@@ -287,8 +291,8 @@ struct ONNXImporter {
             let blocking = node.inputs.first(where: unreachable.contains)
             if let input = blocking ?? node.inputs.first(where: { perValue[$0] != nil }) {
                 // Its shapes are unknown, but an op LayerKit lacks is named all the same.
-                let known = node.isStandard ? ONNXOperators.table[node.opType] != nil  // converted or folded
-                    : (try? registry.entry(named: node.opType)) != nil
+                let known = ONNXOperators.declaration(of: node) != nil  // converted or folded
+                    || (!node.isStandard && (try? registry.entry(named: node.opType)) != nil)
                 guard known else {
                     survey(position, .unsupported("node (\(node.opType)): op '\(node.opType)' is not supported by LayerKit"))
                     unreachable.formUnion(node.outputs)

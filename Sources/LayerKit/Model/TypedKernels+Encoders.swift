@@ -6,13 +6,16 @@ import LayerKitONNX
 /// (strings to int64 and back), `OneHotEncoder` (string or integer
 /// categories) and `ArrayFeatureExtractor` (columns of any type). They run
 /// where their input is a string or integer value (a graph input, or another
-/// encoder's output); a float value computed by a float layer takes the
-/// ops' float layers instead. Attribute names and defaults follow the
+/// encoder's output), and a LabelEncoder to strings or integers on a float
+/// value too (a classifier's label, from the index of its largest
+/// probability); other float values take the ops' float layers. Attribute names and defaults follow the
 /// ai.onnx.ml spec; where it is silent (a key listed twice: its first
 /// value) they follow onnxruntime.
 extension TypedKernels {
     /// An element as a map key: integers (bool, signed, unsigned) by value,
-    /// floats as Doubles (every NaN one key, -0 equal to 0), strings as they are.
+    /// floats as Doubles (every NaN one key, -0 equal to 0; a whole one the
+    /// integer, as LayerKit holds an integer a float layer computed, an
+    /// ArgMax's index, in float32), strings as they are.
     private enum MapKey: Hashable {
         case integer(Int64)
         case number(Double)
@@ -21,7 +24,12 @@ extension TypedKernels {
 
         /// `tensor`'s elements as keys.
         static func keys(_ tensor: TypedTensor) -> [MapKey] {
-            func number(_ value: Double) -> MapKey { value.isNaN ? .notANumber : .number(value) }
+            func number(_ value: Double) -> MapKey {
+                if value.isNaN { return .notANumber }
+                // 2^63 itself is past Int64: the bound is exclusive.
+                if value.rounded() == value, abs(value) < 0x1p63 { return .integer(Int64(value)) }
+                return .number(value)
+            }
             switch Lanes(tensor) {
             case .signed(let v): return v.map { .integer($0) }
             case .unsigned(let v): return v.map { .integer(Int64(bitPattern: $0)) }
@@ -33,10 +41,9 @@ extension TypedKernels {
         }
     }
 
-    /// Which keys of a map `type` can be compared with: strings, integers or floats.
-    private static func keyKind(_ type: ElementType) -> String {
-        type == .string ? "string" : type.isFloatingPoint ? "float" : "integer"
-    }
+    /// Whether an element of `a` can equal one of `b`: strings only strings,
+    /// numbers of any type numbers.
+    private static func comparable(_ a: ElementType, _ b: ElementType) -> Bool { (a == .string) == (b == .string) }
 
     /// `input`'s elements mapped through `keys` to the `values` at the same
     /// position, those of no key to `fallback` (one element of `values`'
@@ -46,7 +53,7 @@ extension TypedKernels {
         guard keys.count == values.count else {
             throw node.error("has \(keys.count) keys but \(values.count) values; they pair up one to one")
         }
-        guard keyKind(input.elementType) == keyKind(keys.elementType) else {
+        guard comparable(input.elementType, keys.elementType) else {
             throw node.error("its input is \(input.elementType) but its keys are \(keys.elementType)")
         }
         guard fallback.count == 1, fallback.elementType == values.elementType else {
@@ -106,6 +113,9 @@ extension TypedKernels {
                 : [try mapped(x, keys: indices, values: names, fallback: mapDefault(.string, node), node)]
         }
         let keys = try encoderList("keys", node), values = try encoderList("values", node)
+        // Floats to floats on a float value: the op's float layer maps them (to
+        // integers or strings, the values stay exact here: int64 past 2^24).
+        if x.elementType.isFloatingPoint, values.elementType.isFloatingPoint { return nil }
         let fallback = try node.node.tensor("default_tensor")?.typed() ?? mapDefault(values.elementType, node)
         return [try mapped(x, keys: keys, values: values, fallback: fallback, node)]
     }
@@ -124,6 +134,8 @@ extension TypedKernels {
         switch x.elementType {
         case .string: return [try mapped(x, keys: names, values: numbers, fallback: mapDefault(.int64, node), node)]
         case .int64: return [try mapped(x, keys: numbers, values: names, fallback: mapDefault(.string, node), node)]
+        // Its conversion refuses a float value by name.
+        case let type where type.isFloatingPoint: return nil
         default: throw node.error("maps string or int64 values, got \(x.elementType)")
         }
     }
@@ -144,7 +156,7 @@ extension TypedKernels {
             categories = try TypedTensor(.int64, shape: [ints.count], integers: ints.map { Int64($0) })
         }
         guard categories.count > 0 else { throw node.error("has no categories (cats_strings or cats_int64s)") }
-        guard keyKind(x.elementType) == keyKind(categories.elementType) else {
+        guard comparable(x.elementType, categories.elementType) else {
             throw node.error("its input is \(x.elementType) but its categories are \(categories.elementType)")
         }
         let width = categories.count
