@@ -41,14 +41,52 @@ extension CoreMLModel {
             throw LayerKitError.invalidModel("\(source): output '\(name)' is not computed by any layer")
         }
         graph.graph.outputs = outputNames.map { ONNXValueInfo(name: $0, elementType: .float, dims: nil) }
+        if let probabilities = classifierProbabilities, let labels = networkClassLabels,
+           let predicted = outputs.first(where: { $0.kind == .other("string") || $0.kind == .other("int64") }) {
+            try graph.addPredictedLabel(predicted, of: probabilities, labels: labels)
+        }
         return (onnxModel(graph.graph), graph)
     }
 
     /// An ONNX model of the translated `graph`, with the classifier's labels.
     func onnxModel(_ graph: ONNXGraph) -> ONNXModel {
-        ONNXModel(irVersion: 8, opsetImports: [("", Self.opset), (Self.customDomain, 1)],
-                  producerName: "Core ML specification version \(specificationVersion), translated to ONNX ops",
-                  producerVersion: "", graph: graph, classLabels: networkClassLabels)
+        // A classifier's predicted label is an ai.onnx.ml LabelEncoder.
+        let ml = graph.nodes.contains { $0.domain == Self.mlDomain } ? [(Self.mlDomain, 2)] : []
+        return ONNXModel(irVersion: 8, opsetImports: [("", Self.opset), (Self.customDomain, 1)] + ml,
+                         producerName: "Core ML specification version \(specificationVersion), translated to ONNX ops",
+                         producerVersion: "", graph: graph, classLabels: networkClassLabels)
+    }
+}
+
+extension CoreMLGraphBuilder {
+    /// A NeuralNetworkClassifier's predicted feature (`predicted`, Core ML's
+    /// `classLabel`): the label of the largest of the `probabilities` blob's
+    /// values per item (the first of equal ones), a string or int64 as the
+    /// feature is, [N]. A TopK of one (a float layer on the CPU; ArgMax
+    /// would only fold, planning per input value) and a LabelEncoder from
+    /// its index to the label.
+    mutating func addPredictedLabel(_ predicted: CoreMLFeature, of probabilities: String, labels: [String]) throws {
+        let isString = predicted.kind == .other("string")
+        var values: [String: ONNXAttribute] = ["keys_int64s": .ints(Array(labels.indices))]
+        if isString {
+            values["values_strings"] = .strings(labels)
+        } else {
+            values["values_int64s"] = .ints(try labels.map { label in
+                guard let value = Int(label) else {
+                    throw LayerKitError.invalidModel("\(source): class label '\(label)' of int64 output '\(predicted.name)' is no integer")
+                }
+                return value
+            })
+        }
+        let name = predicted.name
+        addNode("Flatten", [try blob(probabilities)], name + ".scores", rank: 2, ["axis": .int(1)])
+        addNode("TopK", [name + ".scores", constant(name + ".k", [1], int64s: [1])],
+                outputs: [name + ".largest", name + ".top"], rank: 2, ["axis": .int(1)])
+        addNode("Reshape", [name + ".top", constant(name + ".flat", [1], int64s: [-1])], name + ".index", rank: 1)
+        addNode("LabelEncoder", [name + ".index"], name, rank: 1, domain: CoreMLModel.mlDomain, values)
+        // ONNX's STRING is 8.
+        graph.outputs.append(ONNXValueInfo(name: predicted.name, elementType: isString ? ONNXDataType(rawValue: 8) : .int64,
+                                           dims: nil))
     }
 }
 

@@ -132,7 +132,8 @@ import Testing
         #expect(model.outputs.map(\.description) == ["probabilities: float32 [1, 10]", "logits: float32 [1, 10]"])
     }
 
-    /// A classifier on an image: the image's shape, its scaler applied, the probabilities its one output.
+    /// A classifier on an image: the image's shape, its scaler applied, the
+    /// probabilities its output, and the predicted label (`CoreMLClassifierLabelTests`).
     @Test func anImageClassifiersProbabilitiesAreItsOutput() throws {
         let data = try Data(contentsOf: Self.fixture("ImageClassifier.mlmodel"))
         let coreML = try CoreMLModel(data: data, source: "ImageClassifier.mlmodel")
@@ -140,7 +141,7 @@ import Testing
         #expect(coreML.outputs.map(\.name) == ["probs", "classLabel"])
         let model = try Model(data: data, name: "ImageClassifier.mlmodel", computeUnits: .cpuOnly, notice: { _ in })
         #expect(model.inputs.map(\.description) == ["image: float32 [N, 3, 7, 7]"])
-        #expect(model.outputs.map(\.description) == ["probs: float32 [1, 5]"])
+        #expect(model.outputs.map(\.description) == ["probs: float32 [1, 5]", "classLabel: string [1]"])
     }
 
     /// An N-D network (exact array mapping) takes its input's shape as declared, no batch added.

@@ -45,12 +45,13 @@ import Testing
         }
     }
 
-    /// A one-node ai.onnx.ml model on a [1, features] float input.
-    static func model(_ opType: String, outputs: [String] = ["Y"], features: Int = 3,
+    /// A one-node ai.onnx.ml model on a [1, features] input of ONNX element
+    /// type `elementType` (float unless told).
+    static func model(_ opType: String, outputs: [String] = ["Y"], features: Int = 3, elementType: Int64 = 1,
                       attributes: [[UInt8]]) -> Data {
         let node = ONNXBytes.node(opType, inputs: ["X"], outputs: outputs, name: "skl", attributes: attributes)
             + PB.string(7, "ai.onnx.ml")
-        let input = PB.string(1, "X") + PB.bytes(2, PB.bytes(1, PB.int(1, 1) + PB.bytes(2, PB.bytes(1, PB.int(1, 1))
+        let input = PB.string(1, "X") + PB.bytes(2, PB.bytes(1, PB.int(1, elementType) + PB.bytes(2, PB.bytes(1, PB.int(1, 1))
                                                                                       + PB.bytes(1, PB.int(1, Int64(features))))))
         let graph = ONNXBytes.graph(nodes: [node], inputs: [input],
                                     extra: outputs.flatMap { PB.bytes(12, PB.string(1, $0)) })

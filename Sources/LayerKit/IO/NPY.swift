@@ -121,26 +121,64 @@ extension Tensor {
 extension TypedTensor {
     /// Reads a tensor of the file's own element type from the `.npy` file
     /// at `path`: every numpy dtype of `NPYHeader.descriptors` (little-endian
-    /// floats, integers, booleans), with the checks of `Tensor(npyFile:)`.
+    /// floats, integers, booleans) and fixed-width unicode strings (`<U`n),
+    /// with the checks of `Tensor(npyFile:)`.
     public init(npyFile path: String) throws {
         let (length, source, read) = try NPYStreaming.reader(path)
         let prefix = UnsafeMutableRawBufferPointer.allocate(byteCount: min(length, NPYStreaming.maxHeaderBytes), alignment: 8)
         defer { prefix.deallocate() }
         try read(0, prefix)
         let header = try NPYHeader(parsing: UnsafeRawBufferPointer(prefix), totalLength: length, source: source)
-        var bytes = [UInt8](repeating: 0, count: header.count * (header.elementType.byteWidth ?? 1))
+        var bytes = [UInt8](repeating: 0, count: header.count * header.itemSize)
         try bytes.withUnsafeMutableBytes { try read(header.dataOffset, $0) }
+        if header.elementType == .string {
+            try self.init(shape: header.shape, strings: try Self.unicodeStrings(bytes, header, source))
+            return
+        }
         if header.elementType == .bool, let bad = bytes.first(where: { $0 > 1 }) {
             throw LayerKitError.file("\(source): a bool element holds \(bad), not 0 or 1")
         }
         try self.init(elementType: header.elementType, shape: header.shape, bytes: bytes)
     }
 
+    /// The elements of a `<U`n array: n UTF-32LE code units each, numpy's
+    /// trailing NULs dropped.
+    private static func unicodeStrings(_ bytes: [UInt8], _ header: NPYHeader, _ source: String) throws -> [String] {
+        let characters = header.itemSize / 4
+        return try (0..<header.count).map { i in
+            let codes = (0..<characters).map { c in
+                (0..<4).reduce(UInt32(0)) { $0 | UInt32(bytes[(i * characters + c) * 4 + $1]) << (8 * $1) }
+            }
+            // NULs at the end are numpy's padding; one inside the string is kept.
+            let end = (codes.lastIndex { $0 != 0 } ?? -1) + 1
+            return try String(String.UnicodeScalarView(codes[..<end].map { code in
+                guard let scalar = Unicode.Scalar(code) else {
+                    throw LayerKitError.file("\(source): string element \(i) holds \(code), which is no Unicode character")
+                }
+                return scalar
+            }))
+        }
+    }
+
     /// Writes the tensor to `path` as a version 1.0 `.npy` file in its own
-    /// dtype, put in place whole (`writeAtomically(to:streaming:)`). Types
-    /// numpy has no dtype for (bfloat16, float8, 4-bit, strings) throw:
-    /// write those as a TensorProto (`tensorProto(name:)`).
+    /// dtype (strings as `<U`n, n their most characters), put in place whole
+    /// (`writeAtomically(to:streaming:)`). Types numpy has no dtype for
+    /// (bfloat16, float8, 4-bit) throw: write those as a TensorProto
+    /// (`tensorProto(name:)`).
     public func writeNPY(to path: String) throws {
+        if elementType == .string {
+            let scalars = strings.map { Array($0.unicodeScalars) }
+            // numpy writes at least one character per element ('<U1' for empty strings).
+            let characters = max(1, scalars.map(\.count).max() ?? 0)
+            try writeAtomically(to: path, streaming: { write in
+                try NPYHeader.encoded(shape: shape, descr: "<U\(characters)").withUnsafeBytes { try write($0) }
+                for element in scalars {
+                    let units = element.map(\.value) + Array(repeating: 0, count: characters - element.count)
+                    try units.map(\.littleEndian).withUnsafeBytes { try write($0) }
+                }
+            })
+            return
+        }
         guard let descr = NPYHeader.descriptor(of: elementType) else {
             throw LayerKitError.unsupported("numpy has no dtype for \(elementType): write '\(path)' as a .pb "
                                             + "(ONNX TensorProto) file instead")

@@ -38,6 +38,9 @@ struct NPYHeader {
     /// The element type, and its `descr` as the file wrote it.
     let elementType: ElementType
     let descr: String
+    /// The bytes of one element: the type's width, or for numpy's
+    /// fixed-width unicode strings (`<U`n, `.string`) 4 per character.
+    let itemSize: Int
     /// The array's shape, C (row-major) order.
     let shape: [Int]
     /// The number of elements, the product of `shape`.
@@ -92,11 +95,20 @@ struct NPYHeader {
         }
         switch try field("descr") {
         case .string(let descr):
-            guard let type = Self.descriptors[descr] else {
-                throw unsupported("dtype '\(descr)' is not supported; save little-endian numbers or booleans, "
-                                  + "e.g. a.astype('<f4') or a.astype('<i8')")
+            if let type = Self.descriptors[descr] {
+                (elementType, self.descr, itemSize) = (type, descr, type.byteWidth ?? 1)
+            } else if let characters = Self.unicodeLength(descr) {
+                // UTF-32 code units, `characters` of them per element.
+                let (size, overflow) = characters.multipliedReportingOverflow(by: 4)
+                guard !overflow else { throw malformed("dtype '\(descr)' is too wide") }
+                (elementType, self.descr, itemSize) = (.string, descr, size)
+            } else if descr == "|O" {
+                throw unsupported("object arrays (dtype '|O') are Python pickles, which LayerKit does not read; save "
+                                  + "strings as fixed-width unicode: a.astype(str)")
+            } else {
+                throw unsupported("dtype '\(descr)' is not supported; save little-endian numbers, booleans or "
+                                  + "unicode strings, e.g. a.astype('<f4'), a.astype('<i8') or a.astype(str)")
             }
-            (elementType, self.descr) = (type, descr)
         default:
             throw unsupported("structured dtypes are not supported; save a plain array")
         }
@@ -125,10 +137,17 @@ struct NPYHeader {
         dataOffset = start + headerLength
         // Checked before anything is allocated, so a lying header cannot ask
         // for more memory than the input itself occupies.
-        let needed = count * (elementType.byteWidth ?? 1)
-        guard total - dataOffset >= needed else {
+        let (needed, overflow) = count.multipliedReportingOverflow(by: itemSize)
+        guard !overflow, total - dataOffset >= needed else {
             throw malformed("data is truncated: shape \(Self.pythonTuple(shape)) of \(descr) needs \(needed) bytes, found \(total - dataOffset)")
         }
+    }
+
+    /// The characters per element of a little-endian numpy unicode
+    /// `descr` (`<U5`: 5), nil for other descrs.
+    static func unicodeLength(_ descr: String) -> Int? {
+        guard descr.hasPrefix("<U"), let length = Int(descr.dropFirst(2)), length >= 0 else { return nil }
+        return length
     }
 
     /// A version 1.0 header for `<f4` data of `shape` in C order, padded with

@@ -114,8 +114,10 @@ struct ONNXImporter {
             graph.inputs.append(index)
         }
         /// Makes `context`'s node a `TypedStep` when it reads a typed value
-        /// computed at run time (`ModelGraph.Value.isTyped`) and can be
-        /// computed exactly; returns whether it did. Its output shapes and
+        /// computed at run time (`ModelGraph.Value.isTyped`), or is an
+        /// ai.onnx.ml op whose typed kernel takes its float values (a
+        /// LabelEncoder to strings or integers), and can be computed exactly; returns
+        /// whether it did. Its output shapes and
         /// types come from computing it once on zeros. A node that reads an
         /// integer, bool or string value but cannot be computed so needs
         /// that value at prepare: it is requested (`ValueRequests`), and the
@@ -125,7 +127,9 @@ struct ONNXImporter {
             let node = context.node
             let runtime = node.inputs.indices.filter { context.has($0) && known[$0] == nil }
             let values = runtime.compactMap { valueIndex[node.inputs[$0]] }
-            guard values.count == runtime.count, values.contains(where: { graph.values[$0].isTyped }) else { return false }
+            guard values.count == runtime.count, !node.isStandard || values.contains(where: { graph.values[$0].isTyped }) else {
+                return false
+            }
             let shaping = zip(runtime, values).filter { ONNXShapeInputs.decidesShape(node.opType, input: $0.0) && graph.values[$0.1].isTyped }
             if let (i, _) = shaping.first {
                 for (input, _) in shaping { context.requests?.record(node.inputs[input]) }
@@ -144,7 +148,9 @@ struct ONNXImporter {
             }
             let outputs: [ONNXTensor]
             do {
-                switch try exactOutputs(context.knowing(probe), probe) {
+                var probing = context.knowing(probe)
+                probing.probing = true
+                switch try exactOutputs(probing, probe) {
                 case .computed(let computed): outputs = computed
                 case .floatLayer, .notComputed:
                     if values.allSatisfy({ !graph.values[$0].isTyped || graph.values[$0].elementType == .float64 }) { return false }
@@ -201,7 +207,9 @@ struct ONNXImporter {
             context.inputTypes = zip(node.inputs, known).map { input, constant in
                 constant.flatMap { ElementType(rawValue: $0.dataType.rawValue) } ?? declaredTypes[input]
             }
-            if node.isStandard, let folded = try fold(context, known) {
+            // Standard ops fold and compute typed values; ai.onnx.ml ops do where they have a typed kernel.
+            let computesTyped = node.isStandard || ONNXOperators.declaration(of: node)?.fold != nil
+            if computesTyped, let folded = try fold(context, known) {
                 for (output, tensor) in zip(node.outputs, folded) where !output.isEmpty {
                     var tensor = tensor
                     tensor.name = output
@@ -209,7 +217,7 @@ struct ONNXImporter {
                 }
                 return
             }
-            if node.isStandard, try addTypedStep(context, known) { return }
+            if computesTyped, try addTypedStep(context, known) { return }
             let key = ConvertedNodeCache.Key(position: position, constants: known)
             let converted = try layerCache.map { cache in
                 try cache.converted(key, shapes: shapes) { reads in
@@ -283,8 +291,8 @@ struct ONNXImporter {
             let blocking = node.inputs.first(where: unreachable.contains)
             if let input = blocking ?? node.inputs.first(where: { perValue[$0] != nil }) {
                 // Its shapes are unknown, but an op LayerKit lacks is named all the same.
-                let known = node.isStandard ? ONNXOperators.table[node.opType] != nil  // converted or folded
-                    : (try? registry.entry(named: node.opType)) != nil
+                let known = ONNXOperators.declaration(of: node) != nil  // converted or folded
+                    || (!node.isStandard && (try? registry.entry(named: node.opType)) != nil)
                 guard known else {
                     survey(position, .unsupported("node (\(node.opType)): op '\(node.opType)' is not supported by LayerKit"))
                     unreachable.formUnion(node.outputs)

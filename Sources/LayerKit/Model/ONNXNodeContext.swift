@@ -19,6 +19,10 @@ struct ONNXNodeContext {
     /// Where the conversion's reads of input shapes are recorded: what the
     /// layer it makes depends on (`ConvertedNodeCache`).
     var shapeReads: ShapeReads? = nil
+    /// Whether the node is computed on zeros standing for values of a later
+    /// run, for its output shapes alone (`TypedStep`'s plan): checks of the
+    /// values themselves (an unknown category) wait for the run.
+    var probing = false
 
     init(node: ONNXNode, opset: Int, inputShapes: [[Int]?], initializers: [ONNXTensor?]) {
         self.node = node

@@ -1,4 +1,5 @@
 import Foundation
+import LayerKitONNX
 
 /// The `ai.onnx.ml` ops LayerKit runs (on the CPU): the linear models, tree
 /// ensembles, SVMs and preprocessing that scikit-learn exports through
@@ -27,13 +28,15 @@ extension ONNXOperators {
         ONNXOperator("SVMClassifier", through: nil, inputs: 1...1, outputs: 2...2, svmClassifier),
         ONNXOperator("Binarizer", through: nil, inputs: 1...1, binarizer),
         ONNXOperator("Imputer", through: nil, inputs: 1...1, imputer),
-        ONNXOperator("ArrayFeatureExtractor", through: nil, inputs: 2...2, arrayFeatureExtractor),
-        ONNXOperator("OneHotEncoder", through: nil, inputs: 1...1, oneHotEncoder),
-        ONNXOperator("LabelEncoder", through: nil, inputs: 1...1, labelEncoder),
+        // The encoders compute string and integer values in their own type
+        // (`TypedKernels+Encoders`), float values computed by a float layer by their layers.
+        ONNXOperator("ArrayFeatureExtractor", through: nil, inputs: 2...2, fold: TypedKernels.arrayFeatureExtractor,
+                     arrayFeatureExtractor),
+        ONNXOperator("OneHotEncoder", through: nil, inputs: 1...1, fold: TypedKernels.oneHotEncoder, oneHotEncoder),
+        ONNXOperator("LabelEncoder", through: nil, inputs: 1...1, fold: TypedKernels.labelEncoder, labelEncoder),
         ONNXOperator("FeatureVectorizer", through: nil, inputs: 1...Int.max, featureVectorizer),
-        ONNXOperator("CategoryMapper", through: nil, inputs: 1...1) { node in
-            throw node.error("CategoryMapper maps strings to integers and back; LayerKit's layers compute numbers, so it "
-                             + "is not supported: encode the strings as integers before the model")
+        ONNXOperator("CategoryMapper", through: nil, inputs: 1...1, fold: TypedKernels.categoryMapper) { node in
+            throw node.error("maps string or int64 values; its input is a float value")
         },
         // skl2onnx puts ZipMap after every classifier unless told not to:
         // a sequence of maps, which a tensor cannot hold.
@@ -47,7 +50,13 @@ extension ONNXOperators {
     static let mlTable: [String: ONNXOperator] = byName(ml)
 
     /// Every ai.onnx.ml op type LayerKit knows, for error messages.
-    static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" && $0 != "CategoryMapper" }.sorted() }
+    static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" }.sorted() }
+
+    /// The declaration of `node`'s op: `table`'s for the default domain,
+    /// `mlTable`'s for ai.onnx.ml, nil for other domains.
+    static func declaration(of node: ONNXNode) -> ONNXOperator? {
+        node.isStandard ? table[node.opType] : node.domain == mlDomain ? mlTable[node.opType] : nil
+    }
 
     static func linearRegressor(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["coefficients", "intercepts", "targets", "post_transform"])

@@ -2,16 +2,16 @@ import Foundation
 import LayerKitONNX
 
 /// The conversions of the ai.onnx.ml preprocessing ops (declared in
-/// `ONNXOperators+ML`) on numbers: `Binarizer`, `Imputer`,
-/// `ArrayFeatureExtractor`, `OneHotEncoder` (integer categories),
-/// `LabelEncoder` (int64 and float keys and values) and
-/// `FeatureVectorizer`. Their string forms are refused by name: LayerKit's
-/// layers compute numbers.
+/// `ONNXOperators+ML`) to float layers, for float values a float layer
+/// computes: `Binarizer`, `Imputer`, `ArrayFeatureExtractor`,
+/// `OneHotEncoder` (integer categories), `LabelEncoder` (int64 and float
+/// keys and values) and `FeatureVectorizer`. String and integer values take
+/// the encoders' typed kernels instead (`TypedKernels+Encoders`); a string
+/// form met with a float value is refused by name.
 extension ONNXOperators {
-    /// The error of an op's string form.
+    /// The error of an op's string form on a float value.
     private static func refusingStrings(_ node: ONNXNodeContext, _ attribute: String) -> LayerKitError {
-        node.error("string \(attribute) are not supported: LayerKit's layers compute numbers; encode the strings as "
-                   + "integers before the model")
+        node.error("string \(attribute) need a string input; this one is a float value")
     }
 
     /// The node's `inputs` that are integer constants (an integer graph

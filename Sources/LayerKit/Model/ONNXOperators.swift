@@ -106,7 +106,8 @@ enum ONNXOperators {
     /// Every family's ops; a name declared twice is a programming error,
     /// caught by `OpTableTests`.
     static let families: [[ONNXOperator]] = [elementwiseOps, normalization, layout, data, indexing, math, convolution, recurrent,
-                                             attention, losses, linearAlgebra, sampling, regions, quantization, folding]
+                                             attention, losses, linearAlgebra, sampling, regions, quantization, folding,
+                                             strings]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = byName(families.joined())

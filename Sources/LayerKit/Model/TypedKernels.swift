@@ -27,7 +27,7 @@ enum TypedKernels {
     /// The outputs of `node` on its known `inputs`; nil when no kernel here
     /// folds it. Errors name the node.
     static func outputs(of node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
-        guard let kernel = ONNXOperators.table[node.node.opType]?.fold else { return nil }
+        guard let kernel = ONNXOperators.declaration(of: node.node)?.fold else { return nil }
         do {
             guard let outputs = try kernel(node, inputs) else { return nil }
             for output in outputs { _ = try ONNXFolding.checkedCount(output.shape, node) }
