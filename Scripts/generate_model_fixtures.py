@@ -196,18 +196,18 @@ def error_models():
                    [tensor_info('x', [1, 4, 3, 3])], [tensor_info('y', [1, 4, 3, 3])], [])
     custom.opset_import.append(helper.make_opsetid('com.example', 1))
     return {
-        'unsupported_op': single('unsupported_op', [n('Einsum', ['x', 'x'], ['y'], name='einsum', equation='ij,jk->ik')],
+        'unsupported_op': single('unsupported_op', [n('RandomUniformLike', ['x'], ['y'], name='random', seed=1.0)],
                                  [3, 3], [3, 3]),
         'custom_missing': (custom, None, None),
         'dynamic_reshape': single('dynamic_reshape', [n('Relu', ['x'], ['r'], name='relu'),
                                                       n('Shape', ['r'], ['s'], name='shape'),
                                                       n('Reshape', ['x', 's'], ['y'], name='reshape')],
                                   [1, 2, 3, 4], [1, 2, 3, 4]),
-        # inspect lists every refusal: Einsum twice, Det (after a refused node), one node not reached.
+        # inspect lists every refusal: Unique twice, DFT (after a refused node), one node not reached.
         'unsupported_mix': single('unsupported_mix', [n('Relu', ['x'], ['a'], name='relu'),
-                                                      n('Einsum', ['a'], ['b'], name='einsum1', equation='ij->ji'),
-                                                      n('Det', ['b'], ['c'], name='det'),
-                                                      n('Einsum', ['x'], ['d'], name='einsum2', equation='ij->ji'),
+                                                      n('Unique', ['a'], ['b'], name='unique1'),
+                                                      n('DFT', ['b'], ['c'], name='dft'),
+                                                      n('Unique', ['x'], ['d'], name='unique2'),
                                                       n('Add', ['c', 'd'], ['y'], name='add')],
                                   [3, 3], [3, 3], runnable=False),
         'opset_too_new': single('opset_too_new', [n('Relu', ['x'], ['y'], name='relu')], [1, 2, 2, 2], [1, 2, 2, 2],
@@ -320,8 +320,8 @@ standard twin, where Swish is `Mul(x, beta) -> Sigmoid -> Mul(x, .)`.
 - `typed_fields`: initializers in `float_data` / `int64_data` instead of `raw_data`.
 - `dynamic_reshape`: the Reshape target comes from a Shape node (folded at load).
 - Error cases (the lead's converter must refuse these with a clear message):
-  `unsupported_op` (Einsum), `custom_missing` (op `MyLayer`, domain `com.example`),
-  `unsupported_mix` (two Einsums and a Det: inspect lists every refusal),
+  `unsupported_op` (RandomUniformLike), `custom_missing` (op `MyLayer`, domain `com.example`),
+  `unsupported_mix` (two Uniques and a DFT: inspect lists every refusal),
   `opset_too_new` (opset 99; the reader refuses it).
 """
 

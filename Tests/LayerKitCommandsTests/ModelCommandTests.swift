@@ -20,13 +20,13 @@ struct ModelCommandTests {
     }
 
     /// A model LayerKit cannot run is listed whole: every node, every
-    /// refusal counted (Det, after a refused node, included), exit 1.
+    /// refusal counted (DFT, after a refused node, included), exit 1.
     @Test func inspectListsEveryRefusalWithItsCount() throws {
         let runner = CommandRunner()
         #expect(runner.run(["inspect", Self.fixture("unsupported_mix.onnx"), "--backend", "cpu"]) == 1)
-        for text in ["nodes (5):", "relu", "runs", "einsum1", "REFUSED: op 'Einsum' is not supported",
+        for text in ["nodes (5):", "relu", "runs", "unique1", "REFUSED: op 'Unique' is not supported",
                      "add", "not reached (reads 'c')", "cannot run: 3 nodes refused for 2 reasons, 1 not reached after them:",
-                     "2      Einsum: op 'Einsum' is not supported by LayerKit", "1      Det: op 'Det' is not supported by LayerKit",
+                     "2      Unique: op 'Unique' is not supported by LayerKit", "1      DFT: op 'DFT' is not supported by LayerKit",
                      "parameters: 0 (0 B of weights)"] {
             #expect(runner.out.contains(text), "missing \(text) in \(runner.out)")
         }

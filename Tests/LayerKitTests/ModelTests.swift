@@ -136,7 +136,7 @@ import LayerKitONNX
 
     @Test func errorsNameTheNodeAndOp() throws {
         let cases: [(String, String)] = [
-            ("unsupported_op", "node 'einsum' (Einsum): op 'Einsum' is not supported"),
+            ("unsupported_op", "node 'random' (RandomUniformLike): op 'RandomUniformLike' is not supported"),
             ("custom_missing", "a custom layer implementation for op type 'MyLayer' (domain 'com.example') was not found"),
             ("opset_too_new", "opset 99 is not supported"),
         ]
