@@ -65,6 +65,19 @@ def onnxruntime_outputs(model, x):
     return session.run(None, {model.graph.input[0].name: x})
 
 
+def checked_reference(name, output, reference, result):
+    """scikit-learn's `reference` as int64 or float64 in `result`'s shape, asserted equal to
+    onnxruntime's `result` (integers) or within 1e-5 of max(1, |reference|)."""
+    reference = np.asarray(reference)
+    reference = reference.astype(np.int64 if reference.dtype.kind in 'iu' else np.float64).reshape(result.shape)
+    if reference.dtype == np.int64:
+        assert np.array_equal(reference, result), (name, output, reference, result)
+    else:
+        error = np.abs(result.astype(np.float64) - reference) / np.maximum(1, np.abs(reference))
+        assert error.max() <= 1e-5, (name, output, error.max())
+    return reference
+
+
 def save(name, model, x, expected):
     """Writes one case: `expected` is scikit-learn's result per model output,
     in the order of the model's outputs."""
@@ -77,14 +90,7 @@ def save(name, model, x, expected):
     onnx.save(model, os.path.join(folder, 'model.onnx'))
     np.save(os.path.join(folder, 'x.npy'), x)
     for output, reference, result in zip(outputs, expected, results):
-        reference = np.asarray(reference)
-        reference = reference.astype(np.int64 if reference.dtype.kind in 'iu' else np.float64).reshape(result.shape)
-        if reference.dtype == np.int64:
-            assert np.array_equal(reference, result), (name, output, reference, result)
-        else:
-            error = np.abs(result.astype(np.float64) - reference) / np.maximum(1, np.abs(reference))
-            assert error.max() <= 1e-5, (name, output, error.max())
-        np.save(os.path.join(folder, f'sklearn_{output}.npy'), reference)
+        np.save(os.path.join(folder, f'sklearn_{output}.npy'), checked_reference(name, output, reference, result))
         np.save(os.path.join(folder, f'onnxruntime_{output}.npy'), result)
 
 

@@ -32,6 +32,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import LabelEncoder, OneHotEncoder
 
+from generate_classic_ml_fixtures import checked_reference
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'Tests', 'LayerKitTests', 'Fixtures',
                     'ml-strings')
 
@@ -55,14 +57,7 @@ def save(name, model, x, expected=None):
         np.save(os.path.join(folder, f'onnxruntime_{output}.npy'), result.astype(str) if result.dtype == object else result)
         if expected is None:
             continue
-        reference = np.asarray(expected[i])
-        reference = reference.astype(np.int64 if reference.dtype.kind in 'iu' else np.float64).reshape(result.shape)
-        if reference.dtype == np.int64:
-            assert np.array_equal(reference, result), (name, output, reference, result)
-        else:
-            error = np.abs(result.astype(np.float64) - reference) / np.maximum(1, np.abs(reference))
-            assert error.max() <= 1e-5, (name, output, error.max())
-        np.save(os.path.join(folder, f'sklearn_{output}.npy'), reference)
+        np.save(os.path.join(folder, f'sklearn_{output}.npy'), checked_reference(name, output, expected[i], result))
 
 
 def node_model(node, input_type, input_shape, outputs, ml_opset):

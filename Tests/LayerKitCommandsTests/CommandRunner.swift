@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import LayerKit
 @testable import LayerKitCommands
 
@@ -29,6 +30,20 @@ final class CommandRunner: @unchecked Sendable {
         let path = scratchRoot + "/\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
+    }
+
+    /// Runs `layerkit run` on `folder/model.onnx` with each input from
+    /// `folder/<input>.npy`, writing each output to `<scratch>/<output>.npy`;
+    /// returns the scratch directory. Requires exit status 0.
+    static func runFixture(_ folder: URL, inputs: [String], outputs: [String], backend: String) throws -> String {
+        let directory = try scratchDirectory()
+        var words = ["run", folder.appendingPathComponent("model.onnx").path, "--backend", backend]
+        for input in inputs { words += ["--input", "\(input)=\(folder.appendingPathComponent("\(input).npy").path)"] }
+        for output in outputs { words += ["--output", "\(output)=\(directory)/\(output).npy"] }
+        let runner = CommandRunner()
+        let status = runner.run(words)
+        try #require(status == 0, "\(folder.lastPathComponent) on \(backend): \(runner.error)")
+        return directory
     }
 
     /// One folder for every scratch directory of this test process, removed

@@ -30,13 +30,8 @@ struct QuantizedModelCommandTests {
     private func check(_ name: String, backend: String) throws {
         let folder = Self.fixtures.appendingPathComponent(name)
         let description = try JSONDecoder().decode(Case.self, from: Data(contentsOf: folder.appendingPathComponent("case.json")))
-        let directory = try CommandRunner.scratchDirectory()
-        var words = ["run", folder.appendingPathComponent("model.onnx").path, "--backend", backend]
-        for input in description.inputs { words += ["--input", "\(input)=\(folder.appendingPathComponent("\(input).npy").path)"] }
-        for output in description.outputs { words += ["--output", "\(output)=\(directory)/\(output).npy"] }
-        let runner = CommandRunner()
-        let status = runner.run(words)
-        try #require(status == 0, "\(name) on \(backend): \(runner.error)")
+        let directory = try CommandRunner.runFixture(folder, inputs: description.inputs, outputs: description.outputs,
+                                                     backend: backend)
         let bound = backend == "cpu" ? description.cpu : description.gpu
         for output in description.outputs {
             let y = try Tensor(npyFile: "\(directory)/\(output).npy")

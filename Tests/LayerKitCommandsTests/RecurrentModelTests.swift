@@ -51,13 +51,8 @@ struct RecurrentModelTests {
         let description = try JSONDecoder().decode(Case.self, from: Data(contentsOf: folder.appendingPathComponent("case.json")))
         let tolerance = try JSONDecoder().decode(Tolerance.self,
                                                  from: Data(contentsOf: folder.appendingPathComponent("tolerance.json")))
-        let directory = try CommandRunner.scratchDirectory()
-        var words = ["run", folder.appendingPathComponent("model.onnx").path, "--backend", backend]
-        for input in description.inputs { words += ["--input", "\(input)=\(folder.appendingPathComponent("\(input).npy").path)"] }
-        for output in description.outputs { words += ["--output", "\(output)=\(directory)/\(output).npy"] }
-        let runner = CommandRunner()
-        let status = runner.run(words)
-        try #require(status == 0, "\(name) on \(backend): \(runner.error)")
+        let directory = try CommandRunner.runFixture(folder, inputs: description.inputs, outputs: description.outputs,
+                                                     backend: backend)
         let bound = backend == "cpu" ? tolerance.cpu : tolerance.gpu
         for output in description.outputs {
             let y = try Tensor(npyFile: "\(directory)/\(output).npy")

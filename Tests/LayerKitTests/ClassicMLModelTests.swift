@@ -10,6 +10,14 @@ import Testing
 /// scores be within 1e-5 of max(1, |reference|). And the errors hostile
 /// attributes meet.
 @Suite struct ClassicMLModelTests {
+    /// Output `name`'s reference in `folder`: scikit-learn's result where the
+    /// script saved one, else onnxruntime's.
+    static func reference(_ folder: URL, _ name: String) throws -> TypedTensor {
+        let sklearn = folder.appendingPathComponent("sklearn_\(name).npy")
+        return try TypedTensor(npyFile: FileManager.default.fileExists(atPath: sklearn.path) ? sklearn.path
+                               : folder.appendingPathComponent("onnxruntime_\(name).npy").path)
+    }
+
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Fixtures/classic-ml")
 
@@ -35,9 +43,7 @@ import Testing
         let outputs = try model.predict(typed: [model.inputs[0].name: x])
         var worst = 0.0
         for description in model.outputs {
-            let sklearn = folder.appendingPathComponent("sklearn_\(description.name).npy")
-            let reference = try TypedTensor(npyFile: FileManager.default.fileExists(atPath: sklearn.path) ? sklearn.path
-                                            : folder.appendingPathComponent("onnxruntime_\(description.name).npy").path)
+            let reference = try ClassicMLModelTests.reference(folder, description.name)
             let output = try #require(outputs[description.name])
             #expect(output.shape == reference.shape, "\(name) \(description.name): \(output.shape) vs \(reference.shape)")
             guard output.shape == reference.shape else { continue }

@@ -23,9 +23,7 @@ import Testing
         let x = try TypedTensor(npyFile: folder.appendingPathComponent("x.npy").path)
         let outputs = try model.predict(typed: [model.inputs[0].name: x])
         for description in model.outputs {
-            let sklearn = folder.appendingPathComponent("sklearn_\(description.name).npy")
-            let reference = try TypedTensor(npyFile: FileManager.default.fileExists(atPath: sklearn.path) ? sklearn.path
-                                            : folder.appendingPathComponent("onnxruntime_\(description.name).npy").path)
+            let reference = try ClassicMLModelTests.reference(folder, description.name)
             let output = try #require(outputs[description.name])
             #expect(output.shape == reference.shape, "\(name) \(description.name): \(output.shape) vs \(reference.shape)")
             switch reference.elementType {

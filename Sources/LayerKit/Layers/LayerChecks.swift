@@ -37,6 +37,19 @@ enum LayerChecks {
         }
     }
 
+    /// Throws unless `shape` has the axis `axis` and its axes from `axis` on
+    /// hold `count` elements: one per value of a normalization's `parameter`
+    /// (LayerNormalization's Scale, RMSNormalization's scale).
+    static func requireNormalizedAxes(_ shape: [Int], from axis: Int, count: Int, parameter: String,
+                                      layer: String) throws {
+        try requireAxis(axis, of: shape, layer: layer)
+        let normalized = product(shape[axis...])
+        guard normalized == count else {
+            throw LayerKitError.shapeMismatch(
+                "\(layer): input \(Tensor.describe(shape)) has \(normalized) elements from axis \(axis) on, \(parameter) \(count)")
+        }
+    }
+
     /// Throws unless `outputs` is one tensor of `shape`.
     static func requireOutput(_ outputs: [Tensor], _ shape: [Int], layer: String) throws {
         guard outputs.count == 1, outputs[0].shape == shape else {

@@ -44,13 +44,7 @@ public final class LayerNormalization: Layer, Sendable {
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
         try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
         let shape = inputShapes[0]
-        try LayerChecks.requireAxis(axis, of: shape, layer: layerName)
-        let normalized = LayerChecks.product(shape[axis...])
-        guard normalized == scale.count else {
-            throw LayerKitError.shapeMismatch(
-                "\(layerName): input \(Tensor.describe(shape)) has \(normalized) elements from axis \(axis) on, "
-                + "Scale \(scale.count)")
-        }
+        try LayerChecks.requireNormalizedAxes(shape, from: axis, count: scale.count, parameter: "Scale", layer: layerName)
         let statistics = Array(shape[..<axis]) + Array(repeating: 1, count: shape.count - axis)
         return [shape] + Array(repeating: statistics, count: outputCount - 1)
     }

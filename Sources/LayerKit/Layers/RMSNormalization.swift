@@ -27,13 +27,7 @@ public final class RMSNormalization: Layer, Sendable {
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
         try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
         let shape = inputShapes[0]
-        try LayerChecks.requireAxis(axis, of: shape, layer: layerName)
-        let normalized = LayerChecks.product(shape[axis...])
-        guard normalized == scale.count else {
-            throw LayerKitError.shapeMismatch(
-                "\(layerName): input \(Tensor.describe(shape)) has \(normalized) elements from axis \(axis) on, "
-                + "scale \(scale.count)")
-        }
+        try LayerChecks.requireNormalizedAxes(shape, from: axis, count: scale.count, parameter: "scale", layer: layerName)
         return [shape]
     }
 
