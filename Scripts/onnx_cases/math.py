@@ -197,3 +197,15 @@ case('isinf_negative_only', [node('IsInf', ['x'], ['b'], detect_positive=0), to_
 case('matmul_attention_qk', [node('MatMul', ['q', 'kt'])], {'q': normal(2, 5, 6, 8), 'kt': normal(2, 5, 8, 6)})
 case('matmul_attention_sv', [node('Softmax', ['s'], ['p'], axis=-1), node('MatMul', ['p', 'v'])],
      {'s': normal(1, 3, 7, 7), 'v': normal(1, 3, 7, 4)})
+
+# A transformer's Linear layer: a computed rank-3 or rank-4 value by a constant [K, N], then the
+# bias added (one BatchedGemm step; the GPU reads the weights from a buffer). A product with a
+# second reader keeps its Add apart.
+case('matmul_linear_rank3_bias', [node('MatMul', ['x', 'w'], ['p']), node('Add', ['p', 'bias'])],
+     {'x': normal(2, 6, 16)}, inits={'w': normal(16, 12, scale=0.25), 'bias': normal(12)})
+case('matmul_linear_bias_first', [node('MatMul', ['x', 'w'], ['p']), node('Add', ['bias', 'p'])],
+     {'x': normal(1, 5, 8)}, inits={'w': normal(8, 7), 'bias': normal(7)})
+case('matmul_linear_rank4', [node('MatMul', ['x', 'w'])], {'x': normal(2, 3, 5, 8)}, inits={'w': normal(8, 6)})
+case('matmul_linear_two_readers',
+     [node('MatMul', ['x', 'w'], ['p']), node('Add', ['p', 'bias'], ['y']), node('Relu', ['p'], ['z'])],
+     {'x': normal(2, 4, 8)}, outputs=('y', 'z'), inits={'w': normal(8, 6), 'bias': normal(6)})

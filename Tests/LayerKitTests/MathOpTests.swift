@@ -99,6 +99,8 @@ struct MathOpTests {
             ("pow_tensor_exponent", "Pow"), ("prelu_full_computed", "PRelu"), ("prelu_4d_c11", "PRelu"),
             ("sum_one", "Sum"), ("and_broadcast", "And"), ("matmul_const_2d", "MatMul"), ("where_images", "Where"),
             ("matmul_attention_qk", "MatMul"), ("matmul_attention_sv", "MatMul"), ("matmul_attention_sv", "Softmax"),
+            ("matmul_linear_rank3_bias", "MatMul+Add"), ("matmul_linear_bias_first", "MatMul+Add"),
+            ("matmul_linear_rank4", "MatMul"), ("matmul_linear_two_readers", "MatMul"),
         ]
         for (name, op) in onGPU {
             let placed = try Self.placements(name)

@@ -91,7 +91,7 @@ extension ModelGraph {
     /// Whether the step is a standard ONNX node: a custom domain's node
     /// (a registered layer, e.g. the Core ML article's `layerkit.Swish`)
     /// keeps its own step, as its author named it.
-    private static func isStandard(_ step: Step) -> Bool { step.domain.isEmpty || step.domain == "ai.onnx" }
+    static func isStandard(_ step: Step) -> Bool { step.domain.isEmpty || step.domain == "ai.onnx" }
 
     /// The product a step is, when an epilogue can be fused into it.
     private static func producer(_ step: Step) -> EpilogueLayer.Producer? {

@@ -59,6 +59,7 @@ enum BuiltInShaders {
     static let resize = BuiltInShader<ResizeConstants>(file: "resize.comp", images: 2, buffers: 1)
     static let optimizer = BuiltInShader<OptimizerConstants>(file: "optimizer.comp", images: 0, buffers: 4)
     static let matmul = BuiltInShader<MatMulConstants>(file: "matmul.comp", images: 3, buffers: 0)
+    static let batchedGemm = BuiltInShader<BatchedGemmConstants>(file: "batched_gemm.comp", images: 2, buffers: 1)
 }
 
 /// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]; float zero`.
@@ -170,6 +171,15 @@ struct InstanceNormalizationConstants: BitwiseCopyable {
 struct MatMulConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var inner: UInt32
+}
+
+/// `batched_gemm.comp`: the output's shape, K, N, and 1 when A is rank 3
+/// (its rows' K along H) rather than rank 4 (K along W).
+struct BatchedGemmConstants: BitwiseCopyable {
+    var shape: ShapeConstants
+    var inner: UInt32
+    var columns: UInt32
+    var alongHeight: UInt32
 }
 
 /// `lrn.comp`: the shape, the window's channels below and above, alpha / size, beta, bias.

@@ -70,8 +70,17 @@ public final class Gemm: Layer {
     /// Makes the layer; throws `LayerKitError.invalidWeights` or
     /// `.invalidParameter` for a B or C that cannot fit, or a non-finite
     /// alpha or beta.
-    public init(b: Tensor, c: Tensor? = nil, alpha: Float = 1, beta: Float = 1, transA: Bool = false,
-                transB: Bool = false, name: String = "Gemm") throws {
+    public convenience init(b: Tensor, c: Tensor? = nil, alpha: Float = 1, beta: Float = 1, transA: Bool = false,
+                            transB: Bool = false, name: String = "Gemm") throws {
+        try self.init(b: b, c: c, alpha: alpha, beta: beta, transA: transA, transB: transB, name: name,
+                      convolutionForm: true)
+    }
+
+    /// With `convolutionForm` false the 1x1 convolution is not made (nor
+    /// its copy of the weights): for a product whose GPU form is another
+    /// (`BatchedGemm`).
+    init(b: Tensor, c: Tensor?, alpha: Float, beta: Float, transA: Bool, transB: Bool, name: String,
+         convolutionForm: Bool) throws {
         guard b.shape.count == 2, b.count > 0 else {
             throw LayerKitError.invalidWeights("\(name): B must be a non-empty matrix, got \(Tensor.describe(b.shape))")
         }
@@ -89,7 +98,7 @@ public final class Gemm: Layer {
         self.c = try c.map { try Tensor(shape: $0.shape, values: $0.values) }
         (self.beta, self.transB) = (beta, transB)
         addend = try c.map { try Self.addend(c: $0, beta: beta, columns: m, name: name) }
-        if transA {
+        if transA || !convolutionForm {
             convolution = nil
         } else if case .rows = addend {
             convolution = nil

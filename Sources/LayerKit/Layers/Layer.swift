@@ -28,8 +28,8 @@ public protocol Layer: AnyObject {
     func prepare(on context: GPUContext, inputShapes: [[Int]]) throws
 
     /// Encodes the layer's GPU work. Images are allocated by the caller, in
-    /// the shapes `SliceImage.imageShape(forTensorShape:)` gives for the
-    /// tensor shapes (a rank-2 [N, K] tensor is an N×K×1×1 image).
+    /// the shapes `Tensor.nchwShape(_:)` gives for the tensor shapes (a
+    /// rank-2 [N, K] tensor is an N×K×1×1 image).
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws
 }
 

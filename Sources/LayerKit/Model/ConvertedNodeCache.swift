@@ -30,8 +30,17 @@ final class ConvertedNodeCache: @unchecked Sendable {
         var lastImport: Int
     }
 
+    /// A layer a graph pass made from cached layers (a fusion), with them.
+    private struct FusedEntry {
+        let parts: [Layer]
+        let layer: Layer
+        var lastImport: Int
+    }
+
     private let lock = NSLock()
     private var entries: [Key: [Entry]] = [:]
+    /// Keyed by the parts' identities, which the entry keeps alive (so not reused).
+    private var fusedEntries: [[ObjectIdentifier]: FusedEntry] = [:]
     /// The number of the current import (`startImport()`).
     private var currentImport = 0
     private let capacity: Int
@@ -61,6 +70,25 @@ final class ConvertedNodeCache: @unchecked Sendable {
         return converted
     }
 
+    /// The layer a graph pass made from `parts` (layers of this cache) in an
+    /// earlier import, or `make`'s: a fused layer packs its weights once per
+    /// model too, not once per input shape. Its parts are the same objects
+    /// only where their nodes converted the same, so the fusion is the same.
+    func fused<L: Layer>(from parts: [Layer], make: () throws -> L) rethrows -> L {
+        let key = parts.map { ObjectIdentifier($0) }
+        lock.lock()
+        if let entry = fusedEntries[key], let layer = entry.layer as? L {
+            fusedEntries[key]?.lastImport = currentImport
+            lock.unlock()
+            return layer
+        }
+        lock.unlock()
+        let layer = try make()
+        lock.lock(); defer { lock.unlock() }
+        fusedEntries[key] = FusedEntry(parts: parts, layer: layer, lastImport: currentImport)
+        return layer
+    }
+
     /// Starts an import: entries no import among the last `capacity` used are dropped.
     func startImport() {
         lock.lock(); defer { lock.unlock() }
@@ -70,6 +98,7 @@ final class ConvertedNodeCache: @unchecked Sendable {
             let live = kept.filter { $0.lastImport >= oldest }
             return live.isEmpty ? nil : live
         }
+        fusedEntries = fusedEntries.filter { $0.value.lastImport >= oldest }
     }
 }
 

@@ -343,6 +343,7 @@ struct ONNXImporter {
         guard !keepsEveryNode else { return graph }
         graph.fuseChannelShuffles()
         graph.fuseFlattenedGemms()
+        graph.fuseBatchedGemms(cache: layerCache)
         if fusesEpilogues { graph.fuseConvolutionEpilogues() }
         return graph
     }
