@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Transformers as users export them: `transformers` models with seeded random
+weights (nothing can be downloaded here) through PyTorch's exporters, each
+written as a case of the onnx backend-test layout with onnxruntime's outputs
+and the fp16-twin GPU tolerance (Scripts/model_zoo_common.py), for
+Scripts/model_zoo_report.py (does each run, on both backends) and
+Benchmarks/model_zoo.py (how fast, beside onnxruntime).
+
+    python Scripts/export_transformers.py [--out DIR] [--shaped] [--only NAME,...] [--exporter torchscript|dynamo|both]
+
+Small (default, into .build/model-zoo/transformers): the families of the
+transformers issue at 2 layers, width 64, 4 heads: BERT, DistilBERT,
+RoBERTa, GPT-2 (a fixed and a dynamic sequence length), the T5 encoder, CLIP's
+text model (int64 ids, an int64 mask with padding where the model takes one),
+ViT, the Whisper encoder and wav2vec2 (float inputs).
+
+--shaped (into .build/model-zoo/transformers-shaped): the benchmark shapes,
+random weights at full size: BERT-base and GPT-2 small at sequence 128, ViT-B/16
+at 224x224, the Whisper-base encoder (80 x 3000 features). Tens to hundreds of MB:
+not committed.
+
+Case names: <model>_<exporter>, exporter `torchscript` (torch.onnx.export
+dynamo=False, opset 17) or `dynamo` (dynamo=True, its default opset). Needs
+torch (CPU), transformers, onnx, onnxruntime, onnxscript and numpy.
+"""
+
+import argparse
+import os
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import torch
+import transformers as tf
+from torch import nn
+from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model_zoo_common import save_case  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class FirstOutput(nn.Module):
+    """The model's first output (its last hidden state) from positional inputs."""
+
+    def __init__(self, model, names):
+        super().__init__()
+        self.model, self.names = model, names
+
+    def forward(self, *inputs):
+        return self.model(**dict(zip(self.names, inputs)), return_dict=False)[0]
+
+
+def text_inputs(vocab, length, mask=True, seed=0):
+    """int64 ids in [3, vocab) and, with `mask`, a mask whose last quarter is padding."""
+    g = np.random.default_rng(seed)
+    ids = g.integers(3, vocab, (1, length)).astype(np.int64)
+    if not mask:
+        return {"input_ids": ids}
+    attention = np.ones((1, length), np.int64)
+    attention[:, length - length // 4:] = 0
+    return {"input_ids": ids, "attention_mask": attention}
+
+
+def small():
+    """name -> (model, inputs, dynamic axes): the families at 2 layers, width 64."""
+    common = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+    return {
+        "bert": (tf.BertModel(tf.BertConfig(vocab_size=100, max_position_embeddings=64, **common)),
+                 text_inputs(100, 16), None),
+        "distilbert": (tf.DistilBertModel(tf.DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4,
+                                                              hidden_dim=128, max_position_embeddings=64)),
+                       text_inputs(100, 16), None),
+        "roberta": (tf.RobertaModel(tf.RobertaConfig(vocab_size=100, max_position_embeddings=66, pad_token_id=1,
+                                                     **common)), text_inputs(100, 16), None),
+        "gpt2": (tf.GPT2Model(tf.GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64,
+                                            use_cache=False)), text_inputs(100, 16), None),
+        "gpt2_dynamic": (tf.GPT2Model(tf.GPT2Config(vocab_size=100, n_embd=64, n_layer=2, n_head=4, n_positions=64,
+                                                    use_cache=False)),
+                         text_inputs(100, 16), {"input_ids": {1: "sequence"}, "attention_mask": {1: "sequence"}}),
+        "t5_encoder": (tf.T5EncoderModel(tf.T5Config(vocab_size=100, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                                                     num_heads=4)), text_inputs(100, 16), None),
+        "clip_text": (tf.CLIPTextModel(tf.CLIPTextConfig(vocab_size=100, max_position_embeddings=32, **common)),
+                      text_inputs(100, 16, mask=False), None),
+        "vit": (tf.ViTModel(tf.ViTConfig(image_size=32, patch_size=8, **common)),
+                {"pixel_values": np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)}, None),
+        "whisper_encoder": (WhisperEncoder(tf.WhisperConfig(d_model=64, encoder_layers=2, encoder_attention_heads=4,
+                                                            encoder_ffn_dim=128, max_source_positions=50)),
+                            {"input_features": np.random.default_rng(2).standard_normal((1, 80, 100)).astype(np.float32)},
+                            None),
+        "wav2vec2": (tf.Wav2Vec2Model(tf.Wav2Vec2Config(conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3),
+                                                        num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                                                        **common)),
+                     {"input_values": np.random.default_rng(3).standard_normal((1, 1600)).astype(np.float32)}, None),
+    }
+
+
+def shaped():
+    """name -> (model, inputs, dynamic axes): the benchmark shapes of the transformers issue."""
+    return {
+        "bert_base": (tf.BertModel(tf.BertConfig()), text_inputs(30522, 128), None),
+        "gpt2_small": (tf.GPT2Model(tf.GPT2Config(use_cache=False)), text_inputs(50257, 128, mask=False), None),
+        "vit_b16": (tf.ViTModel(tf.ViTConfig()),
+                    {"pixel_values": np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)},
+                    None),
+        "whisper_base_encoder": (WhisperEncoder(tf.WhisperConfig(d_model=512, encoder_layers=6, encoder_attention_heads=8,
+                                                                 encoder_ffn_dim=2048)),
+                                 {"input_features": np.random.default_rng(2).standard_normal((1, 80, 3000)).astype(np.float32)},
+                                 None),
+    }
+
+
+def export(model, inputs, dynamic, exporter):
+    """The ONNX model of `model` on `inputs` (name -> array) by `exporter`."""
+    names = list(inputs)
+    wrapper = FirstOutput(model.eval(), names)
+    args = tuple(torch.from_numpy(inputs[n]) for n in names)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        if exporter == "torchscript":
+            path = os.path.join(ROOT, ".build", "export-transformers.onnx")
+            torch.onnx.export(wrapper, args, path, input_names=names, output_names=["hidden"], opset_version=17,
+                              dynamic_axes=dynamic, dynamo=False)
+            return onnx.load(path)
+        shapes = None
+        if dynamic:
+            # One named dimension per axis name, shared by the inputs that have it.
+            dims = {label: torch.export.Dim(label, min=2, max=63) for axes in dynamic.values() for label in axes.values()}
+            # The wrapper takes *inputs: one entry per positional input.
+            shapes = (tuple({axis: dims[label] for axis, label in dynamic.get(n, {}).items()} for n in names),)
+        program = torch.onnx.export(wrapper, args, input_names=names, output_names=["hidden"], dynamo=True,
+                                    dynamic_shapes=shapes, external_data=False)
+        return program.model_proto
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out")
+    parser.add_argument("--shaped", action="store_true")
+    parser.add_argument("--only", default="")
+    parser.add_argument("--exporter", choices=["torchscript", "dynamo", "both"], default="both")
+    args = parser.parse_args()
+    out = args.out or os.path.join(ROOT, ".build", "model-zoo", "transformers-shaped" if args.shaped else "transformers")
+    torch.manual_seed(0)
+    models = shaped() if args.shaped else small()
+    only = set(filter(None, args.only.split(",")))
+    exporters = ["torchscript", "dynamo"] if args.exporter == "both" else [args.exporter]
+    for name, (model, inputs, dynamic) in models.items():
+        if only and name not in only:
+            continue
+        for exporter in exporters:
+            case = f"{name}_{exporter}"
+            try:
+                proto = export(model, inputs, dynamic, exporter)
+            except Exception as error:  # an exporter's failure is the exporter's, not a case
+                print(f"{case}: not exported: {str(error).splitlines()[0][:200]}")
+                continue
+            notes = {"exporter": exporter, "torch": torch.__version__, "transformers": tf.__version__,
+                     "opset": max(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
+                     "inputs": {n: list(v.shape) for n, v in inputs.items()}}
+            save_case(os.path.join(out, case), proto, inputs, notes=notes)
+
+
+if __name__ == "__main__":
+    main()
