@@ -232,3 +232,9 @@ for op in ['Softmax', 'LogSoftmax']:
     one_op(f'{op.lower()}_axis3_rank4_scores', op, data((2, 3, 5, 6), -5, 5), attrs={'axis': 3})
 one_op('softmax_opset11_axis3_last', 'Softmax', data((1, 3, 2, 7), -5, 5), attrs={'axis': 3}, opset=11)
 one_op('hardmax_axis3_rank4', 'Hardmax', distinct((2, 3, 2, 5)), attrs={'axis': -1})
+
+# Channels-last LayerNorm (ConvNeXt's and Swin's: [B, H, W, C] over C): on the GPU each row of
+# the plane is normalized alone; five "channels" (H here) leave padding lanes, 70 rows in all.
+x = data((2, 5, 7, 12), -3, 3)
+one_op('layernorm_channels_last', 'LayerNormalization', x, attrs={'axis': -1, 'epsilon': 1e-6}, opset=17,
+       extra_inputs=[('scale', data((12,), 0.5, 1.5)), ('B', data((12,), -0.5, 0.5))])

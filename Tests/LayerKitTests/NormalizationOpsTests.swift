@@ -73,6 +73,7 @@ struct NormalizationOpsTests {
         "instancenorm_c3_n2", "instancenorm_rank3_c5", "lrn_size5_alexnet_c7", "layernorm_last_bias",
         "layernorm_axis_neg2_rank4_nobias", "layernorm_last_d96", "softmax_axis2_rank4", "softmax_axis3_rank4_scores",
         "logsoftmax_axis3_rank4_scores", "softmax_opset11_axis3_last", "hardmax_axis3_rank4", "hardmax_axis_neg1",
+        "layernorm_channels_last",
     ])
     func runsEntirelyOnTheGPU(_ name: String) throws {
         let (model, _) = try Self.run(name, .gpu, inputs: Self.tensors(name, "input").map { try $0.roundedToHalf() })

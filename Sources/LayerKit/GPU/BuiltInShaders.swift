@@ -158,13 +158,15 @@ struct ReduceConstants: BitwiseCopyable {
     var inputWidth, inputHeight, inputChannels, inputSlices: UInt32
 }
 
-/// `instancenorm.comp`: the shape, epsilon, and whether scale and bias are
+/// `instancenorm.comp`: the shape, epsilon, whether scale and bias are
 /// per channel (0, InstanceNormalization) or per texel of the plane (1,
-/// LayerNormalization).
+/// LayerNormalization), and whether each row of the plane is normalized
+/// alone (1, LayerNormalization over W only).
 struct InstanceNormalizationConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var epsilon: Float
     var perPosition: UInt32 = 0
+    var perRow: UInt32 = 0
 }
 
 /// `matmul.comp`: the output's shape, then K.
