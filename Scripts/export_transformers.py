@@ -12,7 +12,8 @@ Small (default, into .build/model-zoo/transformers): the families of the
 transformers issue at 2 layers, width 64, 4 heads: BERT, DistilBERT,
 RoBERTa, GPT-2 (a fixed and a dynamic sequence length), the T5 encoder, CLIP's
 text model (int64 ids, an int64 mask with padding where the model takes one),
-ViT, the Whisper encoder and wav2vec2 (float inputs).
+ViT, the Whisper encoder and wav2vec2 (float inputs); a small Swin from
+torchvision's class; LSTM, bidirectional LSTM and GRU text classifiers.
 
 --shaped (into .build/model-zoo/transformers-shaped): the benchmark shapes,
 random weights at full size: BERT-base and GPT-2 small at sequence 128, ViT-B/16
@@ -21,25 +22,47 @@ not committed.
 
 Case names: <model>_<exporter>, exporter `torchscript` (torch.onnx.export
 dynamo=False, opset 17) or `dynamo` (dynamo=True, its default opset). Needs
-torch (CPU), transformers, onnx, onnxruntime, onnxscript and numpy.
+torch (CPU), torchvision (--no-deps), transformers, onnx, onnxruntime,
+onnxscript, numpy and Pillow.
 """
 
 import argparse
 import os
 import sys
+import tempfile
 import warnings
 
-import numpy as np
-import onnx
-import torch
-import transformers as tf
-from torch import nn
-from transformers.models.whisper.modeling_whisper import WhisperEncoder
+import torch.library
+
+torch.library.register_fake = lambda *a, **k: (lambda f: f)  # torchvision's compiled ops don't load against CPU torch
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import torch  # noqa: E402
+import transformers as tf  # noqa: E402
+from torch import nn  # noqa: E402
+from torchvision.models import swin_transformer  # noqa: E402
+from transformers.models.whisper.modeling_whisper import WhisperEncoder  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from model_zoo_common import save_case  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class TextClassifier(nn.Module):
+    """Embedding, a recurrent layer (bidirectional with `bidirectional`),
+    the last step's state through a Linear: a classifier as tutorials write it."""
+
+    def __init__(self, cell, bidirectional=False):
+        super().__init__()
+        self.embedding = nn.Embedding(100, 32)
+        self.rnn = cell(32, 48, batch_first=True, bidirectional=bidirectional)
+        self.head = nn.Linear(48 * (2 if bidirectional else 1), 5)
+
+    def forward(self, input_ids):
+        out = self.rnn(self.embedding(input_ids))[0]
+        return self.head(out[:, -1])
 
 
 class FirstOutput(nn.Module):
@@ -50,6 +73,8 @@ class FirstOutput(nn.Module):
         self.model, self.names = model, names
 
     def forward(self, *inputs):
+        if not isinstance(self.model, tf.PreTrainedModel):
+            return self.model(*inputs)
         return self.model(**dict(zip(self.names, inputs)), return_dict=False)[0]
 
 
@@ -62,6 +87,15 @@ def text_inputs(vocab, length, mask=True, seed=0):
     attention = np.ones((1, length), np.int64)
     attention[:, length - length // 4:] = 0
     return {"input_ids": ids, "attention_mask": attention}
+
+
+def logits_scaled(model):
+    """`model` with its head scaled so the logits' spread is about 1: the
+    default init's 0.02 would leave them within 0.05, which a 1e-3 bound
+    relative to max(1, |y|) barely tests."""
+    with torch.no_grad():
+        model.head.weight *= 50
+    return model
 
 
 def small():
@@ -94,6 +128,12 @@ def small():
                                                         num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
                                                         **common)),
                      {"input_values": np.random.default_rng(3).standard_normal((1, 1600)).astype(np.float32)}, None),
+        "swin": (logits_scaled(swin_transformer.SwinTransformer(patch_size=[4, 4], embed_dim=32, depths=[2, 2],
+                                                                num_heads=[2, 4], window_size=[4, 4], num_classes=10)),
+                 {"pixel_values": np.random.default_rng(4).standard_normal((1, 3, 64, 64)).astype(np.float32)}, None),
+        "lstm_classifier": (TextClassifier(nn.LSTM), text_inputs(100, 12, mask=False), None),
+        "bilstm_classifier": (TextClassifier(nn.LSTM, bidirectional=True), text_inputs(100, 12, mask=False), None),
+        "gru_classifier": (TextClassifier(nn.GRU), text_inputs(100, 12, mask=False), None),
     }
 
 
@@ -101,7 +141,7 @@ def shaped():
     """name -> (model, inputs, dynamic axes): the benchmark shapes of the transformers issue."""
     return {
         "bert_base": (tf.BertModel(tf.BertConfig()), text_inputs(30522, 128), None),
-        "gpt2_small": (tf.GPT2Model(tf.GPT2Config(use_cache=False)), text_inputs(50257, 128, mask=False), None),
+        "gpt2_small": (tf.GPT2Model(tf.GPT2Config(use_cache=False)), text_inputs(50257, 128), None),
         "vit_b16": (tf.ViTModel(tf.ViTConfig()),
                     {"pixel_values": np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)},
                     None),
@@ -120,10 +160,11 @@ def export(model, inputs, dynamic, exporter):
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         if exporter == "torchscript":
-            path = os.path.join(ROOT, ".build", "export-transformers.onnx")
-            torch.onnx.export(wrapper, args, path, input_names=names, output_names=["hidden"], opset_version=17,
-                              dynamic_axes=dynamic, dynamo=False)
-            return onnx.load(path)
+            with tempfile.TemporaryDirectory() as folder:
+                path = os.path.join(folder, "model.onnx")
+                torch.onnx.export(wrapper, args, path, input_names=names, output_names=["hidden"], opset_version=17,
+                                  dynamic_axes=dynamic, dynamo=False)
+                return onnx.load(path)
         shapes = None
         if dynamic:
             # One named dimension per axis name, shared by the inputs that have it.
