@@ -9,7 +9,8 @@ Each case is a folder of Tests/LayerKitTests/Fixtures/classic-ml:
     <family>-<case>/x.npy                 the input (float32, or int64)
     <family>-<case>/sklearn_<output>.npy  scikit-learn's own result for the model
                                           output named <output>, in float64 (labels
-                                          int64): predict, predict_proba,
+                                          int64, or '<U' strings for a model fitted
+                                          on string targets): predict, predict_proba,
                                           decision_function or transform
     <family>-<case>/onnxruntime_<output>.npy  onnxruntime's result, for reference
 
@@ -40,6 +41,7 @@ from sklearn.cluster import KMeans
 from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor, RandomForestClassifier,
                               RandomForestRegressor)
 from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Binarizer, OneHotEncoder, StandardScaler
 from sklearn.svm import SVC, SVR
@@ -69,6 +71,10 @@ def checked_reference(name, output, reference, result):
     """scikit-learn's `reference` as int64 or float64 in `result`'s shape, asserted equal to
     onnxruntime's `result` (integers) or within 1e-5 of max(1, |reference|)."""
     reference = np.asarray(reference)
+    if reference.dtype.kind in 'UO':
+        reference = reference.astype(str).reshape(result.shape)
+        assert np.array_equal(reference, result.astype(str)), (name, output, reference, result)
+        return reference
     reference = reference.astype(np.int64 if reference.dtype.kind in 'iu' else np.float64).reshape(result.shape)
     if reference.dtype == np.int64:
         assert np.array_equal(reference, result), (name, output, reference, result)
@@ -91,7 +97,8 @@ def save(name, model, x, expected):
     np.save(os.path.join(folder, 'x.npy'), x)
     for output, reference, result in zip(outputs, expected, results):
         np.save(os.path.join(folder, f'sklearn_{output}.npy'), checked_reference(name, output, reference, result))
-        np.save(os.path.join(folder, f'onnxruntime_{output}.npy'), result)
+        # onnxruntime gives strings as objects; '<U' is what np.load reads without pickle.
+        np.save(os.path.join(folder, f'onnxruntime_{output}.npy'), result.astype(str) if result.dtype == object else result)
 
 
 def node_case(name, node, features, outputs, x):
@@ -236,6 +243,17 @@ def main():
     model = make_pipeline(StandardScaler(), DecisionTreeClassifier(max_depth=5, random_state=0)).fit(x, three)
     classifier('trees-pipeline_scaler_tree', model, test)
     node_cases(rng)
+
+    # String labels (classlabels_strings): the classes above, named; sklearn_label.npy is '<U'.
+    names = np.array(['alpha', 'beta', 'gamma'])[np.searchsorted([2, 5, 9], three)]
+    sides = np.array(['no', 'yes'])[binary]
+    classifier('labels-logistic_three', LogisticRegression(max_iter=1000).fit(x, names), test)
+    classifier('labels-svc_probabilities', SVC(kernel='rbf', probability=True, random_state=0).fit(small, names[:80]),
+               small_test)
+    classifier('labels-random_forest_three',
+               RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(x, names), test)
+    classifier('labels-gradient_boosting_binary',
+               GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0).fit(x, sides), test)
 
 
 if __name__ == '__main__':
