@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func everyFamilyHasCases() {
-        for family in ["trees", "svm", "kmeans", "preprocessing", "labels"] { #expect(!Self.cases(family).isEmpty, "\(family)") }
+        for family in ["trees", "svm", "kmeans", "preprocessing", "labels", "double"] { #expect(!Self.cases(family).isEmpty, "\(family)") }
     }
 
     @Test(arguments: cases("trees")) func treesMatchScikitLearn(_ name: String) throws { try Self.check(name) }
@@ -79,6 +79,15 @@ import Testing
 
     /// Classifiers fitted on string targets: the label output is a string tensor (`classlabels_strings`).
     @Test(arguments: cases("labels")) func stringLabelsMatchScikitLearn(_ name: String) throws { try Self.check(name) }
+
+    /// A float64 input walks the trees in double (`nodes_values_as_tensor`): rows one double ulp
+    /// past a threshold branch as onnxruntime's double walk does, where a float32 one would not.
+    @Test(arguments: cases("double")) func doubleInputsWalkTheTreesInDouble(_ name: String) throws {
+        let model = try Model(contentsOf: Self.directory.appendingPathComponent(name).appendingPathComponent("model.onnx"),
+                              computeUnits: .cpuOnly)
+        #expect(model.inputs.map(\.dataType) == [.float64])
+        try Self.check(name)
+    }
 
     // MARK: - Hostile attributes
 
