@@ -19,8 +19,7 @@ struct DecisionForest: Sendable {
         var rule: Rule
         var feature = 0
         /// As the file gives it (a float attribute widened, a double tensor
-        /// attribute exact): a float32 row compares as it would with the
-        /// float threshold, a float64 row with the double one.
+        /// attribute exact); see `leaf(from:_:)` for how rows compare with it.
         var threshold: Double = 0
         /// A NaN feature takes the true branch (else it compares as NaN does).
         var missingGoesTrue = false
@@ -45,23 +44,25 @@ struct DecisionForest: Sendable {
     let weights: [Double]
     let members: [Double]
 
-    /// The leaf row `x` reaches from `root`.
+    /// The leaf row `x` reaches from `root`, compared in the row's type (a
+    /// float32 row against the thresholds rounded to float, as onnxruntime
+    /// walks a float input; a float64 row against the doubles).
     func leaf<T: BinaryFloatingPoint>(from root: Int, _ x: UnsafePointer<T>) -> Node {
         var node = nodes[root]
         while node.rule != .leaf {
-            let value = Double(x[node.feature])
+            let value = x[node.feature], threshold = T(node.threshold)
             let goesTrue: Bool
             if value.isNaN && node.missingGoesTrue {
                 goesTrue = true
             } else {
                 switch node.rule {
-                case .lessOrEqual: goesTrue = value <= node.threshold
-                case .less: goesTrue = value < node.threshold
-                case .greaterOrEqual: goesTrue = value >= node.threshold
-                case .greater: goesTrue = value > node.threshold
-                case .equal: goesTrue = value == node.threshold
-                case .notEqual: goesTrue = value != node.threshold
-                case .member: goesTrue = members[node.members].contains(value)
+                case .lessOrEqual: goesTrue = value <= threshold
+                case .less: goesTrue = value < threshold
+                case .greaterOrEqual: goesTrue = value >= threshold
+                case .greater: goesTrue = value > threshold
+                case .equal: goesTrue = value == threshold
+                case .notEqual: goesTrue = value != threshold
+                case .member: goesTrue = members[node.members].contains { T($0) == value }
                 case .leaf: goesTrue = false
                 }
             }
