@@ -9,7 +9,8 @@ Each case is a folder of Tests/LayerKitTests/Fixtures/classic-ml:
     <family>-<case>/x.npy                 the input (float32, or int64)
     <family>-<case>/sklearn_<output>.npy  scikit-learn's own result for the model
                                           output named <output>, in float64 (labels
-                                          int64): predict, predict_proba,
+                                          int64, or '<U' strings for a model fitted
+                                          on string targets): predict, predict_proba,
                                           decision_function or transform
     <family>-<case>/onnxruntime_<output>.npy  onnxruntime's result, for reference
 
@@ -40,6 +41,7 @@ from sklearn.cluster import KMeans
 from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor, RandomForestClassifier,
                               RandomForestRegressor)
 from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import Binarizer, OneHotEncoder, StandardScaler
 from sklearn.svm import SVC, SVR
@@ -69,6 +71,10 @@ def checked_reference(name, output, reference, result):
     """scikit-learn's `reference` as int64 or float64 in `result`'s shape, asserted equal to
     onnxruntime's `result` (integers) or within 1e-5 of max(1, |reference|)."""
     reference = np.asarray(reference)
+    if reference.dtype.kind in 'UO':
+        reference = reference.astype(str).reshape(result.shape)
+        assert np.array_equal(reference, result.astype(str)), (name, output, reference, result)
+        return reference
     reference = reference.astype(np.int64 if reference.dtype.kind in 'iu' else np.float64).reshape(result.shape)
     if reference.dtype == np.int64:
         assert np.array_equal(reference, result), (name, output, reference, result)
@@ -91,13 +97,13 @@ def save(name, model, x, expected):
     np.save(os.path.join(folder, 'x.npy'), x)
     for output, reference, result in zip(outputs, expected, results):
         np.save(os.path.join(folder, f'sklearn_{output}.npy'), checked_reference(name, output, reference, result))
-        np.save(os.path.join(folder, f'onnxruntime_{output}.npy'), result)
+        # onnxruntime gives strings as objects; '<U' is what np.load reads without pickle.
+        np.save(os.path.join(folder, f'onnxruntime_{output}.npy'), result.astype(str) if result.dtype == object else result)
 
 
-def node_case(name, node, features, outputs, x):
+def node_case(name, node, features, outputs, x, input_type=onnx.TensorProto.FLOAT):
     """A one-node ai.onnx.ml model on `x`, with onnxruntime's outputs."""
-    graph = helper.make_graph([node], name, [helper.make_tensor_value_info('X', onnx.TensorProto.FLOAT, ['N', features])],
-                              outputs)
+    graph = helper.make_graph([node], name, [helper.make_tensor_value_info('X', input_type, ['N', features])], outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 17), helper.make_opsetid('ai.onnx.ml', 3)])
     model.ir_version = 8
     onnx.checker.check_model(model)
@@ -236,6 +242,51 @@ def main():
     model = make_pipeline(StandardScaler(), DecisionTreeClassifier(max_depth=5, random_state=0)).fit(x, three)
     classifier('trees-pipeline_scaler_tree', model, test)
     node_cases(rng)
+
+    # String labels (classlabels_strings): the classes above, named; sklearn_label.npy is '<U'.
+    names = np.array(['alpha', 'beta', 'gamma'])[np.searchsorted([2, 5, 9], three)]
+    sides = np.array(['no', 'yes'])[binary]
+    classifier('labels-logistic_three', LogisticRegression(max_iter=1000).fit(x, names), test)
+    classifier('labels-svc_probabilities', SVC(kernel='rbf', probability=True, random_state=0).fit(small, names[:80]),
+               small_test)
+    classifier('labels-random_forest_three',
+               RandomForestClassifier(n_estimators=8, max_depth=4, random_state=0).fit(x, names), test)
+    classifier('labels-gradient_boosting_binary',
+               GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0).fit(x, sides), test)
+    double_tree(x.astype(np.float64), target, test.astype(np.float64))
+
+
+def double_tree(x, target, test):
+    """A DecisionTreeRegressor fitted in float64, as a TreeEnsembleRegressor of
+    double input whose thresholds and leaf values are `_as_tensor` doubles
+    (scikit-learn's own): skl2onnx 1.20's DoubleTensorType export of a tree is
+    refused by onnxruntime, so the node is written here from `tree_`. Its
+    output is float, as the op's schema says: onnxruntime walks the tree in
+    double and rounds the leaf value once. The reference is onnxruntime's:
+    scikit-learn's trees round their input to float32 first."""
+    model = DecisionTreeRegressor(max_depth=6, random_state=0).fit(x, target)
+    tree = model.tree_
+    leaf = tree.children_left == -1
+    ids = list(range(tree.node_count))
+    node = helper.make_node(
+        'TreeEnsembleRegressor', ['X'], ['Y'], domain='ai.onnx.ml', n_targets=1,
+        nodes_treeids=[0] * tree.node_count, nodes_nodeids=ids,
+        nodes_featureids=[int(f) if f >= 0 else 0 for f in tree.feature],
+        nodes_modes=['LEAF' if is_leaf else 'BRANCH_LEQ' for is_leaf in leaf],
+        nodes_truenodeids=[int(c) if c >= 0 else 0 for c in tree.children_left],
+        nodes_falsenodeids=[int(c) if c >= 0 else 0 for c in tree.children_right],
+        nodes_values_as_tensor=helper.make_tensor('t', onnx.TensorProto.DOUBLE, [tree.node_count],
+                                                  np.where(leaf, 0, tree.threshold)),
+        target_treeids=[0] * int(leaf.sum()), target_nodeids=[i for i in ids if leaf[i]], target_ids=[0] * int(leaf.sum()),
+        target_weights_as_tensor=helper.make_tensor('w', onnx.TensorProto.DOUBLE, [int(leaf.sum())],
+                                                    tree.value[leaf, 0, 0]))
+    # Rows one double ulp past the root's threshold: right of it in double, left in float32.
+    edge = test[:4].copy()
+    edge[:, tree.feature[0]] = np.nextafter(tree.threshold[0], np.inf)
+    assert np.float32(edge[0, tree.feature[0]]) == np.float32(tree.threshold[0])
+    node_case('double-decision_tree_regressor', node, x.shape[1],
+              [helper.make_tensor_value_info('Y', onnx.TensorProto.FLOAT, ['N', 1])], np.concatenate([test, edge]),
+              input_type=onnx.TensorProto.DOUBLE)
 
 
 if __name__ == '__main__':

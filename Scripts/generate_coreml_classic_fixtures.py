@@ -3,8 +3,8 @@
 scikit-learn's own float64 predictions into
 Tests/LayerKitTests/Fixtures/coreml-classic: one folder per model, holding
 model.mlmodel, x.npy (float64 rows), and sklearn_<output>.npy references
-(predict as float64, labels as int64, predict_proba as float64 in the
-model's class order). Named-feature models also get one <feature>.npy per
+(predict as float64, labels as int64 or '<U' strings, predict_proba as
+float64 in the model's class order). Named-feature models also get one <feature>.npy per
 input column.
 
 Needs a venv with coremltools 9 and the scikit-learn its converter accepts:
@@ -53,7 +53,8 @@ def regressor(name, estimator, x, y, test, **convert):
 def classifier(name, estimator, x, y, test, probabilities=True):
     estimator.fit(x, y)
     model = coremltools.converters.sklearn.convert(estimator)
-    outputs = {'classLabel': estimator.predict(test).astype(np.int64)}
+    labels = estimator.predict(test)
+    outputs = {'classLabel': labels.astype(str) if labels.dtype.kind in 'UO' else labels.astype(np.int64)}
     if probabilities:
         outputs['classProbability'] = estimator.predict_proba(test).astype(np.float64)
     save(name, model, test, outputs)
@@ -89,9 +90,8 @@ def main():
     labels = np.array(['setosa', 'versicolor', 'virginica'])
     logistic = LogisticRegression(multi_class='ovr').fit(features, labels[three])
     model = coremltools.converters.sklearn.convert(logistic)
-    save('logistic_strings', model, test4, {
-        'classLabel': np.searchsorted(logistic.classes_, logistic.predict(test4)).astype(np.int64),
-        'classProbability': logistic.predict_proba(test4)})
+    save('logistic_strings', model, test4, {'classLabel': logistic.predict(test4).astype(str),
+                                            'classProbability': logistic.predict_proba(test4)})
     classifier('logistic_binary', LogisticRegression(multi_class='ovr'), features, two, test4)
     classifier('svc_rbf_three', SVC(kernel='rbf', gamma=0.5, random_state=0), features, three, test4, probabilities=False)
     classifier('svc_linear_binary', SVC(kernel='linear', random_state=0), features, two, test4, probabilities=False)
@@ -102,6 +102,10 @@ def main():
                features, three, test4)
     classifier('gradient_boosting_binary', GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0),
                features, two, test4)
+
+    classifier('svc_rbf_strings', SVC(kernel='rbf', gamma=0.5, random_state=0), features, labels[three], test4,
+               probabilities=False)
+    classifier('decision_tree_strings', DecisionTreeClassifier(max_depth=3, random_state=0), features, labels[three], test4)
 
     # A pipeline of preprocessors before a regressor; one test value missing.
     missing = features.copy()

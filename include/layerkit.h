@@ -229,14 +229,28 @@ lk_status lk_tensor_create(lk_context *context, const int64_t *shape, size_t ran
  * (LK_ERROR_SHAPE otherwise, naming both counts); `data` may be NULL (and
  * `byte_count` 0) for a zero-filled tensor. A bool byte other than 0 or 1,
  * or set high bits in a type under a byte, is LK_ERROR_INVALID_ARGUMENT;
- * LK_STRING is LK_ERROR_UNSUPPORTED, a code not listed
- * LK_ERROR_INVALID_ARGUMENT. A tensor made with LK_FLOAT32 is the same as one
+ * LK_STRING is LK_ERROR_UNSUPPORTED (lk_tensor_create_strings makes string
+ * tensors), a code not listed LK_ERROR_INVALID_ARGUMENT. A tensor made with LK_FLOAT32 is the same as one
  * made by lk_tensor_create. Any thread. */
 lk_status lk_tensor_create_typed(lk_context *context, lk_element_type type, const int64_t *shape, size_t rank,
                                  const void *data, size_t byte_count, lk_tensor **out);
 
 /* Releases a tensor. No other call may be using it. */
 void lk_tensor_destroy(lk_tensor *tensor);
+
+/* Creates an LK_STRING tensor of `shape` (`rank` dims) holding `count`
+ * NUL-terminated UTF-8 strings (product(shape); LK_ERROR_SHAPE otherwise),
+ * copied in row-major order; a NULL or non-UTF-8 string is
+ * LK_ERROR_INVALID_ARGUMENT. For models of tensor(string) inputs. Any thread. */
+lk_status lk_tensor_create_strings(lk_context *context, const int64_t *shape, size_t rank, const char *const *strings,
+                                   size_t count, lk_tensor **out);
+
+/* String `index` (row-major) of an LK_STRING tensor, written as (buffer,
+ * capacity, length); another type is LK_ERROR_TYPE, an index past the
+ * element count LK_ERROR_INVALID_ARGUMENT. Any thread, while no call writes
+ * the tensor. */
+lk_status lk_tensor_read_string(lk_context *context, const lk_tensor *tensor, size_t index, char *buffer,
+                                size_t capacity, size_t *length);
 
 /* The tensor's element type (an LK_* element type code). Any thread. */
 lk_status lk_tensor_element_type(lk_context *context, const lk_tensor *tensor, lk_element_type *type);

@@ -182,7 +182,7 @@ public func lk_tensor_create_typed(_ context: OpaquePointer?, _ type: lk_element
         let type = try TensorArguments.elementType(type)
         guard let width = type.byteWidth else {
             throw CAPIError(status: lk_status(LK_ERROR_UNSUPPORTED),
-                            description: "string tensors cannot be made through the C API")
+                            description: "a string tensor is made by lk_tensor_create_strings")
         }
         let dims = try TensorArguments.shape(shape, rank: rank)
         let count = try Tensor.elementCount(of: dims)
@@ -250,7 +250,7 @@ public func lk_tensor_read_bytes(_ context: OpaquePointer?, _ tensor: OpaquePoin
         guard let data else { throw CAPIError.invalidArgument("data is NULL") }
         guard let width = tensor.elementType.byteWidth else {
             throw CAPIError(status: lk_status(LK_ERROR_UNSUPPORTED),
-                            description: "the tensor holds strings, which the C API cannot read")
+                            description: "the tensor holds strings: read them with lk_tensor_read_string")
         }
         let bytes = tensor.count * width
         guard byteCount == bytes else {

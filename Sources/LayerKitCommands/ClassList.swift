@@ -35,19 +35,14 @@ struct ClassList {
         labels == nil ? ClassList(labels: modelLabels, softmax: softmax) : self
     }
 
-    /// Each row's class label of a classifier's int64 label output: the
-    /// label itself for integer labels, the label it indexes for string
-    /// ones (Docs/COREML.md); nil for another output or model.
+    /// Each row's class label of a classifier's label output: a string
+    /// output's strings, an int64 one's integers (for a model with class
+    /// labels); nil for another output or model.
     static func labels(of output: TypedTensor, modelLabels: [String]?) -> [String]? {
-        guard let modelLabels, output.elementType == .int64,
-              output.shape.count == 1 || (output.shape.count == 2 && output.shape[1] == 1) else {
-            return nil
-        }
-        let values = output.integers()
-        guard modelLabels.allSatisfy({ Int64($0) != nil }) else {
-            return values.map { modelLabels.indices.contains(Int($0)) ? modelLabels[Int($0)] : String($0) }
-        }
-        return values.map(String.init)
+        guard output.shape.count == 1 || (output.shape.count == 2 && output.shape[1] == 1) else { return nil }
+        if output.elementType == .string { return output.strings }
+        guard modelLabels != nil, output.elementType == .int64 else { return nil }
+        return output.integers().map(String.init)
     }
 
     /// Throws unless `--labels` (when given) has as many labels as one of

@@ -33,8 +33,7 @@ extension CoreMLModel {
     }
 
     /// A classifier's class labels, in the order of its probability output;
-    /// nil for a model that is not a classifier. String labels are what the
-    /// label output's indices name (Docs/COREML.md, "Classic models").
+    /// nil for a model that is not a classifier.
     public var classLabels: [String]? {
         guard let classic else { return networkClassLabels }
         return try? CoreMLClassicTranslator.classLabels(of: classic)
@@ -54,12 +53,13 @@ enum CoreMLClassLabels {
         }
     }
 
-    /// The labels the ONNX node outputs: the integers themselves, or for
-    /// string labels their indices (the graph's values are numbers).
-    var onnxLabels: [Int] {
+    /// The labels as the ONNX node's attribute: `classlabels_strings`, or
+    /// the integers under `integers` (`classlabels_ints`, or a tree
+    /// ensemble's `classlabels_int64s`).
+    func attribute(integers: String) -> [String: ONNXAttribute] {
         switch self {
-        case .strings(let labels): return Array(labels.indices)
-        case .ints(let labels): return labels.map { Int($0) }
+        case .strings(let labels): return ["classlabels_strings": .strings(labels)]
+        case .ints(let labels): return [integers: .ints(labels.map { Int($0) })]
         }
     }
 
@@ -83,14 +83,15 @@ struct CoreMLClassicTranslator {
     init(graph: CoreMLGraphBuilder) { self.graph = graph }
 
     /// The element type a feature is given in: a DOUBLE feature in float64,
-    /// an int64 one in int64, a classifier's label in int64 (the index of a
-    /// string label), a probability dictionary as a float tensor.
+    /// an int64 one (an int64 label) in int64, a string one (a string
+    /// label) as a string, a probability dictionary as a float tensor.
     static func elementType(_ kind: CoreMLFeature.Kind) -> ONNXDataType {
         switch kind {
         case .multiArray(_, let dataType):
             return dataType == 65600 ? .double : dataType == 131104 ? ONNXDataType(rawValue: 6) : .float
         case .other("double"): return .double
-        case .other("int64"), .other("string"): return ONNXDataType(rawValue: 7)
+        case .other("int64"): return .int64
+        case .other("string"): return ONNXDataType(rawValue: 8) // STRING
         default: return .float
         }
     }
@@ -207,7 +208,7 @@ struct CoreMLClassicTranslator {
         }
     }
 
-    /// A classifier's outputs: the label (int64, or a string label's index)
+    /// A classifier's outputs: the label (int64 or string)
     /// and the probabilities (the dictionary output); one the model does
     /// not declare is an internal value all the same, as the nodes write both.
     mutating func classifierOutputs(_ model: CoreMLClassicModel) throws -> (label: String, probabilities: String) {
@@ -252,12 +253,24 @@ struct CoreMLClassicTranslator {
 
     /// Doubles as the float attribute values the ONNX-ML ops take, each checked finite (NaN allowed where `allowsNaN`).
     func floats(_ values: [Double], _ name: String, allowsNaN: Bool = false) throws -> [Float] {
-        try values.map { value in
-            guard value.isFinite || (allowsNaN && value.isNaN) else {
-                throw LayerKitError.invalidModel("\(name) holds \(value)")
-            }
-            return Float(value)
+        try checked(values, name, allowsNaN: allowsNaN).map { Float($0) }
+    }
+
+    /// Doubles as a float64 tensor attribute, each checked as `floats`
+    /// checks them: the value of a `<list>_as_tensor` attribute, which
+    /// LayerKit's ai.onnx.ml regressors read in place of the float list,
+    /// so Core ML's double parameters stay double (a DOUBLE input computes
+    /// as scikit-learn does).
+    func doubleTensor(_ values: [Double], _ name: String, allowsNaN: Bool = false) throws -> ONNXAttribute {
+        let checked = try checked(values, name, allowsNaN: allowsNaN)
+        return .tensor(ONNXTensor(name: name, typed: try TypedTensor(.float64, shape: [checked.count], doubles: checked)))
+    }
+
+    private func checked(_ values: [Double], _ name: String, allowsNaN: Bool) throws -> [Double] {
+        for value in values where !(value.isFinite || (allowsNaN && value.isNaN)) {
+            throw LayerKitError.invalidModel("\(name) holds \(value)")
         }
+        return values
     }
 
     // MARK: Linear models
@@ -284,8 +297,9 @@ struct CoreMLClassicTranslator {
                                              + "\(offsets.count) offsets for an input of \(width) values")
         }
         addMLNode("LinearRegressor", [x], [(try output(of: model), rows.count)], [
-            "coefficients": .floats(try floats(rows.flatMap { $0 }, "weights")),
-            "intercepts": .floats(try floats(offsets.isEmpty ? Array(repeating: 0, count: rows.count) : offsets, "offset")),
+            "coefficients_as_tensor": try doubleTensor(rows.flatMap { $0 }, "weights"),
+            "intercepts_as_tensor": try doubleTensor(offsets.isEmpty ? Array(repeating: 0, count: rows.count) : offsets,
+                                                     "offset"),
             "targets": .int(rows.count),
         ])
     }
@@ -328,9 +342,8 @@ struct CoreMLClassicTranslator {
         addMLNode("LinearClassifier", [x], [(label, 1), (scores, labels.count)], [
             "coefficients": .floats(try floats(rows.flatMap { $0 }, "weights")),
             "intercepts": .floats(try floats(offsets, "offset")),
-            "classlabels_ints": .ints(labels.onnxLabels),
             "post_transform": .string("LOGISTIC"),
-        ])
+        ].merging(labels.attribute(integers: "classlabels_ints")) { $1 })
         if normalizes { addMLNode("Normalizer", [scores], [(probabilities, labels.count)], ["norm": .string("L1")]) }
     }
 }

@@ -51,17 +51,19 @@ extension CoreMLClassicTranslator {
         }
         var attributes: [String: ONNXAttribute] = [
             "nodes_treeids": .ints(forest.treeIDs), "nodes_nodeids": .ints(forest.nodeIDs),
-            "nodes_featureids": .ints(forest.features), "nodes_values": .floats(try floats(forest.values, "branch values")),
+            "nodes_featureids": .ints(forest.features), "nodes_values_as_tensor": try doubleTensor(forest.values, "branch values"),
             "nodes_modes": .strings(forest.modes), "nodes_truenodeids": .ints(forest.trueIDs),
             "nodes_falsenodeids": .ints(forest.falseIDs), "nodes_missing_value_tracks_true": .ints(forest.missingTracksTrue),
             "post_transform": .string(Self.treeTransforms[Int(transform)]),
         ]
-        if !forest.baseValues.isEmpty { attributes["base_values"] = .floats(try floats(forest.baseValues, "base values")) }
+        if !forest.baseValues.isEmpty {
+            attributes["base_values_as_tensor"] = try doubleTensor(forest.baseValues, "base values")
+        }
         guard model.typeNumber == 402 else {
             attributes.merge(["n_targets": .int(forest.dimensions), "aggregate_function": .string("SUM"),
                               "target_treeids": .ints(forest.leafTrees), "target_nodeids": .ints(forest.leafNodes),
                               "target_ids": .ints(forest.leafTargets),
-                              "target_weights": .floats(try floats(forest.leafValues, "leaf values"))]) { $1 }
+                              "target_weights_as_tensor": try doubleTensor(forest.leafValues, "leaf values")]) { $1 }
             addMLNode("TreeEnsembleRegressor", [x], [(try output(of: model), forest.dimensions)], attributes)
             return
         }
@@ -72,9 +74,10 @@ extension CoreMLClassicTranslator {
         }
         // Binary: the one dimension, the second class's score, is class 0's
         // weights in ONNX's binary form (onnxruntime's, as skl2onnx writes it).
-        attributes.merge(["classlabels_int64s": .ints(labels.onnxLabels), "class_treeids": .ints(forest.leafTrees),
+        attributes.merge(labels.attribute(integers: "classlabels_int64s")) { $1 }
+        attributes.merge(["class_treeids": .ints(forest.leafTrees),
                           "class_nodeids": .ints(forest.leafNodes), "class_ids": .ints(forest.leafTargets),
-                          "class_weights": .floats(try floats(forest.leafValues, "leaf values"))]) { $1 }
+                          "class_weights_as_tensor": try doubleTensor(forest.leafValues, "leaf values")]) { $1 }
         let (label, probabilities) = try classifierOutputs(model)
         addMLNode("TreeEnsembleClassifier", [x], [(label, 1), (probabilities, labels.count)], attributes)
     }
@@ -189,9 +192,9 @@ extension CoreMLClassicTranslator {
                                              + "\(vectors.count / max(width, 1)) support vectors")
         }
         addMLNode("SVMRegressor", [x], [(try output(of: model), 1)], [
-            "kernel_type": .string(kernel.type), "kernel_params": .floats(try floats(kernel.parameters, "kernel")),
-            "support_vectors": .floats(try floats(vectors, "support vectors")), "n_supports": .int(alphas.count),
-            "coefficients": .floats(try floats(alphas, "coefficients")), "rho": .floats([Float(-rho)]),
+            "kernel_type": .string(kernel.type), "kernel_params_as_tensor": try doubleTensor(kernel.parameters, "kernel"),
+            "support_vectors_as_tensor": try doubleTensor(vectors, "support vectors"), "n_supports": .int(alphas.count),
+            "coefficients_as_tensor": try doubleTensor(alphas, "coefficients"), "rho_as_tensor": try doubleTensor([-rho], "rho"),
         ])
     }
 
@@ -232,8 +235,8 @@ extension CoreMLClassicTranslator {
             "support_vectors": .floats(try floats(vectors, "support vectors")),
             "vectors_per_class": .ints(perClass.map { Int($0) }),
             "coefficients": .floats(try floats(rows.flatMap { $0 }, "coefficients")),
-            "rho": .floats(try floats(rho.map { -$0 }, "rho")), "classlabels_ints": .ints(labels.onnxLabels),
-        ]
+            "rho": .floats(try floats(rho.map { -$0 }, "rho")),
+        ].merging(labels.attribute(integers: "classlabels_ints")) { $1 }
         if !probA.isEmpty {
             attributes["prob_a"] = .floats(try floats(probA, "probA"))
             attributes["prob_b"] = .floats(try floats(probB, "probB"))

@@ -48,17 +48,23 @@ static inline int npy_read(const char *path, struct npy_array *array) {
     if (header_length >= sizeof header || fread(header, 1, header_length, file) != header_length) goto fail;
     header[header_length] = 0;
     if (!strstr(header, "'fortran_order': False")) goto fail;
-    /* 'descr': '<i8': a byte order ('<' or '|', never '>'), a kind (f, i, u, b) and a width. */
+    /* 'descr': '<i8': a byte order ('<' or '|', never '>'), a kind (f, i, u, b) and a width;
+     * or '<U5': fixed-width unicode, 4 bytes (UTF-32) per character. */
     const char *descr = strstr(header, "'descr': '");
     if (!descr) goto fail;
     descr += 10;
     size_t descr_length = strcspn(descr, "'");
     if (descr_length < 3 || descr_length >= sizeof array->descr || (descr[0] != '<' && descr[0] != '|') ||
-        !strchr("fiub", descr[1]))
+        !strchr("fiubU", descr[1]))
         goto fail;
     memcpy(array->descr, descr, descr_length);
     size_t width = (size_t)strtoul(descr + 2, NULL, 10);
-    if (width < 1 || width > 8) goto fail;
+    if (descr[1] == 'U') {
+        if (width < 1 || width > 256) goto fail;
+        width *= 4;
+    } else if (width < 1 || width > 8) {
+        goto fail;
+    }
     const char *shape = strstr(header, "'shape': (");
     if (!shape) goto fail;
     array->count = 1;
@@ -80,7 +86,7 @@ static inline int npy_read(const char *path, struct npy_array *array) {
     fclose(file);
     return 0;
 fail:
-    fprintf(stderr, "%s: not a C-order .npy file of a numeric or bool dtype this reader takes\n", path);
+    fprintf(stderr, "%s: not a C-order .npy file of a numeric, bool or unicode dtype this reader takes\n", path);
     free(array->data);
     array->data = NULL;
     fclose(file);

@@ -5,13 +5,15 @@ import Testing
 /// `layerkit run` on scikit-learn models exported by skl2onnx, as a user
 /// runs them: `--input X=x.npy --output label=... --output probabilities=...`,
 /// one case per family of `Tests/LayerKitTests/Fixtures/classic-ml`, the
-/// `.npy` outputs in the model's declared types (int64 labels) against
+/// `.npy` outputs in the model's declared types (int64 or string labels) against
 /// scikit-learn's: labels exactly, scores within 1e-5 of max(1, |ref|).
 struct ClassicMLRunCommandTests {
     static let fixtures = ModelCommandTests.fixtures.deletingLastPathComponent().appendingPathComponent("classic-ml")
 
     @Test(arguments: ["trees-gradient_boosting_three", "trees-random_forest_regressor", "svm-svc_rbf_probabilities",
-                      "svm-svr_poly", "kmeans-four_clusters", "preprocessing-one_hot_encoder"])
+                      "svm-svr_poly", "kmeans-four_clusters", "preprocessing-one_hot_encoder",
+                      "labels-logistic_three", "labels-svc_probabilities", "labels-random_forest_three",
+                      "labels-gradient_boosting_binary"])
     func runWritesScikitLearnsResults(_ name: String) throws {
         let folder = Self.fixtures.appendingPathComponent(name)
         let model = folder.appendingPathComponent("model.onnx").path
@@ -28,6 +30,8 @@ struct ClassicMLRunCommandTests {
             #expect(written.shape == reference.shape, "\(name) \(output)")
             if reference.elementType == .int64 {
                 #expect(written.elementType == .int64 && written.integers() == reference.integers(), "\(name) \(output)")
+            } else if reference.elementType == .string {
+                #expect(written.elementType == .string && written.strings == reference.strings, "\(name) \(output)")
             } else {
                 for (y, expected) in zip(written.doubles(), reference.doubles()) {
                     #expect(abs(y - expected) <= 1e-5 * max(1, abs(expected)), "\(name) \(output): \(y) vs \(expected)")

@@ -29,7 +29,8 @@ struct CoreMLClassicCommandTests {
         }
     }
 
-    /// A classifier of string labels: each row's label and its top probabilities by name, in text and JSON.
+    /// A classifier of string labels: each row's label and its top probabilities by name, in text and
+    /// JSON; the label output written as a string `.npy`.
     @Test func runNamesAClassifiersLabels() throws {
         let directory = try CommandRunner.scratchDirectory()
         let model = Self.fixture("logistic_strings/model.mlmodel"), x = Self.fixture("logistic_strings/x.npy")
@@ -37,13 +38,13 @@ struct CoreMLClassicCommandTests {
         try #require(runner.run(["run", model, "--backend", "cpu", "--input", x, "--top", "2",
                                  "--output", "classLabel=\(directory)/label.npy",
                                  "--output", "classProbability=\(directory)/probabilities.npy"]) == 0, "\(runner.error)")
-        let names = ["setosa", "versicolor", "virginica"]
-        let indices = try TypedTensor(npyFile: Self.fixture("logistic_strings/sklearn_classLabel.npy")).integers()
-        for (row, index) in indices.enumerated() {
-            #expect(runner.out.contains("label [\(row)]: \(names[Int(index)])"), "\(runner.out)")
+        let labels = try TypedTensor(npyFile: Self.fixture("logistic_strings/sklearn_classLabel.npy")).strings
+        for (row, label) in labels.enumerated() {
+            #expect(runner.out.contains("label [\(row)]: \(label)"), "\(runner.out)")
         }
         #expect(runner.out.contains("top-2 [0]: "), "\(runner.out)")
-        #expect(try TypedTensor(npyFile: "\(directory)/label.npy").integers() == indices)
+        let written = try TypedTensor(npyFile: "\(directory)/label.npy")
+        #expect(written.elementType == .string && written.strings == labels)
         let probabilities = try TypedTensor(npyFile: "\(directory)/probabilities.npy")
         let reference = try TypedTensor(npyFile: Self.fixture("logistic_strings/sklearn_classProbability.npy"))
         #expect(probabilities.shape == reference.shape)
@@ -54,8 +55,21 @@ struct CoreMLClassicCommandTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.out.utf8)) as? [String: Any])
         let outputs = try #require(((object["runs"] as? [[String: Any]])?.first?["outputs"]) as? [[String: Any]])
         let label = try #require(outputs.first { $0["name"] as? String == "classLabel" })
-        #expect(label["labels"] as? [String] == indices.map { names[Int($0)] })
+        #expect(label["labels"] as? [String] == labels)
         let top = try #require((outputs.first { $0["name"] as? String == "classProbability" })?["top"] as? [[[String: Any]]])
-        #expect(top.first?.first?["label"] as? String == names[Int(indices[0])])
+        #expect(top.first?.first?["label"] as? String == labels.first)
+    }
+
+    /// An SVM and a tree fitted on string targets: the written labels are scikit-learn's strings.
+    @Test(arguments: ["svc_rbf_strings", "decision_tree_strings"])
+    func runWritesStringLabels(_ name: String) throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let runner = CommandRunner()
+        try #require(runner.run(["run", Self.fixture("\(name)/model.mlmodel"), "--backend", "cpu",
+                                 "--input", Self.fixture("\(name)/x.npy"),
+                                 "--output", "classLabel=\(directory)/label.npy"]) == 0, "\(runner.error)")
+        let written = try TypedTensor(npyFile: "\(directory)/label.npy")
+        let reference = try TypedTensor(npyFile: Self.fixture("\(name)/sklearn_classLabel.npy"))
+        #expect(written.elementType == .string && written.strings == reference.strings, "\(name): \(written.strings)")
     }
 }

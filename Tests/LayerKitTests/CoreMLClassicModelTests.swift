@@ -16,7 +16,7 @@ import Testing
 
     /// The worst relative error of `name`'s outputs against scikit-learn's (labels must be equal).
     @discardableResult
-    static func check(_ name: String, model: Model, inputs: [String: TypedTensor]) throws -> Double {
+    static func check(_ name: String, model: Model, inputs: [String: TypedTensor], tolerance: Double = 1e-5) throws -> Double {
         let folder = directory.appendingPathComponent(name)
         let outputs = try model.predict(typed: inputs)
         var worst = 0.0, compared = 0
@@ -33,8 +33,12 @@ import Testing
                 #expect(output.elementType == .int64 && output.integers() == reference.integers(), "\(name) \(description.name)")
                 continue
             }
+            if reference.elementType == .string {
+                #expect(output.elementType == .string && output.strings == reference.strings, "\(name) \(description.name)")
+                continue
+            }
             let error = ClassicMLModelTests.relativeError(output, reference)
-            #expect(error <= 1e-5, "\(name) \(description.name): relative error \(error)")
+            #expect(error <= tolerance, "\(name) \(description.name): relative error \(error)")
             print("coreml-classic \(name) \(description.name): max relative error \(error)")
             worst = max(worst, error)
         }
@@ -68,13 +72,37 @@ import Testing
         #expect(model.nodes.map(\.opType) == ["FeatureVectorizer", "LinearRegressor"])
     }
 
-    /// String class labels: the label output is the index into `classLabels`, which keeps them in order.
-    @Test func stringLabelsAreIndicesIntoTheClassLabels() throws {
+    /// The regressors on a DOUBLE input compute in double, Core ML's double
+    /// parameters kept (`_as_tensor` attributes): scikit-learn's float64
+    /// predictions within 1e-12 (float32 arithmetic is ~1e-7 off).
+    @Test(arguments: ["boston_pricer", "linear_svr", "svr_rbf", "decision_tree_regressor", "random_forest_regressor",
+                      "gradient_boosting_regressor"])
+    func doubleInputsComputeInDouble(_ name: String) throws {
+        let folder = Self.directory.appendingPathComponent(name)
+        let model = try Model(contentsOf: folder.appendingPathComponent("model.mlmodel"), computeUnits: .cpuOnly,
+                              notice: { _ in })
+        let x = try TypedTensor(npyFile: folder.appendingPathComponent("x.npy").path)
+        var inputs: [String: TypedTensor] = [:]
+        for (k, input) in model.inputs.enumerated() {
+            // BostonPricer's named columns are x's columns, in order.
+            inputs[input.name] = model.inputs.count == 1 ? x : try TypedTensor(
+                .float64, shape: [x.shape[0], 1], doubles: (0..<x.shape[0]).map { x.double(at: $0 * x.shape[1] + k) })
+        }
+        let error = try Self.check(name, model: model, inputs: inputs, tolerance: 1e-12)
+        print("coreml-classic \(name) in double: max relative error \(error)")
+    }
+
+    /// String class labels: the node names them (`classlabels_strings`), the label output is a string.
+    @Test func stringLabelsAreTheLabelOutputsStrings() throws {
         let data = try Data(contentsOf: Self.directory.appendingPathComponent("logistic_strings/model.mlmodel"))
         let model = try CoreMLModel(data: data, source: "logistic_strings")
         #expect(model.classLabels == ["setosa", "versicolor", "virginica"])
         let graph = try model.onnxModel()
         #expect(graph.graph.nodes.map(\.opType) == ["LinearClassifier", "Normalizer"])
+        let classifier = try #require(graph.graph.nodes.first)
+        #expect(try classifier.strings("classlabels_strings") == ["setosa", "versicolor", "virginica"])
+        #expect(try classifier.ints("classlabels_ints") == nil)
+        #expect(graph.graph.outputs.first { $0.name == "classLabel" }?.elementType?.rawValue == 8)
     }
 
     /// A NeuralNetworkClassifier's labels (`stringClassLabels`, as coremltools wrote them) are the model's class labels.

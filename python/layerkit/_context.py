@@ -187,6 +187,22 @@ _CODES = {dtype: code for code, dtype in _DTYPES.items()}
 _DTYPES_BY_NAME = {dtype.name: dtype for dtype in _CODES}
 
 
+def _as_strings(array, what: str) -> np.ndarray:
+    """``array`` (a numpy ``<U`` array, or an object array or list of str)
+    as a C-contiguous ``<U`` array; TypeError for anything else, never
+    converted (numbers are not strings)."""
+    try:
+        given = np.asarray(array)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{what} must be convertible to a numpy array: {error}") from None
+    if given.dtype.kind == "O" and all(isinstance(item, str) for item in given.flat):
+        given = given.astype(str) if given.size else np.empty(given.shape, dtype="<U1")
+    if given.dtype.kind != "U":
+        raise TypeError(f"{what} is {given.dtype}; the model takes strings (a numpy '<U' array, "
+                        "or an object array of str), and nothing is converted")
+    return np.ascontiguousarray(given)
+
+
 def dtype_of(type_name: str):
     """The numpy dtype of an element type's name ("int64"), None when numpy has none."""
     return _DTYPES_BY_NAME.get(type_name)
@@ -194,7 +210,10 @@ def dtype_of(type_name: str):
 
 def as_typed(array, what: str, type_name: str) -> np.ndarray:
     """A C-contiguous copy of ``array`` in native byte order, which must be of
-    dtype ``type_name`` already (no conversion: TypeError naming both)."""
+    dtype ``type_name`` already (no conversion: TypeError naming both);
+    for ``"string"``, a ``<U`` array (``_as_strings``)."""
+    if type_name == "string":
+        return _as_strings(array, what)
     dtype = dtype_of(type_name)
     if dtype is None:
         raise TypeError(f"the model takes {type_name} for {what}, which numpy has no dtype for; "
@@ -214,10 +233,15 @@ def as_typed(array, what: str, type_name: str) -> np.ndarray:
 @contextlib.contextmanager
 def tensor_from(ctx: Context, array: np.ndarray):
     """An ``lk_tensor`` holding a copy of ``array`` (C order, native byte
-    order; float32 or another dtype of ``_DTYPES``), destroyed on exit."""
+    order; float32, another dtype of ``_DTYPES``, or ``<U`` strings),
+    destroyed on exit."""
     shape = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
     pointer = _native.handle()
-    if array.dtype == np.float32:
+    if array.dtype.kind == "U":
+        strings = [str(item) for item in array.flat]
+        ctx.check(lib.lk_tensor_create_strings(ctx.handle, shape, array.ndim, _native.c_strings(strings, "string"),
+                                               len(strings), ctypes.byref(pointer)))
+    elif array.dtype == np.float32:
         ctx.check(lib.lk_tensor_create(ctx.handle, shape, array.ndim, _float_pointer(array), ctypes.byref(pointer)))
     else:
         ctx.check(lib.lk_tensor_create_typed(ctx.handle, _CODES[array.dtype], shape, array.ndim,
@@ -231,13 +255,16 @@ def tensor_from(ctx: Context, array: np.ndarray):
 
 def take_array(ctx: Context, tensor, what: str = "the output") -> np.ndarray:
     """Copies a tensor the library made into a new numpy array of its own
-    element type and destroys it; TypeError for a type numpy has no dtype for."""
+    element type (strings as ``<U``) and destroys it; TypeError for a type
+    numpy has no dtype for."""
     try:
         shape = (ctypes.c_int64 * _native.MAX_RANK)()
         rank = ctypes.c_size_t(0)
         code = ctypes.c_int32(0)
         ctx.check(lib.lk_tensor_shape(ctx.handle, tensor, shape, _native.MAX_RANK, ctypes.byref(rank)))
         ctx.check(lib.lk_tensor_element_type(ctx.handle, tensor, ctypes.byref(code)))
+        if _native.ELEMENT_TYPE_NAMES.get(code.value) == "string":
+            return _take_strings(ctx, tensor, tuple(shape[: rank.value]))
         dtype = _DTYPES.get(code.value)
         if dtype is None:
             name = _native.ELEMENT_TYPE_NAMES.get(code.value, f"element type {code.value}")
@@ -247,6 +274,18 @@ def take_array(ctx: Context, tensor, what: str = "the output") -> np.ndarray:
         return array
     finally:
         lib.lk_tensor_destroy(tensor)
+
+
+def _take_strings(ctx: Context, tensor, shape: tuple) -> np.ndarray:
+    """A string tensor's elements as a ``<U`` array of ``shape``."""
+    strings = []
+    for index in range(int(np.prod(shape, dtype=np.int64))):
+        code, text = _native.read_string(
+            lambda buffer, capacity, length: lib.lk_tensor_read_string(ctx.handle, tensor, index, buffer, capacity,
+                                                                       length))
+        ctx.check(code)
+        strings.append(text)
+    return np.array(strings, dtype=str).reshape(shape) if strings else np.empty(shape, dtype="<U1")
 
 
 def take_arrays(ctx: Context, tensors, names=None) -> list:

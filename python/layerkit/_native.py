@@ -68,6 +68,8 @@ SIGNATURES = {
     "lk_tensor_create_typed": (status, [handle, c_int32, c_int64_p, c_size_t, c_void_p, c_size_t, handle_p]),
     "lk_tensor_element_type": (status, [handle, handle, c_int32_p]),
     "lk_tensor_read_bytes": (status, [handle, handle, c_void_p, c_size_t]),
+    "lk_tensor_create_strings": (status, [handle, c_int64_p, c_size_t, c_char_pp, c_size_t, handle_p]),
+    "lk_tensor_read_string": (status, [handle, handle, c_size_t, ctypes.c_char_p, c_size_t, c_size_t_p]),
     "lk_layer_create": (status, [handle, c_char_p, c_char_pp, c_double_p, c_size_t, handle_p]),
     "lk_layer_create_formula": (status, [handle, c_char_p, c_char_pp, c_double_p, c_size_t, c_char_pp, c_size_t,
                                          handle_p]),

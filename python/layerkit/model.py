@@ -115,8 +115,10 @@ class Model:
         float32 (it is copied as float32, as it always was). The array for an
         input of any other type (:attr:`input_types`: int64, int32, bool,
         float16, float64, uint8, ...) must be of that dtype: another dtype is
-        a TypeError naming both, never converted. Lists and scalars are read
-        as ``np.array`` reads them (Python ints as int64).
+        a TypeError naming both, never converted. A string input takes a
+        numpy ``<U`` array (or an object array or list of str), and a string
+        output comes back as one. Lists and scalars are read as ``np.array``
+        reads them (Python ints as int64).
 
         ``trace``, when given, is a path (str, bytes or os.PathLike) where the
         run's steps are written as a Chrome trace (open it in Perfetto).

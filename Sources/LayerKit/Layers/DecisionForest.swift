@@ -18,7 +18,9 @@ struct DecisionForest: Sendable {
     struct Node: Sendable {
         var rule: Rule
         var feature = 0
-        var threshold: Float = 0
+        /// As the file gives it (a float attribute widened, a double tensor
+        /// attribute exact); see `leaf(from:_:)` for how rows compare with it.
+        var threshold: Double = 0
         /// A NaN feature takes the true branch (else it compares as NaN does).
         var missingGoesTrue = false
         var trueChild = 0
@@ -39,26 +41,28 @@ struct DecisionForest: Sendable {
     let roots: [Int]
     /// Per leaf weight, its target (or class) index and value.
     let targets: [Int]
-    let weights: [Float]
-    let members: [Float]
+    let weights: [Double]
+    let members: [Double]
 
-    /// The leaf row `x` reaches from `root`.
-    func leaf(from root: Int, _ x: UnsafePointer<Float>) -> Node {
+    /// The leaf row `x` reaches from `root`, compared in the row's type (a
+    /// float32 row against the thresholds rounded to float, as onnxruntime
+    /// walks a float input; a float64 row against the doubles).
+    func leaf<T: BinaryFloatingPoint>(from root: Int, _ x: UnsafePointer<T>) -> Node {
         var node = nodes[root]
         while node.rule != .leaf {
-            let value = x[node.feature]
+            let value = x[node.feature], threshold = T(node.threshold)
             let goesTrue: Bool
             if value.isNaN && node.missingGoesTrue {
                 goesTrue = true
             } else {
                 switch node.rule {
-                case .lessOrEqual: goesTrue = value <= node.threshold
-                case .less: goesTrue = value < node.threshold
-                case .greaterOrEqual: goesTrue = value >= node.threshold
-                case .greater: goesTrue = value > node.threshold
-                case .equal: goesTrue = value == node.threshold
-                case .notEqual: goesTrue = value != node.threshold
-                case .member: goesTrue = members[node.members].contains(value)
+                case .lessOrEqual: goesTrue = value <= threshold
+                case .less: goesTrue = value < threshold
+                case .greaterOrEqual: goesTrue = value >= threshold
+                case .greater: goesTrue = value > threshold
+                case .equal: goesTrue = value == threshold
+                case .notEqual: goesTrue = value != threshold
+                case .member: goesTrue = members[node.members].contains { T($0) == value }
                 case .leaf: goesTrue = false
                 }
             }
@@ -67,7 +71,7 @@ struct DecisionForest: Sendable {
         return node
     }
 
-    private init(nodes: [Node], roots: [Int], targets: [Int], weights: [Float], members: [Float]) throws {
+    private init(nodes: [Node], roots: [Int], targets: [Int], weights: [Double], members: [Double]) throws {
         (self.nodes, self.roots, self.targets, self.weights, self.members) = (nodes, roots, targets, weights, members)
         try checkAcyclic()
     }
@@ -77,9 +81,9 @@ struct DecisionForest: Sendable {
     /// listed (as onnxruntime and the ONNX reference take it), the trees in
     /// the order their ids first appear, leaf weights attached by (tree id,
     /// node id). Throws `invalidParameter` naming what is inconsistent.
-    init(ids treeIDs: [Int], nodeIDs: [Int], features featureIDs: [Int], thresholds: [Float], modes: [String],
+    init(ids treeIDs: [Int], nodeIDs: [Int], features featureIDs: [Int], thresholds: [Double], modes: [String],
          trueIDs: [Int], falseIDs: [Int], missingTracksTrue: [Int], weightTreeIDs: [Int], weightNodeIDs: [Int],
-         weightTargets: [Int], weightValues: [Float], targetCount: Int, featureCount: Int) throws {
+         weightTargets: [Int], weightValues: [Double], targetCount: Int, featureCount: Int) throws {
         let count = treeIDs.count
         guard count >= 1 else { throw LayerKitError.invalidParameter("the ensemble has no nodes (nodes_treeids is empty)") }
         for (name, values) in [("nodes_nodeids", nodeIDs.count), ("nodes_featureids", featureIDs.count),
@@ -150,7 +154,7 @@ struct DecisionForest: Sendable {
             }
             byNode[node].append(k)
         }
-        var targets: [Int] = [], weights: [Float] = []
+        var targets: [Int] = [], weights: [Double] = []
         for i in 0..<count where nodes[i].rule == .leaf {
             let start = targets.count
             for k in byNode[i] {
@@ -166,9 +170,9 @@ struct DecisionForest: Sendable {
     /// children are other nodes or, where `trueLeaf`/`falseLeaf` says so,
     /// leaves (one weight each); `BRANCH_MEMBER` nodes take their sets from
     /// `membership`, NaN-separated, in the order of those nodes.
-    init(indices roots: [Int], features featureIDs: [Int], splits: [Float], modes: [UInt8], trueChildren: [Int],
-         trueLeaf: [Int], falseChildren: [Int], falseLeaf: [Int], missingTracksTrue: [Int], membership: [Float],
-         leafTargets: [Int], leafWeights: [Float], targetCount: Int, featureCount: Int) throws {
+    init(indices roots: [Int], features featureIDs: [Int], splits: [Double], modes: [UInt8], trueChildren: [Int],
+         trueLeaf: [Int], falseChildren: [Int], falseLeaf: [Int], missingTracksTrue: [Int], membership: [Double],
+         leafTargets: [Int], leafWeights: [Double], targetCount: Int, featureCount: Int) throws {
         let count = featureIDs.count
         guard count >= 1, !roots.isEmpty else { throw LayerKitError.invalidParameter("the ensemble has no nodes or no tree_roots") }
         for (name, values) in [("nodes_splits", splits.count), ("nodes_modes", modes.count),
@@ -189,7 +193,7 @@ struct DecisionForest: Sendable {
         var nodes: [Node] = []
         nodes.reserveCapacity(count + leaves)
         let sets = membership.split(omittingEmptySubsequences: false, whereSeparator: \.isNaN)
-        var members: [Float] = [], memberNodes = 0
+        var members: [Double] = [], memberNodes = 0
         for i in 0..<count {
             let rules: [Rule] = [.lessOrEqual, .less, .greaterOrEqual, .greater, .equal, .notEqual, .member]
             guard Int(modes[i]) < rules.count else {

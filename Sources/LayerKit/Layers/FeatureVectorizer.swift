@@ -29,16 +29,24 @@ public final class FeatureVectorizer: Layer {
     }
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
+        let y = vectorized(inputs.map(\.values), shapes: inputs.map(\.shape), rows: outputs[0].shape[0])
+        for (k, value) in y.enumerated() { outputs[0].dataPointer[k] = value }
+    }
+
+    /// The `rows` rows of `inputs` (of `shapes`) side by side, in their
+    /// type (Float for the layer, Double for a float64 value,
+    /// `TypedKernels.featureVectorizer`).
+    func vectorized<T: BinaryFloatingPoint>(_ inputs: [[T]], shapes: [[Int]], rows: Int) -> [T] {
         let width = dimensions.reduce(0, +)
-        let rows = outputs[0].shape[0]
-        let y = outputs[0].dataPointer
+        var y = [T](repeating: 0, count: rows * width)
         var offset = 0
-        for (input, d) in zip(inputs, dimensions) {
-            let columns = input.shape.count == 2 ? input.shape[1] : 1
+        for (input, (shape, d)) in zip(inputs, zip(shapes, dimensions)) {
+            let columns = shape.count == 2 ? shape[1] : 1
             for row in 0..<rows {
-                for k in 0..<d { y[row * width + offset + k] = k < columns ? input.dataPointer[row * columns + k] : 0 }
+                for k in 0..<min(d, columns) { y[row * width + offset + k] = input[row * columns + k] }
             }
             offset += d
         }
+        return y
     }
 }

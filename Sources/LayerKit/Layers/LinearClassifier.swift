@@ -9,7 +9,8 @@ import Foundation
 /// one score) gives the label `labels[1]` where the raw score is positive,
 /// else `labels[0]`, and scores `[1 - s, s]` (onnxruntime's form, whatever
 /// the transform; PROBIT is refused there, where onnxruntime leaves half
-/// the output unwritten). String labels are refused by the converter.
+/// the output unwritten). String labels (`classlabels_strings`) come as
+/// their indices, which the op's typed kernel names.
 /// `multi_class` does not change the result (onnxruntime ignores it too).
 public final class LinearClassifier: Layer {
     /// How scores are transformed, per the ai.onnx.ml spec.
@@ -42,7 +43,8 @@ public final class LinearClassifier: Layer {
         let expected = classes == 1 ? 2 : classes
         guard labels.count == expected else {
             throw LayerKitError.invalidParameter(
-                "LinearClassifier: \(labels.count) class labels (classlabels_ints) for \(classes) score row(s); expected \(expected)")
+                "LinearClassifier: \(labels.count) class labels (classlabels_ints or classlabels_strings) for \(classes) "
+                + "score row(s); expected \(expected)")
         }
         if classes == 1, postTransform == .probit {
             throw LayerKitError.invalidParameter("LinearClassifier: PROBIT with one score row is not supported")
@@ -61,7 +63,7 @@ public final class LinearClassifier: Layer {
         let rows = try LinearModelRows.rows([inputs[0].shape], features: features, layer: layerName)
         var raw = [Float](repeating: 0, count: rows * classes)
         raw.withUnsafeMutableBufferPointer {
-            LinearModelRows.scores(inputs[0], rows: rows, features: features, coefficients: coefficients,
+            LinearModelRows.scores(inputs[0].dataPointer, rows: rows, features: features, coefficients: coefficients,
                                    intercepts: intercepts, into: $0.baseAddress!)
         }
         let label = outputs[0].dataPointer, scores = outputs[1].dataPointer

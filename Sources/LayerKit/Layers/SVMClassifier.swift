@@ -47,8 +47,8 @@ public final class SVMClassifier: Layer {
          features: Int) throws {
         let classes = labels.count
         guard (2...DecisionForest.maxTargets).contains(classes) else {
-            throw LayerKitError.invalidParameter("SVMClassifier: \(classes) class label(s) (classlabels_ints); expected 2 "
-                                                 + "to \(DecisionForest.maxTargets)")
+            throw LayerKitError.invalidParameter("SVMClassifier: \(classes) class label(s) (classlabels_ints or "
+                                                 + "classlabels_strings); expected 2 to \(DecisionForest.maxTargets)")
         }
         let pairs = classes * (classes - 1) / 2
         guard probabilityA.count == probabilityB.count, probabilityA.isEmpty || probabilityA.count == pairs else {

@@ -17,7 +17,7 @@ struct SVMKernel: Sendable {
 
     /// Throws `invalidParameter` for an unknown kernel type or parameters
     /// that are neither none nor three.
-    init(type: String, parameters: [Float]) throws {
+    init(type: String, parameters: [Double]) throws {
         guard let kind = Kind(rawValue: type) else {
             throw LayerKitError.invalidParameter("kernel_type '\(type)' is not one of LINEAR, POLY, RBF, SIGMOID")
         }
@@ -25,12 +25,13 @@ struct SVMKernel: Sendable {
             throw LayerKitError.invalidParameter("kernel_params has \(parameters.count) values; expected [gamma, coef0, degree]")
         }
         self.kind = kind
-        (gamma, coef0, degree) = parameters.isEmpty ? (0, 0, 0)
-            : (Double(parameters[0]), Double(parameters[1]), Double(parameters[2]))
+        (gamma, coef0, degree) = parameters.isEmpty ? (0, 0, 0) : (parameters[0], parameters[1], parameters[2])
     }
 
-    /// The kernel of the `count` features at `x` and at `v`.
-    func callAsFunction(_ x: UnsafePointer<Float>, _ v: UnsafePointer<Float>, count: Int) -> Double {
+    /// The kernel of the `count` features at `x` and at `v` (float32 or
+    /// float64 each: the row's type, the parameters' as the layer keeps them).
+    func callAsFunction<X: BinaryFloatingPoint, V: BinaryFloatingPoint>(_ x: UnsafePointer<X>, _ v: UnsafePointer<V>,
+                                                                      count: Int) -> Double {
         var sum = 0.0
         if kind == .rbf {
             for k in 0..<count {

@@ -4,24 +4,26 @@ import Foundation
 /// vectors, `y = Σ coefficients[i] · K(x, sv[i]) + rho` (scikit-learn's
 /// SVR, NuSVR and OneClassSVM; a one-class model gives the sign, ±1);
 /// without, the linear `y = x · coefficients + rho`. The output is `[N,
-/// 1]`. Sums in Double, as libsvm's (see `SVMKernel`).
+/// 1]`. Sums in Double, as libsvm's (see `SVMKernel`); a float64 input
+/// (`predict(float64:rows:)`) is computed in double throughout.
 ///
 /// CPU only: a few hundred support vectors against rows a few features
 /// wide is less work than a GPU dispatch costs.
-public final class SVMRegressor: Layer {
+public final class SVMRegressor: Layer, Float64Regressor {
     public let layerName = "SVMRegressor"
     public let features: Int
     let kernel: SVMKernel
-    /// `[vectors, features]`; empty for the linear form.
-    let supportVectors: [Float]
-    let coefficients: [Float]
-    let rho: Float
+    /// `[vectors, features]`; empty for the linear form. The parameters
+    /// as the file gives them (see `Float64Regressor`).
+    let supportVectors: [Double]
+    let coefficients: [Double]
+    let rho: Double
     let isOneClass: Bool
 
     /// Throws `invalidParameter` unless `supportVectors` is `n_supports`
     /// rows of `features` with one coefficient each (or, with no support
     /// vectors, `features` coefficients), and rho is one value.
-    init(kernel: SVMKernel, supportVectors: [Float], vectors: Int, coefficients: [Float], rho: [Float], isOneClass: Bool,
+    init(kernel: SVMKernel, supportVectors: [Double], vectors: Int, coefficients: [Double], rho: [Double], isOneClass: Bool,
          features: Int) throws {
         if vectors > 0 {
             guard vectors <= supportVectors.count, supportVectors.count == vectors * features,
@@ -47,19 +49,27 @@ public final class SVMRegressor: Layer {
 
     public func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let rows = try LinearModelRows.rows([inputs[0].shape], features: features, layer: layerName)
-        let output = outputs[0].dataPointer
+        for row in 0..<rows { outputs[0].dataPointer[row] = Float(value(inputs[0].dataPointer + row * features)) }
+    }
+
+    func predict(float64 x: [Double], rows: Int) -> [Double]? {
+        x.withUnsafeBufferPointer { x in
+            guard let base = x.baseAddress else { return [] }
+            return (0..<rows).map { value(base + $0 * features) }
+        }
+    }
+
+    /// The output for the row at `x`, in Double.
+    private func value<X: BinaryFloatingPoint>(_ x: UnsafePointer<X>) -> Double {
+        var sum = 0.0
         supportVectors.withUnsafeBufferPointer { vectors in
-            for row in 0..<rows {
-                let x = UnsafePointer(inputs[0].dataPointer + row * features)
-                var sum = 0.0
-                if let base = vectors.baseAddress {
-                    for (i, c) in coefficients.enumerated() { sum += Double(c) * kernel(x, base + i * features, count: features) }
-                } else {
-                    for k in 0..<features { sum += Double(x[k]) * Double(coefficients[k]) }
-                }
-                sum += Double(rho)
-                output[row] = isOneClass ? (sum > 0 ? 1 : -1) : Float(sum)
+            if let base = vectors.baseAddress {
+                for (i, c) in coefficients.enumerated() { sum += c * kernel(x, base + i * features, count: features) }
+            } else {
+                for k in 0..<features { sum += Double(x[k]) * coefficients[k] }
             }
         }
+        sum += rho
+        return isOneClass ? (sum > 0 ? 1 : -1) : sum
     }
 }

@@ -43,7 +43,7 @@ public final class TreeEnsembleClassifier: Layer {
          features: Int) throws {
         guard (2...DecisionForest.maxTargets).contains(labels.count) else {
             throw LayerKitError.invalidParameter("TreeEnsembleClassifier: \(labels.count) class label(s) "
-                                                 + "(classlabels_int64s); expected 2 to \(DecisionForest.maxTargets)")
+                                                 + "(classlabels_int64s or classlabels_strings); expected 2 to \(DecisionForest.maxTargets)")
         }
         let classes = labels.count
         isBinary = classes == 2 && Set(forest.targets).count == 1
@@ -79,7 +79,7 @@ public final class TreeEnsembleClassifier: Layer {
             let x = UnsafePointer(inputs[0].dataPointer + row * features)
             for root in forest.roots {
                 for k in forest.leaf(from: root, x).weights {
-                    scores[forest.targets[k]] += forest.weights[k]
+                    scores[forest.targets[k]] += Float(forest.weights[k])
                     scored[forest.targets[k]] = true
                 }
             }

@@ -17,15 +17,20 @@ extension ONNXOperators {
     /// The ai.onnx.ml ops. Their arity does not change across ai.onnx.ml
     /// opsets 1 to 5; their versions are not checked.
     static let ml: [ONNXOperator] = [
-        ONNXOperator("LinearRegressor", through: nil, inputs: 1...1, linearRegressor),
-        ONNXOperator("LinearClassifier", through: nil, inputs: 1...1, outputs: 2...2, linearClassifier),
+        // The regressors compute a float64 input in double (`TypedKernels+Float64Regression`).
+        ONNXOperator("LinearRegressor", through: nil, inputs: 1...1, fold: TypedKernels.float64Regression, linearRegressor),
+        // The classifiers' string labels are named by their typed kernel (`TypedKernels+ClassLabels`).
+        ONNXOperator("LinearClassifier", through: nil, inputs: 1...1, outputs: 2...2, fold: TypedKernels.stringLabels,
+                     linearClassifier),
         ONNXOperator("Scaler", through: nil, inputs: 1...1, scaler),
         ONNXOperator("Normalizer", through: nil, inputs: 1...1, normalizer),
-        ONNXOperator("TreeEnsembleRegressor", through: nil, inputs: 1...1, treeEnsembleRegressor),
-        ONNXOperator("TreeEnsembleClassifier", through: nil, inputs: 1...1, outputs: 2...2, treeEnsembleClassifier),
-        ONNXOperator("TreeEnsemble", through: nil, inputs: 1...1, treeEnsemble),
-        ONNXOperator("SVMRegressor", through: nil, inputs: 1...1, svmRegressor),
-        ONNXOperator("SVMClassifier", through: nil, inputs: 1...1, outputs: 2...2, svmClassifier),
+        ONNXOperator("TreeEnsembleRegressor", through: nil, inputs: 1...1, fold: TypedKernels.float64Regression, treeEnsembleRegressor),
+        ONNXOperator("TreeEnsembleClassifier", through: nil, inputs: 1...1, outputs: 2...2, fold: TypedKernels.stringLabels,
+                     treeEnsembleClassifier),
+        ONNXOperator("TreeEnsemble", through: nil, inputs: 1...1, fold: TypedKernels.float64Regression, treeEnsemble),
+        ONNXOperator("SVMRegressor", through: nil, inputs: 1...1, fold: TypedKernels.float64Regression, svmRegressor),
+        ONNXOperator("SVMClassifier", through: nil, inputs: 1...1, outputs: 2...2, fold: TypedKernels.stringLabels,
+                     svmClassifier),
         ONNXOperator("Binarizer", through: nil, inputs: 1...1, binarizer),
         ONNXOperator("Imputer", through: nil, inputs: 1...1, imputer),
         // The encoders compute string and integer values in their own type
@@ -34,7 +39,8 @@ extension ONNXOperators {
                      arrayFeatureExtractor),
         ONNXOperator("OneHotEncoder", through: nil, inputs: 1...1, fold: TypedKernels.oneHotEncoder, oneHotEncoder),
         ONNXOperator("LabelEncoder", through: nil, inputs: 1...1, fold: TypedKernels.labelEncoder, labelEncoder),
-        ONNXOperator("FeatureVectorizer", through: nil, inputs: 1...Int.max, featureVectorizer),
+        ONNXOperator("FeatureVectorizer", through: nil, inputs: 1...Int.max, fold: TypedKernels.featureVectorizer,
+                     featureVectorizer),
         ONNXOperator("CategoryMapper", through: nil, inputs: 1...1, fold: TypedKernels.categoryMapper) { node in
             throw node.error("maps string or int64 values; its input is a float value")
         },
@@ -59,13 +65,13 @@ extension ONNXOperators {
     }
 
     static func linearRegressor(_ node: ONNXNodeContext) throws -> ConvertedNode {
-        try node.requireAttributes(["coefficients", "intercepts", "targets", "post_transform"])
+        try node.requireAttributes(["coefficients", "coefficients_as_tensor", "intercepts", "intercepts_as_tensor", "targets",
+                                    "post_transform"])
         let transform = try node.string("post_transform", default: "NONE")
         guard transform == "NONE" else {
             throw node.error("post_transform '\(transform)' is not supported (only NONE)")
         }
-        let layer = try LinearRegressor(coefficients: node.node.floats("coefficients") ?? [],
-                                        intercepts: node.node.floats("intercepts") ?? [],
+        let layer = try LinearRegressor(coefficients: doubles(node, "coefficients"), intercepts: doubles(node, "intercepts"),
                                         targets: node.int("targets", default: 1),
                                         features: features(node))
         return ConvertedNode(layer: layer, inputs: [0])
@@ -74,13 +80,9 @@ extension ONNXOperators {
     static func linearClassifier(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["coefficients", "intercepts", "classlabels_ints", "classlabels_strings",
                                     "multi_class", "post_transform"])
-        if try node.node.strings("classlabels_strings") != nil {
-            throw node.error("string class labels (classlabels_strings) are not supported: LayerKit's tensors "
-                             + "are numbers; fit the model on integer labels")
-        }
         let layer = try LinearClassifier(coefficients: node.node.floats("coefficients") ?? [],
                                          intercepts: node.node.floats("intercepts") ?? [],
-                                         labels: node.node.ints("classlabels_ints") ?? [],
+                                         labels: classLabels(node, integers: "classlabels_ints"),
                                          postTransform: postTransform(node), features: features(node))
         return ConvertedNode(layer: layer, inputs: [0])
     }
@@ -100,6 +102,35 @@ extension ONNXOperators {
         }
         _ = try features(node)
         return ConvertedNode(layer: Normalizer(norm), inputs: [0])
+    }
+
+    /// Attribute `name` (floats, widened) or `name_as_tensor` (a double
+    /// tensor, exact); empty when neither is there. The tree ensembles'
+    /// `_as_tensor` attributes are ai.onnx.ml's; LayerKit reads the same
+    /// form for every float list of these ops (`coefficients_as_tensor`,
+    /// ...), which its Core ML translation writes to keep Core ML's doubles.
+    static func doubles(_ node: ONNXNodeContext, _ name: String) throws -> [Double] {
+        if let values = try node.node.floats(name) { return values.map(Double.init) }
+        return try tensorDoubles(node, name + "_as_tensor")
+    }
+
+    /// A float tensor attribute's values as Doubles; empty when absent.
+    static func tensorDoubles(_ node: ONNXNodeContext, _ name: String) throws -> [Double] {
+        guard let tensor = try node.node.tensor(name) else { return [] }
+        let values: TypedTensor
+        do { values = try tensor.typed() } catch { throw node.error("attribute '\(name)': \(error)") }
+        guard values.elementType.isFloatingPoint else {
+            throw node.error("attribute '\(name)' is a \(values.elementType) tensor; a float tensor was expected")
+        }
+        return values.doubles()
+    }
+
+    /// A classifier's labels as its layer takes them: the integers of
+    /// attribute `integers`, or for `classlabels_strings` their indices,
+    /// which the op's typed kernel names (`TypedKernels.stringLabels`).
+    static func classLabels(_ node: ONNXNodeContext, integers: String) throws -> [Int] {
+        if let strings = try node.node.strings("classlabels_strings") { return Array(strings.indices) }
+        return try node.ints(integers) ?? []
     }
 
     /// The features of the input: `[N, C]` or `[C]` (one row), as

@@ -6,8 +6,9 @@ import LayerKitONNX
 /// `TreeEnsembleClassifier` (ai.onnx.ml 1-3, what skl2onnx writes for
 /// scikit-learn's trees, forests and gradient boosting) and opset 5's
 /// `TreeEnsemble`. Attribute names, defaults and codes follow the
-/// ai.onnx.ml spec; the `_as_tensor` forms (double in the file) are read as
-/// float32, in which LayerKit computes.
+/// ai.onnx.ml spec. Thresholds, weights and base values are kept as the
+/// file gives them (the `_as_tensor` forms in double), so a float64 input
+/// computes in double and a float32 one as with the float attributes.
 extension ONNXOperators {
     /// The node attributes both ai.onnx.ml 1-3 ensembles share.
     private static let treeNodeAttributes = [
@@ -26,7 +27,7 @@ extension ONNXOperators {
         }
         let forest = try idForest(node, prefix: "target", targets: targets)
         let layer = try TreeEnsembleRegressor(name: "TreeEnsembleRegressor", forest: forest, targets: targets,
-                                              aggregate: aggregate, baseValues: try floats(node, "base_values"),
+                                              aggregate: aggregate, baseValues: try doubles(node, "base_values"),
                                               postTransform: try postTransform(node), features: features(node))
         return ConvertedNode(layer: layer, inputs: [0])
     }
@@ -35,13 +36,10 @@ extension ONNXOperators {
         try node.requireAttributes(treeNodeAttributes + ["classlabels_int64s", "classlabels_strings", "class_ids",
                                                          "class_nodeids", "class_treeids", "class_weights",
                                                          "class_weights_as_tensor"])
-        if try node.node.strings("classlabels_strings") != nil {
-            throw node.error("string class labels (classlabels_strings) are not supported: LayerKit's label output is "
-                             + "int64; fit the model on integer labels")
-        }
-        let labels = try node.ints("classlabels_int64s") ?? []
+        let labels = try classLabels(node, integers: "classlabels_int64s")
         let forest = try idForest(node, prefix: "class", targets: labels.count)
-        let layer = try TreeEnsembleClassifier(forest: forest, labels: labels, baseValues: try floats(node, "base_values"),
+        let layer = try TreeEnsembleClassifier(forest: forest, labels: labels,
+                                               baseValues: try doubles(node, "base_values").map { Float($0) },
                                                postTransform: try postTransform(node), features: features(node))
         return ConvertedNode(layer: layer, inputs: [0])
     }
@@ -70,12 +68,12 @@ extension ONNXOperators {
         do {
             forest = try DecisionForest(
                 indices: node.ints("tree_roots") ?? [], features: node.ints("nodes_featureids") ?? [],
-                splits: tensorFloats(node, "nodes_splits"), modes: modes.map { UInt8($0) },
+                splits: tensorDoubles(node, "nodes_splits"), modes: modes.map { UInt8($0) },
                 trueChildren: node.ints("nodes_truenodeids") ?? [], trueLeaf: node.ints("nodes_trueleafs") ?? [],
                 falseChildren: node.ints("nodes_falsenodeids") ?? [], falseLeaf: node.ints("nodes_falseleafs") ?? [],
                 missingTracksTrue: node.ints("nodes_missing_value_tracks_true") ?? [],
-                membership: tensorFloats(node, "membership_values"), leafTargets: node.ints("leaf_targetids") ?? [],
-                leafWeights: tensorFloats(node, "leaf_weights"), targetCount: targets, featureCount: features(node))
+                membership: tensorDoubles(node, "membership_values"), leafTargets: node.ints("leaf_targetids") ?? [],
+                leafWeights: tensorDoubles(node, "leaf_weights"), targetCount: targets, featureCount: features(node))
         } catch {
             throw node.naming(error)
         }
@@ -95,29 +93,16 @@ extension ONNXOperators {
         do {
             return try DecisionForest(
                 ids: node.ints("nodes_treeids") ?? [], nodeIDs: node.ints("nodes_nodeids") ?? [],
-                features: node.ints("nodes_featureids") ?? [], thresholds: floats(node, "nodes_values"),
+                features: node.ints("nodes_featureids") ?? [], thresholds: doubles(node, "nodes_values"),
                 modes: node.node.strings("nodes_modes") ?? [], trueIDs: node.ints("nodes_truenodeids") ?? [],
                 falseIDs: node.ints("nodes_falsenodeids") ?? [],
                 missingTracksTrue: node.ints("nodes_missing_value_tracks_true") ?? [],
                 weightTreeIDs: node.ints("\(prefix)_treeids") ?? [], weightNodeIDs: node.ints("\(prefix)_nodeids") ?? [],
-                weightTargets: node.ints("\(prefix)_ids") ?? [], weightValues: floats(node, "\(prefix)_weights"),
+                weightTargets: node.ints("\(prefix)_ids") ?? [], weightValues: doubles(node, "\(prefix)_weights"),
                 targetCount: targets, featureCount: features(node))
         } catch {
             throw node.naming(error)
         }
-    }
-
-    /// Attribute `name` (floats) or `name_as_tensor` (a double tensor, as
-    /// float32); empty when neither is there.
-    private static func floats(_ node: ONNXNodeContext, _ name: String) throws -> [Float] {
-        if let values = try node.node.floats(name) { return values }
-        return try tensorFloats(node, name + "_as_tensor")
-    }
-
-    /// A tensor attribute's values as Floats; empty when absent.
-    private static func tensorFloats(_ node: ONNXNodeContext, _ name: String) throws -> [Float] {
-        guard let tensor = try node.node.tensor(name) else { return [] }
-        do { return try tensor.floats() } catch { throw node.error("attribute '\(name)': \(error)") }
     }
 
     /// The `post_transform` string attribute of ai.onnx.ml 1-3.
