@@ -30,6 +30,7 @@ How to run (from the repository root)
 import argparse
 import json
 import os
+import time
 
 import numpy as np
 import onnxruntime as ort
@@ -57,6 +58,7 @@ class FlatCacheGPT2(torch.nn.Module):
 
 
 def names(layers):
+    """The past inputs' and present outputs' names, key then value per layer."""
     past = [f"past_key_values.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
     present = [f"present.{i}.{kind}" for i in range(layers) for kind in ("key", "value")]
     return past, present
@@ -82,29 +84,35 @@ def export(model, config, path):
                           dynamo=False)
 
 
-def ort_greedy(path, prompt, tokens, layers, heads, head_size, threads=1):
-    """onnxruntime's KV-cache loop: (generated ids, top-1 margins)."""
+def ort_greedy(path, prompt, tokens, threads=1):
+    """onnxruntime's KV-cache loop on the CPU with `threads` intra-op threads:
+    (generated ids, top-1 margins, prefill seconds, decode seconds). The cache's
+    shape comes from the model's past inputs, their past length 0."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    past_names, present_names = names(layers)
-    past = {n: np.zeros((1, heads, 0, head_size), np.float32) for n in past_names}
-    ids, generated, margins = list(prompt), [], []
+    past = {i.name: np.zeros([d if isinstance(d, int) else 0 for d in i.shape], np.float32)
+            for i in session.get_inputs() if i.name.startswith("past_key_values.")}
+    past_names = list(past)
+    ids, generated, margins, seconds = list(prompt), [], [], []
     step = np.array([prompt], np.int64)
     for _ in range(tokens):
         total = len(ids)
         feed = {"input_ids": step, "attention_mask": np.ones((1, total), np.int64),
                 "position_ids": np.arange(total - step.shape[1], total, dtype=np.int64)[None], **past}
+        start = time.perf_counter()
         outputs = session.run(None, feed)
         row = outputs[0][0, -1]
-        best, second = np.sort(row)[-1], np.sort(row)[-2]
         token = int(np.argmax(row))
+        seconds.append(time.perf_counter() - start)
+        best, second = np.sort(row)[-2:][::-1]
         margins.append(float(best - second))
         generated.append(token)
         ids.append(token)
         past = dict(zip(past_names, outputs[1:]))
         step = np.array([[token]], np.int64)
-    return generated, margins
+    return generated, margins, seconds[0], sum(seconds[1:])
 
 
 def main():
@@ -136,8 +144,7 @@ def main():
     print(f"wrote {path} ({os.path.getsize(path) / 1e6:.2f} MB)")
     if args.gpt2_small:
         return
-    generated, margins = ort_greedy(path, PROMPT, args.tokens, config.n_layer, config.n_head,
-                                    config.n_embd // config.n_head)
+    generated, margins, _, _ = ort_greedy(path, PROMPT, args.tokens)
     if generated != expected:
         raise SystemExit(f"onnxruntime's ids {generated} differ from transformers' generate() {expected}")
     if min(margins) < args.min_margin:
