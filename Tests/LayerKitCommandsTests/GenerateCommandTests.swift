@@ -107,6 +107,15 @@ struct GenerateCommandTests {
         #expect(runner.out.isEmpty)
     }
 
+    /// The fixture's position table has 128 rows: the step at position 128 fails, naming where it was.
+    @Test func aRunPastTheContextSaysWhere() {
+        let runner = CommandRunner()
+        let prompt = Array(repeating: "7", count: 125).joined(separator: ",")
+        #expect(runner.run(["generate", Self.model, "--ids", prompt, "--tokens", "10", "--backend", "cpu"]) == 1)
+        #expect(runner.error.contains("1 token(s) after 128 in the cache (positions 128..<129): "), "\(runner.error)")
+        #expect(runner.error.contains("out of range"), "\(runner.error)")
+    }
+
     @Test func refusesAModelWithoutAKVCache() throws {
         let lstm = Self.fixture.deletingLastPathComponent().appendingPathComponent("recurrent/lstm_classifier_torchscript/model.onnx")
         let runner = CommandRunner()

@@ -36,7 +36,8 @@ public final class TokenGenerator {
 
     /// Runs `ids` after the tokens the cache holds and keeps their keys and
     /// values; returns the greedy next id, the argmax of the last logits row
-    /// (the first of equal maxima). An id outside the vocabulary is an error.
+    /// (the first of equal maxima). An id outside the vocabulary is an error,
+    /// and so is a run past the model's context (its message names the positions).
     public func next(after ids: [Int64]) throws -> Int64 {
         try layout.check(ids)
         let total = cachedTokens + ids.count
@@ -48,7 +49,14 @@ public final class TokenGenerator {
         if let positions = layout.positionIDs {
             feed[positions.name] = try integers((cachedTokens..<total).map(Int64.init), for: positions)
         }
-        let outputs = try model.predict(typed: feed)
+        let outputs: [String: TypedTensor]
+        do {
+            outputs = try model.predict(typed: feed)
+        } catch let error as LayerKitError {
+            // A model's context ends somewhere (GPT-2's position table): say where the run was.
+            throw error.prefixed("\(ids.count) token(s) after \(cachedTokens) in the cache (positions "
+                                 + "\(cachedTokens)..<\(total)): ")
+        }
         var present: [String: TypedTensor] = [:]
         for pair in layout.pairs {
             guard let value = outputs[pair.present], let before = past[pair.past] else {
