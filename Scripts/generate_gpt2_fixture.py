@@ -34,27 +34,31 @@ import time
 
 import numpy as np
 import onnxruntime as ort
-import torch
-from transformers import DynamicCache, GPT2Config, GPT2LMHeadModel
 
 PROMPT = [17, 93, 5, 201, 42]
 
 
-class FlatCacheGPT2(torch.nn.Module):
-    """GPT2LMHeadModel with its cache as flat tensors: (key, value) per layer in, present out."""
+def flat_cache_module(model, layers):
+    """GPT2LMHeadModel with its cache as flat tensors: (key, value) per layer in, present out.
+    (torch and transformers are imported here, so that the benchmark's import of ort_greedy needs neither.)"""
+    import torch
+    from transformers import DynamicCache
 
-    def __init__(self, model, layers):
-        super().__init__()
-        self.model, self.layers = model, layers
+    class FlatCacheGPT2(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
 
-    def forward(self, input_ids, attention_mask, position_ids, *past):
-        cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(self.layers)])
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
-                         past_key_values=cache, use_cache=True)
-        present = []
-        for layer in out.past_key_values.layers:
-            present += [layer.keys, layer.values]
-        return (out.logits, *present)
+        def forward(self, input_ids, attention_mask, position_ids, *past):
+            cache = DynamicCache(ddp_cache_data=[(past[2 * i], past[2 * i + 1]) for i in range(layers)])
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             past_key_values=cache, use_cache=True)
+            present = []
+            for layer in out.past_key_values.layers:
+                present += [layer.keys, layer.values]
+            return (out.logits, *present)
+
+    return FlatCacheGPT2()
 
 
 def names(layers):
@@ -65,6 +69,7 @@ def names(layers):
 
 
 def export(model, config, path):
+    import torch
     layers, heads = config.n_layer, config.n_head
     head_size = config.n_embd // heads
     past_names, present_names = names(layers)
@@ -78,7 +83,7 @@ def export(model, config, path):
     axes.update({n: {2: "past_sequence"} for n in past_names})
     axes.update({n: {2: "total_sequence"} for n in present_names})
     with torch.no_grad():
-        torch.onnx.export(FlatCacheGPT2(model, layers), (ids, mask, positions, *past), path,
+        torch.onnx.export(flat_cache_module(model, layers), (ids, mask, positions, *past), path,
                           input_names=["input_ids", "attention_mask", "position_ids", *past_names],
                           output_names=["logits", *present_names], dynamic_axes=axes, opset_version=17,
                           dynamo=False)
@@ -116,6 +121,9 @@ def ort_greedy(path, prompt, tokens, threads=1):
 
 
 def main():
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gpt2-small", action="store_true", help="the GPT-2-small-shaped export, for benchmarks")
     parser.add_argument("--output", help="the folder to write")
