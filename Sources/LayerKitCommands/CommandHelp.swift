@@ -80,7 +80,8 @@ struct CommandHelp {
     static func named(_ word: String) -> CommandHelp? { all.first { $0.name == word.lowercased() } }
 
     /// Every command, in the order the general help lists them.
-    static let all: [CommandHelp] = [devices, ops, apply, parity, inspect, run, train, demo, bench, profile, conformance]
+    static let all: [CommandHelp] = [devices, ops, apply, parity, inspect, run, generate, train, demo, bench, profile,
+                                     conformance]
 
     // MARK: Options several commands share
 
@@ -284,6 +285,21 @@ struct CommandHelp {
                    "layerkit train student.onnx --data x.npy --labels y.npy --loss mse --trainable beta \\",
                    "    --resume run.ckpt --epochs 40 --output trained.onnx",
                    "layerkit train Updatable.mlmodel --data x.npy --labels y.npy --output updated.mlmodel"])
+
+    static let generate = CommandHelp(
+        name: "generate", synopsis: ["MODEL.onnx --ids ID,... [--tokens N] [--backend B] [--threads N] [--json]"],
+        summary: "Greedy text generation with a KV cache, ids in and ids out: runs the prompt with an empty past, "
+            + "then each chosen id alone, every present.N output fed back as its past_key_values.N input and the "
+            + "attention mask and positions grown; prints the generated ids and the tokens per second of the "
+            + "prefill and of the decode.",
+        options: [
+            Option("--ids", "ID,ID,...", default: "required", "the prompt's token ids, whole numbers in the vocabulary"),
+            Option("--tokens", "N", default: "16", "how many ids to generate, 1 to \(ValueParsing.maximumCount)"),
+            backend("auto"), threads, json("layerkit-generate/1"),
+        ],
+        positional: 1...1,
+        examples: ["layerkit generate gpt2.onnx --ids 464,3290,318 --tokens 32",
+                   "layerkit generate gpt2.onnx --ids 464 --tokens 100 --backend cpu --threads 2 --json"])
 
     static let demo = CommandHelp(
         name: "demo", synopsis: ["[--output FILE.npy]", "--style [--output FILE.png]"],

@@ -28,9 +28,9 @@ public enum LayerKitCommands {
           fused, as one pass. e.g. --op Linear --param scale=2 --op Swish --param beta=0.5
           or --expr "max(x, alpha * x)" --param alpha=0.1
 
-        --json (devices, ops, inspect, run, bench, profile): one JSON object with a "schema" field
-          (Docs/JSON.md). --threads N (every command that computes: apply, parity, run, train,
-          demo, bench, profile, conformance, inspect, whose loading folds constants): the CPU
+        --json (devices, ops, inspect, run, generate, bench, profile): one JSON object with a "schema" field
+          (Docs/JSON.md). --threads N (every command that computes: apply, parity, run, generate,
+          train, demo, bench, profile, conformance, inspect, whose loading folds constants): the CPU
           evaluator's threads, default the cores the process may use.
         --layer OPTYPE='FORMULA' (run, train, inspect, profile): a model's nodes of that op type, in any
           domain, run as the formula, e.g. --layer ArticleSwish='x * sigmoid(beta * x)'; the
@@ -89,6 +89,7 @@ public enum LayerKitCommands {
             case "demo": return try DemoCommand.run(rest, console: console)
             case "inspect": return try InspectCommand.run(rest, console: console)
             case "run": return try RunCommand.run(rest, console: console)
+            case "generate": return try GenerateCommand.run(rest, console: console)
             case "train": return try TrainCommand.run(rest, console: console)
             case "bench": return try BenchCommand.run(rest, console: console)
             case "profile": return try ProfileCommand.run(rest, console: console)

@@ -9,7 +9,7 @@ import LayerKit
 /// command's standard output. This test runs each command in-process and compares.
 ///
 /// What is compared: every character of the block, except for the commands that
-/// print timings (`demo`, `profile`, `bench`): there, from the first line holding
+/// print timings (`demo`, `profile`, `bench`, `generate`): there, from the first line holding
 /// the word `ms` to the end, every decimal number (digits, a point, digits, with a
 /// `%` after it if there is one) is replaced by `#` and runs of spaces by one space,
 /// in the document and in the output alike. The lines before it (the demo's
@@ -61,7 +61,7 @@ struct DocOutputTests {
         "```\n$ layerkit \(arguments.joined(separator: " "))\n\(output)```\n"
     }
 
-    static let timedCommands: Set<String> = ["demo", "profile", "bench"]
+    static let timedCommands: Set<String> = ["demo", "profile", "bench", "generate"]
 
     /// The timing mask described above.
     static func masked(_ text: String) -> String {
@@ -82,7 +82,8 @@ struct DocOutputTests {
         let shown = try Self.blocks().map { "\($0.file): \($0.arguments.joined(separator: " "))" }
         for expected in ["README.md: demo", "README.md: parity --op swish",
                          "README.md: profile --op Swish --backend cpu --shape 1x64x128x128 --threads 1",
-                         "Docs/CLI.md: help run", "Docs/CLI.md: help train"] {
+                         "Docs/CLI.md: help run", "Docs/CLI.md: help train",
+                         "Docs/CLI.md: generate \(GenerateCommandTests.docArguments)"] {
             #expect(shown.contains(expected), "no generated block for \(expected); found \(shown)")
         }
     }

@@ -31,6 +31,7 @@ struct ThreadsOptionTests {
             ("profile", ["profile", Self.model, "--input", Self.input, "--repeat", "1", "--warmup", "0", "--backend", "cpu"]),
             ("conformance", ["conformance", Self.cases, "--backend", "cpu"]),
             ("inspect", ["inspect", Self.model, "--backend", "cpu"]),
+            ("generate", ["generate", GenerateCommandTests.model, "--ids", "1,2", "--tokens", "2", "--backend", "cpu"]),
         ]
     }
 

@@ -1,0 +1,115 @@
+/// Greedy text generation with a KV cache, ids in and ids out: the prompt
+/// runs once with an empty past (the prefill), then each chosen id runs
+/// alone, each present output fed back as its past input, the attention
+/// mask and positions grown by one. Every step is a new input shape, so a
+/// new plan from the model's plan-per-shape cache, never a re-import.
+///
+/// With a GPU backend the cache does not stay on the device between steps:
+/// `Model.predict(typed:)` takes and returns host tensors, so each step
+/// uploads every past tensor and downloads every present one (2 x layers x
+/// [1, heads, past, head size] values per token, each way).
+public final class TokenGenerator {
+    public let model: Model
+    public let layout: KVCacheLayout
+    /// The cache: each pair's present of the last step, by past input name.
+    private var past: [String: TypedTensor] = [:]
+    /// How many tokens the cache holds.
+    public private(set) var cachedTokens = 0
+
+    /// A generator for `model`, whose inputs and outputs must make a
+    /// `KVCacheLayout`; it starts with an empty cache.
+    public init(model: Model) throws {
+        self.model = model
+        layout = try KVCacheLayout(model)
+        try reset()
+    }
+
+    /// Empties the cache: the next `next(after:)` is a prefill.
+    public func reset() throws {
+        past = [:]
+        for pair in layout.pairs {
+            let type = model.inputs.first { $0.name == pair.past }?.dataType ?? .float32
+            past[pair.past] = try TypedTensor(zerosOf: type, shape: pair.emptyShape)
+        }
+        cachedTokens = 0
+    }
+
+    /// Runs `ids` after the tokens the cache holds and keeps their keys and
+    /// values; returns the greedy next id, the argmax of the last logits row
+    /// (the first of equal maxima). An id outside the vocabulary is an error,
+    /// and so is a run past the model's context (its message names the positions).
+    public func next(after ids: [Int64]) throws -> Int64 {
+        try layout.check(ids)
+        let total = cachedTokens + ids.count
+        var feed = past
+        feed[layout.inputIDs.name] = try integers(ids, for: layout.inputIDs)
+        if let mask = layout.attentionMask {
+            feed[mask.name] = try integers(Array(repeating: 1, count: total), for: mask)
+        }
+        if let positions = layout.positionIDs {
+            feed[positions.name] = try integers((cachedTokens..<total).map(Int64.init), for: positions)
+        }
+        let outputs: [String: TypedTensor]
+        do {
+            outputs = try model.predict(typed: feed)
+        } catch let error as LayerKitError {
+            // A model's context ends somewhere (GPT-2's position table): say where the run was.
+            throw error.prefixed("\(ids.count) token(s) after \(cachedTokens) in the cache (positions "
+                                 + "\(cachedTokens)..<\(total)): ")
+        }
+        var present: [String: TypedTensor] = [:]
+        for pair in layout.pairs {
+            guard let value = outputs[pair.present], let before = past[pair.past] else {
+                throw LayerKitError.invalidModel("the model returned no '\(pair.present)'")
+            }
+            var expected = before.shape
+            expected[pair.sequenceAxis] += ids.count
+            guard value.shape == expected else {
+                throw LayerKitError.invalidModel(
+                    "'\(pair.present)' has shape \(value.shape) after \(ids.count) token(s) on a past of \(before.shape); "
+                    + "expected \(expected): it is not the cache of '\(pair.past)'")
+            }
+            present[pair.past] = value
+        }
+        guard let logits = outputs[layout.logits], let vocabulary = logits.shape.last, vocabulary > 0,
+              logits.count % vocabulary == 0 else {
+            throw LayerKitError.invalidModel("the model's '\(layout.logits)' output has no rows of logits")
+        }
+        past = present
+        cachedTokens = total
+        return Int64(Self.argmax(logits, row: logits.count / vocabulary - 1, width: vocabulary))
+    }
+
+    /// Generates `count` ids greedily after `prompt` (the cache emptied
+    /// first), calling `step` with each new id and whether it came from the prefill.
+    public func generate(after prompt: [Int64], count: Int,
+                         step: (_ id: Int64, _ isPrefill: Bool) throws -> Void = { _, _ in }) throws -> [Int64] {
+        try reset()
+        var ids: [Int64] = []
+        var input = prompt
+        for index in 0..<max(0, count) {
+            let id = try next(after: input)
+            ids.append(id)
+            try step(id, index == 0)
+            input = [id]
+        }
+        return ids
+    }
+
+    /// The index of the largest value in row `row` of `width` values.
+    static func argmax(_ values: TypedTensor, row: Int, width: Int) -> Int {
+        let start = row * width
+        var best = 0
+        var bestValue = values.double(at: start)
+        for j in 1..<width where values.double(at: start + j) > bestValue {
+            best = j
+            bestValue = values.double(at: start + j)
+        }
+        return best
+    }
+
+    /// `values` as a `[1, count]` tensor of `input`'s integer type.
+    private func integers(_ values: [Int64], for input: Model.ValueDescription) throws -> TypedTensor {
+        try TypedTensor(input.dataType ?? .int64, shape: [1, values.count], integers: values)
+    }
+}
