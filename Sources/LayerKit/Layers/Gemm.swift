@@ -131,6 +131,15 @@ public final class Gemm: Layer {
         }
     }
 
+    /// Whether every A of the inner extent K fits, whatever its row count:
+    /// true unless C is per row or full (which fixes the rows).
+    var fitsEveryRowCount: Bool {
+        switch addend {
+        case .columns, nil: true
+        case .rows, .full: false
+        }
+    }
+
     public func outputShapes(forInputShapes inputShapes: [[Int]]) throws -> [[Int]] {
         try LayerChecks.requireInputCount(inputShapes, 1, layer: layerName)
         let shape = inputShapes[0]

@@ -203,11 +203,14 @@ extension ONNXOperators {
         let (transA, transB) = (try node.int("transA", default: 0) != 0, try node.int("transB", default: 0) != 0)
         let (alpha, beta) = (try node.float("alpha", default: 1), try node.float("beta", default: 1))
         let hasC = node.has(2)
-        let (a, b) = (try node.shape(0), try node.shape(1))
-        guard a.count == 2, b.count == 2 else {
-            throw node.error("A and B must be matrices, got \(Tensor.describe(a)) and \(Tensor.describe(b))")
+        // Ranks only where that is enough, so one Gemm layer (B' transposed and
+        // packed) serves every row count: a sequence length, a batch size.
+        guard try node.rank(0) == 2, try node.rank(1) == 2 else {
+            throw node.error("A and B must be matrices, got \(Tensor.describe(try node.shape(0))) and "
+                             + "\(Tensor.describe(try node.shape(1)))")
         }
         if hasC, node.opset < 7, try node.int("broadcast", default: 0) == 0 {
+            let (a, b) = (try node.shape(0), try node.shape(1))
             let expected = [transA ? a[1] : a[0], transB ? b[0] : b[1]]
             guard try node.shape(2) == expected else {
                 throw node.error("C \(Tensor.describe(try node.shape(2))) must be [M, N] = \(Tensor.describe(expected)) "
@@ -217,7 +220,7 @@ extension ONNXOperators {
         if node.initializers[1] != nil, !hasC || node.initializers[2] != nil,
            let layer = try? Gemm(b: node.constant(1, "B"), c: node.optionalConstant(2, "C"), alpha: alpha, beta: beta,
                                  transA: transA, transB: transB),
-           (try? layer.outputShapes(forInputShapes: [a])) != nil {
+           layer.fitsEveryRowCount || (try? layer.outputShapes(forInputShapes: [node.shape(0)])) != nil {
             return ConvertedNode(layer: layer, inputs: [0])
         }
         let layer = try MatMulLayer(transA: transA, transB: transB, alpha: alpha, beta: beta, hasC: hasC)
