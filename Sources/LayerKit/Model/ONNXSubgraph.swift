@@ -16,7 +16,8 @@ import LayerKitONNX
 struct ONNXSubgraph {
     private let importer: ONNXImporter
     private let graph: ONNXGraph
-    private let scope: [String: TypedTensor]
+    /// The outer values the body reads, as the constants of its import.
+    private let outerValues: [String: ONNXTensor]
 
     /// How many iterations a Loop or Scan may run (65,536): a condition that
     /// never ends, or a trip count of 2^63, stops with an error here rather
@@ -32,14 +33,18 @@ struct ONNXSubgraph {
         guard graph.inputs.count == types.count else {
             throw node.error("its body '\(graph.name)' has \(graph.inputs.count) inputs; the op gives it \(types.count)")
         }
+        var outerValues: [String: ONNXTensor] = [:]
+        for name in graph.outerNames {
+            guard let value = scope[name] else {
+                throw node.error("its body '\(graph.name)' reads '\(name)', which no enclosing graph makes")
+            }
+            outerValues[name] = ONNXTensor(name: name, typed: value)
+        }
         var body = graph
         // Shapes may change per iteration: the body's declared dims are not held to.
         body.inputs = zip(graph.inputs, types).map { ONNXValueInfo($0.name, type: ONNXDataType(rawValue: $1.rawValue), dims: nil) }
-        body.inputs += graph.outerNames.map { name in
-            ONNXValueInfo(name, type: scope[name].map { ONNXDataType(rawValue: $0.elementType.rawValue) }, dims: nil)
-        }
-        for name in graph.outerNames where scope[name] == nil {
-            throw node.error("its body '\(graph.name)' reads '\(name)', which no enclosing graph makes")
+        body.inputs += graph.outerNames.compactMap { name in
+            outerValues[name].map { ONNXValueInfo(name, type: $0.dataType, dims: nil) }
         }
         let model = ONNXModel(subgraph: body, opsetImports: [("", node.opset)])
         do {
@@ -47,14 +52,13 @@ struct ONNXSubgraph {
         } catch {
             throw node.error("its body '\(graph.name)': \(error)")
         }
-        (self.graph, self.scope) = (body, scope)
+        (self.graph, self.outerValues) = (body, outerValues)
     }
 
     /// The body's outputs for its formal `inputs`.
     func run(_ inputs: [TypedTensor]) throws -> [TypedTensor] {
-        var values: [String: ONNXTensor] = [:]
+        var values = outerValues
         for (info, value) in zip(graph.inputs, inputs) { values[info.name] = ONNXTensor(name: info.name, typed: value) }
-        for (name, value) in scope { values[name] = ONNXTensor(name: name, typed: value) }
         let computed = try importer.graph(inputShapes: [:], inputValues: values)
         return try graph.outputs.indices.map { k in
             guard let value = computed.knownOutputs[k] else {
