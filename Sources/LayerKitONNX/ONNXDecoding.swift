@@ -1,7 +1,7 @@
 import LayerKitCore
 // Decoding of ONNX's protobuf messages (field numbers from onnx.proto, IR
 // version 14). Fields LayerKit does not use are skipped; fields it cannot
-// honour (subgraphs, sparse or external tensors) are refused by name.
+// honour (sparse or segmented tensors, type attributes) are refused by name.
 
 extension ONNXModel {
     /// Decodes a `ModelProto` and checks the IR version, the opset and that
@@ -132,16 +132,20 @@ struct RefusedAttribute: Error {
 }
 
 /// AttributeProto fields LayerKit skips, and the AttributeType each stands for:
-/// g, tensors, graphs, tp, type_protos, sparse_tensor, sparse_tensors.
-private let refusedFieldTypes: [Int: Int32] = [6: 5, 10: 9, 11: 10, 14: 13, 15: 14, 22: 11, 23: 12]
+/// tensors, tp, type_protos, sparse_tensor, sparse_tensors.
+private let refusedFieldTypes: [Int: Int32] = [10: 9, 14: 13, 15: 14, 22: 11, 23: 12]
 
 extension ONNXAttribute {
     /// Decodes an `AttributeProto`: its name, and its value or the kind of
-    /// value LayerKit refuses (graphs, sparse tensors, type protos, tensor lists).
+    /// value LayerKit refuses (sparse tensors, type protos, tensor lists).
+    /// A graph (`g`, `graphs`) decodes as the main graph does; its nesting
+    /// (a Loop's body holding an If's branches) is bounded by the reader's
+    /// depth limit, and its size by the file's.
     static func decode(_ reader: inout ProtobufReader) throws -> (String, Result<ONNXAttribute, RefusedAttribute>) {
         var name = "", type: Int32 = 0
         var f: Float?, i: Int64?, s: String?, t: ONNXTensor?
         var floats: [Float] = [], ints: [Int64] = [], strings: [String] = []
+        var g: ONNXGraph?, graphs: [ONNXGraph] = []
         var refused: Set<Int32> = []  // the AttributeType codes of fields present but not decoded
         var isReference = false
         while let field = try reader.nextField() {
@@ -153,6 +157,12 @@ extension ONNXAttribute {
             case 5:
                 var sub = try reader.message(field, "t", type: "TensorProto")
                 t = try ONNXTensor(decoding: &sub)
+            case 6:
+                var sub = try reader.message(field, "g", type: "GraphProto")
+                g = try ONNXGraph(decoding: &sub)
+            case 11:
+                var sub = try reader.message(field, "graphs", type: "GraphProto")
+                graphs.append(try ONNXGraph(decoding: &sub))
             case 7: try reader.appendFloats(field, "floats", to: &floats)
             case 8: try reader.appendInt64s(field, "ints", to: &ints)
             case 9: strings.append(try reader.string(field, "strings"))
@@ -168,7 +178,8 @@ extension ONNXAttribute {
         // Before IR version 3 the type field was optional: then exactly one value field tells the type.
         if type == 0 {
             let present: [Int32] = [f.map { _ in 1 }, i.map { _ in 2 }, s.map { _ in 3 }, t.map { _ in 4 },
-                                    floats.isEmpty ? nil : 6, ints.isEmpty ? nil : 7, strings.isEmpty ? nil : 8]
+                                    g.map { _ in 5 }, floats.isEmpty ? nil : 6, ints.isEmpty ? nil : 7,
+                                    strings.isEmpty ? nil : 8, graphs.isEmpty ? nil : 10]
                 .compactMap { $0 } + refused
             guard present.count == 1 else {
                 throw reader.error("attribute '\(name)' has \(present.isEmpty ? "no value" : "several values") "
@@ -186,7 +197,10 @@ extension ONNXAttribute {
         case 6: return (name, .success(.floats(floats)))
         case 7: return (name, .success(.ints(ints.map { Int($0) })))
         case 8: return (name, .success(.strings(strings)))
-        case 5, 10: return (name, .failure(RefusedAttribute(text: "a graph (subgraphs of If, Loop, Scan)")))
+        case 5:
+            guard let g else { throw reader.error("attribute '\(name)' of type GRAPH has no graph", at: reader.offset) }
+            return (name, .success(.graph(g)))
+        case 10: return (name, .success(.graphs(graphs)))
         case 9: return (name, .failure(RefusedAttribute(text: "a list of tensors")))
         case 11, 12: return (name, .failure(RefusedAttribute(text: "a sparse tensor")))
         case 13, 14: return (name, .failure(RefusedAttribute(text: "a type")))

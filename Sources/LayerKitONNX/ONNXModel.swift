@@ -190,8 +190,8 @@ public struct ONNXNode: Sendable, Equatable {
     static func isDefaultDomain(_ domain: String) -> Bool { domain.isEmpty || domain == "ai.onnx" }
 }
 
-/// A node attribute's value. Graph-valued attributes (the bodies of If,
-/// Loop, Scan) and sparse tensors are refused at decoding.
+/// A node attribute's value. Sparse tensors, tensor lists and types are
+/// refused at decoding.
 public enum ONNXAttribute: Sendable, Equatable {
     /// A float (`f`).
     case float(Float)
@@ -207,6 +207,11 @@ public enum ONNXAttribute: Sendable, Equatable {
     case ints([Int])
     /// A list of strings (`strings`).
     case strings([String])
+    /// A graph (`g`): the body of If, Loop or Scan. It may read values of
+    /// the graphs around it by name (ONNX's lexical scoping).
+    case graph(ONNXGraph)
+    /// A list of graphs (`graphs`).
+    case graphs([ONNXGraph])
 
     /// The kind of value, as error messages name it ("ints").
     public var kind: String {
@@ -218,6 +223,8 @@ public enum ONNXAttribute: Sendable, Equatable {
         case .floats: return "floats"
         case .ints: return "ints"
         case .strings: return "strings"
+        case .graph: return "graph"
+        case .graphs: return "graphs"
         }
     }
 }

@@ -37,6 +37,11 @@ extension ONNXNode {
         try attribute(name, "strings") { if case .strings(let v) = $0 { v } else { nil } }
     }
 
+    /// The graph attribute `name` (a body of If, Loop or Scan).
+    public func graph(_ name: String) throws -> ONNXGraph? {
+        try attribute(name, "graph") { if case .graph(let v) = $0 { v } else { nil } }
+    }
+
     private func attribute<T>(_ name: String, _ kind: String, _ extract: (ONNXAttribute) -> T?) throws -> T? {
         guard let attribute = attributes[name] else { return nil }
         guard let value = extract(attribute) else {

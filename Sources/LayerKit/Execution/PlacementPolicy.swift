@@ -29,6 +29,9 @@ extension Backend {
     /// whatever its shapes; nil when it may.
     func whyNotGPU(_ layer: Layer) -> String? {
         if let why = whyNoGPUWork { return why }
+        if let node = (layer as? TypedStep)?.node ?? (layer as? TypedKernelLayer)?.node, !node.node.subgraphs.isEmpty {
+            return ONNXSubgraph.whyOnCPU
+        }
         if let step = layer as? TypedStep { return step.whyOnCPU }
         return layer.hasGPUImplementation ? nil : "it has no GPU implementation (encode)"
     }

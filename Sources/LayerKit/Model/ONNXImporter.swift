@@ -23,8 +23,11 @@ struct ONNXImporter {
 
     /// An importer for `model`, validated as onnxruntime validates a graph
     /// at load (`ONNXValidation`): its nodes are then in a topological order.
+    /// A control-flow node's implicit inputs (the outer values its bodies
+    /// read) become inputs of it here, so they are wired, folded and kept
+    /// alive as any input (`ONNXModel.bindingOuterScope()`).
     init(model: ONNXModel, registry: LayerRegistry) throws {
-        self.model = try ONNXValidation.validated(model)
+        self.model = try ONNXValidation.validated(model).bindingOuterScope()
         self.registry = registry
     }
 

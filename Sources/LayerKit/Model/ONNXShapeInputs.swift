@@ -15,7 +15,7 @@ enum ONNXShapeInputs {
         "Col2Im": [1, 2], "MaxUnpool": [2], "DFT": [1, 2], "STFT": [2, 3], "BlackmanWindow": [0], "HannWindow": [0],
         "HammingWindow": [0], "MelWeightMatrix": [0, 1], "ReduceSum": [1], "ReduceMean": [1], "ReduceMax": [1],
         "ReduceMin": [1], "ReduceProd": [1], "ReduceL1": [1], "ReduceL2": [1], "ReduceLogSum": [1],
-        "ReduceLogSumExp": [1], "ReduceSumSquare": [1],
+        "ReduceLogSumExp": [1], "ReduceSumSquare": [1], "If": [0], "Loop": [0, 1],
     ]
 
     /// Whether input `i` of an `op` node decides its output shape by its values.
