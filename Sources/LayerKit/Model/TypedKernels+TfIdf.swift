@@ -9,8 +9,9 @@ extension TypedKernels {
     /// `ngram_counts`) of `min_gram_length` to `max_gram_length` tokens
     /// appears, its tokens 1 to `max_skip_count` + 1 apart (a 1-gram counted
     /// once), at the output position `ngram_indexes` gives it. "TF" gives
-    /// the counts, "IDF" `weights` (by output position, default ones) where
-    /// the count is not zero, "TFIDF" counts times weights; float32.
+    /// the counts, "IDF" the n-gram's weight (`weights`, one per n-gram of
+    /// the pool as onnxruntime reads them, default ones) where its count is
+    /// not zero, "TFIDF" counts times weights; float32.
     static func tfIdfVectorizer(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
         try node.requireAttributes(["max_gram_length", "max_skip_count", "min_gram_length", "mode", "ngram_counts",
                                     "ngram_indexes", "pool_int64s", "pool_strings", "weights"])
@@ -45,7 +46,8 @@ private struct NgramPool {
     let indexes: [Int]
     let outputSize: Int
     let mode: String
-    let weights: [Float]?
+    /// Per output position, the weight of its n-gram.
+    let weights: [Double]?
     let strings: [String]?
 
     init(_ node: ONNXNodeContext) throws {
@@ -55,7 +57,7 @@ private struct NgramPool {
         mode = try node.string("mode", default: "")
         starts = try node.ints("ngram_counts") ?? []
         indexes = try node.ints("ngram_indexes") ?? []
-        weights = try node.node.floats("weights").flatMap { $0.isEmpty ? nil : $0 }
+        let given = try node.node.floats("weights").flatMap { $0.isEmpty ? nil : $0 }
         strings = try node.node.strings("pool_strings")
         guard ["TF", "IDF", "TFIDF"].contains(mode) else { throw node.error("mode '\(mode)' is not TF, IDF or TFIDF") }
         guard minLength >= 1, minLength <= maxLength, (0...ONNXNodeContext.maxWindowValue).contains(maxSkip) else {
@@ -66,9 +68,15 @@ private struct NgramPool {
             throw node.error("ngram_indexes \(indexes) must be indices >= 0, at least one")
         }
         outputSize = largest + 1
-        if let weights, weights.count < outputSize {
-            throw node.error("weights holds \(weights.count) values for an output of \(outputSize)")
+        if let given, given.count != indexes.count {
+            throw node.error("weights holds \(given.count) values for the \(indexes.count) n-grams of ngram_indexes")
         }
+        var byPosition: [Double]?
+        if let given {
+            byPosition = [Double](repeating: 0, count: outputSize)
+            for (id, position) in indexes.enumerated() { byPosition?[position] = Double(given[id]) }
+        }
+        weights = byPosition
         if (strings == nil) == (try node.ints("pool_int64s") == nil) {
             throw node.error("takes exactly one of pool_strings and pool_int64s")
         }
@@ -116,10 +124,10 @@ private struct NgramPool {
 
     /// The output at `position` of a row for its n-gram's `count`.
     func weigh(_ count: Int, at position: Int) -> Double {
-        let weight = Double(weights?[position] ?? 1)
+        let weight = weights?[position] ?? 1
         switch mode {
         case "IDF": return count > 0 ? weight : 0
-        case "TFIDF": return weights == nil ? Double(count) : weight * Double(count)
+        case "TFIDF": return weight * Double(count)
         default: return Double(count)
         }
     }
