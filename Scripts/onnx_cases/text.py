@@ -1,18 +1,24 @@
 #!/usr/bin/env python3
-"""ONNX reference cases for LayerKit's value-driven and text ops (folder
-`text`): Unique of strings and of int64 rows, sorted and in order of first
-appearance; TfIdfVectorizer's IDF and TFIDF weights over strings and int32
-tokens with skips; RegexFullMatch with classes, alternation, named groups
-and case-insensitivity.
+"""ONNX reference cases for LayerKit's value-driven and text ops: Unique of
+int64 rows, sorted and in order of first appearance, and TfIdfVectorizer's
+IDF and TFIDF weights over int32 tokens with skips (folder `text`); and the
+cases that read strings, which the backend-test reader does not take, in
+`Fixtures/text-strings/<case>/` (model.onnx, x.npy, onnxruntime_<output>.npy,
+read by TextOpTests as MLStringModelTests reads its own): Unique of strings,
+TfIdfVectorizer over strings, RegexFullMatch with classes, alternation,
+named groups and case-insensitivity.
 
 Run from the repository root with `python -P` (this folder's math.py would
 hide Python's own module; see common.py for the versions). Seeded, so
 reruns write the same bytes.
 """
 import os
+import shutil
 import sys
 
 import numpy as np
+import onnx
+import onnxruntime as ort
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -20,12 +26,33 @@ from common import reset, rng, save_case, tensor_info  # noqa: E402
 
 FAMILY = 'text'
 reset(FAMILY)
+STRINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'Tests', 'LayerKitTests', 'Fixtures',
+                       'text-strings')
+shutil.rmtree(STRINGS, ignore_errors=True)
 random = rng(20261207)
 
 
 def info(name, array):
     """A graph input of `array`'s shape and element type."""
     return tensor_info(name, array, helper.np_dtype_to_tensor_dtype(array.dtype))
+
+
+def save_string_case(name, node, x, outputs, opset):
+    """A case whose input x is strings: the model, x.npy and onnxruntime's outputs as .npy files."""
+    graph = helper.make_graph([node], name, [info('x', x)], outputs)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)], producer_name='layerkit-onnx-cases')
+    onnx.checker.check_model(model)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=['CPUExecutionProvider'])
+    results = session.run(None, {'x': x})
+    folder = os.path.join(STRINGS, name)
+    os.makedirs(folder)
+    onnx.save(model, os.path.join(folder, 'model.onnx'))
+    np.save(os.path.join(folder, 'x.npy'), x.astype(str))
+    for output, result in zip(outputs, results):
+        np.save(os.path.join(folder, f'onnxruntime_{output.name}.npy'), result.astype(str) if result.dtype == object else result)
 
 
 def unshaped(name, rank, element=TensorProto.FLOAT):
@@ -38,7 +65,10 @@ def unique_case(name, x, opset=11, **attrs):
     element = helper.np_dtype_to_tensor_dtype(x.dtype)
     rank = x.ndim if 'axis' in attrs else 1
     outputs = [unshaped('y', rank, element)] + [unshaped(k, 1, TensorProto.INT64) for k in ['first', 'inverse', 'counts']]
-    save_case(FAMILY, name, [node], [info('x', x)], outputs, opset=opset, input_data={'x': x})
+    if x.dtype == object:
+        save_string_case(name, node, x, outputs, opset)
+    else:
+        save_case(FAMILY, name, [node], [info('x', x)], outputs, opset=opset, input_data={'x': x})
 
 
 words = np.array(['b', 'a', 'c', 'a', 'B', 'b', '', 'c'], dtype=object)
@@ -52,7 +82,10 @@ unique_case('unique_int64_columns_sorted', rows, axis=-1)
 
 def tfidf_case(name, x, **attrs):
     node = helper.make_node('TfIdfVectorizer', ['x'], ['y'], name=name, **attrs)
-    save_case(FAMILY, name, [node], [info('x', x)], [unshaped('y', x.ndim)], opset=9, input_data={'x': x})
+    if x.dtype == object:
+        save_string_case(name, node, x, [unshaped('y', x.ndim)], 9)
+    else:
+        save_case(FAMILY, name, [node], [info('x', x)], [unshaped('y', x.ndim)], opset=9, input_data={'x': x})
 
 
 tokens = np.array([[2, 3, 5, 4, 2, 3, 5, 4, 3, 2], [5, 5, 4, 2, 3, 2, 4, 5, 3, 3]], dtype=np.int32)
@@ -71,5 +104,4 @@ for name, pattern in [('regex_email_classes', r'[\w.+-]+@[a-z0-9-]+\.(com|org|io
                       ('regex_case_insensitive_named_group', r'(?i)(?P<user>[a-z.]+)@example\.(?:COM|ORG)'),
                       ('regex_posix_class_and_bracket', r'[[:alpha:][]*( [[:alpha:]]+)*')]:
     node = helper.make_node('RegexFullMatch', ['x'], ['y'], name=name, pattern=pattern)
-    save_case(FAMILY, name, [node], [info('x', emails)], [tensor_info('y', [2, 3], TensorProto.BOOL)], opset=20,
-              input_data={'x': emails})
+    save_string_case(name, node, emails, [tensor_info('y', [2, 3], TensorProto.BOOL)], 20)

@@ -4,11 +4,23 @@ import Testing
 @testable import LayerKit
 
 /// Unique, BitCast, TfIdfVectorizer and RegexFullMatch beyond the onnx node
-/// tests and the onnxruntime cases (Fixtures/onnx-cases/text): values
-/// worked out by hand, RE2's refusals, and hostile attributes as errors
-/// naming the node.
+/// tests and the onnxruntime cases (Fixtures/onnx-cases/text): the cases
+/// that read strings (Fixtures/text-strings, written by
+/// Scripts/onnx_cases/text.py from onnxruntime), values worked out by hand,
+/// RE2's refusals, and hostile attributes as errors naming the node.
 @Suite struct TextOpTests {
     typealias T = TypedIndexingKernelTests
+
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/text-strings")
+
+    static let cases: [String] = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).sorted()
+
+    @Test func everyStringCaseIsThere() { #expect(Self.cases.count >= 6, "\(Self.cases)") }
+
+    @Test(arguments: cases) func stringCasesMatchOnnxruntime(_ name: String) throws {
+        try MLStringModelTests.check(Self.directory.appendingPathComponent(name))
+    }
 
     static func strings(_ values: [String]) throws -> TypedTensor { try TypedTensor(shape: [values.count], strings: values) }
 

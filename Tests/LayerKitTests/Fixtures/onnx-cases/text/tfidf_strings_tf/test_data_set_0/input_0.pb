@@ -1,1 +1,0 @@
-2the2cat2sat2on2the2mat2the2catBx
