@@ -18,11 +18,10 @@ import sys
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import reset, rng, save_case, tensor_info  # noqa: E402
+from common import reset, rng, run_onnxruntime, save_case, tensor_info  # noqa: E402
 
 FAMILY = 'text'
 reset(FAMILY)
@@ -41,12 +40,7 @@ def save_string_case(name, node, x, outputs, opset):
     """A case whose input x is strings: the model, x.npy and onnxruntime's outputs as .npy files."""
     graph = helper.make_graph([node], name, [info('x', x)], outputs)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', opset)], producer_name='layerkit-onnx-cases')
-    onnx.checker.check_model(model)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=['CPUExecutionProvider'])
-    results = session.run(None, {'x': x})
+    results = run_onnxruntime(model, {'x': x})
     folder = os.path.join(STRINGS, name)
     os.makedirs(folder)
     onnx.save(model, os.path.join(folder, 'model.onnx'))
