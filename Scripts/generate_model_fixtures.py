@@ -195,6 +195,15 @@ def error_models():
     custom = model('custom_missing', [n('MyLayer', ['x'], ['y'], name='mine', domain='com.example', gain=2.0)],
                    [tensor_info('x', [1, 4, 3, 3])], [tensor_info('y', [1, 4, 3, 3])], [])
     custom.opset_import.append(helper.make_opsetid('com.example', 1))
+    # inspect lists every refusal: an unregistered custom op twice, ImageDecoder (after a refused node),
+    # one node not reached.
+    mix = single('unsupported_mix', [n('Relu', ['x'], ['a'], name='relu'),
+                                     n('Sharpen', ['a'], ['b'], name='sharpen1', domain='com.example'),
+                                     n('ImageDecoder', ['b'], ['c'], name='decoder'),
+                                     n('Sharpen', ['x'], ['d'], name='sharpen2', domain='com.example'),
+                                     n('Add', ['c', 'd'], ['y'], name='add')],
+                 [3, 3], [3, 3], runnable=False)
+    mix[0].opset_import.append(helper.make_opsetid('com.example', 1))
     return {
         'unsupported_op': single('unsupported_op', [n('RandomUniformLike', ['x'], ['y'], name='random', seed=1.0)],
                                  [3, 3], [3, 3]),
@@ -203,13 +212,7 @@ def error_models():
                                                       n('Shape', ['r'], ['s'], name='shape'),
                                                       n('Reshape', ['x', 's'], ['y'], name='reshape')],
                                   [1, 2, 3, 4], [1, 2, 3, 4]),
-        # inspect lists every refusal: Unique twice, DFT (after a refused node), one node not reached.
-        'unsupported_mix': single('unsupported_mix', [n('Relu', ['x'], ['a'], name='relu'),
-                                                      n('Unique', ['a'], ['b'], name='unique1'),
-                                                      n('DFT', ['b'], ['c'], name='dft'),
-                                                      n('Unique', ['x'], ['d'], name='unique2'),
-                                                      n('Add', ['c', 'd'], ['y'], name='add')],
-                                  [3, 3], [3, 3], runnable=False),
+        'unsupported_mix': mix,
         'opset_too_new': single('opset_too_new', [n('Relu', ['x'], ['y'], name='relu')], [1, 2, 2, 2], [1, 2, 2, 2],
                                 runnable=False, opset=99),
     }
@@ -321,7 +324,7 @@ standard twin, where Swish is `Mul(x, beta) -> Sigmoid -> Mul(x, .)`.
 - `dynamic_reshape`: the Reshape target comes from a Shape node (folded at load).
 - Error cases (the lead's converter must refuse these with a clear message):
   `unsupported_op` (RandomUniformLike), `custom_missing` (op `MyLayer`, domain `com.example`),
-  `unsupported_mix` (two Uniques and a DFT: inspect lists every refusal),
+  `unsupported_mix` (two custom Sharpens and an ImageDecoder: inspect lists every refusal),
   `opset_too_new` (opset 99; the reader refuses it).
 """
 

@@ -33,6 +33,16 @@ def rng(seed=0):
     return np.random.default_rng(seed)
 
 
+def run_onnxruntime(model, feeds):
+    """The checked model's outputs on `feeds` from onnxruntime: CPU, one thread, no graph optimizations."""
+    onnx.checker.check_model(model)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=['CPUExecutionProvider'])
+    return session.run(None, feeds)
+
+
 def save_case(family, name, nodes, inputs, outputs, initializers=(), opset=17, input_data=None,
               extra_opsets=(), ir_version=None, external_data=None):
     """Builds the model, runs onnxruntime on `input_data` (name -> array, in
@@ -44,13 +54,8 @@ def save_case(family, name, nodes, inputs, outputs, initializers=(), opset=17, i
     model = helper.make_model(graph, opset_imports=opsets, producer_name='layerkit-onnx-cases')
     if ir_version is not None:
         model.ir_version = ir_version
-    onnx.checker.check_model(model)
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.intra_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=['CPUExecutionProvider'])
     feeds = {i.name: input_data[i.name] for i in inputs}
-    results = session.run(None, feeds)
+    results = run_onnxruntime(model, feeds)
     folder = os.path.join(ROOT, family, name)
     data = os.path.join(folder, 'test_data_set_0')
     os.makedirs(data, exist_ok=True)

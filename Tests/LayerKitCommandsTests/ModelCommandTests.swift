@@ -20,13 +20,16 @@ struct ModelCommandTests {
     }
 
     /// A model LayerKit cannot run is listed whole: every node, every
-    /// refusal counted (DFT, after a refused node, included), exit 1.
+    /// refusal counted (an unregistered custom op twice, and ImageDecoder,
+    /// a standard op LayerKit lacks, after a refused node), exit 1.
     @Test func inspectListsEveryRefusalWithItsCount() throws {
         let runner = CommandRunner()
         #expect(runner.run(["inspect", Self.fixture("unsupported_mix.onnx"), "--backend", "cpu"]) == 1)
-        for text in ["nodes (5):", "relu", "runs", "unique1", "REFUSED: op 'Unique' is not supported",
-                     "add", "not reached (reads 'c')", "cannot run: 3 nodes refused for 2 reasons, 1 not reached after them:",
-                     "2      Unique: op 'Unique' is not supported by LayerKit", "1      DFT: op 'DFT' is not supported by LayerKit",
+        for text in ["nodes (5):", "relu", "runs", "sharpen1", "REFUSED: a custom layer implementation for op type 'Sharpen'",
+                     "REFUSED: op 'ImageDecoder' is not supported", "add", "not reached (reads 'c')",
+                     "cannot run: 3 nodes refused for 2 reasons, 1 not reached after them:",
+                     "2      Sharpen: a custom layer implementation for op type 'Sharpen' (domain 'com.example') was not found",
+                     "1      ImageDecoder: op 'ImageDecoder' is not supported by LayerKit",
                      "parameters: 0 (0 B of weights)"] {
             #expect(runner.out.contains(text), "missing \(text) in \(runner.out)")
         }

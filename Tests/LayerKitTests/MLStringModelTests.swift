@@ -18,7 +18,14 @@ import Testing
     @Test func everyCaseIsThere() { #expect(Self.cases.count >= 6, "\(Self.cases)") }
 
     @Test(arguments: cases) func matchesScikitLearnAndOnnxruntime(_ name: String) throws {
-        let folder = Self.directory.appendingPathComponent(name)
+        try Self.check(Self.directory.appendingPathComponent(name))
+    }
+
+    /// The case in `folder` (model.onnx read on x.npy) against its
+    /// references (`ClassicMLModelTests.reference`): strings and int64
+    /// exactly, floats to a relative error of 1e-5.
+    static func check(_ folder: URL) throws {
+        let name = folder.lastPathComponent
         let model = try Model(contentsOf: folder.appendingPathComponent("model.onnx"), computeUnits: .cpuOnly)
         let x = try TypedTensor(npyFile: folder.appendingPathComponent("x.npy").path)
         let outputs = try model.predict(typed: [model.inputs[0].name: x])
@@ -29,6 +36,7 @@ import Testing
             switch reference.elementType {
             case .string: #expect(output.strings == reference.strings, "\(name) \(description.name)")
             case .int64: #expect(output.elementType == .int64 && output.integers() == reference.integers(), "\(name)")
+            case .bool: #expect(output.elementType == .bool && output.integers() == reference.integers(), "\(name)")
             default:
                 let error = ClassicMLModelTests.relativeError(output, reference)
                 #expect(error <= 1e-5, "\(name) \(description.name): relative error \(error)")

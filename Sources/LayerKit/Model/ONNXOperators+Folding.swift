@@ -14,6 +14,8 @@ extension ONNXOperators {
         // 27: stash_type (float16 and bfloat16 computed in float: LayerKit computes in Double, rounded to Float)
         ONNXOperator("Range", through: 27, inputs: 3...3, fold: TypedKernels.range, notFolded),
         ONNXOperator("NonZero", through: 13, fold: TypedKernels.nonZero),  // 13: types
+        ONNXOperator("Unique", through: 28, fold: TypedKernels.unique),  // 28: types
+        ONNXOperator("BitCast", through: 26, fold: TypedKernels.bitCast),
         ONNXOperator("OneHot", through: 28, fold: TypedKernels.oneHot),  // 11: negative indices and axis; 28: types
         ONNXOperator("ArgMax", through: 13) { try TypedKernels.argExtreme($0, $1, largest: true) },  // 11: negative axis; 12: select_last_index; 13: types
         ONNXOperator("ArgMin", through: 13) { try TypedKernels.argExtreme($0, $1, largest: false) },  // as ArgMax

@@ -61,7 +61,8 @@ extension ONNXOperators {
     /// The declaration of `node`'s op: `table`'s for the default domain,
     /// `mlTable`'s for ai.onnx.ml, nil for other domains.
     static func declaration(of node: ONNXNode) -> ONNXOperator? {
-        node.isStandard ? table[node.opType] : node.domain == mlDomain ? mlTable[node.opType] : nil
+        if node.domain == trainingDomain { return trainingTable[node.opType] }
+        return node.isStandard ? table[node.opType] : node.domain == mlDomain ? mlTable[node.opType] : nil
     }
 
     static func linearRegressor(_ node: ONNXNodeContext) throws -> ConvertedNode {

@@ -12,7 +12,7 @@ enum ONNXShapeInputs {
         "Reshape": [1], "Expand": [1], "Tile": [1], "Slice": [1, 2, 3, 4], "Pad": [1, 3], "ConstantOfShape": [0],
         "Range": [0, 1, 2], "OneHot": [1], "TopK": [1], "Resize": [1, 2, 3], "Upsample": [1], "Squeeze": [1],
         "Unsqueeze": [1], "Split": [1], "NonZero": [0], "Compress": [1], "Unique": [0], "CenterCropPad": [1], "AffineGrid": [1],
-        "Col2Im": [1, 2], "MaxUnpool": [2], "DFT": [1, 2], "STFT": [2, 3], "BlackmanWindow": [0], "HannWindow": [0],
+        "Col2Im": [1, 2], "MaxUnpool": [2], "DFT": [1, 2], "STFT": [1, 3], "BlackmanWindow": [0], "HannWindow": [0],
         "HammingWindow": [0], "MelWeightMatrix": [0, 1], "ReduceSum": [1], "ReduceMean": [1], "ReduceMax": [1],
         "ReduceMin": [1], "ReduceProd": [1], "ReduceL1": [1], "ReduceL2": [1], "ReduceLogSum": [1],
         "ReduceLogSumExp": [1], "ReduceSumSquare": [1], "If": [0], "Loop": [0, 1],
