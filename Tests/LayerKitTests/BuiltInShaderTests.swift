@@ -62,6 +62,7 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.resize),
         Variant(BuiltInShaders.optimizer),
         Variant(BuiltInShaders.matmul),
+        Variant(BuiltInShaders.batchedGemm),
     ]
 
     @Test(arguments: variants)
@@ -95,8 +96,9 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<ReshapeConstants>.size == 5 * 4 + 3 * 4)
         #expect(MemoryLayout<WindowConstants>.size == 32 + 3 * 16)
         #expect(MemoryLayout<ReduceConstants>.size == 5 * 4 + 4 * 4)
-        #expect(MemoryLayout<InstanceNormalizationConstants>.size == 5 * 4 + 2 * 4)
+        #expect(MemoryLayout<InstanceNormalizationConstants>.size == 5 * 4 + 3 * 4)
         #expect(MemoryLayout<MatMulConstants>.size == 5 * 4 + 4)
+        #expect(MemoryLayout<BatchedGemmConstants>.size == 5 * 4 + 3 * 4)
         #expect(MemoryLayout<LRNConstants>.size == 5 * 4 + 5 * 4)
         #expect(MemoryLayout<TransposeConstants>.size == 32 + 16)
         #expect(MemoryLayout<ChannelShuffleConstants>.size == 5 * 4 + 4)
