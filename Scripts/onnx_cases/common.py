@@ -79,3 +79,8 @@ def tensor_info(name, array_or_shape, elem_type=onnx.TensorProto.FLOAT):
     """A graph input/output description."""
     shape = array_or_shape.shape if hasattr(array_or_shape, 'shape') else array_or_shape
     return helper.make_tensor_value_info(name, elem_type, list(shape))
+
+
+def typed_info(name, array):
+    """A graph input of `array`'s shape and element type."""
+    return tensor_info(name, array, helper.np_dtype_to_tensor_dtype(array.dtype))

@@ -17,7 +17,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import ROOT, reset, rng, save_case, tensor_info  # noqa: E402
+from common import ROOT, reset, rng, save_case, tensor_info, typed_info as info  # noqa: E402
 
 FAMILY = 'spectral'
 reset(FAMILY)
@@ -26,11 +26,6 @@ random = rng(20261204)
 
 def data(shape, low=-2, high=2):
     return random.uniform(low, high, size=shape).astype(np.float16).astype(np.float32)
-
-
-def info(name, array):
-    """A graph input of `array`'s shape and element type."""
-    return tensor_info(name, array, helper.np_dtype_to_tensor_dtype(array.dtype))
 
 
 def scalar(name, value):

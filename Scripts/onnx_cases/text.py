@@ -21,7 +21,7 @@ import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import reset, rng, run_onnxruntime, save_case, tensor_info  # noqa: E402
+from common import reset, rng, run_onnxruntime, save_case, tensor_info, typed_info as info  # noqa: E402
 
 FAMILY = 'text'
 reset(FAMILY)
@@ -29,11 +29,6 @@ STRINGS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '
                        'text-strings')
 shutil.rmtree(STRINGS, ignore_errors=True)
 random = rng(20261207)
-
-
-def info(name, array):
-    """A graph input of `array`'s shape and element type."""
-    return tensor_info(name, array, helper.np_dtype_to_tensor_dtype(array.dtype))
 
 
 def save_string_case(name, node, x, outputs, opset):
