@@ -5,8 +5,12 @@ extension ModelGraph {
     /// product's only reader: a transformer's Linear layer becomes one step,
     /// with a GPU form and B' packed once on the CPU. Other MatMuls keep
     /// their `MatMulLayer` steps. With `cache`, a fusion of the same layers
-    /// as an earlier import's is that import's layer.
-    mutating func fuseBatchedGemms(cache: ConvertedNodeCache? = nil) {
+    /// and the same initializers (values named in `initializers`) as an
+    /// earlier import's is that import's layer; a B or bias folded at load
+    /// may differ from one import to the next (an input read at prepare
+    /// feeds it) while the layers stay the same objects, so such a fusion is
+    /// made anew.
+    mutating func fuseBatchedGemms(cache: ConvertedNodeCache? = nil, initializers: Set<String> = []) {
         var readers = Array(repeating: [Int](), count: values.count)
         for (index, step) in steps.enumerated() { for input in step.inputs { readers[input].append(index) } }
         var isOutput = Array(repeating: false, count: values.count)
@@ -22,7 +26,10 @@ extension ModelGraph {
             let bias = add.flatMap { values[$0.bias].constant }
             let make = { try BatchedGemm(b: b, bias: bias) }
             let parts: [Layer?] = [matMul, add.flatMap { steps[$0.step].layer }]
-            guard let layer = try? cache.map({ try $0.fused(from: parts.compactMap { $0 }, make: make) }) ?? make(),
+            let fromFile = initializers.contains(values[step.inputs[1]].name)
+                && add.map { initializers.contains(values[$0.bias].name) } ?? true
+            let reusable = fromFile ? cache : nil
+            guard let layer = try? reusable.map({ try $0.fused(from: parts.compactMap { $0 }, make: make) }) ?? make(),
                   let shapes = try? layer.outputShapes(forInputShapes: [values[step.inputs[0]].shape]),
                   shapes == [values[product].shape] else { continue }
             if let add {

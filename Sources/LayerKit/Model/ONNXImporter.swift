@@ -346,7 +346,7 @@ struct ONNXImporter {
         guard !keepsEveryNode else { return graph }
         graph.fuseChannelShuffles()
         graph.fuseFlattenedGemms()
-        graph.fuseBatchedGemms(cache: layerCache)
+        graph.fuseBatchedGemms(cache: layerCache, initializers: Set(model.graph.initializers.keys))
         if fusesEpilogues { graph.fuseConvolutionEpilogues() }
         return graph
     }
