@@ -20,12 +20,14 @@ import Testing
     static var units: [ComputeUnits] { TestGPU.isEnabled ? [.cpuOnly, .gpu] : [.cpuOnly] }
 
     /// A model whose GPU runs mix both processors: Relu and Sigmoid on the
-    /// GPU, MatMul (no GPU form) on the CPU, so downloads land in the arena
+    /// GPU, MatMul by a rank-3 constant (no GPU form) on the CPU, so downloads land in the arena
     /// and CPU results are uploaded from it; on the CPU the Relu after a
     /// MatMul runs in place. x [2, 6, 5] -> y [2, 6, 3].
     static func mixedModel() -> Data {
-        let w1 = ConvolutionFamilyTests.floats("w1", [5, 7], 0.25)
-        let w2 = ConvolutionFamilyTests.floats("w2", [7, 3], 0.5)
+        // Weights of rank 3 keep both MatMuls broadcast ones, which run on the CPU (a MatMul by
+        // a [K, N] constant would be a BatchedGemm step on the GPU).
+        let w1 = ConvolutionFamilyTests.floats("w1", [1, 5, 7], 0.25)
+        let w2 = ConvolutionFamilyTests.floats("w2", [1, 7, 3], 0.5)
         let nodes = [
             ONNXBytes.node("Relu", inputs: ["x"], outputs: ["a"], name: "relu0"),
             ONNXBytes.node("MatMul", inputs: ["a", "w1"], outputs: ["b"], name: "matmul1"),
