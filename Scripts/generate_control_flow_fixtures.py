@@ -14,7 +14,8 @@ LayerKit must refuse with a clear error.
 The cases: bodies reading outer values (a graph input, an initializer, a value
 computed earlier in the outer graph), an If nested in a Loop's body, a Loop
 whose carried value grows every iteration and whose condition ends it before
-a huge trip count, and a Scan with input and output axes and directions.
+a huge trip count, a Scan with input and output axes and directions, and an If
+and a Loop whose bodies declare no output types feeding a CastLike.
 
 How to run (from the repository root), with onnx 1.23.2, onnxruntime 1.32.0, numpy 2.4.6:
     python3 Scripts/generate_control_flow_fixtures.py
@@ -163,6 +164,31 @@ def hostile():
     save("hostile-deep_nesting", h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)]))
 
 
+def untyped_bodies_into_castlike():
+    """An If (its condition a constant) and a Loop whose bodies declare no output types, each
+    output the target of a CastLike: the output's type must come from the body's nodes (a
+    CastLike to the If's float output once took the condition's bool, and 2.5 became 1)."""
+    yes = numpy_helper.from_array(np.array(True), "yes")
+    half = numpy_helper.from_array(np.array(2.5, np.float64), "k")
+    then_branch = h.make_graph([h.make_node("Neg", ["x"], ["t"])], "then", [], [h.make_empty_tensor_value_info("t")])
+    else_branch = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [], [h.make_empty_tensor_value_info("e")])
+    nodes = [h.make_node("If", ["yes"], ["y"], then_branch=then_branch, else_branch=else_branch),
+             h.make_node("CastLike", ["k", "y"], ["k_like"]),
+             h.make_node("Mul", ["y", "k_like"], ["z"])]
+    m = model(nodes, [vi("x", T.FLOAT, [2, 3])], [vi("z", T.FLOAT, [2, 3])], [yes, half])
+    save("if_untyped_castlike", m, {"x": rng.standard_normal((2, 3)).astype(np.float32)})
+
+    body = h.make_graph([h.make_node("Add", ["v_in", "x"], ["v_out"]), h.make_node("Identity", ["cond_in"], ["cond_out"])],
+                        "body", [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), h.make_empty_tensor_value_info("v_in")],
+                        [h.make_empty_tensor_value_info("cond_out"), h.make_empty_tensor_value_info("v_out")])
+    nodes = [h.make_node("Loop", ["M", "", "x"], ["v"], body=body),
+             h.make_node("CastLike", ["k", "v"], ["k_like"]),
+             h.make_node("Mul", ["v", "k_like"], ["z"])]
+    m = model(nodes, [vi("x", T.FLOAT, [3])], [vi("z", T.FLOAT, [3])],
+              [numpy_helper.from_array(np.array(3, np.int64), "M"), half])
+    save("loop_untyped_castlike", m, {"x": rng.standard_normal(3).astype(np.float32)})
+
+
 if __name__ == "__main__":
     shutil.rmtree(OUT, ignore_errors=True)
     if_outer_scope()
@@ -170,6 +196,7 @@ if __name__ == "__main__":
     loop_condition_ends()
     scan_axes_directions()
     hostile()
+    untyped_bodies_into_castlike()
     with open(os.path.join(OUT, "README.md"), "w") as f:
         f.write(f"Written by Scripts/generate_control_flow_fixtures.py with onnx {onnx.__version__}, "
                 f"onnxruntime {ort.__version__}, numpy {np.__version__}.\n")

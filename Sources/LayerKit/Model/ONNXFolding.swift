@@ -59,7 +59,7 @@ enum ONNXFolding {
     }
 
     /// A `Constant` node's tensor, from whichever value attribute it has.
-    private static func constant(_ node: ONNXNodeContext) throws -> ONNXTensor {
+    static func constant(_ node: ONNXNodeContext) throws -> ONNXTensor {
         let attributes = node.node.attributes
         guard attributes.count == 1, let (name, value) = attributes.first else {
             throw node.error("a Constant takes exactly one value attribute, got \(attributes.keys.sorted())")

@@ -366,29 +366,6 @@ struct ONNXImporter {
         return found
     }
 
-    /// The element type of a runtime node's output `k`, from its op and its
-    /// inputs' types (`context.inputTypes`): what the ops LayerKit runs at
-    /// run time make. Nil when unknown.
-    static func outputType(of context: ONNXNodeContext, output k: Int) -> ElementType? {
-        switch context.node.opType {
-        case "Cast": return ((try? context.node.int("to")) ?? nil).flatMap { ElementType(rawValue: $0) }
-        case "CastLike": return context.inputTypes.count > 1 ? context.inputTypes[1] : nil
-        case "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf":
-            return .bool
-        case "Shape", "Size", "ArgMax", "ArgMin", "NonZero": return .int64
-        // The quantized ops' integers, which their layers hold as float32.
-        case "QuantizeLinear":
-            return try? TypedKernels.quantizedType(context, zeroPoint: context.inputTypes.count > 2 ? context.inputTypes[2] : nil)
-        case "DequantizeLinear":
-            let code = (try? context.node.int("output_dtype")) ?? nil
-            return code.flatMap { ElementType(rawValue: $0) } ?? (context.inputTypes.count > 1 ? context.inputTypes[1] : nil)
-        case "DynamicQuantizeLinear": return k == 1 ? .float32 : .uint8
-        case "MatMulInteger", "ConvInteger": return .int32
-        case "QLinearMatMul", "QLinearConv": return context.inputTypes.count > 7 ? context.inputTypes[7] : nil
-        default: return context.inputTypes.lazy.compactMap { $0 }.first
-        }
-    }
-
     /// What the import made of one node.
     enum NodeOutcome {
         /// A step of the graph (a layer, or a pass-through).

@@ -70,6 +70,22 @@ extension ONNXValidation {
         return bound.mapValues(\.type)
     }
 
+    /// The element type of standard `node`'s output `index` as its schema
+    /// at `opset` fixes it from its inputs' types (`inputTypes`, nil where
+    /// unknown): its type variable's one allowed type, or the type of an
+    /// input of the same variable; nil where the schema does not fix it (a
+    /// type from an attribute, a body's, an unknown input's).
+    static func schemaOutputType(of node: ONNXNode, output index: Int, opset: Int,
+                                 inputTypes: [ElementType?]) -> ElementType? {
+        guard node.isStandard, let schema = ONNXOpSchema.resolved(node.opType, opset: opset) else { return nil }
+        var bound: [String: ElementType] = [:]
+        for (i, type) in inputTypes.enumerated() {
+            guard let type, let parameter = schema.input(at: i), parameter.option != .heterogeneous else { continue }
+            bound[parameter.type] = bound[parameter.type] ?? type
+        }
+        return outputType(node, index, schema, bound)
+    }
+
     /// The element type of `node`'s output `index` where the schema fixes it
     /// from what is known, else nil.
     private static func outputType(_ node: ONNXNode, _ index: Int, _ schema: ONNXOpSchema,
