@@ -107,7 +107,7 @@ enum ONNXOperators {
     /// caught by `OpTableTests`.
     static let families: [[ONNXOperator]] = [elementwiseOps, normalization, layout, data, indexing, math, convolution, recurrent,
                                              attention, losses, linearAlgebra, sampling, regions, quantization, folding,
-                                             strings, controlFlow, signal, detection]
+                                             strings, controlFlow, sequences, signal, detection]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = byName(families.joined())
