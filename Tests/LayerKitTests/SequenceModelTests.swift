@@ -86,6 +86,10 @@ import Testing
         #expect(n.elementType == .int64 && n.integers() == [2], "\(n)")
         let message = Self.failure { try model.predict(typed: ["s": tensors[0]]) }
         #expect(message.contains("input 's' is a tensor(float32); the model takes a sequence(tensor(float32))"), "\(message)")
+        // Tensors of different ranks have no axis in common: an error naming the node and the shapes.
+        let ragged = try TypedTensor(sequence: [tensors[0], try TypedTensor(.float32, shape: [2], doubles: [7, 8])], elementType: .float32)
+        let refusal = Self.failure { try model.predict(typed: ["s": ragged]) }
+        #expect(refusal.contains("node 'concat' (ConcatFromSequence)") && refusal.contains("different ranks: 1x2, 2"), "\(refusal)")
     }
 
     /// A sequence and an optional survive their files: the proto the CLI writes reads back equal.

@@ -110,6 +110,9 @@ extension TypedKernels {
     static let concatFromSequence: Kernel = { node, inputs in
         let (tensors, _) = try sequence(0, inputs, node)
         guard let first = tensors.first else { throw node.error("its sequence is empty: there is nothing to concatenate") }
+        guard tensors.allSatisfy({ $0.shape.count == first.shape.count }) else {
+            throw node.error("its tensors have different ranks: " + tensors.map { Tensor.describe($0.shape) }.joined(separator: ", "))
+        }
         let stacks = try node.int("new_axis", default: 0) == 1
         guard let given = try node.node.int("axis") else { throw node.error("needs the attribute axis") }
         let axis = try node.axis(given, rank: first.shape.count + (stacks ? 1 : 0))
