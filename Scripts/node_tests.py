@@ -20,7 +20,7 @@ held to the reference:
 
 A case fails with a one-line cause: the first line of layerkit's stderr, the
 comparison that failed, "timed out" or "crash (signal ...)". The cases in
-skipped.txt (sequence or optional values, which no .pb tensor file holds)
+skipped.txt (map values, which layerkit does not read or write as .pb)
 fail without a run. --ort runs onnxruntime (CPUExecutionProvider, in this
 process) on every case with the CPU tolerance, for comparison.
 
@@ -100,7 +100,7 @@ def read_file(path, info=None):
 
 def compare(y, ref, backend):
     """None when y meets the reference, else why not (one line)."""
-    # Sequences and optionals: only onnxruntime is given them (skipped.txt).
+    # Sequences (lists) element by element; an empty optional is None.
     if isinstance(ref, list):
         if not isinstance(y, list) or len(y) != len(ref):
             return f"a sequence of {len(ref)} tensors was expected"
@@ -172,7 +172,7 @@ def run_layerkit(layerkit, case, backend, timeout):
                 if not os.path.exists(path):
                     return f"output '{info.name}': no file written"
                 try:
-                    y = read_file(path)
+                    y = read_file(path, info)
                 except Exception as error:  # an unreadable file is LayerKit's failure, not the runner's
                     return f"output '{info.name}': unreadable ({type(error).__name__}: {error})"
                 cause = compare(y, read_file(f"{data_set}/output_{i}.pb", info), backend)

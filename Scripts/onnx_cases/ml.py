@@ -139,12 +139,6 @@ def main():
                                               [helper.make_tensor_value_info('Y', onnx.TensorProto.FLOAT, ['N', features])]),
                rng.normal(0, 1, (2, features)).astype(np.float32))
 
-    # Refused, outside the case folders: the classifier with skl2onnx's default ZipMap.
-    refused = os.path.join(ROOT, '..', 'ml-refused')
-    os.makedirs(refused, exist_ok=True)
-    model = LogisticRegression().fit(x, binary)
-    onnx.save(to_onnx(model, x[:1], target_opset={'': 17, 'ai.onnx.ml': 3}), os.path.join(refused, 'logistic_zipmap.onnx'))
-
 
 if __name__ == '__main__':
     main()

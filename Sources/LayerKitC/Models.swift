@@ -134,6 +134,13 @@ public func lk_model_predict(_ context: OpaquePointer?, _ model: OpaquePointer?,
 /// would call with the same tensors, without copying each tensor into bytes
 /// and back.
 private func predict(_ model: Model, _ given: [String: AnyTensor], profiler: Profiler?) throws -> [String: AnyObject] {
+    // A handle holds a tensor: a sequence, optional or map (ZipMap's) has no C form.
+    if let value = (model.inputs + model.outputs).first(where: { $0.form != nil }), let form = value.form {
+        let side = model.inputs.contains { $0.name == value.name } ? "input" : "output"
+        throw CAPIError(status: lk_status(LK_ERROR_UNSUPPORTED),
+                        description: "\(side) '\(value.name)' is a \(form); the C API takes and returns tensors only "
+                            + "(run such a model with `layerkit run`, which reads and writes them as files)")
+    }
     for (name, tensor) in given.sorted(by: { $0.key < $1.key }) {
         // Unknown names are the model's own error (predict).
         guard let input = model.inputs.first(where: { $0.name == name }) else { continue }

@@ -206,7 +206,8 @@ struct CommandHelp {
         options: [
             input,
             Option("--output", "FILE|NAME=FILE", default: "none", repeatable: true,
-                   "write an output as .npy or .pb in its type, or as a .png picture (1, 3 or 4 channels); NAME=FILE for each output "
+                   "write an output as .npy or .pb in its type (a sequence or optional as a .pb, ZipMap's maps as .json), "
+                   + "or as a .png picture (1, 3 or 4 channels); NAME=FILE for each output "
                    + "of a model with several"),
             Option("--output-grid", "FILE.png|NAME=FILE.png", default: "none", repeatable: true,
                    "draw an output's channels as gray tiles (min..max), an activation-map grid"),

@@ -89,7 +89,7 @@ enum ModelFiles {
         for description in model.inputs {
             guard let path = files[description.name] else {
                 throw UsageError("missing --input for model input '\(description.name)' (the model takes "
-                                 + model.inputs.map { "\($0.name): \($0.dataType?.description ?? "untyped")" }
+                                 + model.inputs.map { "\($0.name): \($0.form?.description ?? $0.dataType?.description ?? "untyped")" }
                                     .joined(separator: ", ") + "; give each as --input NAME=FILE)")
             }
             values[description.name] = try input(path, for: description, image: image, console: console)
@@ -105,6 +105,7 @@ enum ModelFiles {
     /// type than the input's is an error naming both.
     static func input(_ path: String, for input: Model.ValueDescription, image: ImageOptions,
                       console: Console) throws -> TypedTensor {
+        if let form = input.form { return try ContainerFiles.read(path, for: input, form: form) }
         let value: TypedTensor
         if TensorFiles.isImage(path) {
             value = TypedTensor(try picture(try TensorFiles.read(path), path: path, for: input, image: image,

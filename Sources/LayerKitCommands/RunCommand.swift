@@ -104,6 +104,15 @@ enum RunCommand {
             for description in model.outputs {
                 guard let output = outputs[description.name] else { continue }
                 let files = run.outputs[description.name] ?? []
+                if output.container != nil {
+                    // A sequence, optional or map: its own files and summary (ContainerFiles).
+                    for file in files { try ContainerFiles.write(output, name: description.name, to: file) }
+                    record.outputs.append(RunRecord.Value(name: description.name, value: output, files: files))
+                    guard !json else { continue }
+                    ContainerFiles.summary(output, name: description.name).forEach { console.print($0) }
+                    for file in files { console.print("  wrote \(file)") }
+                    continue
+                }
                 for (i, file) in files.enumerated() {
                     let item = try RunBatch.item(i, of: output, items: items, name: description.name)
                     let written = file.lowercased().hasSuffix(".png")
@@ -216,7 +225,9 @@ struct RunRecord: Encodable {
         var labels: [String]? = nil
 
         init(name: String, value: TypedTensor?, files: [String], top: [[Class]]? = nil, labels: [String]? = nil) {
-            (self.name, type, shape) = (name, value?.elementType.description ?? "", value?.shape ?? [])
+            // A sequence, optional or map: its form ("sequence(tensor(float32))"), and no shape.
+            let type = value.map { $0.container != nil ? $0.form.description : $0.elementType.description }
+            (self.name, self.type, shape) = (name, type ?? "", value.map { $0.container != nil ? [] : $0.shape } ?? [])
             (self.files, self.top, self.labels) = (files, top, labels)
         }
     }

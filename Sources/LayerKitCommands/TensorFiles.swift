@@ -5,7 +5,7 @@ import LayerKit
 /// with the checks every command needs before it touches a file.
 enum TensorFiles {
     static let readable = ["npy", "pb", "png", "jpg", "jpeg"]
-    static let writable = ["npy", "pb", "png"]
+    static let writable = ["npy", "pb", "png", "json"]
     /// The readable types, as error messages list them.
     static let readableText = ".npy, .pb, .png or .jpg"
 
@@ -45,6 +45,7 @@ enum TensorFiles {
         switch fileExtension(path) {
         case "npy": try value.writeNPY(to: path)
         case "pb": try value.writeTensorProto(to: path, name: name)
+        case "json": throw UsageError("\(path): output '\(name)' is a tensor; .json is for a sequence of maps (ZipMap's)")
         default: try write(try value.float32Tensor(), to: path, png: png)
         }
     }
@@ -75,7 +76,7 @@ enum TensorFiles {
                 throw UsageError("\(output): --output-grid draws a .png picture")
             }
         } else if !writable.contains(fileExtension(output)) {
-            throw UsageError("\(output): unknown output type (expected .npy, .pb or .png)")
+            throw UsageError("\(output): unknown output type (expected .npy, .pb, .png, or .json for a sequence of maps)")
         }
         try inputs.refuseOverwrite(of: output)
     }

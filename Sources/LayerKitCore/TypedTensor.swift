@@ -21,6 +21,9 @@ public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
     public let bytes: [UInt8]
     /// The elements of a `.string` tensor; empty for every other type.
     public let strings: [String]
+    /// The sequence, optional or map this value is, when it is not a tensor
+    /// (`TypedTensor+Container`); nil for a tensor.
+    public internal(set) var container: Container?
 
     /// A tensor of `elementType` over `bytes`, which must hold exactly
     /// `shape`'s element count of that type's width.
@@ -177,7 +180,8 @@ public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
     /// the float8 types). Strings are parsed as numbers and numbers printed
     /// as strings.
     public func converted(to type: ElementType, saturate: Bool = true) throws -> TypedTensor {
-        if type == elementType { return self }
+        // A sequence or optional keeps its elements' types: a container is never converted.
+        if type == elementType || container != nil { return self }
         if type == .string {
             return try TypedTensor(shape: shape, strings: (0..<count).map { i in
                 elementType.isInteger ? String(integer(at: i)) : TypedTensor.text(double(at: i))
@@ -238,5 +242,7 @@ public struct TypedTensor: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `int64 [2, 3]`.
-    public var description: String { "\(elementType) [\(shape.map(String.init).joined(separator: ", "))]" }
+    public var description: String {
+        container != nil ? form.description : "\(elementType) [\(shape.map(String.init).joined(separator: ", "))]"
+    }
 }

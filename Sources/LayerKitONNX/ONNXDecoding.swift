@@ -133,7 +133,7 @@ struct RefusedAttribute: Error {
 
 /// AttributeProto fields LayerKit skips, and the AttributeType each stands for:
 /// tensors, tp, type_protos, sparse_tensor, sparse_tensors.
-private let refusedFieldTypes: [Int: Int32] = [10: 9, 14: 13, 15: 14, 22: 11, 23: 12]
+private let refusedFieldTypes: [Int: Int32] = [10: 9, 15: 14, 22: 11, 23: 12]
 
 extension ONNXAttribute {
     /// Decodes an `AttributeProto`: its name, and its value or the kind of
@@ -145,7 +145,7 @@ extension ONNXAttribute {
         var name = "", type: Int32 = 0
         var f: Float?, i: Int64?, s: String?, t: ONNXTensor?
         var floats: [Float] = [], ints: [Int64] = [], strings: [String] = []
-        var g: ONNXGraph?, graphs: [ONNXGraph] = []
+        var g: ONNXGraph?, graphs: [ONNXGraph] = [], tp: ValueForm?
         var refused: Set<Int32> = []  // the AttributeType codes of fields present but not decoded
         var isReference = false
         while let field = try reader.nextField() {
@@ -166,6 +166,9 @@ extension ONNXAttribute {
             case 7: try reader.appendFloats(field, "floats", to: &floats)
             case 8: try reader.appendInt64s(field, "ints", to: &ints)
             case 9: strings.append(try reader.string(field, "strings"))
+            case 14:
+                var sub = try reader.message(field, "tp", type: "TypeProto")
+                tp = try ONNXValueInfo.form(decoding: &sub)
             case 20: type = try reader.int32(field, "type")
             case 21: isReference = true; try reader.skip(field)
             default:
@@ -179,7 +182,7 @@ extension ONNXAttribute {
         if type == 0 {
             let present: [Int32] = [f.map { _ in 1 }, i.map { _ in 2 }, s.map { _ in 3 }, t.map { _ in 4 },
                                     g.map { _ in 5 }, floats.isEmpty ? nil : 6, ints.isEmpty ? nil : 7,
-                                    strings.isEmpty ? nil : 8, graphs.isEmpty ? nil : 10]
+                                    strings.isEmpty ? nil : 8, graphs.isEmpty ? nil : 10, tp.map { _ in 13 }]
                 .compactMap { $0 } + refused
             guard present.count == 1 else {
                 throw reader.error("attribute '\(name)' has \(present.isEmpty ? "no value" : "several values") "
@@ -203,7 +206,10 @@ extension ONNXAttribute {
         case 10: return (name, .success(.graphs(graphs)))
         case 9: return (name, .failure(RefusedAttribute(text: "a list of tensors")))
         case 11, 12: return (name, .failure(RefusedAttribute(text: "a sparse tensor")))
-        case 13, 14: return (name, .failure(RefusedAttribute(text: "a type")))
+        case 13:
+            guard let tp else { throw reader.error("attribute '\(name)' of type TYPE_PROTO has no type", at: reader.offset) }
+            return (name, .success(.type(tp)))
+        case 14: return (name, .failure(RefusedAttribute(text: "a list of types")))
         default: throw reader.error("attribute '\(name)' has unknown type \(type)", at: reader.offset)
         }
     }
@@ -296,64 +302,76 @@ extension ONNXTensor {
 }
 
 extension ONNXValueInfo {
-    /// Decodes a `ValueInfoProto`; values that are not tensors are refused.
+    /// Decodes a `ValueInfoProto`: a tensor, or a sequence, optional or map
+    /// (`form`); opaque and sparse values are refused.
     init(decoding reader: inout ProtobufReader) throws {
         self.init(name: "", elementType: nil, dims: nil)
-        var kind: String?
         while let field = try reader.nextField() {
             switch field.number {
             case 1: name = try reader.string(field, "name")
             case 2:
                 var sub = try reader.message(field, "type", type: "TypeProto")
-                kind = try decodeType(&sub)
+                let form = try decodeType(&sub)
+                if case .tensor = form {} else { (self.form, elementType, dims) = (form, nil, nil) }
             default: try reader.skip(field)
             }
         }
-        if let kind {
-            // skl2onnx's classifiers end in ZipMap (a list of {class: probability} maps) unless told not to.
-            let hint = kind.hasPrefix("sequence of map") ? " (a scikit-learn classifier's ZipMap output: export it with "
-                + "to_onnx(model, X, options={id(model): {'zipmap': False}}))" : ""
-            throw reader.error("value '\(name)' is a \(kind); only tensors are supported\(hint)", at: reader.offset)
-        }
     }
 
-    /// Reads a `TypeProto` into `elementType` and `dims` when it is a
-    /// tensor type; otherwise returns its description ("sequence of tensor").
-    private mutating func decodeType(_ reader: inout ProtobufReader) throws -> String? {
-        var kind: String?
+    /// The form a `TypeProto` gives (an attribute's `tp`).
+    static func form(decoding reader: inout ProtobufReader) throws -> ValueForm {
+        var info = ONNXValueInfo(name: "", elementType: nil, dims: nil)
+        return try info.decodeType(&reader)
+    }
+
+    /// Reads a `TypeProto`: a tensor type into `elementType` and `dims`,
+    /// and the value's form (nested types recurse, bounded by the reader's
+    /// depth limit).
+    private mutating func decodeType(_ reader: inout ProtobufReader) throws -> ValueForm {
+        var form = ValueForm.tensor(nil)
         while let field = try reader.nextField() {
             switch field.number {
             case 1:
                 var sub = try reader.message(field, "tensor_type", type: "TypeProto.Tensor")
                 try decodeTensorType(&sub)
-            case 4: kind = try Self.describeType("sequence", field, &reader)
-            case 5: kind = try Self.describeType("map", field, &reader)
-            case 9: kind = try Self.describeType("optional", field, &reader)
-            case 7: try reader.skip(field); kind = "opaque"
-            case 8: try reader.skip(field); kind = "sparse tensor"
+                form = .tensor(elementType.flatMap { ElementType(rawValue: $0.rawValue) })
+            case 4: form = .sequence(try Self.decodeInner("sequence", field, &reader).value)
+            case 9: form = .optional(try Self.decodeInner("optional", field, &reader).value)
+            case 5:
+                let (key, value) = try Self.decodeInner("map", field, &reader)
+                guard let key, key == .string || key == .int64 else {
+                    throw reader.error("value '\(name)' is a map keyed by \(key?.description ?? "an unknown type"); "
+                                       + "LayerKit reads maps keyed by string or int64", at: reader.offset)
+                }
+                form = .map(key: key, value: value)
+            case 7, 8:
+                throw reader.error("value '\(name)' is \(field.number == 7 ? "an opaque value" : "a sparse tensor"); "
+                                   + "LayerKit reads tensors, sequences, optionals and maps", at: reader.offset)
             default: try reader.skip(field)
             }
         }
-        return kind
+        return form
     }
 
-    /// Describes a sequence, map or optional type, reading its element types
-    /// (nested types recurse, bounded by the reader's depth limit).
-    private static func describeType(_ kind: String, _ field: ProtobufReader.Field,
-                                     _ outer: inout ProtobufReader) throws -> String {
+    /// Reads a sequence's or optional's `elem_type`, or a map's `key_type`
+    /// and `value_type`.
+    private static func decodeInner(_ kind: String, _ field: ProtobufReader.Field,
+                                    _ outer: inout ProtobufReader) throws -> (key: ElementType?, value: ValueForm) {
         var reader = try outer.message(field, kind + "_type", type: "TypeProto." + kind.capitalized)
-        var element = "tensor"
+        var (key, value): (ElementType?, ValueForm) = (nil, .tensor(nil))
         while let field = try reader.nextField() {
-            // Sequence and Optional hold elem_type = 1, Map value_type = 2 (key_type = 1 is an int).
-            if field.number == (kind == "map" ? 2 : 1) {
+            // Sequence and Optional hold elem_type = 1, Map key_type = 1 (an int) and value_type = 2.
+            if kind == "map", field.number == 1 {
+                key = ElementType(rawValue: Int(try reader.int32(field, "key_type")))
+            } else if field.number == (kind == "map" ? 2 : 1) {
                 var sub = try reader.message(field, kind == "map" ? "value_type" : "elem_type", type: "TypeProto")
                 var inner = ONNXValueInfo(name: "", elementType: nil, dims: nil)
-                element = try inner.decodeType(&sub) ?? "tensor"
+                value = try inner.decodeType(&sub)
             } else {
                 try reader.skip(field)
             }
         }
-        return "\(kind) of \(element)"
+        return (key, value)
     }
 
     private mutating func decodeTensorType(_ reader: inout ProtobufReader) throws {

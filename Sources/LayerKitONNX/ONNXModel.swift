@@ -212,6 +212,8 @@ public enum ONNXAttribute: Sendable, Equatable {
     case graph(ONNXGraph)
     /// A list of graphs (`graphs`).
     case graphs([ONNXGraph])
+    /// A value's type (`tp`): Optional's element type.
+    case type(ValueForm)
 
     /// The kind of value, as error messages name it ("ints").
     public var kind: String {
@@ -225,6 +227,7 @@ public enum ONNXAttribute: Sendable, Equatable {
         case .strings: return "strings"
         case .graph: return "graph"
         case .graphs: return "graphs"
+        case .type: return "type"
         }
     }
 }
@@ -237,6 +240,9 @@ public struct ONNXValueInfo: Sendable, Equatable {
     public var elementType: ONNXDataType?
     /// The tensor's dimensions, or nil when the file gives no shape (rank unknown).
     public var dims: [ONNXDimension]?
+    /// The value's form when it is a sequence, optional or map (then
+    /// `elementType` and `dims` are nil); nil for a tensor.
+    public var form: ValueForm? = nil
 }
 
 /// One dimension of a value's shape.

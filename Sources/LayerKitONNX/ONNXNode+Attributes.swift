@@ -42,6 +42,11 @@ extension ONNXNode {
         try attribute(name, "graph") { if case .graph(let v) = $0 { v } else { nil } }
     }
 
+    /// The type attribute `name` (Optional's `type`).
+    public func type(_ name: String) throws -> ValueForm? {
+        try attribute(name, "type") { if case .type(let v) = $0 { v } else { nil } }
+    }
+
     private func attribute<T>(_ name: String, _ kind: String, _ extract: (ONNXAttribute) -> T?) throws -> T? {
         guard let attribute = attributes[name] else { return nil }
         guard let value = extract(attribute) else {

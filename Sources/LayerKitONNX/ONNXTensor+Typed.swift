@@ -5,6 +5,7 @@ extension ONNXTensor {
     /// `raw_data` (sub-byte types unpacked, first element in the low bits)
     /// or from the typed field ONNX keeps that type in.
     public func typed() throws -> TypedTensor {
+        if let containerValue { return containerValue }
         guard let type = ElementType(rawValue: dataType.rawValue), !type.isComplex else {
             throw failure("has type \(dataType), which LayerKit does not read")
         }
@@ -46,6 +47,10 @@ extension ONNXTensor {
     /// (packed for the sub-byte types) or `string_data`.
     public init(name: String, typed tensor: TypedTensor) {
         self.init(name: name, dims: tensor.shape, dataType: ONNXDataType(rawValue: tensor.elementType.rawValue))
+        if tensor.container != nil {
+            containerValue = tensor
+            return
+        }
         if tensor.elementType == .string {
             stringData = tensor.strings.map { Array($0.utf8) }
             return

@@ -76,6 +76,12 @@ public struct ONNXTensor: Sendable, Hashable {
         let length: Int?
     }
     var externalData: ExternalData?
+    /// The sequence or optional this value is (`TypedTensor.container`),
+    /// carried whole; nil for a tensor, whose data is in the fields above.
+    var containerValue: TypedTensor?
+
+    /// Whether the value is a sequence, optional or map rather than a tensor.
+    public var isContainer: Bool { containerValue != nil }
 
     /// Hashes what tells tensors apart cheaply: name, type, dims, the size of
     /// each storage and the bytes of the first elements. Equal tensors hash

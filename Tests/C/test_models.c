@@ -113,6 +113,29 @@ static void refuses_bad_calls(lk_context *context, lk_model *model, lk_tensor *i
     lk_tensor_destroy(small);
 }
 
+/* A scikit-learn classifier exported with ZipMap (Fixtures/zipmap): its
+ * probabilities are a sequence of maps, which no tensor handle holds; the
+ * C API refuses the run naming the output and its form, nothing made. */
+static void refuses_a_sequence_of_maps(lk_context *context) {
+    lk_model *model = NULL;
+    CHECK_OK(context, lk_model_load(context, LAYERKIT_SOURCE_DIR "/Tests/LayerKitTests/Fixtures/zipmap/"
+                                    "logistic_regression_iris/model.onnx", &model));
+    if (!model) return;
+    const int64_t shape[2] = {1, 4};
+    const float features[4] = {5.1f, 3.5f, 1.4f, 0.2f};
+    lk_tensor *x = NULL;
+    CHECK_OK(context, lk_tensor_create(context, shape, 2, features, &x));
+    const char *names[] = {"X"};
+    const lk_tensor *inputs[] = {x};
+    lk_tensor *outputs[2] = {NULL, NULL};
+    CHECK_STATUS(context, LK_ERROR_UNSUPPORTED, lk_model_predict(context, model, names, inputs, 1, outputs, 2, NULL));
+    CHECK(strstr(lk_context_last_error(context),
+                 "output 'output_probability' is a sequence(map(int64, tensor(float32)))") != NULL);
+    CHECK(outputs[0] == NULL && outputs[1] == NULL);
+    lk_tensor_destroy(x);
+    lk_model_destroy(model);
+}
+
 struct worker {
     lk_context *context;
     lk_model *model;
@@ -172,6 +195,7 @@ int main(void) {
         printf("CPU vs onnxruntime: max relative error %.3g (bound 1e-4)\n", cpu_error);
         CHECK(cpu_error <= 1e-4);
         refuses_bad_calls(context, model, input);
+        refuses_a_sequence_of_maps(context);
         threads_agree(context, model, input, serial);
     }
     lk_tensor_destroy(input);

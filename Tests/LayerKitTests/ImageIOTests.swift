@@ -121,18 +121,3 @@ import Testing
         }
     }
 }
-
-@Suite struct MLExportTests {
-    /// skl2onnx's default export ends in ZipMap, whose output the reader
-    /// refuses with the option that drops it.
-    @Test func aZipMapExportSaysHowToExportWithoutIt() {
-        let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/ml-refused/logistic_zipmap.onnx")
-        do {
-            _ = try Model(contentsOf: path, computeUnits: .cpuOnly)
-            Issue.record("a ZipMap model loaded")
-        } catch {
-            #expect("\(error)".contains("options={id(model): {'zipmap': False}}"), "\(error)")
-        }
-    }
-}

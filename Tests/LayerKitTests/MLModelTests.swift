@@ -6,7 +6,7 @@ import Testing
 /// The ai.onnx.ml ops (scikit-learn exports) against onnxruntime: every case
 /// of `Fixtures/onnx-cases/ml` (`Scripts/onnx_cases/ml.py`) on the CPU, int64
 /// labels compared as the floats LayerKit gives them; and the errors a user
-/// meets (ZipMap, string labels, bad attribute lengths).
+/// meets (ZipMap's label count, string labels, bad attribute lengths).
 @Suite struct MLModelTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("Fixtures/onnx-cases/ml")
@@ -81,10 +81,22 @@ import Testing
         }
     }
 
-    @Test func zipMapSaysHowToExportWithoutIt() {
-        let message = Self.failure(Self.model("ZipMap", attributes: []))
-        #expect(message.contains("node 'skl' (ZipMap)"), "\(message)")
-        #expect(message.contains("options={id(model): {'zipmap': False}}"), "\(message)")
+    /// ZipMap's maps hold its input's rows under its labels (scikit-learn's
+    /// exports run through `ZipMapRunCommandTests`); labels that do not
+    /// match the columns are a load error naming the node and both counts.
+    @Test func zipMapMapsRowsAndRefusesALabelCountOffTheColumns() throws {
+        let fits = try Model(data: Self.model("ZipMap", attributes: [Self.ints("classlabels_int64s", [4, 5, 6])]),
+                             computeUnits: .cpuOnly, notice: { _ in })
+        let x = try TypedTensor(.float32, shape: [1, 3], doubles: [0.25, 0.5, 0.125])
+        let maps = try #require(try fits.predict(typed: ["X": x])["Y"]?.sequenceElements)
+        guard maps.count == 1, case .map(let keys, let values)? = maps[0].container else {
+            Issue.record("not one map: \(maps)")
+            return
+        }
+        #expect(keys.integers() == [4, 5, 6] && values.doubles() == [0.25, 0.5, 0.125])
+        // Refused at load: the plan computes ZipMap once on zeros of the input's shape.
+        let message = Self.failure(Self.model("ZipMap", attributes: [Self.strings("classlabels_strings", ["cat", "dog"])]))
+        #expect(message.contains("node 'skl' (ZipMap)") && message.contains("2 class labels for 3 columns"), "\(message)")
     }
 
     /// String labels load (`ClassicMLModelTests` runs them); a count that does not fit the scores is refused by name.

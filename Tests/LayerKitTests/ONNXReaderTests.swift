@@ -101,7 +101,7 @@ private func decodeFully(_ data: Data) throws {
         case .tensor(let t):
             let f = fact as? [String: Any]
             return f?["dims"] as? [Int] == t.dims && f?["data_type"] as? Int == t.dataType.rawValue
-        case .graph, .graphs: return false  // the reference models hold no graph attributes
+        case .graph, .graphs, .type: return false  // the reference models hold no graph or type attributes
         }
     }
 
@@ -229,10 +229,14 @@ private func decodeFully(_ data: Data) throws {
         let input = PB.string(1, "x") + PB.bytes(2, type)
         let message = invalidModelMessage { try decodeFully(ONNXBytes.model(graph: ONNXBytes.graph(inputs: [input]))) }
         #expect(message?.contains("nested more than 64 deep") == true, "\(message ?? "")")
-        // Shallow nesting decodes to a clear refusal of the type.
+        // Shallow nesting decodes to the value's form; an opaque type is refused by name.
         let sequence = PB.string(1, "x") + PB.bytes(2, PB.bytes(4, PB.bytes(1, PB.bytes(1, PB.int(1, 1)))))
-        let refusal = invalidModelMessage { try decodeFully(ONNXBytes.model(graph: ONNXBytes.graph(inputs: [sequence]))) }
-        #expect(refusal?.contains("value 'x' is a sequence of tensor; only tensors are supported") == true)
+        let model = try? ONNXModel(data: ONNXBytes.model(graph: ONNXBytes.graph(inputs: [sequence])), source: "test.onnx")
+        #expect(model?.graph.inputs.first?.form == .sequence(.tensor(.float32)))
+        let opaque = PB.string(1, "x") + PB.bytes(2, PB.bytes(7, []))
+        let refusal = invalidModelMessage { try decodeFully(ONNXBytes.model(graph: ONNXBytes.graph(inputs: [opaque]))) }
+        #expect(refusal?.contains("value 'x' is an opaque value; LayerKit reads tensors, sequences, optionals and maps") == true,
+                "\(refusal ?? "")")
     }
 
     @Test func modelLevelChecks() {

@@ -15,9 +15,15 @@ struct ModelGraph {
         /// host, which only `TypedStep`s compute on.
         var elementType: ElementType = .float32
 
+        /// Whether the value is a sequence, optional or map
+        /// (`TypedTensor.Container`) a typed step makes at run time (ZipMap's
+        /// maps): held as a `TypedTensor`, whatever its tensors' type.
+        var isContainer = false
+
         /// Whether the value is held in its own type at run time rather
-        /// than as float32: integers stay exact, bools bools, float64 double.
-        var isTyped: Bool { ModelGraph.holdsTyped(elementType) }
+        /// than as float32: integers stay exact, bools bools, float64
+        /// double, containers whole.
+        var isTyped: Bool { isContainer || ModelGraph.holdsTyped(elementType) }
     }
 
     /// Whether values of `type` are held as `TypedTensor`s at run time

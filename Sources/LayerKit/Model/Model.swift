@@ -27,13 +27,18 @@ public final class Model: @unchecked Sendable {
         /// The element type; nil when the file gives none, or a code newer
         /// than `ElementType`'s list.
         public let dataType: ElementType?
+        /// The value's form when it is a sequence, optional or map (then
+        /// `dimensions` is empty and `dataType` nil): such a value is given
+        /// and returned as a container `TypedTensor` (`predict(typed:)`).
+        public var form: ValueForm? = nil
 
         /// The shape the load-time plan uses: each symbolic dimension 1.
         public var shapeWithSymbolsAsOne: [Int] { dimensions.map { $0.size ?? 1 } }
 
         /// `image: float32 [N, 3, 64, 64]` ("untyped" without a type).
         public var description: String {
-            "\(name): \(dataType?.description ?? "untyped") [\(dimensions.map(\.description).joined(separator: ", "))]"
+            if let form { return "\(name): \(form)" }
+            return "\(name): \(dataType?.description ?? "untyped") [\(dimensions.map(\.description).joined(separator: ", "))]"
         }
     }
 
@@ -148,7 +153,7 @@ public final class Model: @unchecked Sendable {
         opsets = model.opsetImports.map { ($0.domain, $0.version) }
         do {
             inputs = try model.graph.feedInputs.map { input in
-                guard let dims = input.dims else {
+                guard let dims = input.dims ?? (input.form != nil ? [] : nil) else {
                     throw LayerKitError.invalidModel("input '\(input.name)' has no shape: its rank cannot be resolved")
                 }
                 return Model.describe(input, dims)
@@ -315,6 +320,10 @@ public final class Model: @unchecked Sendable {
             guard let tensor = given[input.name] else {
                 throw LayerKitError.invalidParameter("input '\(input.name)' is missing")
             }
+            if let form = input.form {
+                throw LayerKitError.invalidParameter("input '\(input.name)' is a \(form), which a Tensor cannot hold: "
+                                                     + "give it as a TypedTensor (predict(typed:))")
+            }
             try Model.check(tensor.shape, fits: input)
             return tensor
         }
@@ -356,6 +365,16 @@ public final class Model: @unchecked Sendable {
         var values: [TypedTensor?] = []
         for (i, input) in inputs.enumerated() {
             guard let value = given[input.name] else { throw LayerKitError.invalidParameter("input '\(input.name)' is missing") }
+            if input.form != nil || value.container != nil {
+                // A sequence or optional is a zero-size value: a constant of the plan, read at prepare.
+                guard let form = input.form, form.admits(value.form) else {
+                    throw LayerKitError.invalidParameter("input '\(input.name)' is a \(value.form); the model takes "
+                                                         + (input.form.map { "a \($0)" } ?? "a tensor"))
+                }
+                tensors.append(try Tensor(shape: value.shape))
+                values.append(value)
+                continue
+            }
             let type = input.dataType ?? .float32
             guard value.elementType == type else {
                 throw LayerKitError.invalidParameter("input '\(input.name)' is \(value.elementType); the model takes \(type)")
@@ -526,7 +545,7 @@ public final class Model: @unchecked Sendable {
 
     static func describe(_ value: ONNXValueInfo, _ dims: [ONNXDimension]) -> ValueDescription {
         ValueDescription(name: value.name, dimensions: dims.map(Dimension.init),
-                         dataType: value.elementType.flatMap { ElementType(rawValue: $0.rawValue) })
+                         dataType: value.elementType.flatMap { ElementType(rawValue: $0.rawValue) }, form: value.form)
     }
 
     /// Throws unless `shape` has the input's rank and its fixed dimensions.

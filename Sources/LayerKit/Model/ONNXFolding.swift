@@ -48,7 +48,9 @@ enum ONNXFolding {
             }
             given = [0]
         }
-        guard !given.isEmpty, given.allSatisfy({ constants[$0] != nil }) else { return nil }
+        // An op only folding computes may take no input at all (SequenceEmpty, an empty Optional).
+        let foldsAlone = given.isEmpty && ONNXOperators.declaration(of: node.node).map { $0.convert == nil && $0.fold != nil } == true
+        guard !given.isEmpty || foldsAlone, given.allSatisfy({ constants[$0] != nil }) else { return nil }
         let inputs: [TypedTensor?]
         do {
             inputs = try constants.indices.map { given.contains($0) ? try constants[$0]?.typed() : nil }

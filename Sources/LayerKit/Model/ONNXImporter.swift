@@ -96,6 +96,11 @@ struct ONNXImporter {
                 }
                 continue
             }
+            if let form = input.form {
+                // A sequence or optional is a constant of the plan: its value is read at prepare.
+                requests?.record(input.name)
+                throw LayerKitError.invalidModel("input '\(input.name)' is a \(form): LayerKit needs its value at prepare")
+            }
             guard let type = declaredTypes[input.name], !type.isComplex else {
                 throw LayerKitError.invalidModel("input '\(input.name)' is \(input.elementType?.description ?? "untyped"); "
                                                  + "LayerKit runs inputs of real, integer, bool and string types")
@@ -176,6 +181,7 @@ struct ONNXImporter {
                                         + "\(ONNXImporter.maxModelElements >> 20)M elements (2 GiB), LayerKit's limit for a model")
                 }
                 let index = graph.addValue(output, shape: shape, type: type)
+                graph.values[index].isContainer = outputs[k].isContainer
                 valueIndex[output] = index
                 declaredTypes[output] = type
                 (positions, shapes, outputTypes, indices) = (positions + [k], shapes + [shape], outputTypes + [type], indices + [index])
@@ -335,7 +341,8 @@ struct ONNXImporter {
                 // A graph output known at load (everything before it folded): its
                 // exact typed value, and a float32 constant of it for the plan.
                 let typed = try constant.typed()
-                let tensor = typed.elementType == .string ? try Tensor(shape: typed.shape) : try typed.float32Tensor()
+                let tensor = typed.elementType == .string || typed.container != nil ? try Tensor(shape: typed.shape)
+                    : try typed.float32Tensor()
                 graph.knownOutputs[graph.outputs.count] = typed
                 graph.outputs.append(graph.addValue(output.name, shape: tensor.shape, constant: tensor))
             } else {

@@ -172,6 +172,7 @@ struct ONNXNodeContext {
             case .strings(let v): result[name] = v
             case .tensor: throw error("attribute '\(name)' is a tensor, which a custom layer's parameters cannot hold")
             case .graph, .graphs: throw error("attribute '\(name)' is a graph, which a custom layer's parameters cannot hold")
+            case .type: throw error("attribute '\(name)' is a type, which a custom layer's parameters cannot hold")
             }
         }
         return result

@@ -31,7 +31,14 @@ extension ONNXOperators {
                 throw node.error("input \(i) ('\(node.node.inputs[i])') decides its output shapes by its values, computed "
                                  + "at run time: LayerKit needs them at prepare")
             }
-            return try TypedKernelLayer.converter(kernel)(node)
+            let converted = try TypedKernelLayer.converter(kernel)(node)
+            // A body that makes a sequence or optional (a SequenceMap's expansion reading a float
+            // input) runs at prepare: no float layer holds a container. Its run-time inputs are asked for.
+            if let layer = converted.layer as? TypedKernelLayer, try layer.makesContainers(on: node) {
+                for i in converted.inputs { node.requests?.record(node.node.inputs[i]) }
+                throw node.error("makes a sequence or optional from a value computed at run time: LayerKit needs that value at prepare")
+            }
+            return converted
         }
     }
 }

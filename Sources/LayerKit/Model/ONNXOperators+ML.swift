@@ -44,11 +44,11 @@ extension ONNXOperators {
         ONNXOperator("CategoryMapper", through: nil, inputs: 1...1, fold: TypedKernels.categoryMapper) { node in
             throw node.error("maps string or int64 values; its input is a float value")
         },
-        // skl2onnx puts ZipMap after every classifier unless told not to:
-        // a sequence of maps, which a tensor cannot hold.
-        ONNXOperator("ZipMap", through: nil, inputs: 1...1) { node in
-            throw node.error("ZipMap (a list of {class: probability} maps) is not supported; export the "
-                             + "classifier without it: to_onnx(model, X, options={id(model): {'zipmap': False}})")
+        // skl2onnx puts ZipMap after every classifier unless told not to: a
+        // sequence of maps (a container value), made by a typed step on the CPU.
+        ONNXOperator("ZipMap", through: nil, inputs: 1...1, fold: TypedKernels.zipMap) { node in
+            throw node.error("makes a sequence of maps, which only its typed kernel computes; its input must be a "
+                             + "float32 value")
         },
     ]
 
@@ -56,7 +56,7 @@ extension ONNXOperators {
     static let mlTable: [String: ONNXOperator] = byName(ml)
 
     /// Every ai.onnx.ml op type LayerKit knows, for error messages.
-    static var supportedMLOps: [String] { mlTable.keys.filter { $0 != "ZipMap" }.sorted() }
+    static var supportedMLOps: [String] { mlTable.keys.sorted() }
 
     /// The declaration of `node`'s op: `table`'s for the default domain,
     /// `mlTable`'s for ai.onnx.ml, nil for other domains.

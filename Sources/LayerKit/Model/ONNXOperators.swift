@@ -107,7 +107,7 @@ enum ONNXOperators {
     /// caught by `OpTableTests`.
     static let families: [[ONNXOperator]] = [elementwiseOps, normalization, layout, data, indexing, math, convolution, recurrent,
                                              attention, losses, linearAlgebra, sampling, regions, quantization, folding,
-                                             strings, controlFlow, signal, detection]
+                                             strings, controlFlow, sequences, signal, detection]
 
     /// The ops, by op type.
     static let table: [String: ONNXOperator] = byName(families.joined())
@@ -123,7 +123,7 @@ enum ONNXOperators {
     /// convolution, pooling, BatchNormalization and Dropout in
     /// `convolution`.
     static let elementwiseOps: [ONNXOperator] = [
-        ONNXOperator("Identity", through: 25, inputs: 1...1, types: .moved) { _ in ConvertedNode(layer: nil, inputs: [0]) },  // 14, 16: sequences and optionals (refused); others: types
+        ONNXOperator("Identity", through: 25, inputs: 1...1, types: .moved) { _ in ConvertedNode(layer: nil, inputs: [0]) },  // 14, 16: sequences and optionals (passed through whole); others: types
         ONNXOperator("Abs", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .abs) }, elementwise),  // 6: consumed_inputs dropped; 13: types
         ONNXOperator("Ceil", through: 13, inputs: 1...1, fold: { try TypedKernels.unary($0, $1, .float({ $0.rounded(.up) }, { $0.rounded(.up) })) }, elementwise),  // 6: consumed_inputs dropped; 13: types
         ONNXOperator("Celu", through: 28, inputs: 1...1, elementwise),  // 28: types

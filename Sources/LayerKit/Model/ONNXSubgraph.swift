@@ -42,9 +42,16 @@ struct ONNXSubgraph {
         }
         var body = graph
         // Shapes may change per iteration: the body's declared dims are not held to.
-        body.inputs = zip(graph.inputs, types).map { ONNXValueInfo($0.name, type: ONNXDataType(rawValue: $1.rawValue), dims: nil) }
-        body.inputs += graph.outerNames.compactMap { name in
-            outerValues[name].map { ONNXValueInfo(name, type: $0.dataType, dims: nil) }
+        // A sequence or optional input keeps its declared form (its value is a container).
+        body.inputs = zip(graph.inputs, types).map { info, type in
+            info.form != nil ? info : ONNXValueInfo(info.name, type: ONNXDataType(rawValue: type.rawValue), dims: nil)
+        }
+        body.inputs += try graph.outerNames.compactMap { name in
+            try outerValues[name].map { value in
+                var info = ONNXValueInfo(name, type: value.dataType, dims: nil)
+                if value.isContainer { (info.form, info.elementType) = (try value.typed().form, nil) }
+                return info
+            }
         }
         let model = ONNXModel(subgraph: body, opsetImports: [("", node.opset)])
         do {

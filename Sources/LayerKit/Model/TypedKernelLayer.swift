@@ -57,6 +57,12 @@ final class TypedKernelLayer: Layer, @unchecked Sendable {
         return try outputs(inputShapes.map { try TypedTensor(zerosOf: .float32, shape: $0) }).map(\.shape)
     }
 
+    /// Whether the kernel makes a sequence or optional on zeros of the
+    /// run-time inputs' shapes in `node`, which no float layer can hold.
+    func makesContainers(on node: ONNXNodeContext) throws -> Bool {
+        try outputs(runtimeInputs.map { try TypedTensor(zerosOf: .float32, shape: node.shape($0)) }).contains { $0.container != nil }
+    }
+
     func evaluate(inputs: [Tensor], outputs: [Tensor]) throws {
         let computed = try self.outputs(inputs.map { TypedTensor($0) })
         guard computed.map(\.shape) == outputs.map(\.shape) else {
