@@ -11,7 +11,8 @@ extension CoreMLGraphBuilder {
         160: "batchnorm", 165: "mvn", 170: "l2normalize", 175: "softmax", 180: "lrn", 190: "crop", 200: "padding",
         210: "upsample", 220: "unary", 230: "add", 231: "multiply", 240: "average", 245: "scale", 250: "bias",
         260: "max", 261: "min", 280: "reduce", 290: "loadConstant", 300: "reshape", 301: "flatten", 310: "permute",
-        320: "concat", 330: "split", 345: "reorganizeData", 350: "slice", 500: "custom", 600: "copy", 660: "clip",
+        320: "concat", 330: "split", 345: "reorganizeData", 350: "slice", 400: "simpleRecurrent", 410: "gru",
+        420: "uniDirectionalLSTM", 430: "biDirectionalLSTM", 500: "custom", 600: "copy", 660: "clip",
         665: "ceil", 670: "floor", 680: "sign", 700: "exp2", 710: "sin", 715: "cos", 720: "tan", 730: "asin",
         735: "acos", 740: "atan", 750: "sinh", 755: "cosh", 760: "tanh", 770: "asinh", 775: "acosh", 780: "atanh",
         790: "erf", 795: "gelu", 870: "minBroadcastable", 875: "maxBroadcastable", 880: "addBroadcastable",
@@ -22,7 +23,8 @@ extension CoreMLGraphBuilder {
 
     /// Layer types that read no input (`loadConstant`) or several outputs (`split`, `custom`).
     private static let noInput: Set<String> = ["loadConstant"]
-    private static let severalOutputs: Set<String> = ["custom", "split"]
+    private static let severalOutputs: Set<String> = ["custom", "split", "simpleRecurrent", "gru", "uniDirectionalLSTM",
+                                                      "biDirectionalLSTM"]
 
     /// Adds `layer`'s nodes.
     mutating func add(_ layer: CoreMLLayer) throws {
@@ -56,6 +58,7 @@ extension CoreMLGraphBuilder {
         case "flatten": try flatten(&params, input, output)
         case "reshape", "reshapeStatic": try reshape(&params, static: type == "reshapeStatic", input, output)
         case "custom": try custom(&params, layer)
+        case "simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM": try recurrent(type, &params, layer)
         default: try addMore(type, &params, layer)
         }
         for name in layer.outputs { producers[name] = layer.typeNumber }
