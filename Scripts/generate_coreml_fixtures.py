@@ -27,9 +27,11 @@ Writes Tests/LayerKitTests/Fixtures/coreml/:
                                 uniDirectionalLSTM (peepholes, forgetBias, cell clip 0.25, initial
                                 h0 and c0, the last step), biDirectionalLSTM (coupled input and
                                 forget gates, the whole sequence); `recurrent` writes only the
-                                recurrent fixtures
+                                recurrent fixtures (`parametric_softplus` ParametricSoftplus)
     RecurrentND.mlmodel         an exact-mapping gru on Core ML's rank-5 blob [4, 2, 3, 1, 1]: a
                                 batch of two sequences, outputs [4, 2, 5, 1, 1] and [1, 2, 5, 1, 1]
+    ParametricSoftplus.mlmodel  parametricSoftplus per channel of [3, 2, 2], then with one alpha and
+                                beta; its references float64 numpy's (outputs y, z)
     RecurrentRefused.mlmodel    a simpleRecurrent of leakyReLU, which Core ML's recurrent layers
                                 do not take, for the refusal naming it
     Unsupported.mlmodel         a layer LayerKit does not translate (unary sqrt), for the
@@ -990,6 +992,33 @@ def recurrent_nd(rng):
     return builder, {'x': rng.uniform(-1.5, 1.5, size=(steps, batch, size, 1, 1)).astype(np.float32)}, reference
 
 
+def parametric_softplus(rng):
+    """parametricSoftplus, alpha * log(1 + exp(beta * x)), per channel of [3, 2, 2], then with one alpha and beta."""
+    alpha, beta = rng.uniform(0.5, 1.5, size=3).astype(np.float32), rng.uniform(-2, 2, size=3).astype(np.float32)
+    alpha1, beta1 = rng.uniform(0.5, 1.5, size=1).astype(np.float32), rng.uniform(0.5, 2, size=1).astype(np.float32)
+    builder = NeuralNetworkBuilder([('x', datatypes.Array(3, 2, 2))], [('y', datatypes.Array(3, 2, 2)),
+                                                                      ('z', datatypes.Array(3, 2, 2))])
+    builder.add_activation('y', 'PARAMETRICSOFTPLUS', 'x', 'y', params=[alpha, beta])
+    builder.add_activation('z', 'PARAMETRICSOFTPLUS', 'y', 'z', params=[alpha1, beta1])
+
+    def softplus(v, a, b):
+        return a * np.log1p(np.exp(b * v))
+
+    def reference(x):
+        y = softplus(x, alpha.astype(np.float64)[:, None, None], beta.astype(np.float64)[:, None, None])
+        return {'y': y[None], 'z': softplus(y, float(alpha1[0]), float(beta1[0]))[None]}
+
+    return builder, rng.uniform(-3, 3, size=(3, 2, 2)).astype(np.float32), reference
+
+
+def write_parametric_softplus():
+    builder, x, reference = parametric_softplus(np.random.default_rng(20282))
+    save_spec(builder.spec, os.path.join(ROOT, 'ParametricSoftplus.mlmodel'))
+    np.save(os.path.join(ROOT, 'ParametricSoftplus-input.npy'), x[None])
+    for output, value in reference(x.astype(np.float64)).items():
+        np.save(os.path.join(ROOT, f'ParametricSoftplus-{output}.npy'), value)
+
+
 def recurrent_refused():
     """A simpleRecurrent whose activation is leakyReLU, which Core ML's recurrent layers do not take."""
     builder = NeuralNetworkBuilder([('x', datatypes.Array(2))], [('y', datatypes.Array(2))])
@@ -1037,8 +1066,10 @@ def save_references(name, x, reference, batch):
 
 def main():
     os.makedirs(ROOT, exist_ok=True)
-    if sys.argv[1:] == ['recurrent']:
-        write_recurrent()
+    writers = {'recurrent': write_recurrent, 'parametric_softplus': write_parametric_softplus}
+    if sys.argv[1:]:  # only the fixtures named
+        for name in sys.argv[1:]:
+            writers[name]()
         return
     for index, (name, make) in enumerate([('NeuralMcNeuralNet', neural_mc_neural_net), ('PlainNet', plain_net),
                                           ('ImageClassifier', image_classifier), ('ReshapeND', reshape_nd),
@@ -1064,6 +1095,7 @@ def main():
     write_updatable('UpdatableClassifier', updatable_classifier, 20270)
     write_updatable('UpdatableRegressor', updatable_regressor, 20271)
     write_recurrent()
+    write_parametric_softplus()
 
 
 if __name__ == '__main__':

@@ -71,6 +71,14 @@ import Testing
         try Self.expectEveryOutput(model, name, reference: "-fp16", tolerance: 2e-3)
     }
 
+    /// parametricSoftplus, alpha · log(1 + exp(beta · x)), per channel and with one alpha and
+    /// beta, against numpy's float64 result within 1e-5 on the CPU.
+    @Test func parametricSoftplusRunsAsNumpyComputes() throws {
+        let model = try Model(contentsOf: Self.fixture("ParametricSoftplus.mlmodel"), computeUnits: .cpuOnly,
+                              notice: { _ in })
+        try Self.expectEveryOutput(model, "ParametricSoftplus", tolerance: 1e-5)
+    }
+
     // MARK: Recurrent layers
 
     /// Core ML's four recurrent layers (`RecurrentNet`: simpleRecurrent, gru with reverseInput,
