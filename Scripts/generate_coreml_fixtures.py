@@ -31,7 +31,8 @@ Writes Tests/LayerKitTests/Fixtures/coreml/:
     RecurrentND.mlmodel         an exact-mapping gru on Core ML's rank-5 blob [4, 2, 3, 1, 1]: a
                                 batch of two sequences, outputs [4, 2, 5, 1, 1] and [1, 2, 5, 1, 1]
     ParametricSoftplus.mlmodel  parametricSoftplus per channel of [3, 2, 2], then with one alpha and
-                                beta; its references float64 numpy's (outputs y, z)
+                                beta (outputs y, z; -fp16 references with the input and each
+                                activation's output rounded to fp16, as the GPU stores them)
     RecurrentRefused.mlmodel    a simpleRecurrent of leakyReLU, which Core ML's recurrent layers
                                 do not take, for the refusal naming it
     Unsupported.mlmodel         a layer LayerKit does not translate (unary sqrt), for the
@@ -1004,9 +1005,9 @@ def parametric_softplus(rng):
     def softplus(v, a, b):
         return a * np.log1p(np.exp(b * v))
 
-    def reference(x):
-        y = softplus(x, alpha.astype(np.float64)[:, None, None], beta.astype(np.float64)[:, None, None])
-        return {'y': y[None], 'z': softplus(y, float(alpha1[0]), float(beta1[0]))[None]}
+    def reference(x, store):
+        y = store(softplus(store(x), alpha.astype(np.float64)[:, None, None], beta.astype(np.float64)[:, None, None]))
+        return {'y': y, 'z': store(softplus(y, float(alpha1[0]), float(beta1[0])))}
 
     return builder, rng.uniform(-3, 3, size=(3, 2, 2)).astype(np.float32), reference
 
@@ -1014,9 +1015,7 @@ def parametric_softplus(rng):
 def write_parametric_softplus():
     builder, x, reference = parametric_softplus(np.random.default_rng(20282))
     save_spec(builder.spec, os.path.join(ROOT, 'ParametricSoftplus.mlmodel'))
-    np.save(os.path.join(ROOT, 'ParametricSoftplus-input.npy'), x[None])
-    for output, value in reference(x.astype(np.float64)).items():
-        np.save(os.path.join(ROOT, f'ParametricSoftplus-{output}.npy'), value)
+    save_references('ParametricSoftplus', x, reference, lambda v: v[None])
 
 
 def recurrent_refused():

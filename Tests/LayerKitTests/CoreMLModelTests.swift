@@ -79,6 +79,15 @@ import Testing
         try Self.expectEveryOutput(model, "ParametricSoftplus", tolerance: 1e-5)
     }
 
+    /// On the GPU: within 2e-3 · max(1, |ref|) of numpy's result with the input and each
+    /// activation's output rounded to fp16, as the GPU stores them (`-fp16`).
+    @Test(.enabled(if: TestGPU.isEnabled)) func parametricSoftplusRunsAsNumpyComputesOnTheGPU() throws {
+        let model = try Model(contentsOf: Self.fixture("ParametricSoftplus.mlmodel"), computeUnits: .gpu,
+                              notice: { _ in })
+        #expect(model.nodes.contains { $0.opType == "Softplus" && $0.placement?.isGPU == true })
+        try Self.expectEveryOutput(model, "ParametricSoftplus", reference: "-fp16", tolerance: 2e-3)
+    }
+
     // MARK: Recurrent layers
 
     /// Core ML's four recurrent layers (`RecurrentNet`: simpleRecurrent, gru with reverseInput,
