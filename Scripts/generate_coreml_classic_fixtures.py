@@ -98,6 +98,15 @@ def main():
     classifier('decision_tree_three', DecisionTreeClassifier(max_depth=3, random_state=0), features, three, test4)
     classifier('random_forest_binary', RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0),
                features, two, test4)
+    # A multiclass forest: coremltools writes each tree's class fractions undivided (it scales
+    # only a binary forest's leaves by 1 / trees), and Core ML sums them, so its classProbability
+    # is the trees' count times predict_proba (coremltools issue #1541). The reference is that sum;
+    # predict_proba.npy keeps scikit-learn's own probabilities for the test that relates the two.
+    forest = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0).fit(features, three)
+    save('random_forest_three', coremltools.converters.sklearn.convert(forest), test4,
+         {'classLabel': forest.predict(test4).astype(np.int64),
+          'classProbability': len(forest.estimators_) * forest.predict_proba(test4).astype(np.float64)})
+    np.save(os.path.join(ROOT, 'random_forest_three', 'predict_proba.npy'), forest.predict_proba(test4).astype(np.float64))
     classifier('gradient_boosting_three', GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0),
                features, three, test4)
     classifier('gradient_boosting_binary', GradientBoostingClassifier(n_estimators=5, max_depth=2, random_state=0),

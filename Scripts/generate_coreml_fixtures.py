@@ -20,6 +20,21 @@ Writes Tests/LayerKitTests/Fixtures/coreml/:
     ReshapeND.mlmodel           an N-D network (exact array mapping): reshapeStatic [2, 6] to
                                 [3, 4], sigmoid
     NNRegressor.mlmodel         a neuralNetworkRegressor: innerProduct, tanh, innerProduct on [4]
+    RecurrentNet.mlmodel        the four recurrent layers on one sequence x (the batch axis N is
+                                Core ML's sequence axis: 5 steps of 3 values), every output of
+                                each an output: simpleRecurrent (scaledTanh, initial state h0),
+                                gru (sigmoidHard and tanh, reverseInput, the whole sequence),
+                                uniDirectionalLSTM (peepholes, forgetBias, cell clip 0.25, initial
+                                h0 and c0, the last step), biDirectionalLSTM (coupled input and
+                                forget gates, the whole sequence); `recurrent` writes only the
+                                recurrent fixtures (`parametric_softplus` ParametricSoftplus)
+    RecurrentND.mlmodel         an exact-mapping gru on Core ML's rank-5 blob [4, 2, 3, 1, 1]: a
+                                batch of two sequences, outputs [4, 2, 5, 1, 1] and [1, 2, 5, 1, 1]
+    ParametricSoftplus.mlmodel  parametricSoftplus per channel of [3, 2, 2], then with one alpha and
+                                beta (outputs y, z; -fp16 references with the input and each
+                                activation's output rounded to fp16, as the GPU stores them)
+    RecurrentRefused.mlmodel    a simpleRecurrent of leakyReLU, which Core ML's recurrent layers
+                                do not take, for the refusal naming it
     Unsupported.mlmodel         a layer LayerKit does not translate (unary sqrt), for the
                                 refusal naming it
     <name>-input.npy            the input, float32, [1, C, H, W] (the image's pixels 0 to 255)
@@ -39,6 +54,7 @@ numpy (a venv: pip install coremltools numpy).
 """
 import math
 import os
+import sys
 
 import numpy as np
 from coremltools.models import datatypes
@@ -839,6 +855,194 @@ def write_updatable(name, make, seed):
     print(name, os.path.getsize(os.path.join(ROOT, name + '.mlmodel')), 'bytes')
 
 
+# ---- recurrent layers: Core ML's equations (NeuralNetwork.proto), one sequence of batch one ----
+
+CLIP = 50.0  # clip(): every gate's input is bounded to [-50, 50]
+
+# The recurrent activations as Core ML fixes them: scaledTanh and sigmoidHard take only these
+# constants (the builder writes empty messages), linear is written empty for the identity.
+RECURRENT_ACTIVATIONS = {
+    'SIGMOID': sigmoid, 'TANH': np.tanh, 'RELU': lambda v: np.maximum(v, 0), 'LINEAR': lambda v: v,
+    'SCALED_TANH': lambda v: 1.7159 * np.tanh(2 / 3 * v),
+    'SIGMOID_HARD': lambda v: np.clip(0.2 * v + 0.5, 0, 1),
+}
+
+
+def gate(act, value):
+    return RECURRENT_ACTIVATIONS[act](np.clip(value, -CLIP, CLIP))
+
+
+def simple_rnn(xs, w, r, b, h, act):
+    ys = []
+    for x in xs:
+        h = gate(act, w @ x + r @ h + b)
+        ys.append(h)
+    return ys, h
+
+
+def gru(xs, ws, rs, bs, h, f, g):
+    (wz, wr, wo), (rz, rr, ro), (bz, br, bo) = ws, rs, bs
+    ys = []
+    for x in xs:
+        z = gate(f, wz @ x + rz @ h + bz)
+        reset = gate(f, wr @ x + rr @ h + br)
+        o = gate(g, wo @ x + ro @ (h * reset) + bo)
+        h = (1 - z) * o + z * h
+        ys.append(h)
+    return ys, h
+
+
+def lstm(xs, ws, rs, bs, peep, h, c, acts, cell_clip, coupled=False):
+    """Gates in Core ML's order: input i, forget f, block input z, output o."""
+    (wi, wf, wz, wo), (ri, rf, rz, ro), (bi, bf, bz, bo) = ws, rs, bs
+    pi, pf, po = peep
+    f_, g_, h_ = acts
+    ys = []
+    for x in xs:
+        i = gate(f_, wi @ x + ri @ h + pi * c + bi)
+        forget = 1 - i if coupled else gate(f_, wf @ x + rf @ h + pf * c + bf)
+        z = gate(g_, wz @ x + rz @ h + bz)
+        c = np.clip(c * forget + i * z, -cell_clip, cell_clip)
+        o = gate(f_, wo @ x + ro @ h + po * c + bo)
+        h = RECURRENT_ACTIVATIONS[h_](c) * o
+        ys.append(h)
+    return ys, h, c
+
+
+def recurrent_net(rng):
+    """simpleRecurrent, gru, uniDirectionalLSTM and biDirectionalLSTM on x [5 steps, 3]; every output an output."""
+    steps, size, hidden, bi_hidden = 5, 3, 4, 3
+    outputs = [('rnn_y', steps * hidden), ('rnn_h', hidden), ('gru_y', steps * hidden), ('gru_h', hidden),
+               ('lstm_y', hidden), ('lstm_h', hidden), ('lstm_c', hidden), ('bi_y', 2 * bi_hidden),
+               ('bi_h', bi_hidden), ('bi_c', bi_hidden), ('bi_h_back', bi_hidden), ('bi_c_back', bi_hidden)]
+    builder = NeuralNetworkBuilder([('x', datatypes.Array(size)), ('h0', datatypes.Array(hidden)),
+                                    ('c0', datatypes.Array(hidden))],
+                                   [(name, datatypes.Array(n)) for name, n in outputs])
+
+    def matrices(count, rows, cols, scale=0.5):
+        return [seeded(rng, rows, cols, scale=scale) for _ in range(count)]
+
+    rnn_w, rnn_r, rnn_b = seeded(rng, hidden, size, scale=0.5), seeded(rng, hidden, hidden, scale=0.5), seeded(rng, hidden)
+    builder.add_simple_rnn('rnn', rnn_r, rnn_w, rnn_b, hidden, size, 'SCALED_TANH', ['x', 'h0'], ['rnn_y', 'rnn_h'],
+                           output_all=True)
+    gru_w, gru_r, gru_b = matrices(3, hidden, size), matrices(3, hidden, hidden), matrices(3, hidden, 1, 0.3)
+    gru_b = [v[:, 0] for v in gru_b]
+    builder.add_gru('gru', gru_r, gru_w, gru_b, hidden, size, ['x'], ['gru_y', 'gru_h'], activation='TANH',
+                    inner_activation='SIGMOID_HARD', output_all=True, reverse_input=True)
+    # The builder takes LSTM gates as [i, f, o, z].
+    lw, lr = matrices(4, hidden, size, 0.8), matrices(4, hidden, hidden, 0.8)
+    lb, lp = [seeded(rng, hidden, scale=0.5) for _ in range(4)], [seeded(rng, hidden, scale=0.5) for _ in range(3)]
+    builder.add_unilstm('lstm', lr, lw, lb, hidden, size, ['x', 'h0', 'c0'], ['lstm_y', 'lstm_h', 'lstm_c'],
+                        peep=lp, forget_bias=True, cell_clip_threshold=0.25)
+    bw = [matrices(4, bi_hidden, size), matrices(4, bi_hidden, size)]
+    br = [matrices(4, bi_hidden, bi_hidden), matrices(4, bi_hidden, bi_hidden)]
+    bb = [[seeded(rng, bi_hidden, scale=0.3) for _ in range(4)] for _ in range(2)]
+    builder.add_bidirlstm('bi', br[0], bw[0], bb[0], br[1], bw[1], bb[1], bi_hidden, size, ['x'],
+                          ['bi_y', 'bi_h', 'bi_c', 'bi_h_back', 'bi_c_back'], output_all=True,
+                          coupled_input_forget_gate=True)
+
+    def order(v):  # the builder's [i, f, o, z] as Core ML's equations name them: [i, f, z, o]
+        return [v[0], v[1], v[3], v[2]]
+
+    def reference(inputs, store):
+        xs = list(inputs['x'])
+        h0, c0 = inputs['h0'][0], inputs['c0'][0]
+        out = {}
+        ys, h = simple_rnn(xs, rnn_w, rnn_r, rnn_b, h0, 'SCALED_TANH')
+        out['rnn_y'], out['rnn_h'] = np.array(ys), h[None]
+        ys, h = gru(xs[::-1], gru_w, gru_r, gru_b, np.zeros(hidden), 'SIGMOID_HARD', 'TANH')
+        out['gru_y'], out['gru_h'] = np.array(ys), h[None]
+        ys, h, c = lstm(xs, order(lw), order(lr), [lb[0], lb[1] + 1, lb[3], lb[2]], lp,
+                        h0, c0, ('SIGMOID', 'TANH', 'TANH'), 0.25)
+        out['lstm_y'], out['lstm_h'], out['lstm_c'] = h[None], h[None], c[None]
+        zero, none = np.zeros(bi_hidden), [np.zeros(bi_hidden)] * 3
+        acts = ('SIGMOID', 'TANH', 'TANH')
+        yf, hf, cf = lstm(xs, order(bw[0]), order(br[0]), order(bb[0]), none, zero, zero, acts, 50.0, coupled=True)
+        yb, hb, cb = lstm(xs[::-1], order(bw[1]), order(br[1]), order(bb[1]), none, zero, zero, acts, 50.0,
+                          coupled=True)
+        # Step t holds the forward output after x_1..x_t and the backward one after x_T..x_t.
+        out['bi_y'] = np.concatenate([np.array(yf), np.array(yb[::-1])], axis=1)
+        out['bi_h'], out['bi_c'], out['bi_h_back'], out['bi_c_back'] = hf[None], cf[None], hb[None], cb[None]
+        return out
+
+    x = {'x': rng.uniform(-1.5, 1.5, size=(steps, size)).astype(np.float32),
+         'h0': rng.uniform(-0.5, 0.5, size=(1, hidden)).astype(np.float32),
+         'c0': rng.uniform(-0.5, 0.5, size=(1, hidden)).astype(np.float32)}
+    return builder, x, reference
+
+
+def recurrent_nd(rng):
+    """An exact-mapping network: a gru on Core ML's own rank-5 blob [Seq 4, Batch 2, 3, 1, 1], its whole
+    sequence [4, 2, 5, 1, 1] and last state [1, 2, 5, 1, 1], each sequence of the batch on its own."""
+    steps, batch, size, hidden = 4, 2, 3, 5
+    builder = NeuralNetworkBuilder([('x', datatypes.Array(steps, batch, size, 1, 1))],
+                                   [('y', datatypes.Array(steps, batch, hidden, 1, 1)),
+                                    ('h', datatypes.Array(1, batch, hidden, 1, 1))], disable_rank5_shape_mapping=True)
+    ws = [seeded(rng, hidden, size, scale=0.6) for _ in range(3)]
+    rs = [seeded(rng, hidden, hidden, scale=0.6) for _ in range(3)]
+    bs = [seeded(rng, hidden, scale=0.3) for _ in range(3)]
+    builder.add_gru('gru', rs, ws, bs, hidden, size, ['x'], ['y', 'h'], activation='TANH', inner_activation='SIGMOID',
+                    output_all=True)
+
+    def reference(x):
+        runs = [gru(list(x[:, b, :, 0, 0]), ws, rs, bs, np.zeros(hidden), 'SIGMOID', 'TANH') for b in range(batch)]
+        y = np.stack([np.array(ys) for ys, _ in runs], axis=1)[..., None, None]
+        h = np.stack([last for _, last in runs])[None, ..., None, None]
+        return {'y': y, 'h': h}
+
+    return builder, {'x': rng.uniform(-1.5, 1.5, size=(steps, batch, size, 1, 1)).astype(np.float32)}, reference
+
+
+def parametric_softplus(rng):
+    """parametricSoftplus, alpha * log(1 + exp(beta * x)), per channel of [3, 2, 2], then with one alpha and beta."""
+    alpha, beta = rng.uniform(0.5, 1.5, size=3).astype(np.float32), rng.uniform(-2, 2, size=3).astype(np.float32)
+    alpha1, beta1 = rng.uniform(0.5, 1.5, size=1).astype(np.float32), rng.uniform(0.5, 2, size=1).astype(np.float32)
+    builder = NeuralNetworkBuilder([('x', datatypes.Array(3, 2, 2))], [('y', datatypes.Array(3, 2, 2)),
+                                                                      ('z', datatypes.Array(3, 2, 2))])
+    builder.add_activation('y', 'PARAMETRICSOFTPLUS', 'x', 'y', params=[alpha, beta])
+    builder.add_activation('z', 'PARAMETRICSOFTPLUS', 'y', 'z', params=[alpha1, beta1])
+
+    def softplus(v, a, b):
+        return a * np.log1p(np.exp(b * v))
+
+    def reference(x, store):
+        y = store(softplus(store(x), alpha.astype(np.float64)[:, None, None], beta.astype(np.float64)[:, None, None]))
+        return {'y': y, 'z': store(softplus(y, float(alpha1[0]), float(beta1[0])))}
+
+    return builder, rng.uniform(-3, 3, size=(3, 2, 2)).astype(np.float32), reference
+
+
+def write_parametric_softplus():
+    builder, x, reference = parametric_softplus(np.random.default_rng(20282))
+    save_spec(builder.spec, os.path.join(ROOT, 'ParametricSoftplus.mlmodel'))
+    save_references('ParametricSoftplus', x, reference, lambda v: v[None])
+
+
+def recurrent_refused():
+    """A simpleRecurrent whose activation is leakyReLU, which Core ML's recurrent layers do not take."""
+    builder = NeuralNetworkBuilder([('x', datatypes.Array(2))], [('y', datatypes.Array(2))])
+    builder.add_simple_rnn('rnn', np.eye(2), np.eye(2), None, 2, 2, 'TANH', ['x'], ['y'])
+    activation = builder.spec.neuralNetwork.layers[-1].simpleRecurrent.activation
+    activation.leakyReLU.alpha = 0.1
+    return builder
+
+
+def write_recurrent():
+    builder, x, reference = recurrent_nd(np.random.default_rng(20281))
+    save_spec(builder.spec, os.path.join(ROOT, 'RecurrentND.mlmodel'))
+    np.save(os.path.join(ROOT, 'RecurrentND-input.npy'), x['x'])
+    for output, value in reference(x['x'].astype(np.float64)).items():
+        np.save(os.path.join(ROOT, f'RecurrentND-{output}.npy'), value)
+    save_spec(recurrent_refused().spec, os.path.join(ROOT, 'RecurrentRefused.mlmodel'))
+    builder, x, reference = recurrent_net(np.random.default_rng(20280))
+    save_spec(builder.spec, os.path.join(ROOT, 'RecurrentNet.mlmodel'))
+    for key, value in x.items():
+        np.save(os.path.join(ROOT, f'RecurrentNet-input-{key}.npy'), value)
+    for output, value in reference({k: v.astype(np.float64) for k, v in x.items()}, lambda v: v).items():
+        np.save(os.path.join(ROOT, f'RecurrentNet-{output}.npy'), np.asarray(value, dtype=np.float64))
+    print('RecurrentNet', os.path.getsize(os.path.join(ROOT, 'RecurrentNet.mlmodel')), 'bytes')
+
+
 def unsupported():
     builder = NeuralNetworkBuilder([('data', datatypes.Array(2, 3, 3))], [('repeated', datatypes.Array(2, 3, 3))])
     builder.add_sequence_repeat('repeat', 2, 'data', 'repeated')
@@ -861,6 +1065,11 @@ def save_references(name, x, reference, batch):
 
 def main():
     os.makedirs(ROOT, exist_ok=True)
+    writers = {'recurrent': write_recurrent, 'parametric_softplus': write_parametric_softplus}
+    if sys.argv[1:]:  # only the fixtures named
+        for name in sys.argv[1:]:
+            writers[name]()
+        return
     for index, (name, make) in enumerate([('NeuralMcNeuralNet', neural_mc_neural_net), ('PlainNet', plain_net),
                                           ('ImageClassifier', image_classifier), ('ReshapeND', reshape_nd),
                                           ('DeconvolutionNet', deconvolution_net), ('LayoutNet', layout_net),
@@ -884,6 +1093,8 @@ def main():
     save_spec(unsupported().spec, os.path.join(ROOT, 'Unsupported.mlmodel'))
     write_updatable('UpdatableClassifier', updatable_classifier, 20270)
     write_updatable('UpdatableRegressor', updatable_regressor, 20271)
+    write_recurrent()
+    write_parametric_softplus()
 
 
 if __name__ == '__main__':

@@ -11,7 +11,8 @@ extension CoreMLGraphBuilder {
         160: "batchnorm", 165: "mvn", 170: "l2normalize", 175: "softmax", 180: "lrn", 190: "crop", 200: "padding",
         210: "upsample", 220: "unary", 230: "add", 231: "multiply", 240: "average", 245: "scale", 250: "bias",
         260: "max", 261: "min", 280: "reduce", 290: "loadConstant", 300: "reshape", 301: "flatten", 310: "permute",
-        320: "concat", 330: "split", 345: "reorganizeData", 350: "slice", 500: "custom", 600: "copy", 660: "clip",
+        320: "concat", 330: "split", 345: "reorganizeData", 350: "slice", 400: "simpleRecurrent", 410: "gru",
+        420: "uniDirectionalLSTM", 430: "biDirectionalLSTM", 500: "custom", 600: "copy", 660: "clip",
         665: "ceil", 670: "floor", 680: "sign", 700: "exp2", 710: "sin", 715: "cos", 720: "tan", 730: "asin",
         735: "acos", 740: "atan", 750: "sinh", 755: "cosh", 760: "tanh", 770: "asinh", 775: "acosh", 780: "atanh",
         790: "erf", 795: "gelu", 870: "minBroadcastable", 875: "maxBroadcastable", 880: "addBroadcastable",
@@ -22,7 +23,8 @@ extension CoreMLGraphBuilder {
 
     /// Layer types that read no input (`loadConstant`) or several outputs (`split`, `custom`).
     private static let noInput: Set<String> = ["loadConstant"]
-    private static let severalOutputs: Set<String> = ["custom", "split"]
+    private static let severalOutputs: Set<String> = ["custom", "split", "simpleRecurrent", "gru", "uniDirectionalLSTM",
+                                                      "biDirectionalLSTM"]
 
     /// Adds `layer`'s nodes.
     mutating func add(_ layer: CoreMLLayer) throws {
@@ -56,6 +58,7 @@ extension CoreMLGraphBuilder {
         case "flatten": try flatten(&params, input, output)
         case "reshape", "reshapeStatic": try reshape(&params, static: type == "reshapeStatic", input, output)
         case "custom": try custom(&params, layer)
+        case "simpleRecurrent", "gru", "uniDirectionalLSTM", "biDirectionalLSTM": try recurrent(type, &params, layer)
         default: try addMore(type, &params, layer)
         }
         for name in layer.outputs { producers[name] = layer.typeNumber }
@@ -252,12 +255,18 @@ extension CoreMLGraphBuilder {
         let x = try blob(input)
         guard let field = try reader.nextField() else { throw LayerKitError.invalidModel("the activation has no function") }
         var function = try reader.message(field, "function", type: "Activation")
-        // Its float fields by number (alpha 1, beta 2), zero when absent, as protobuf has them.
-        var scalars: [Int: Float] = [:], slopes: ProtobufReader?
+        // Its float fields by number (alpha 1, beta 2), zero when absent, as protobuf has them;
+        // PReLU's alpha and parametricSoftplus's alpha and beta are per-channel weights instead.
+        var scalars: [Int: Float] = [:], perChannel: [Int: ProtobufReader] = [:]
         while let f = try function.nextField() {
-            if field.number == 25, f.number == 1 { slopes = try function.message(f, "alpha", type: "WeightParams") }
-            else if f.number == 1 || f.number == 2 { scalars[f.number] = try function.float(f, f.number == 1 ? "alpha" : "beta") }
-            else { try function.skip(f) }
+            let name = f.number == 1 ? "alpha" : "beta"
+            if (field.number == 25 && f.number == 1) || (field.number == 71 && (f.number == 1 || f.number == 2)) {
+                perChannel[f.number] = try function.message(f, name, type: "WeightParams")
+            } else if f.number == 1 || f.number == 2 {
+                scalars[f.number] = try function.float(f, name)
+            } else {
+                try function.skip(f)
+            }
         }
         let (alpha, beta) = (scalars[1] ?? 0, scalars[2] ?? 0)
         switch field.number {
@@ -268,11 +277,7 @@ extension CoreMLGraphBuilder {
         case 15: addNode("LeakyRelu", [x], output, ["alpha": .float(alpha)])
         case 20: addNode("ThresholdedRelu", [x], output, ["alpha": .float(alpha)])
         case 25:
-            guard var slopes else { throw LayerKitError.invalidModel("the PReLU has no alpha") }
-            let values = try weights(&slopes, "alpha")
-            // Per channel (axis -3): [C, 1, 1] against [N, C, H, W] (or any rank from 3), [C] against [N, C].
-            let dims = (ranks[x] ?? 4) >= 3 ? [values.count, 1, 1] : [values.count]
-            addNode("PRelu", [x, constant(output + ".alpha", dims, values)], output)
+            addNode("PRelu", [x, try channelConstant(&perChannel, 1, "alpha", of: x, output)], output)
         case 30: addNode("Tanh", [x], output)
         case 31:  // alpha * tanh(beta * x)
             addNode("Mul", [x, constant(output + ".beta", [], [beta])], output + ".inner")
@@ -283,11 +288,25 @@ extension CoreMLGraphBuilder {
         case 50: addNode("Elu", [x], output, ["alpha": .float(alpha)])
         case 60: addNode("Softsign", [x], output)
         case 70: addNode("Softplus", [x], output)
+        case 71:  // alpha * log(1 + exp(beta * x)): Softplus between two products
+            addNode("Mul", [x, try channelConstant(&perChannel, 2, "beta", of: x, output)], output + ".scaled")
+            addNode("Softplus", [output + ".scaled"], output + ".softplus")
+            addNode("Mul", [output + ".softplus", try channelConstant(&perChannel, 1, "alpha", of: x, output)], output)
         default:
-            throw LayerKitError.invalidModel("activation \(field.number == 71 ? "parametricSoftplus" : "field \(field.number)") "
-                                             + "is not supported (linear, ReLU, leakyReLU, thresholdedReLU, PReLU, tanh, "
-                                             + "scaledTanh, sigmoid, sigmoidHard, ELU, softsign, softplus)")
+            throw LayerKitError.invalidModel("activation field \(field.number) is not supported (linear, ReLU, leakyReLU, "
+                                             + "thresholdedReLU, PReLU, tanh, scaledTanh, sigmoid, sigmoidHard, ELU, "
+                                             + "softsign, softplus, parametricSoftplus)")
         }
+    }
+
+    /// An activation's per-channel parameter (PReLU's alpha, parametricSoftplus's alpha and
+    /// beta: field `number` of its message) as a constant against `x`'s channels (axis -3):
+    /// [C, 1, 1] against [N, C, H, W] (or any rank from 3), [C] against [N, C]; one value for all.
+    private mutating func channelConstant(_ fields: inout [Int: ProtobufReader], _ number: Int, _ name: String,
+                                          of x: String, _ output: String) throws -> String {
+        guard var reader = fields[number] else { throw LayerKitError.invalidModel("the activation has no \(name)") }
+        let values = try weights(&reader, name)
+        return constant(output + "." + name, (ranks[x] ?? 4) >= 3 ? [values.count, 1, 1] : [values.count], values)
     }
 
     private mutating func innerProduct(_ reader: inout ProtobufReader, _ input: String, _ output: String) throws {

@@ -39,6 +39,28 @@ struct CoreMLCommandTests {
         }
     }
 
+    /// `layerkit run` on the recurrent layers' network: three named inputs (the sequence x of
+    /// 5 steps, initial h0 and c0), the sequence outputs and the final states written, each
+    /// within 1e-5 of numpy's float64 result of NeuralNetwork.proto's equations.
+    @Test func runFeedsARecurrentNetworkItsSequenceAndStates() throws {
+        let directory = try CommandRunner.scratchDirectory()
+        let runner = CommandRunner()
+        let outputs = ["rnn_y", "gru_y", "lstm_c", "bi_y", "bi_h_back"]
+        var arguments = ["run", Self.fixture("RecurrentNet.mlmodel"), "--backend", "cpu"]
+        for input in ["x", "h0", "c0"] { arguments += ["--input", "\(input)=\(Self.fixture("RecurrentNet-input-\(input).npy"))"] }
+        for output in outputs { arguments += ["--output", "\(output)=\(directory)/\(output).npy"] }
+        let status = runner.run(arguments)
+        try #require(status == 0, "\(runner.error)")
+        for output in outputs {
+            let written = try TypedTensor(npyFile: "\(directory)/\(output).npy")
+            let reference = try TypedTensor(npyFile: Self.fixture("RecurrentNet-\(output).npy"))
+            #expect(written.shape == reference.shape, "\(output): \(written.shape) vs \(reference.shape)")
+            for (y, expected) in zip(written.doubles(), reference.doubles()) {
+                #expect(abs(y - expected) <= 1e-5 * max(1, abs(expected)), "\(output): \(y) vs \(expected)")
+            }
+        }
+    }
+
     /// A style-transfer-like network's image output: the .npy is the blob as computed (BGR,
     /// 0...255); the .png is a picture, with --scale 255 divided back to 0...1 and with
     /// --channel-order bgr its colours put in RGB order.

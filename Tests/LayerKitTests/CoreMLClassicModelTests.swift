@@ -55,6 +55,31 @@ import Testing
         try Self.check(name, model: model, inputs: [model.inputs[0].name: x])
     }
 
+    /// A multiclass random forest as coremltools' converter writes it: each
+    /// tree's leaves hold its class fractions undivided (only a binary
+    /// forest's are scaled by 1 / trees, so `random_forest_binary` is
+    /// predict_proba itself), and Core ML sums the trees, so its
+    /// classProbability is the trees' count times scikit-learn's
+    /// predict_proba (coremltools issue #1541). LayerKit returns what Core
+    /// ML returns: each row sums to the 4 trees, each value 4 times
+    /// predict_proba; the labels are scikit-learn's (`matchesScikitLearn`).
+    @Test func aMulticlassForestsProbabilitiesAreTheTreesSumAsCoreMLReturnsThem() throws {
+        let folder = Self.directory.appendingPathComponent("random_forest_three")
+        let model = try Model(contentsOf: folder.appendingPathComponent("model.mlmodel"), computeUnits: .cpuOnly,
+                              notice: { _ in })
+        let x = try TypedTensor(npyFile: folder.appendingPathComponent("x.npy").path)
+        let outputs = try model.predict(typed: [model.inputs[0].name: x])
+        let probabilities = try #require(outputs["classProbability"])
+        let proba = try TypedTensor(npyFile: folder.appendingPathComponent("predict_proba.npy").path)
+        #expect(probabilities.shape == proba.shape)
+        let (values, expected) = (probabilities.doubles(), proba.doubles())
+        for (p, q) in zip(values, expected) { #expect(abs(p - 4 * q) <= 1e-5 * max(1, 4 * q), "\(p) vs 4 × \(q)") }
+        for row in 0..<proba.shape[0] {
+            let sum = values[row * 3..<(row + 1) * 3].reduce(0, +)
+            #expect(abs(sum - 4) <= 1e-5, "row \(row) sums to \(sum)")
+        }
+    }
+
     /// The seed document's kind: a pipeline of a featureVectorizer over 13
     /// named double features and a glmRegressor, one column per input.
     @Test func bostonPricerTakesItsNamedFeatures() throws {

@@ -71,6 +71,60 @@ import Testing
         try Self.expectEveryOutput(model, name, reference: "-fp16", tolerance: 2e-3)
     }
 
+    /// parametricSoftplus, alpha · log(1 + exp(beta · x)), per channel and with one alpha and
+    /// beta, against numpy's float64 result within 1e-5 on the CPU.
+    @Test func parametricSoftplusRunsAsNumpyComputes() throws {
+        let model = try Model(contentsOf: Self.fixture("ParametricSoftplus.mlmodel"), computeUnits: .cpuOnly,
+                              notice: { _ in })
+        try Self.expectEveryOutput(model, "ParametricSoftplus", tolerance: 1e-5)
+    }
+
+    /// On the GPU: within 2e-3 · max(1, |ref|) of numpy's result with the input and each
+    /// activation's output rounded to fp16, as the GPU stores them (`-fp16`).
+    @Test(.enabled(if: TestGPU.isEnabled)) func parametricSoftplusRunsAsNumpyComputesOnTheGPU() throws {
+        let model = try Model(contentsOf: Self.fixture("ParametricSoftplus.mlmodel"), computeUnits: .gpu,
+                              notice: { _ in })
+        #expect(model.nodes.contains { $0.opType == "Softplus" && $0.placement?.isGPU == true })
+        try Self.expectEveryOutput(model, "ParametricSoftplus", reference: "-fp16", tolerance: 2e-3)
+    }
+
+    // MARK: Recurrent layers
+
+    /// Core ML's four recurrent layers (`RecurrentNet`: simpleRecurrent, gru with reverseInput,
+    /// uniDirectionalLSTM with peepholes, forgetBias and a cell clip that bites, biDirectionalLSTM
+    /// with coupled gates), the batch axis read as the sequence: every output, y and the states,
+    /// against numpy's float64 result of NeuralNetwork.proto's equations, within 1e-5 on the CPU.
+    @Test func recurrentLayersRunAsNumpyComputesOnTheCPU() throws {
+        let model = try Model(contentsOf: Self.fixture("RecurrentNet.mlmodel"), computeUnits: .cpuOnly, notice: { _ in })
+        #expect(model.nodes.map(\.opType).filter { ["RNN", "GRU", "LSTM"].contains($0) } == ["RNN", "GRU", "LSTM", "LSTM"])
+        try Self.expectEveryOutput(model, "RecurrentNet", tolerance: 1e-5)
+    }
+
+    /// An exact-mapping network's rank-5 blob [Seq, Batch, C, 1, 1]: a batch of two sequences, each on its own.
+    @Test func aRecurrentLayerReadsCoreMLsRank5BlobInAnExactMappingNetwork() throws {
+        let model = try Model(contentsOf: Self.fixture("RecurrentND.mlmodel"), computeUnits: .cpuOnly, notice: { _ in })
+        try Self.expectEveryOutput(model, "RecurrentND", tolerance: 1e-5)
+    }
+
+    /// The recurrent layers have no GPU kernel: under `.gpu` they run on the CPU, the reshapes
+    /// around them on the GPU, whose fp16 storage the parity rule's 2e-3 allows for.
+    @Test(.enabled(if: TestGPU.isEnabled)) func recurrentLayersRunOnTheCPUInAGPUModel() throws {
+        let model = try Model(contentsOf: Self.fixture("RecurrentNet.mlmodel"), computeUnits: .gpu, notice: { _ in })
+        let recurrent = model.nodes.filter { ["RNN", "GRU", "LSTM"].contains($0.opType) }
+        #expect(recurrent.count == 4 && recurrent.allSatisfy { $0.placement?.isGPU != true })
+        try Self.expectEveryOutput(model, "RecurrentNet", tolerance: 2e-3)
+    }
+
+    /// An activation Core ML's recurrent layers do not take is refused by name.
+    @Test func aRecurrentLayersUnlistedActivationIsRefused() throws {
+        #expect {
+            _ = try Model(contentsOf: Self.fixture("RecurrentRefused.mlmodel"), computeUnits: .cpuOnly, notice: { _ in })
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("layer 'rnn' (simpleRecurrent)") && text.contains("leakyReLU")
+        }
+    }
+
     static let cases: [(name: String, outputs: [String])] = [("NeuralMcNeuralNet", ["output", "logits"]),
                                                              ("PlainNet", ["probabilities", "logits"]),
                                                              ("ImageClassifier", ["probs"]), ("ReshapeND", ["y"]),

@@ -76,6 +76,10 @@ public final class RecurrentLayer: Layer, Sendable {
         public var batchMajor = false
         /// LSTM's `input_forget`: the forget gate is 1 minus the input gate.
         public var inputForget = false
+        /// LSTM only: the bound of the cell state, [-cellClip, cellClip],
+        /// after each step's update (Core ML's `cellClipThreshold`; ONNX
+        /// has none, its `clip` bounds the gates' inputs); nil: unbounded.
+        public var cellClip: Float? = nil
         /// GRU's `linear_before_reset`: the reset gate scales `H R' + Rb`
         /// instead of H.
         public var linearBeforeReset = false
@@ -231,6 +235,12 @@ public final class RecurrentLayer: Layer, Sendable {
             throw LayerKitError.invalidParameter("\(name): clip must be a finite value > 0, got \(clip)")
         }
         if options.inputForget && cell != .lstm { throw LayerKitError.invalidParameter("\(name) takes no input_forget") }
+        if let bound = options.cellClip {
+            guard cell == .lstm else { throw LayerKitError.invalidParameter("\(name) has no cell state to clip") }
+            guard bound > 0 && bound.isFinite else {
+                throw LayerKitError.invalidParameter("\(name): the cell clip must be a finite value > 0, got \(bound)")
+            }
+        }
         if options.linearBeforeReset && cell != .gru { throw LayerKitError.invalidParameter("\(name) takes no linear_before_reset") }
         if options.initialC && cell != .lstm { throw LayerKitError.invalidParameter("\(name) takes no initial_c") }
         guard (0...cell.outputs).contains(options.outputCount) else {

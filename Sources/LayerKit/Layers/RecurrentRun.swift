@@ -300,6 +300,7 @@ final class RecurrentRun: Sendable {
         }
         activate(1, candidate)
         for j in 0..<n { cell[j] = forget[j] * cell[j] + input[j] * candidate[j] }
+        if let bound = layer.options.cellClip { for j in 0..<n { cell[j] = min(max(cell[j], -bound), bound) } }
         if let p = peepholes { for j in 0..<n { output[j] += p[hidden + j] * cell[j] } }
         activate(0, output)
         // h(C) where the candidate was: it is no longer needed.

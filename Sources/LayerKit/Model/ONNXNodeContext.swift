@@ -23,6 +23,9 @@ struct ONNXNodeContext {
     /// run, for its output shapes alone (`TypedStep`'s plan): checks of the
     /// values themselves (an unknown category) wait for the run.
     var probing = false
+    /// Where a `TypedStep` keeps the float layer its kernel builds from the
+    /// node (`memoizedLayer`), so its runs build it once; nil at load.
+    var layerMemo: LayerMemo? = nil
 
     init(node: ONNXNode, opset: Int, inputShapes: [[Int]?], initializers: [ONNXTensor?]) {
         self.node = node
@@ -36,7 +39,16 @@ struct ONNXNodeContext {
     func knowing(_ values: [ONNXTensor?]) -> ONNXNodeContext {
         var context = ONNXNodeContext(node: node, opset: opset, inputShapes: inputShapes, initializers: values)
         context.inputTypes = inputTypes
+        context.layerMemo = layerMemo
         return context
+    }
+
+    /// The layer `make` builds for this node: once per `TypedStep` that
+    /// keeps a `layerMemo` (the layer depends on the node's attributes and
+    /// the plan's shapes, not on a run's values), each call otherwise.
+    func memoizedLayer(_ make: () throws -> Layer?) throws -> Layer? {
+        guard let layerMemo else { return try make() }
+        return try layerMemo.layer(make)
     }
 
     /// Per node input: its element type where the importer knows it (a
@@ -201,4 +213,20 @@ final class ValueRequests: @unchecked Sendable {
     var values: [String] { lock.lock(); defer { lock.unlock() }; return names }
 
     func record(_ name: String) { lock.lock(); names.append(name); lock.unlock() }
+}
+
+/// The float layer a typed kernel builds from its node (the string-label
+/// classifiers' and the float64 regressors' layers), kept by the node's
+/// `TypedStep` so that a run does not rebuild it from the attributes.
+final class LayerMemo: @unchecked Sendable {
+    private let lock = NSLock()
+    private var built: Layer?
+
+    /// The layer `make` built on the first call.
+    func layer(_ make: () throws -> Layer?) throws -> Layer? {
+        lock.lock(); defer { lock.unlock() }
+        if let built { return built }
+        built = try make()
+        return built
+    }
 }

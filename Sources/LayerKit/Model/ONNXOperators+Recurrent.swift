@@ -24,7 +24,9 @@ extension ONNXOperators {
     /// integer input's. X, initial_h and initial_c are the layer's inputs.
     static func recurrentLayer(_ node: ONNXNodeContext, _ cell: RecurrentLayer.Cell) throws -> ConvertedNode {
         var known = ["activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size"]
-        if cell == .lstm { known.append("input_forget") }
+        // coreml_cell_clip: LayerKit's own, which the Core ML reader writes
+        // for an LSTM's cellClipThreshold (CoreMLTranslation+Recurrent.swift).
+        if cell == .lstm { known += ["input_forget", "coreml_cell_clip"] }
         if cell == .gru && node.opset >= 3 { known.append("linear_before_reset") }
         if node.opset < 7 { known.append("output_sequence") }
         if node.opset >= 14 { known.append("layout") }
@@ -41,6 +43,7 @@ extension ONNXOperators {
         let hiddenSize = try node.node.int("hidden_size")
         if let hiddenSize, hiddenSize < 1 { throw node.error("hidden_size \(hiddenSize) must be >= 1") }
         options.clip = try node.node.float("clip")
+        options.cellClip = try node.node.float("coreml_cell_clip")
         for (name, flag) in [("input_forget", \RecurrentLayer.Options.inputForget),
                              ("linear_before_reset", \RecurrentLayer.Options.linearBeforeReset)] {
             let value = try node.int(name, default: 0)

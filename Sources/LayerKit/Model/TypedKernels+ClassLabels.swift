@@ -16,7 +16,8 @@ extension TypedKernels {
         guard x.elementType.isFloatingPoint else {
             throw node.error("takes float features, got a \(x.elementType) input")
         }
-        guard let convert = ONNXOperators.declaration(of: node.node)?.convert, let layer = try convert(node).layer else {
+        guard let convert = ONNXOperators.declaration(of: node.node)?.convert,
+              let layer = try node.memoizedLayer({ try convert(node).layer }) else {
             throw node.error("has no layer to compute its scores")
         }
         let features = try x.float32Tensor()

@@ -13,7 +13,7 @@ extension TypedKernels {
     static func float64Regression(_ node: ONNXNodeContext, _ inputs: [TypedTensor?]) throws -> [TypedTensor]? {
         let x = try input(0, inputs, node)
         guard x.elementType == .float64, let convert = ONNXOperators.declaration(of: node.node)?.convert,
-              let regressor = try convert(node).layer as? Float64Regressor else {
+              let regressor = try node.memoizedLayer({ try convert(node).layer }) as? Float64Regressor else {
             return nil
         }
         guard let shape = try regressor.outputShapes(forInputShapes: [x.shape]).first,

@@ -42,6 +42,8 @@ final class TypedStep: Layer, @unchecked Sendable {
     init(node: ONNXNodeContext, runtimeInputs: [Int], inputTypes: [ElementType], outputPositions: [Int],
          plannedShapes: [[Int]], outputTypes: [ElementType],
          compute: @escaping (ONNXNodeContext, [ONNXTensor?]) throws -> [ONNXTensor]) {
+        var node = node
+        node.layerMemo = LayerMemo()
         (self.node, self.runtimeInputs, self.inputTypes, self.outputPositions) = (node, runtimeInputs, inputTypes, outputPositions)
         (self.plannedShapes, self.outputTypes, self.compute) = (plannedShapes, outputTypes, compute)
     }
