@@ -217,14 +217,16 @@ lk_status lk_device_info(lk_context *context, int32_t index, char *name, size_t 
 
 /* ---- Tensors --------------------------------------------------------------- */
 
-/* Creates a float32 tensor of `shape` (`rank` dims, each at least 1), copying
+/* Creates a float32 tensor of `shape` (`rank` dims, each at least 0: a dim of
+ * 0 makes a zero-size tensor, as ONNX's empty KV-cache past), copying
  * product(shape) floats from `data`, or zero-filled when `data` is NULL.
+ * A negative dim, or an element count past the limit, is LK_ERROR_SHAPE.
  * Any thread. */
 lk_status lk_tensor_create(lk_context *context, const int64_t *shape, size_t rank, const float *data,
                            lk_tensor **out);
 
 /* Creates a tensor of element type `type` and `shape` (`rank` dims, each at
- * least 1), copying `byte_count` bytes from `data`, laid out as the element
+ * least 0), copying `byte_count` bytes from `data`, laid out as the element
  * types say. `byte_count` must be product(shape) * lk_element_type_size(type)
  * (LK_ERROR_SHAPE otherwise, naming both counts); `data` may be NULL (and
  * `byte_count` 0) for a zero-filled tensor. A bool byte other than 0 or 1,
@@ -264,19 +266,20 @@ lk_status lk_tensor_shape(lk_context *context, const lk_tensor *tensor, int64_t 
 lk_status lk_tensor_element_count(lk_context *context, const lk_tensor *tensor, size_t *count);
 
 /* Copies the float32 tensor's elements into `data`; `count` must be its
- * element count. A tensor of another type is LK_ERROR_TYPE (read it with
+ * element count (`data` may be NULL when it is 0). A tensor of another type is LK_ERROR_TYPE (read it with
  * lk_tensor_read_bytes). Any thread, while no call writes the tensor. */
 lk_status lk_tensor_read(lk_context *context, const lk_tensor *tensor, float *data, size_t count);
 
-/* Copies `count` floats (its element count) from `data` into the float32
- * tensor; a tensor of another type is LK_ERROR_TYPE. No other call may be
+/* Copies `count` floats (its element count; `data` may be NULL when it is 0)
+ * from `data` into the float32 tensor; a tensor of another type is LK_ERROR_TYPE. No other call may be
  * using the tensor. */
 lk_status lk_tensor_write(lk_context *context, lk_tensor *tensor, const float *data, size_t count);
 
 /* Copies the elements of a tensor of any type but LK_STRING into `data`, laid
  * out as the element types say; `byte_count` must be element count *
  * lk_element_type_size(type) (LK_ERROR_BUFFER_TOO_SMALL when less,
- * LK_ERROR_SHAPE when more). Any thread, while no call writes the tensor. */
+ * LK_ERROR_SHAPE when more; `data` may be NULL when it is 0). Any thread,
+ * while no call writes the tensor. */
 lk_status lk_tensor_read_bytes(lk_context *context, const lk_tensor *tensor, void *data, size_t byte_count);
 
 /* ---- Pictures ------------------------------------------------------------- */
@@ -353,7 +356,8 @@ void lk_layer_destroy(lk_layer *layer);
  * is over the capacity). `profiler` may be NULL; otherwise the run's steps
  * are recorded there (one run at a time per profiler: its op labels are
  * shared). Any thread: the same layer may be applied by several threads at
- * once, on one context, without a lock (each run plans its own buffers). */
+ * once, on one context, without a lock (each run plans its own buffers).
+ * A zero-size input is LK_ERROR_SHAPE (layers take at least one element). */
 lk_status lk_layer_apply(lk_context *context, lk_layer *layer, const lk_tensor *const *inputs,
                          size_t input_count, lk_tensor **outputs, size_t output_capacity,
                          size_t *output_count, lk_profiler *profiler);

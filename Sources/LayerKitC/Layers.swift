@@ -185,7 +185,9 @@ public func lk_layer_apply(_ context: OpaquePointer?, _ layer: OpaquePointer?,
         guard count >= 1 else { throw CAPIError.invalidArgument("input_count is 0: a layer takes at least one input") }
         guard let inputs else { throw CAPIError.invalidArgument("inputs is NULL") }
         let tensors = try (0..<count).map {
-            try TensorArguments.tensor(inputs[$0], "inputs[\($0)]", takes: "layers take float32 tensors")
+            let tensor = try TensorArguments.tensor(inputs[$0], "inputs[\($0)]", takes: "layers take float32 tensors")
+            try TensorArguments.requireElements(tensor, "inputs[\($0)]")
+            return tensor
         }
         let capacity = try TensorArguments.count(outputCapacity, "output_capacity")
         guard capacity == 0 || outputs != nil else { throw CAPIError.invalidArgument("outputs is NULL") }

@@ -8,6 +8,7 @@ public func lk_parity(_ context: OpaquePointer?, _ layer: OpaquePointer?, _ inpu
     withContext(context) { context in
         let box = try LayerArguments.layer(layer)
         let input = try TensorArguments.tensor(input, "the input", takes: "lk_parity takes a float32 tensor")
+        try TensorArguments.requireElements(input, "the input")
         // NaN would pass every element (no comparison with it is true).
         guard tolerance.isFinite, tolerance >= 0 else {
             throw CAPIError.invalidArgument("tolerance must be finite and at least 0, got \(tolerance)")

@@ -43,7 +43,9 @@ enum AnyTensor {
         let tensor = try Tensor(shape: value.shape)
         // Little-endian float32 bytes are the host's floats (LayerKit runs on little-endian hosts only).
         value.bytes.withUnsafeBytes { bytes in
-            UnsafeMutableRawPointer(tensor.dataPointer).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+            // A zero-size value (an empty KV cache) may have no storage at all.
+            guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+            UnsafeMutableRawPointer(tensor.dataPointer).copyMemory(from: base, byteCount: bytes.count)
         }
         return tensor
     }
@@ -73,8 +75,10 @@ enum TensorArguments {
     }
 
     /// The shape a caller passed: `rank` (1...LK_MAX_RANK) dims of at least
-    /// 1 at `shape`, whose element count LayerKit can hold (Tensor's own
-    /// overflow-safe limit; the memory check is Tensor's allocation).
+    /// 0 at `shape`, whose element count LayerKit can hold (Tensor's own
+    /// overflow-safe limit; the memory check is Tensor's allocation). A dim
+    /// of 0 is a zero-size tensor, as ONNX has them: a decoder's first step
+    /// takes an empty past (`[1, heads, 0, head size]`).
     static func shape(_ shape: UnsafePointer<Int64>?, rank: Int, _ what: String = "shape") throws -> [Int] {
         guard (1...Int(LK_MAX_RANK)).contains(rank) else {
             throw CAPIError(status: lk_status(LK_ERROR_SHAPE),
@@ -82,9 +86,9 @@ enum TensorArguments {
         }
         guard let shape else { throw CAPIError.invalidArgument("\(what) is NULL") }
         let dims = (0..<rank).map { Int(shape[$0]) }
-        if let bad = dims.firstIndex(where: { $0 < 1 }) {
+        if let bad = dims.firstIndex(where: { $0 < 0 }) {
             throw CAPIError(status: lk_status(LK_ERROR_SHAPE),
-                            description: "\(what)[\(bad)] is \(dims[bad]): every dimension must be at least 1")
+                            description: "\(what)[\(bad)] is \(dims[bad]): a dimension cannot be negative")
         }
         _ = try Tensor.elementCount(of: dims)
         return dims
@@ -100,6 +104,22 @@ enum TensorArguments {
             throw CAPIError(status: lk_status(LK_ERROR_TYPE),
                             description: "\(what) is \(value.elementType), not float32: \(takes) (nothing is converted)")
         }
+    }
+
+    /// Throws unless `tensor` has an element: layers and parity run
+    /// LayerKit's own kernels on them, which take no zero-size tensors
+    /// (models take them wherever their ops do).
+    static func requireElements(_ tensor: Tensor, _ what: String) throws {
+        guard tensor.count > 0 else {
+            throw CAPIError(status: lk_status(LK_ERROR_SHAPE),
+                            description: "\(what) has shape \(Tensor.describe(tensor.shape)), no elements: layers take "
+                                + "tensors of at least one element (models take zero-size inputs where ONNX does)")
+        }
+    }
+
+    /// A caller's data pointer for `count` elements: NULL only when there are none.
+    static func requireData<T>(_ data: T?, count: Int) throws {
+        guard data != nil || count == 0 else { throw CAPIError.invalidArgument("data is NULL") }
     }
 
     /// The tensor behind `pointer`, of any element type.
@@ -247,7 +267,7 @@ public func lk_tensor_read_bytes(_ context: OpaquePointer?, _ tensor: OpaquePoin
                                  _ byteCount: Int) -> lk_status {
     withContext(context) { _ in
         let tensor = try TensorArguments.anyTensor(tensor)
-        guard let data else { throw CAPIError.invalidArgument("data is NULL") }
+        try TensorArguments.requireData(data, count: tensor.count)
         guard let width = tensor.elementType.byteWidth else {
             throw CAPIError(status: lk_status(LK_ERROR_UNSUPPORTED),
                             description: "the tensor holds strings: read them with lk_tensor_read_string")
@@ -260,6 +280,7 @@ public func lk_tensor_read_bytes(_ context: OpaquePointer?, _ tensor: OpaquePoin
                                 + "tensor of shape \(Tensor.describe(tensor.shape)) has \(bytes) bytes "
                                 + "(\(tensor.count) elements of \(width) bytes)")
         }
+        guard let data, bytes > 0 else { return }  // a zero-size tensor: nothing to copy
         switch tensor {
         case .float32(let tensor): data.copyMemory(from: tensor.dataPointer, byteCount: bytes)
         case .typed(let value): value.bytes.withUnsafeBytes { data.copyMemory(from: $0.baseAddress!, byteCount: bytes) }
@@ -292,9 +313,9 @@ public func lk_tensor_read(_ context: OpaquePointer?, _ tensor: OpaquePointer?, 
     withContext(context) { _ in
         let tensor = try TensorArguments.tensor(
             tensor, takes: "lk_tensor_read reads float32 tensors, lk_tensor_read_bytes those of any type")
-        guard let data else { throw CAPIError.invalidArgument("data is NULL") }
+        try TensorArguments.requireData(data, count: tensor.count)
         try TensorArguments.requireElementCount(count, of: tensor, buffer: "data")
-        data.update(from: tensor.dataPointer, count: tensor.count)
+        data?.update(from: tensor.dataPointer, count: tensor.count)
     }
 }
 
@@ -303,8 +324,8 @@ public func lk_tensor_write(_ context: OpaquePointer?, _ tensor: OpaquePointer?,
                             _ count: Int) -> lk_status {
     withContext(context) { _ in
         let tensor = try TensorArguments.tensor(tensor, takes: "lk_tensor_write writes float32 tensors only")
-        guard let data else { throw CAPIError.invalidArgument("data is NULL") }
+        try TensorArguments.requireData(data, count: tensor.count)
         try TensorArguments.requireElementCount(count, of: tensor, buffer: "data")
-        tensor.dataPointer.update(from: data, count: tensor.count)
+        if let data { tensor.dataPointer.update(from: data, count: tensor.count) }
     }
 }

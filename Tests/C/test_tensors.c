@@ -75,19 +75,17 @@ static void bad_arguments(lk_context *context) {
     CHECK(message_has(context, "out is NULL"));
     CHECK(lk_tensor_create(NULL, shape, 2, data, &tensor) == LK_ERROR_INVALID_ARGUMENT);
 
-    /* Ranks 0 and LK_MAX_RANK + 1, zero and negative dims, overflowing counts. */
+    /* Ranks 0 and LK_MAX_RANK + 1, negative dims, overflowing counts (zero dims are
+     * zero-size tensors: test_zero_size.c). */
     const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
     CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create(context, shape, 0, data, &tensor));
     CHECK(message_has(context, "rank of shape must be 1 to 8, got 0"));
     CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create(context, nine, 9, NULL, &tensor));
     CHECK(message_has(context, "got 9"));
     CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create(context, shape, (size_t)-1, NULL, &tensor));
-    const int64_t zero_dim[3] = {2, 0, 3};
-    CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create(context, zero_dim, 3, NULL, &tensor));
-    CHECK(message_has(context, "shape[1] is 0"));
     const int64_t negative[2] = {4, -2};
     CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create(context, negative, 2, NULL, &tensor));
-    CHECK(message_has(context, "shape[1] is -2"));
+    CHECK(message_has(context, "shape[1] is -2") && message_has(context, "cannot be negative"));
     const int64_t huge[3] = {INT64_C(1) << 40, INT64_C(1) << 40, 2};
     CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create(context, huge, 3, NULL, &tensor));
     CHECK(message_has(context, "too many elements"));

@@ -180,8 +180,8 @@ static void tensor_errors(lk_context *context) {
     CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_tensor_create_typed(context, LK_INT64, three, 1, values, 24, NULL));
     CHECK_STATUS(context, LK_ERROR_INVALID_ARGUMENT, lk_tensor_create_typed(context, LK_INT64, NULL, 1, values, 24, &tensor));
     CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create_typed(context, LK_INT64, three, 0, values, 24, &tensor));
-    const int64_t zero[1] = {0};
-    CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create_typed(context, LK_INT64, zero, 1, values, 0, &tensor));
+    const int64_t negative[1] = {-1};
+    CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create_typed(context, LK_INT64, negative, 1, values, 0, &tensor));
     /* Within the count limit but past this machine's memory: an error, not an allocation. */
     const int64_t too_big[2] = {INT64_C(1) << 30, INT64_C(1) << 20};
     CHECK_STATUS(context, LK_ERROR_SHAPE, lk_tensor_create_typed(context, LK_INT64, too_big, 2, NULL, 0, &tensor));

@@ -99,6 +99,34 @@ struct PreparedInputTests {
         #expect(layers.allSatisfy { $0 === layers[0] })
     }
 
+    /// A plan for new values of an integer input takes the float32 tensor
+    /// of a file initializer that a step reads (the Add's bias) from the
+    /// last one, not a new conversion: a decoder planned per token has its
+    /// embedding and output weights (hundreds of MB) there. Expected values:
+    /// x[:, i] + b[i], in float64.
+    @Test func aPlanForNewValuesSharesTheInitializers() throws {
+        let nodes = [ONNXBytes.node("Add", inputs: ["x", "b"], outputs: ["s"], name: "add"),
+                     ONNXBytes.node("Gather", inputs: ["s", "i"], outputs: ["y"], name: "gather",
+                                    attributes: [RankRuleTests.int("axis", 1)])]
+        let bias: [Float] = [0.25, -1.5, 3]
+        let data = ModelGraphTests.model(nodes: nodes, inputs: [ModelGraphTests.value("x", [2, 3]),
+                                                                 ModelGraphTests.value("i", [1], type: 7)],
+                                         outputs: [ModelGraphTests.value("y", [2, 1])],
+                                         initializers: [ONNXBytes.tensor("b", dims: [1, 3], type: 1,
+                                                                         PB.bytes(9, PB.littleEndian(bias.map(\.bitPattern))))])
+        let model = try Model(data: data, computeUnits: .cpuOnly)
+        let x: [Float] = [1, 2, 4, -8, 16, 0.5]
+        var biases: [Tensor] = []
+        for column in [0, 2, 1] {
+            let y = try #require(try model.predict(inputs: ["x": Tensor(shape: [2, 3], values: x),
+                                                            "i": Tensor(shape: [1], values: [Float(column)])])["y"])
+            let expected = [0, 1].map { row in Double(x[3 * row + column]) + Double(bias[column]) }
+            #expect(y.values.map(Double.init) == expected)
+            biases.append(try #require(model.planForTests?.graph.values.first { $0.name == "b" }?.constant))
+        }
+        #expect(biases.allSatisfy { $0 === biases[0] }, "each plan converted the initializer again")
+    }
+
     /// Import once, plan per shape: plans for new input shapes take the
     /// Conv layer of the first (its conversion reads the input's rank only),
     /// on the GPU with the kernel and weights of each shape's block; Flatten,

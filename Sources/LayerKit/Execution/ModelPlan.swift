@@ -61,10 +61,13 @@ final class ModelPlan {
     /// prepares the GPU side on `backend.gpu`. `inputRanges`: per graph
     /// input, what fp16 storage would do to the data a run will give it
     /// (`HalfRange(checking:)`; nil, or no entry: it keeps it).
-    init(graph: ModelGraph, backend: Backend, inputRanges: [HalfRange?] = []) throws {
+    /// `constantRange` checks a constant (a model's `ConvertedNodeCache`
+    /// remembers its weights' findings, which every plan would check again).
+    init(graph: ModelGraph, backend: Backend, inputRanges: [HalfRange?] = [],
+         constantRange: (Tensor) -> HalfRange? = HalfRange.init(checking:)) throws {
         self.graph = graph
         lastUses = graph.lastUses()
-        let findings = ModelPlan.halfRangeFindings(graph, inputRanges: inputRanges)
+        let findings = ModelPlan.halfRangeFindings(graph, inputRanges: inputRanges, constantRange: constantRange)
         halfRangeFindings = findings.map(\.finding)
         let unfaithful = Dictionary(uniqueKeysWithValues: findings.map { ($0.value, $0.finding) })
         var cpuReasons: [String?] = []
@@ -109,9 +112,10 @@ final class ModelPlan {
 
     /// The constants, and the graph inputs `inputRanges` judges, that fp16
     /// storage cannot keep. Constants are checked on a backend without a
-    /// GPU too (`layerkit inspect --backend cpu` warns of them); they are
-    /// read once per plan, beside the prepare's own pass over them.
-    private static func halfRangeFindings(_ graph: ModelGraph, inputRanges: [HalfRange?])
+    /// GPU too (`layerkit inspect --backend cpu` warns of them), through
+    /// `constantRange`, which may remember a model's weights across plans.
+    private static func halfRangeFindings(_ graph: ModelGraph, inputRanges: [HalfRange?],
+                                          constantRange: (Tensor) -> HalfRange?)
         -> [(value: Int, finding: HalfRange.Finding)] {
         // `inputRanges` judges the inputs held as float32 (typed ones are never stored in fp16).
         let inputs = Dictionary(zip(graph.inputs.filter { !graph.values[$0].isTyped }, inputRanges).compactMap { v, range in range.map { (v, $0) } },
@@ -119,7 +123,7 @@ final class ModelPlan {
         return graph.values.indices.compactMap { v in
             let value = graph.values[v]
             if let range = inputs[v] { return (v, HalfRange.Finding(value: value.name, origin: .input, range: range)) }
-            guard let constant = value.constant, let range = HalfRange(checking: constant) else { return nil }
+            guard let constant = value.constant, let range = constantRange(constant) else { return nil }
             return (v, HalfRange.Finding(value: value.name, origin: .constant, range: range))
         }
     }

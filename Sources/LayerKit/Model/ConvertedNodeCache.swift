@@ -39,6 +39,16 @@ final class ConvertedNodeCache: @unchecked Sendable {
 
     private let lock = NSLock()
     private var entries: [Key: [Entry]] = [:]
+    /// The float32 tensors of the file's initializers that steps take as
+    /// inputs (a Gather's table, a MatMul's weights), by name: a function of
+    /// the file alone, so converted once per model, not once per plan (a
+    /// decoder planned per token converted its 154 MB embedding each step).
+    /// Kept for the model's life, as the initializers themselves are.
+    private var initializerTensors: [String: Tensor] = [:]
+    /// What fp16 storage does to each of `initializerTensors`
+    /// (`HalfRange(checking:)`), by identity, which the kept tensors
+    /// never give up: checked once per model too.
+    private var halfRanges: [ObjectIdentifier: HalfRange?] = [:]
     /// Keyed by the parts' identities, which the entry keeps alive (so not reused).
     private var fusedEntries: [[ObjectIdentifier]: FusedEntry] = [:]
     /// The number of the current import (`startImport()`).
@@ -87,6 +97,33 @@ final class ConvertedNodeCache: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         fusedEntries[key] = FusedEntry(parts: parts, layer: layer, lastImport: currentImport)
         return layer
+    }
+
+    /// Initializer `name` as a float32 tensor, made by `make` at its first
+    /// use and shared by every later plan (steps only read their constants).
+    func initializer(_ name: String, make: () throws -> Tensor) rethrows -> Tensor {
+        lock.lock()
+        if let tensor = initializerTensors[name] {
+            lock.unlock()
+            return tensor
+        }
+        lock.unlock()
+        let tensor = try make()
+        lock.lock(); defer { lock.unlock() }
+        if let made = initializerTensors[name] { return made }
+        initializerTensors[name] = tensor
+        halfRanges[ObjectIdentifier(tensor)] = .some(HalfRange(checking: tensor))
+        return tensor
+    }
+
+    /// `HalfRange(checking: tensor)`, remembered for the tensors of
+    /// `initializer(_:make:)` and computed for any other (a folded value
+    /// may differ from plan to plan).
+    func halfRange(of tensor: Tensor) -> HalfRange? {
+        lock.lock()
+        let known = halfRanges[ObjectIdentifier(tensor)]
+        lock.unlock()
+        return known ?? HalfRange(checking: tensor)
     }
 
     /// Starts an import: entries no import among the last `capacity` used are dropped.

@@ -535,7 +535,8 @@ public final class Model: @unchecked Sendable {
                 try importer.graph(inputShapes: Dictionary(zip(inputNames, shapes), uniquingKeysWith: { first, _ in first }),
                                    inputValues: values, requests: requests)
             }
-            return try ModelPlan(graph: graph, backend: backend, inputRanges: inputRanges)
+            return try ModelPlan(graph: graph, backend: backend, inputRanges: inputRanges,
+                                 constantRange: importer.layerCache?.halfRange(of:) ?? HalfRange.init(checking:))
         } catch LayerKitError.invalidModel(let message) {
             let error = LayerKitError.invalidModel("\(name): \(message)")
             let needed = requests.values.reduce(into: Set<String>()) { $0.formUnion(importer.graphInputs(feeding: $1)) }

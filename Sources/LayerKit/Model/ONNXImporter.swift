@@ -248,7 +248,10 @@ struct ONNXImporter {
                 } else if let index = constantIndex[input] {
                     inputs.append(index)
                 } else {
-                    let constant = try context.constant(i, "input '\(input)'")
+                    let read = { try context.constant(i, "input '\(input)'") }
+                    // The file's initializers are the same in every plan: converted once (`layerCache`).
+                    let fromFile = inputValues[input] == nil && model.graph.initializers[input] != nil
+                    let constant = try fromFile ? (layerCache?.initializer(input, make: read) ?? read()) : read()
                     let index = graph.addValue(input, shape: constant.shape, constant: constant)
                     constantIndex[input] = index
                     inputs.append(index)
