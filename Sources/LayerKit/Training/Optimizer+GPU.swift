@@ -45,6 +45,9 @@ extension Optimizer {
         }
         try commands.commit()
         try commands.waitUntilCompleted()
+        // The buffers are mapped: the copies in and out are this step's transfers.
+        context.counters.upload(bytes: 4 * count * 4)
+        context.counters.download(bytes: 3 * count * 4)
         packed.parameters = Array(try OptimizerBuffers.floats(buffers.parameters).prefix(count))
         packed.first = Array(try OptimizerBuffers.floats(buffers.first).prefix(count))
         packed.second = Array(try OptimizerBuffers.floats(buffers.second).prefix(count))
