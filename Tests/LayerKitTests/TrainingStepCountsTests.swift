@@ -47,6 +47,10 @@ import Testing
         let before = try Self.stepCounts(backend: Backend(computeUnits: .gpu, context: unpooled, timestamps: false,
                                                           notice: { _ in })).compactMap(\.gpu)
         print("without the pools: step 1: \(before[0]); step 20: \(before[19])")
+        let median = { (steps: [TrainingStepCounts]) in steps.dropFirst().map(\.seconds).sorted()[steps.count / 2 - 1] * 1e3 }
+        print(String(format: "median step 2..20: %.2f ms with the pools, %.2f ms without", median(steps),
+                     median(try Self.stepCounts(backend: Backend(computeUnits: .gpu, context: unpooled, timestamps: false,
+                                                                 notice: { _ in })))))
         #expect(before.count == 20 && before.dropFirst().allSatisfy { $0.imagesCreated > 0 })
     }
 

@@ -70,7 +70,7 @@ public final class GPUContext: @unchecked Sendable {
     /// The images and buffers this context has created and the bytes it
     /// has moved so far (`GPUCounts`; subtract two readings).
     public var counts: GPUCounts {
-        counters.counts(buffers: stagingPool.allocationCount + bufferPool.allocationCount)
+        counters.counts(pooled: stagingPool.allocationCount + bufferPool.allocationCount)
     }
 
     /// An uninitialized slice image for an NCHW shape.
@@ -163,16 +163,28 @@ public final class GPUContext: @unchecked Sendable {
     /// context's device, for values a layer keeps there: weights, biases,
     /// tables. Make it once (in `prepare`) and bind it at every dispatch.
     /// Its memory comes from, and goes back to, the context's buffer pool.
-    public func makeBuffer(floats: [Float]) throws -> GPUBuffer {
+    public func makeBuffer(floats: [Float]) throws -> GPUBuffer { try makeBuffer(floats: floats, pooled: true) }
+
+    /// `makeBuffer(floats:)`, or with `pooled` false a buffer of its own,
+    /// neither taken from the pool nor given back to it: for state kept for
+    /// the context's life (the optimizer's), which would otherwise hold
+    /// buffers the layers of the next step take back.
+    func makeBuffer(floats: [Float], pooled: Bool) throws -> GPUBuffer {
         let count = max(floats.count, 1)
-        let buffer = try bufferPool.take(length: count * 4)
+        let buffer: Buffer
+        if pooled {
+            buffer = try bufferPool.take(length: count * 4)
+        } else {
+            buffer = try Buffer(device: device, length: count * 4, storage: .shared)
+            counters.bufferCreated()
+        }
         counters.upload(bytes: floats.count * 4)
         guard let base = buffer.contents?.bindMemory(to: Float.self, capacity: count) else {
             throw LayerKitError.unsupported("constant buffer memory is not mapped")
         }
         base.initialize(repeating: 0, count: count)
         floats.withUnsafeBufferPointer { if let source = $0.baseAddress { base.update(from: source, count: floats.count) } }
-        return GPUBuffer(buffer: buffer, returningTo: bufferPool)
+        return GPUBuffer(buffer: buffer, returningTo: pooled ? bufferPool : nil)
     }
 
     /// The kernel of `shader` with `defines`, from the cache or compiled now

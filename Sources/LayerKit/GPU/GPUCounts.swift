@@ -48,16 +48,18 @@ public struct GPUCounts: Sendable, Equatable, CustomStringConvertible {
 /// atomics: each total is exact, a reading during work may be mid-way).
 final class GPUCounters: Sendable {
     private let images = Atomic<Int>(0)
+    private let buffers = Atomic<Int>(0)
     private let uploaded = Atomic<Int>(0)
     private let downloaded = Atomic<Int>(0)
 
     func imageCreated() { images.add(1, ordering: .relaxed) }
+    func bufferCreated() { buffers.add(1, ordering: .relaxed) }
     func upload(bytes: Int) { uploaded.add(bytes, ordering: .relaxed) }
     func download(bytes: Int) { downloaded.add(bytes, ordering: .relaxed) }
 
-    /// The totals, with `buffers` created (the pools count their own).
-    func counts(buffers: Int) -> GPUCounts {
-        GPUCounts(imagesCreated: images.load(ordering: .relaxed), buffersCreated: buffers,
+    /// The totals, with `pooled` buffers created by the pools (they count their own).
+    func counts(pooled: Int) -> GPUCounts {
+        GPUCounts(imagesCreated: images.load(ordering: .relaxed), buffersCreated: pooled + buffers.load(ordering: .relaxed),
                   bytesUploaded: uploaded.load(ordering: .relaxed), bytesDownloaded: downloaded.load(ordering: .relaxed))
     }
 }
