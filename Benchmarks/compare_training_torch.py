@@ -12,7 +12,7 @@ Networks:
              the classifier (the last Gemm) trained: a fine-tune of the head.
 
     /work/venv/bin/python Benchmarks/compare_training_torch.py [--steps N] [--warmup N]
-        [--only small,mobilenet] [--skip-build] [--gpu]
+        [--only small,mobilenet] [--skip-build] [--gpu] [--write DIR]
 
 Needs torch 2.13 for the CPU and torchvision 0.28 (pip install torch==2.13.0+cpu;
 torchvision with --no-deps), onnx and numpy. Builds .build/release/TrainBench.
@@ -109,6 +109,16 @@ def torch_steps(model, params, x, y, batch, steps, warmup, threads):
     return samples, loss
 
 
+def write_batches(directory, batch, shape, rng):
+    """Four batches of uniform inputs and random class labels, as x.npy and y.npy (float32 labels) in `directory`."""
+    n = batch * 4
+    x = rng.uniform(-1, 1, (n,) + shape).astype(np.float32)
+    y = rng.integers(0, 10, n)
+    np.save(os.path.join(directory, "x.npy"), x)
+    np.save(os.path.join(directory, "y.npy"), y.astype(np.float32))
+    return x, y
+
+
 def layerkit_steps(onnx_path, x_path, y_path, batch, steps, warmup, threads, trainable, backend):
     out = subprocess.run([os.path.join(ROOT, ".build", "release", "TrainBench"), onnx_path, x_path, y_path,
                           "--batch", str(batch), "--steps", str(steps), "--warmup", str(warmup), "--threads",
@@ -124,27 +134,31 @@ def main():
     parser.add_argument("--only", default="small,mobilenet")
     parser.add_argument("--skip-build", action="store_true")
     parser.add_argument("--gpu", action="store_true", help="also LayerKit's GPU backend (lavapipe here: an emulation)")
+    parser.add_argument("--write", metavar="DIR",
+                        help="only write each network's model and data into DIR/NAME (NAME.onnx, x.npy, y.npy)")
     args = parser.parse_args()
-    if not args.skip_build:
+    if not args.skip_build and not args.write:
         subprocess.run([os.path.join(ROOT, "Scripts", "swift-release-build"), "--product", "TrainBench"], check=True)
     rng = np.random.default_rng(1)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only.split(","):
             torch.manual_seed(0)
+            # With --write, the files stay (Scripts/device-check trains the small one with `layerkit train`).
+            out = os.path.join(args.write, name) if args.write else tmp
+            os.makedirs(out, exist_ok=True)
             if name == "small":
                 model, batch, shape, trainable = SmallNet(), 32, (3, 32, 32), "all"
-                onnx.save(model.onnx_model(), os.path.join(tmp, "small.onnx"))
+                onnx.save(model.onnx_model(), os.path.join(out, "small.onnx"))
                 params = list(model.parameters())
             else:
                 model, batch, shape, trainable = mobilenet(), 8, (3, 224, 224), "last:1"
-                export(model, (1,) + shape, os.path.join(tmp, "mobilenet.onnx"))
+                export(model, (1,) + shape, os.path.join(out, "mobilenet.onnx"))
                 params = list(model.classifier.parameters())
-            n = batch * 4
-            x = rng.uniform(-1, 1, (n,) + shape).astype(np.float32)
-            y = rng.integers(0, 10, n)
-            np.save(os.path.join(tmp, "x.npy"), x)
-            np.save(os.path.join(tmp, "y.npy"), y.astype(np.float32))
+            x, y = write_batches(out, batch, shape, rng)
+            if args.write:
+                print(f"wrote {out}: {name}.onnx, x.npy, y.npy (batch {batch}, trainable {trainable})")
+                continue
             for threads in (1, 2):
                 # Fresh weights for each side: both start from the same state.
                 state = {k: v.clone() for k, v in model.state_dict().items()}
@@ -158,6 +172,8 @@ def main():
                                         backend)
                     rows.append((name, threads, backend, lk["stats"]["medianMs"], statistics.median(ts),
                                  lk["finalLoss"], tloss))
+    if args.write:
+        return
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; torch {torch.__version__}; "
           f"{args.steps} timed steps after {args.warmup} warm-up, medians")

@@ -19,6 +19,8 @@ struct TrainRow: Codable {
     let finalLoss: Double
     /// Milliseconds per step in each kind of work, the largest first.
     let breakdown: [String]
+    /// On the GPU: the first step's and the last timed step's allocations and bytes moved (`GPUCounts`).
+    let gpuFirstStep: String?, gpuLastStep: String?
 }
 
 func trainable(_ word: String) -> TrainableSelection {
@@ -68,6 +70,7 @@ do {
         var last = clock.now
         var samples: [Double] = []
         var finalLoss = Double.nan
+        var gpuCounts: [GPUCounts] = []
         var task: UpdateTask?
         task = try UpdateTask(modelAt: URL(fileURLWithPath: paths[0]), data: data, configuration: configuration,
                               computeUnits: backend == "gpu" ? .gpu : .cpuOnly, threads: threads) { event in
@@ -78,6 +81,7 @@ do {
                 samples.append(Timing.milliseconds(now - last))
                 last = now
                 finalLoss = loss
+                if let counts = task?.lastStep?.gpu { gpuCounts.append(counts) }
                 if samples.count == warmup + steps { task?.cancel() }
             default: break
             }
@@ -88,7 +92,8 @@ do {
                            batch: batch, steps: steps, stats: stats, finalLoss: finalLoss,
                            breakdown: (task?.workSeconds ?? [:]).sorted { $0.value > $1.value }.prefix(12).map {
                                String(format: "%.3f ms  %@", $0.value * 1e3 / Double(samples.count), $0.key.description)
-                           })
+                           },
+                           gpuFirstStep: gpuCounts.first?.description, gpuLastStep: gpuCounts.last?.description)
         print(String(decoding: try JSONEncoder().encode(row), as: UTF8.self))
     }
 } catch {

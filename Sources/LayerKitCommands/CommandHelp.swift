@@ -276,6 +276,8 @@ struct CommandHelp {
             Option("--normalize", "0,1|-1,1|imagenet|mean=..,std=..", default: "0,1",
                    "with a folder of pictures: how pixels become input values"),
             Option("--plot", "FILE.svg", default: "none", "draw the loss of every mini-batch and each epoch's mean"),
+            Option("--stats", nil, default: "off",
+                   "print each step's time and, on a GPU, the images and buffers it created and the bytes it moved"),
             layer, threads, json("layerkit-train/1"),
         ],
         positional: 1...1,

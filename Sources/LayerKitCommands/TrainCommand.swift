@@ -10,7 +10,9 @@ import LayerKit
 /// terminal a progress bar is drawn on standard error as well, and erased
 /// before each line), then writes the updated model, with `--checkpoint` a
 /// checkpoint and with `--plot` the loss curve (`LossPlot`), and prints where
-/// the backward work ran. Every option and file is checked first; a run
+/// the backward work ran; with `--stats`, a line after each step (its time,
+/// and on a GPU the images and buffers it created and the bytes it moved:
+/// `TrainingStepCounts`). Every option and file is checked first; a run
 /// that fails writes nothing.
 enum TrainCommand {
     static func run(_ words: [String], console: Console) throws -> Int32 {
@@ -43,6 +45,8 @@ enum TrainCommand {
                                               console: console)
         let configuration = options.configuration
         let json = arguments.has("--json")
+        let stats = arguments.has("--stats")
+        guard !(stats && json) else { throw UsageError("--stats prints a line per step: drop it or --json") }
         let log = TrainingLog(epochs: configuration.epochs, console: console,
                               label: "train \(URL(fileURLWithPath: path).lastPathComponent)", printsEpochs: !json)
         // The task's own backend, but with the command's notices (held until it ends, as every command's).
@@ -50,6 +54,7 @@ enum TrainCommand {
                                   notice: { console.note($0) })
         let task = try UpdateTask(modelAt: URL(fileURLWithPath: path), data: provider, configuration: configuration,
                                   backend: backend, registry: registry, events: { log.record($0) })
+        if stats { log.stepCounts = { [unowned task] in task.lastStep } }
         if let resume { try task.resume(fromCheckpoint: URL(fileURLWithPath: resume)) }
         if !json {
             console.print(ModelFiles.deviceLine(task.backend))

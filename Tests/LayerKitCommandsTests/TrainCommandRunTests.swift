@@ -70,6 +70,29 @@ struct TrainCommandRunTests {
         try recoversTheTeachersBetas(backend: "gpu")
     }
 
+    /// `--stats`: a line after each of the 8 steps (2 epochs of 64 items in batches of 16),
+    /// on the GPU with its counts, of which only the first step's allocate.
+    @Test(arguments: ["cpu", "gpu"]) func statsPrintALinePerStep(backend: String) throws {
+        guard backend == "cpu" || gpuTestsEnabled else { return }
+        let directory = try CommandRunner.scratchDirectory()
+        let runner = CommandRunner()
+        let status = runner.run(Self.student(output: "\(directory)/trained.onnx",
+                                             ["--epochs", "2", "--backend", backend, "--stats"]))
+        #expect(status == 0, "\(runner.error)")
+        let steps = runner.out.split(separator: "\n").map(String.init).filter { $0.hasPrefix("step ") }
+        #expect(steps.count == 8, "\(runner.out)")
+        for (i, line) in steps.enumerated() {
+            #expect(line.hasPrefix("step \(i + 1)  ") && line.contains(" ms"), "\(line)")
+            #expect(line.contains("  GPU: ") == (backend == "gpu"), "\(line)")
+            if backend == "gpu" {
+                #expect(line.contains("GPU: 0 allocations (0 images, 0 buffers), ") == (i > 0), "\(line)")
+            }
+        }
+        let both = CommandRunner()
+        #expect(both.run(Self.student(output: "\(directory)/other.onnx", ["--stats", "--json"])) == 2)
+        #expect(both.error.contains("--stats"), "\(both.error)")
+    }
+
     @Test func aResumedRunWritesTheModelOfAnUninterruptedOne() throws {
         let directory = try CommandRunner.scratchDirectory()
         let common = ["--backend", "cpu", "--threads", "1", "--seed", "7"]

@@ -46,6 +46,14 @@ extension Backend {
         return "the Vulkan device \(gpu.deviceInfo.name) is a CPU emulation, slower than the CPU evaluator"
     }
 
+    /// Where an optimizer step runs (`Optimizer`): on the GPU whenever the
+    /// backend may put any work there, as a layer with `encode` would; its
+    /// buffers have no image limits. Nil reason under `.cpuOnly`.
+    func placeOptimizerStep() -> Placement {
+        guard computeUnits != .cpuOnly else { return .cpu(reason: nil) }
+        return whyNoGPUWork.map { .cpu(reason: $0) } ?? .gpu
+    }
+
     /// Announces that `subject` ("Relu", "the optimizer step") runs on the
     /// CPU for `why`, once: when `why` is `whyNoGPUWork`, one line for
     /// all the backend's work instead of one per layer (a training run

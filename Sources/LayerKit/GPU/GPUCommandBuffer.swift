@@ -44,6 +44,7 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         try requireSameShape(tensor, image, "upload")
         let staging = try context.stagingPool.take(length: image.texelBytes)
         holdUntilCompleted(staging)
+        context.counters.upload(bytes: image.texelBytes)
         guard let contents = staging.contents else {
             throw LayerKitError.unsupported("staging buffer memory is not mapped")
         }
@@ -64,6 +65,7 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         try requireSameShape(tensor, image, "download")
         let staging = try context.stagingPool.take(length: image.texelBytes)
         holdUntilCompleted(staging)
+        context.counters.download(bytes: image.texelBytes)
         try record(.init(kind: .download, name: "download: copy from image", shape: image.shape,
                          bytes: 2 * image.texelBytes), reads: [image.texture], writes: [staging]) {
             try commands.copy(from: image.texture, to: staging)
@@ -187,6 +189,7 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         }
         base.initialize(repeating: 0, count: count)
         fill(base)
+        context.counters.upload(bytes: count * 4)
         return GPUBuffer(buffer: buffer)
     }
 

@@ -10,11 +10,21 @@ public final class GPUContext: @unchecked Sendable {
     let device: Device
     /// Staging buffers reused across uploads and downloads.
     let stagingPool: StagingPool
+    /// The buffers of `makeBuffer(floats:)`, given back when their last
+    /// `GPUBuffer` copy dies and reused for the next of the same length.
+    let bufferPool: StagingPool
+    /// The textures of slice images that died, reused for the next of the same extent.
+    let imagePool: ImagePool
+    /// The totals behind `counts`.
+    let counters = GPUCounters()
     /// Threads that convert between Float32 tensors and fp16 texels.
     let conversionThreads = activeProcessorCount
 
     /// The most bytes of idle staging buffers a context keeps for reuse.
     public static let maxIdleStagingBytes = 256 << 20
+    /// The most bytes of idle images, and of idle `makeBuffer` buffers, a
+    /// context keeps for reuse (each pool its own).
+    public static let maxIdleResourceBytes = 512 << 20
 
     private let kernelLock = NSLock()
     /// Pipelines by shader variant; a user kernel's source is kept to refuse
@@ -37,11 +47,16 @@ public final class GPUContext: @unchecked Sendable {
 
     /// Wraps an open device; staging buffers carry `stagingGuardBytes` of
     /// canary past their used length (`StagingPool.overruns` counts damage).
-    init(device: Device, stagingGuardBytes: Int = 0) throws {
+    /// `idleResourceBytes` caps the image and weight-buffer pools (0: none
+    /// kept, every image and buffer made anew, as before the pools: tests
+    /// compare the two).
+    init(device: Device, stagingGuardBytes: Int = 0, idleResourceBytes: Int = GPUContext.maxIdleResourceBytes) throws {
         self.device = device
         deviceInfo = GPUDeviceInfo(device.info)
         stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes,
                                   guardBytes: stagingGuardBytes)
+        bufferPool = StagingPool(device: device, maxIdleBytes: idleResourceBytes)
+        imagePool = ImagePool(device: device, maxIdleBytes: idleResourceBytes)
     }
 
     /// What the device is.
@@ -52,10 +67,16 @@ public final class GPUContext: @unchecked Sendable {
     /// repeated transfers of one shape stop adding to this count.
     public var stagingBufferAllocations: Int { stagingPool.allocationCount }
 
+    /// The images and buffers this context has created and the bytes it
+    /// has moved so far (`GPUCounts`; subtract two readings).
+    public var counts: GPUCounts {
+        counters.counts(pooled: stagingPool.allocationCount + bufferPool.allocationCount)
+    }
+
     /// An uninitialized slice image for an NCHW shape.
     public func makeSliceImage(batch: Int, featureChannels: Int, height: Int, width: Int) throws -> SliceImage {
         try SliceImage(device: device, batch: batch, featureChannels: featureChannels,
-                       height: height, width: width)
+                       height: height, width: width, pool: imagePool, created: counters.imageCreated)
     }
 
     /// An uninitialized slice image for a 4-element NCHW `shape`.
@@ -141,15 +162,29 @@ public final class GPUContext: @unchecked Sendable {
     /// A buffer holding `floats` (at least one float; zeros if empty) on this
     /// context's device, for values a layer keeps there: weights, biases,
     /// tables. Make it once (in `prepare`) and bind it at every dispatch.
-    public func makeBuffer(floats: [Float]) throws -> GPUBuffer {
+    /// Its memory comes from, and goes back to, the context's buffer pool.
+    public func makeBuffer(floats: [Float]) throws -> GPUBuffer { try makeBuffer(floats: floats, pooled: true) }
+
+    /// `makeBuffer(floats:)`, or with `pooled` false a buffer of its own,
+    /// neither taken from the pool nor given back to it: for state kept for
+    /// the context's life (the optimizer's), which would otherwise hold
+    /// buffers the layers of the next step take back.
+    func makeBuffer(floats: [Float], pooled: Bool) throws -> GPUBuffer {
         let count = max(floats.count, 1)
-        let buffer = try Buffer(device: device, length: count * 4, storage: .shared)
+        let buffer: Buffer
+        if pooled {
+            buffer = try bufferPool.take(length: count * 4)
+        } else {
+            buffer = try Buffer(device: device, length: count * 4, storage: .shared)
+            counters.bufferCreated()
+        }
+        counters.upload(bytes: floats.count * 4)
         guard let base = buffer.contents?.bindMemory(to: Float.self, capacity: count) else {
             throw LayerKitError.unsupported("constant buffer memory is not mapped")
         }
         base.initialize(repeating: 0, count: count)
         floats.withUnsafeBufferPointer { if let source = $0.baseAddress { base.update(from: source, count: floats.count) } }
-        return GPUBuffer(buffer: buffer)
+        return GPUBuffer(buffer: buffer, returningTo: pooled ? bufferPool : nil)
     }
 
     /// The kernel of `shader` with `defines`, from the cache or compiled now

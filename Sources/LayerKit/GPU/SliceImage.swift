@@ -18,6 +18,9 @@ public final class SliceImage: @unchecked Sendable {
     public let batch: Int
     /// The underlying Vulkan image (batch × slices array layers).
     let texture: Image
+    /// Where the texture goes when this image dies, to serve the next slice
+    /// image of its extent (nil: it is destroyed).
+    private let pool: ImagePool?
 
     /// `(featureChannels + 3) / 4`: array layers per batch item.
     public var slices: Int { (featureChannels + 3) / 4 }
@@ -31,7 +34,11 @@ public final class SliceImage: @unchecked Sendable {
     /// Makes an uninitialized image for an NCHW shape; throws for empty
     /// shapes or shapes past the device's image limits (the error names the
     /// limit). `GPUContext.makeSliceImage` is the public way to make one.
-    init(device: Device, batch: Int, featureChannels: Int, height: Int, width: Int) throws {
+    /// With a `pool`, the texture is taken from it when it holds one of
+    /// this extent and given back to it at `deinit`; `created` is called
+    /// when a new texture had to be made.
+    init(device: Device, batch: Int, featureChannels: Int, height: Int, width: Int, pool: ImagePool? = nil,
+         created: () -> Void = {}) throws {
         guard batch > 0, featureChannels > 0, height > 0, width > 0 else {
             throw LayerKitError.shapeMismatch(
                 "slice image shape \(Tensor.describe([batch, featureChannels, height, width])) must be positive")
@@ -42,8 +49,16 @@ public final class SliceImage: @unchecked Sendable {
         self.batch = batch
         let (layers, overflow) = batch.multipliedReportingOverflow(by: (featureChannels + 3) / 4)
         guard !overflow else { throw LayerKitError.shapeMismatch("batch x slices overflows") }
-        texture = try Image(device: device, width: width, height: height, layers: layers)
+        self.pool = pool
+        if let reused = pool?.take(width: width, height: height, layers: layers) {
+            texture = reused
+        } else {
+            texture = try Image(device: device, width: width, height: height, layers: layers)
+            created()
+        }
     }
+
+    deinit { pool?.giveBack(texture) }
 
     /// The push constants every slice-image shader starts with
     /// (`LK_SHAPE_FIELDS` in `Shaders/layerkit.glsl`).

@@ -40,7 +40,10 @@ final class StagingPool: @unchecked Sendable {
     /// An idle buffer of exactly `length` bytes (plus `guardBytes`), or a new one.
     func take(length: Int) throws -> Buffer {
         lock.lock()
-        if let i = idle.lastIndex(where: { $0.length == length + guardBytes }) {
+        // One a command buffer still retains (given back by a `GPUBuffer`
+        // while its work ran) is skipped: the GPU may still read it.
+        if let i = idle.indices.reversed().first(where: { idle[$0].length == length + guardBytes
+                                                          && isKnownUniquelyReferenced(&idle[$0]) }) {
             let buffer = idle.remove(at: i)
             idleBytes -= buffer.length
             lock.unlock()

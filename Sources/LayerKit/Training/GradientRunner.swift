@@ -39,7 +39,7 @@ final class GradientRunner {
     /// per kind), and the time since `start`.
     func record(_ work: String, _ placement: Placement, since start: ContinuousClock.Instant? = nil) {
         let entry = TrainingWork(op: currentOp, work: work, placement: placement)
-        let elapsed = start.map { ContinuousClock.now - $0 }.map { Double($0.components.seconds) + Double($0.components.attoseconds) * 1e-18 } ?? 0
+        let elapsed = start.map { (ContinuousClock.now - $0).inSeconds } ?? 0
         if let total = seconds[entry] {
             seconds[entry] = total + elapsed
         } else {

@@ -9,9 +9,10 @@ struct OptimizerBuffers {
 
     init(count: Int, on context: GPUContext) throws {
         self.count = count
-        let zeros = [Float](repeating: 0, count: count)
-        (parameters, gradients) = (try context.makeBuffer(floats: zeros), try context.makeBuffer(floats: zeros))
-        (first, second) = (try context.makeBuffer(floats: zeros), try context.makeBuffer(floats: zeros))
+        // Not from the context's pool: made at the end of the first step, they would take the buffers
+        // that step's layers gave back, and the next step's layers would allocate again.
+        let make = { try context.makeBuffer(floats: [Float](repeating: 0, count: count), pooled: false) }
+        (parameters, gradients, first, second) = (try make(), try make(), try make(), try make())
     }
 
     /// The mapped floats of `buffer`.
@@ -45,6 +46,9 @@ extension Optimizer {
         }
         try commands.commit()
         try commands.waitUntilCompleted()
+        // The buffers are mapped: the copies in and out are this step's transfers.
+        context.counters.upload(bytes: 4 * count * 4)
+        context.counters.download(bytes: 3 * count * 4)
         packed.parameters = Array(try OptimizerBuffers.floats(buffers.parameters).prefix(count))
         packed.first = Array(try OptimizerBuffers.floats(buffers.first).prefix(count))
         packed.second = Array(try OptimizerBuffers.floats(buffers.second).prefix(count))

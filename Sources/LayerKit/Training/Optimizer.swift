@@ -7,12 +7,13 @@ import Foundation
 ///
 /// The update runs on the GPU (`Shaders/optimizer.comp`, one dispatch per
 /// parameter over Float32 storage buffers, uploaded and read back each step)
-/// when the backend uses it: `.gpu`, or `.automatic` on a real GPU, the rule
-/// `Backend` applies to layers. Otherwise its CPU twin runs the same Float32
-/// operations in the same order; `placement` says which, and a CPU step on
-/// a backend that wanted the GPU is announced once through the backend's
-/// notice. Both are deterministic: the same inputs give the same bits.
-/// Gradient clipping is a Double reduction on the host either way.
+/// when the backend's placement policy says so (`placeOptimizerStep()`:
+/// `.gpu`, or `.automatic` on a real GPU, the rule it applies to layers).
+/// Otherwise its CPU twin runs the same Float32 operations in the same
+/// order; `placement` says which, and a CPU step on a backend that wanted
+/// the GPU is announced once through the backend's notice. Both are
+/// deterministic: the same inputs give the same bits. Gradient clipping is
+/// a Double reduction on the host either way.
 ///
 /// Not thread-safe: one training loop drives an optimizer.
 public final class Optimizer {
@@ -41,17 +42,14 @@ public final class Optimizer {
     public init(_ configuration: OptimizerConfiguration, backend: Backend? = nil) throws {
         try configuration.validate()
         self.configuration = configuration
-        let units = backend?.computeUnits ?? .cpuOnly
-        if units == .cpuOnly || backend == nil {
-            (placement, gpu) = (.cpu(reason: nil), nil)
-        } else if let backend, let why = backend.whyNoGPUWork {
-            (placement, gpu) = (.cpu(reason: why), nil)
-        } else if let context = backend?.gpu {
+        // The backend's one placement policy decides, as for its layers.
+        placement = backend?.placeOptimizerStep() ?? .cpu(reason: nil)
+        if placement.isGPU, let context = backend?.gpu {
             // Compiled now, so a shader problem shows before training starts.
             _ = try BuiltInShaders.optimizer.kernel(on: context)
-            (placement, gpu) = (.gpu, context)
+            gpu = context
         } else {
-            (placement, gpu) = (.cpu(reason: "no GPU"), nil)
+            gpu = nil
         }
         if case .cpu(let reason?) = placement { backend?.announceCPU("the optimizer step", why: reason) }
     }

@@ -108,6 +108,9 @@ public final class UpdateTask: @unchecked Sendable {
     /// The wall seconds spent so far in each kind of work of `placementReport`.
     public var workSeconds: [TrainingWork: Double] { pass.runner.seconds }
 
+    /// The last step's time and GPU counts (nil before the first step).
+    public private(set) var lastStep: TrainingStepCounts?
+
     /// Optimizer steps a full run takes: epochs times mini-batches per epoch.
     public var totalSteps: Int { configuration.epochs * batchesPerEpoch }
 
@@ -152,6 +155,11 @@ public final class UpdateTask: @unchecked Sendable {
     /// as they were before it (the loss is not finite: a NaN in the data, or
     /// a learning rate that diverged).
     private func trainingStep(order: [Int]) throws -> Double {
+        let (clock, before) = (ContinuousClock.now, backend.gpu?.counts)
+        defer {
+            lastStep = TrainingStepCounts(step: position.step, seconds: (ContinuousClock.now - clock).inSeconds,
+                                          gpu: before.flatMap { before in backend.gpu.map { $0.counts - before } })
+        }
         do {
             let start = position.batch * configuration.batchSize
             let batch = try data.batch(order[start..<min(start + configuration.batchSize, data.count)])

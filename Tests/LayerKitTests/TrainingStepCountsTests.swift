@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+@testable import LayerKit
+
+/// What a training step costs beside its arithmetic (`TrainingStepCounts`,
+/// `GPUCounts`): a GPU step after the first creates no image or buffer
+/// (the context's pools serve the images and buffers of the step before),
+/// while every step still moves bytes; the counters themselves count each
+/// creation and transfer.
+@Suite struct TrainingStepCountsTests {
+    /// The 20 Adam steps of the fixture on `backend`, each step's counts.
+    static func stepCounts(backend: Backend) throws -> [TrainingStepCounts] {
+        var counts: [TrainingStepCounts] = []
+        let data = try ArrayBatchProvider(inputs: TrainingNetworkTests.fixture("adam_x.npy"),
+                                          targets: TrainingNetworkTests.fixture("adam_labels.npy"))
+        let configuration = TrainingConfiguration(loss: .crossEntropy, optimizer: .adam(learningRate: 0.01), epochs: 5,
+                                                  batchSize: 4, shuffles: false, trainable: .all)
+        var task: UpdateTask?
+        task = try UpdateTask(modelAt: TrainingNetworkTests.directory.appendingPathComponent("swish_net.onnx"),
+                              data: data, configuration: configuration, backend: backend) { event in
+            if case .miniBatchEnded = event, let step = task?.lastStep { counts.append(step) }
+        }
+        try task?.run()
+        return counts
+    }
+
+    @Test func onTheGPUOnlyTheFirstStepAllocates() throws {
+        guard TestGPU.isEnabled else { return }
+        // A context of its own, so other tests' work does not move its counts.
+        let context = try GPUContext(device: TestGPU.get().device)
+        let backend = try Backend(computeUnits: .gpu, context: context, timestamps: false, notice: { _ in })
+        let steps = try Self.stepCounts(backend: backend)
+        #expect(steps.map(\.step) == Array(0..<20))
+        let gpu = steps.compactMap(\.gpu)
+        #expect(gpu.count == 20)
+        for (i, counts) in gpu.enumerated() { print("step \(i + 1): \(counts)") }
+        #expect(gpu[0].imagesCreated > 0 && gpu[0].buffersCreated > 0, "the first step makes its images and buffers")
+        for (i, counts) in gpu.enumerated().dropFirst() {
+            #expect(counts.allocations == 0, "step \(i + 1): \(counts)")
+        }
+        // Every step still uploads its batch and downloads what the loss and the CPU work read.
+        #expect(gpu.allSatisfy { $0.bytesUploaded > 0 && $0.bytesDownloaded > 0 })
+        #expect(steps.allSatisfy { $0.seconds > 0 })
+
+        // The negative control, and the figures before the pools: without them every step allocates again.
+        let unpooled = try GPUContext(device: TestGPU.get().device, idleResourceBytes: 0)
+        let before = try Self.stepCounts(backend: Backend(computeUnits: .gpu, context: unpooled, timestamps: false,
+                                                          notice: { _ in })).compactMap(\.gpu)
+        print("without the pools: step 1: \(before[0]); step 20: \(before[19])")
+        let median = { (steps: [TrainingStepCounts]) in steps.dropFirst().map(\.seconds).sorted()[steps.count / 2 - 1] * 1e3 }
+        print(String(format: "median step 2..20: %.2f ms with the pools, %.2f ms without", median(steps),
+                     median(try Self.stepCounts(backend: Backend(computeUnits: .gpu, context: unpooled, timestamps: false,
+                                                                 notice: { _ in })))))
+        #expect(before.count == 20 && before.dropFirst().allSatisfy { $0.imagesCreated > 0 })
+    }
+
+    @Test func onTheCPUThereAreNoGPUCounts() throws {
+        let steps = try Self.stepCounts(backend: TrainingNetworkTests.cpu)
+        #expect(steps.count == 20 && steps.allSatisfy { $0.gpu == nil && $0.seconds > 0 })
+    }
+
+    @Test func theCountersCountCreationsAndTransfers() throws {
+        guard TestGPU.isEnabled else { return }
+        let context = try GPUContext(device: TestGPU.get().device)
+        let start = context.counts
+        let tensor = try Tensor(shape: [2, 6, 3, 5], values: (0..<180).map { Float($0) })
+        // 2 x 2 slices x 3 x 5 texels of 8 bytes.
+        let texelBytes = 2 * 2 * 3 * 5 * 8
+        var first: SliceImage? = try context.upload(tensor)
+        let second = try context.upload(tensor)  // the first is alive: a new image
+        var counts = context.counts - start
+        #expect(counts.imagesCreated == 2 && counts.bytesUploaded == 2 * texelBytes)
+        #expect(counts.buffersCreated == 1, "one staging buffer serves both uploads")
+        _ = try context.download(second)
+        first = nil
+        _ = try context.upload(tensor)  // the first's image is reused
+        counts = context.counts - start
+        #expect(counts.imagesCreated == 2 && counts.bytesDownloaded == texelBytes && counts.bytesUploaded == 3 * texelBytes)
+        // Another extent is a new image; a buffer of weights is a new buffer, and its floats are uploaded.
+        _ = try context.upload(Tensor(shape: [1, 6, 3, 5]))
+        var weights: GPUBuffer? = try context.makeBuffer(floats: [1, 2, 3])
+        counts = context.counts - start
+        #expect(counts.imagesCreated == 3 && counts.buffersCreated == 3)
+        #expect(counts.bytesUploaded == 3 * texelBytes + texelBytes / 2 + 12)
+        weights = nil
+        let again = try context.makeBuffer(floats: [4, 5, 6])  // the given-back buffer serves
+        #expect((context.counts - start).buffersCreated == 3)
+        #expect(try OptimizerBuffers.floats(again).map { $0 } == [4, 5, 6])
+        #expect(first == nil && weights == nil)
+    }
+}
