@@ -56,9 +56,20 @@ vec4 lk_erf(vec4 a) {
     return mix(r, -r, lessThan(a, vec4(0.0)));
 }
 
-vec4 lk_sin(vec4 a) { return mix(sin(a), vec4(LK_NAN), isinf(a)); }
-vec4 lk_cos(vec4 a) { return mix(cos(a), vec4(LK_NAN), isinf(a)); }
-vec4 lk_tan(vec4 a) { return mix(tan(a), vec4(LK_NAN), isinf(a)); }
+// a - k * 2pi with k = round(a / 2pi), Cody-Waite: 2pi in three parts, the
+// first two of 8 and 10 significant bits, so k times each is exact for |k|
+// up to 2^14 (fp16's 65504 is k = 10425). A GPU's sin and cos are accurate
+// near zero only: NVIDIA's gave sin(65504) = 0.97705 for 0.97538.
+vec4 lk_reduce_2pi(vec4 a) {
+    precise vec4 k = round(a * 0.15915494309189535);
+    precise vec4 r = a - k * 6.28125;
+    r = r - k * 0.0019340515136718750;
+    r = r - k * 1.2556658930407139e-06;
+    return r;
+}
+vec4 lk_sin(vec4 a) { return mix(sin(lk_reduce_2pi(a)), vec4(LK_NAN), isinf(a)); }
+vec4 lk_cos(vec4 a) { return mix(cos(lk_reduce_2pi(a)), vec4(LK_NAN), isinf(a)); }
+vec4 lk_tan(vec4 a) { return mix(tan(lk_reduce_2pi(a)), vec4(LK_NAN), isinf(a)); }
 
 // GLSL leaves asin, acos, acosh and atanh undefined outside their domains,
 // and defines asinh and acosh by log(x + sqrt(x * x +- 1)), which cancels to

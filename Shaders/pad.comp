@@ -23,6 +23,10 @@ layout(push_constant) uniform Shape {
     int keptN; int keptBatch; int startN;
 } shape;
 
+// a mod m in [0, m) for m > 0. GLSL leaves % undefined for a negative
+// operand (NVIDIA's and lavapipe's differ), so it only sees non-negative ones.
+int lk_floor_mod(int a, int m) { return a >= 0 ? a % m : m - 1 - (-1 - a) % m; }
+
 // The kept index output index o maps to, or -1 for the constant.
 int lk_pad_source(int o, int start, int kept, int length) {
     int p = o - start;
@@ -35,11 +39,11 @@ int lk_pad_source(int o, int start, int kept, int length) {
             p = 0;
         } else {
             int period = 2 * (length - 1);
-            p = ((p % period) + period) % period;
+            p = lk_floor_mod(p, period);
             if (p >= length) p = period - p;
         }
     } else {
-        p = ((p % length) + length) % length;
+        p = lk_floor_mod(p, length);
     }
     return kept + p;
 }

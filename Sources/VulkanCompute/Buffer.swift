@@ -2,18 +2,31 @@ import CVulkan
 
 /// A storage buffer with its own memory.
 ///
-/// `.shared` buffers are host-visible and coherent (staging, uploads,
-/// readback: `contents` is mapped for their lifetime); `.private` buffers
-/// live in device-local memory, as Metal's storage modes.
+/// `.shared` and `.constant` buffers are host-visible and coherent
+/// (`contents` is mapped for their lifetime); `.private` buffers live in
+/// device-local memory, as Metal's storage modes. On a discrete GPU the
+/// host-visible memory types differ in where reads are fast, so the two
+/// mapped kinds prefer different ones, falling back to any host-visible
+/// coherent type.
 public final class Buffer: @unchecked Sendable {
     /// Where the buffer's memory lives.
-    public enum Storage: Sendable { case shared, `private` }
+    public enum Storage: Sendable {
+        /// Staging, uploads and readback: prefers host-cached memory, which
+        /// the CPU reads at memory speed (uncached write-combined memory
+        /// reads at a fraction of it: a 268 MB download took a second).
+        case shared
+        /// Written by the host once, read by kernels many times (weights,
+        /// per-layer values): prefers device-local memory the host can map.
+        case constant
+        /// Device-local, not mapped.
+        case `private`
+    }
 
     public let device: Device
     /// Size in bytes.
     public let length: Int
     public let storage: Storage
-    /// The mapped memory of a `.shared` buffer; nil for `.private`.
+    /// The mapped memory of a `.shared` or `.constant` buffer; nil for `.private`.
     public let contents: UnsafeMutableRawPointer?
     let handle: VkBuffer
     private let memory: VkDeviceMemory
@@ -38,20 +51,23 @@ public final class Buffer: @unchecked Sendable {
         rollback.add { vkDestroyBuffer(device.handle, buffer, nil) }
         var requirements = VkMemoryRequirements()
         vkGetBufferMemoryRequirements(device.handle, buffer, &requirements)
-        let required = storage == .shared
-            ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue
-            : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue
-        let memory = try device.allocateMemory(requirements, required: required)
+        let mapped = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT.rawValue | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT.rawValue
+        let (required, preferred): (UInt32, UInt32) = switch storage {
+        case .shared: (mapped, VK_MEMORY_PROPERTY_HOST_CACHED_BIT.rawValue)
+        case .constant: (mapped, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue)
+        case .private: (VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT.rawValue, 0)
+        }
+        let memory = try device.allocateMemory(requirements, required: required, preferred: preferred)
         rollback.add { vkFreeMemory(device.handle, memory, nil) }
         try check(vkBindBufferMemory(device.handle, buffer, memory, 0), "vkBindBufferMemory")
-        var mapped: UnsafeMutableRawPointer?
-        if storage == .shared {
-            try check(vkMapMemory(device.handle, memory, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &mapped), "vkMapMemory")
+        var pointer: UnsafeMutableRawPointer?
+        if storage != .private {
+            try check(vkMapMemory(device.handle, memory, 0, VkDeviceSize(VK_WHOLE_SIZE), 0, &pointer), "vkMapMemory")
         }
         rollback.keep()
         self.handle = buffer
         self.memory = memory
-        self.contents = mapped
+        self.contents = pointer
         device.objectCounter.add(2)
     }
 

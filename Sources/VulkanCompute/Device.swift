@@ -112,10 +112,19 @@ public final class Device: @unchecked Sendable {
         try check(result, "vkQueueSubmit")
     }
 
-    /// Allocates memory for `requirements` with `properties`; falls back to
-    /// any compatible type when `preferred` properties are unavailable.
+    /// Allocates memory for `requirements` of a type with `required`
+    /// properties, one with `preferred` too where there is one and its heap
+    /// has room (a device-local host-visible heap may be a 256 MiB window):
+    /// else any type with `required`.
     func allocateMemory(_ requirements: VkMemoryRequirements, required: UInt32,
                         preferred: UInt32 = 0) throws -> VkDeviceMemory {
+        if preferred != 0, let memory = try? allocateMemory(requirements, ofType: required | preferred) {
+            return memory
+        }
+        return try allocateMemory(requirements, ofType: required)
+    }
+
+    private func allocateMemory(_ requirements: VkMemoryRequirements, ofType required: UInt32) throws -> VkDeviceMemory {
         let types = withUnsafeBytes(of: memoryProperties.memoryTypes) {
             Array($0.bindMemory(to: VkMemoryType.self).prefix(Int(memoryProperties.memoryTypeCount)))
         }
@@ -125,7 +134,7 @@ public final class Device: @unchecked Sendable {
                     && types[i].propertyFlags & flags == flags
             }
         }
-        guard let typeIndex = find(required | preferred) ?? find(required) else {
+        guard let typeIndex = find(required) else {
             throw VulkanError.missingFeature("no memory type with properties 0x\(String(required, radix: 16))")
         }
         var info = VkMemoryAllocateInfo()

@@ -55,7 +55,7 @@ public final class GPUContext: @unchecked Sendable {
         deviceInfo = GPUDeviceInfo(device.info)
         stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes,
                                   guardBytes: stagingGuardBytes)
-        bufferPool = StagingPool(device: device, maxIdleBytes: idleResourceBytes)
+        bufferPool = StagingPool(device: device, maxIdleBytes: idleResourceBytes, storage: .constant)
         imagePool = ImagePool(device: device, maxIdleBytes: idleResourceBytes)
     }
 
@@ -175,7 +175,7 @@ public final class GPUContext: @unchecked Sendable {
         if pooled {
             buffer = try bufferPool.take(length: count * 4)
         } else {
-            buffer = try Buffer(device: device, length: count * 4, storage: .shared)
+            buffer = try Buffer(device: device, length: count * 4, storage: .constant)
             counters.bufferCreated()
         }
         counters.upload(bytes: floats.count * 4)

@@ -11,6 +11,8 @@ internal import VulkanCompute
 /// Thread-safe.
 final class StagingPool: @unchecked Sendable {
     let device: Device
+    /// The memory its buffers take (`Buffer.Storage`).
+    let storage: Buffer.Storage
     /// The most bytes idle buffers may hold together.
     let maxIdleBytes: Int
     /// Bytes of canary (`guardByte`) each buffer carries past the length it
@@ -25,8 +27,9 @@ final class StagingPool: @unchecked Sendable {
     private var idleBytes = 0
     private var created = 0
 
-    init(device: Device, maxIdleBytes: Int, guardBytes: Int = 0) {
+    init(device: Device, maxIdleBytes: Int, guardBytes: Int = 0, storage: Buffer.Storage = .shared) {
         self.device = device
+        self.storage = storage
         self.maxIdleBytes = maxIdleBytes
         self.guardBytes = guardBytes
     }
@@ -51,7 +54,7 @@ final class StagingPool: @unchecked Sendable {
         }
         created += 1
         lock.unlock()
-        let buffer = try Buffer(device: device, length: length + guardBytes)
+        let buffer = try Buffer(device: device, length: length + guardBytes, storage: storage)
         buffer.contents?.advanced(by: length).initializeMemory(as: UInt8.self, repeating: StagingPool.guardByte,
                                                                count: guardBytes)
         return buffer
