@@ -174,3 +174,15 @@ struct OutOfMemoryCommandTests {
                 "\(big.error)")
     }
 }
+
+/// A run in pieces records start, upload, kernel and download marks per
+/// piece: bench's phases are their sums, not the first piece's.
+@Suite struct BenchPhaseTests {
+    @Test func phasesSumOverThePieces() throws {
+        let marks: [(label: String, ms: Double)] = [("start", 0), ("upload", 1), ("kernel", 3), ("download", 4),
+                                                    ("start", 10), ("upload", 12), ("kernel", 15), ("download", 19)]
+        let phases = try #require(BenchWorkloads.phases(of: marks))
+        #expect(phases.upload == 3 && phases.kernel == 5 && phases.download == 5)
+        #expect(BenchWorkloads.phases(of: [("start", 0), ("upload", 1)]) == nil)
+    }
+}
