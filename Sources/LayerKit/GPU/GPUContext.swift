@@ -56,7 +56,7 @@ public final class GPUContext: @unchecked Sendable {
         stagingPool = StagingPool(device: device, maxIdleBytes: GPUContext.maxIdleStagingBytes,
                                   guardBytes: stagingGuardBytes)
         bufferPool = StagingPool(device: device, maxIdleBytes: idleResourceBytes, storage: .constant)
-        imagePool = ImagePool(device: device, maxIdleBytes: idleResourceBytes)
+        imagePool = ImagePool(maxIdleBytes: idleResourceBytes)
     }
 
     /// What the device is.

@@ -22,15 +22,14 @@ final class StagingPool: @unchecked Sendable {
     static let guardByte: UInt8 = 0xA5
     private var overrunCount = 0
     private let lock = NSLock()
-    /// Idle buffers, least recently returned first.
-    private var idle: [Buffer] = []
-    private var idleBytes = 0
+    private let idle: IdleResources<Buffer>
     private var created = 0
 
     init(device: Device, maxIdleBytes: Int, guardBytes: Int = 0, storage: Buffer.Storage = .shared) {
         self.device = device
         self.storage = storage
         self.maxIdleBytes = maxIdleBytes
+        idle = IdleResources(maxIdleBytes: maxIdleBytes) { $0.length }
         self.guardBytes = guardBytes
     }
 
@@ -42,16 +41,10 @@ final class StagingPool: @unchecked Sendable {
 
     /// An idle buffer of exactly `length` bytes (plus `guardBytes`), or a new one.
     func take(length: Int) throws -> Buffer {
-        lock.lock()
         // One a command buffer still retains (given back by a `GPUBuffer`
         // while its work ran) is skipped: the GPU may still read it.
-        if let i = idle.indices.reversed().first(where: { idle[$0].length == length + guardBytes
-                                                          && isKnownUniquelyReferenced(&idle[$0]) }) {
-            let buffer = idle.remove(at: i)
-            idleBytes -= buffer.length
-            lock.unlock()
-            return buffer
-        }
+        if let buffer = idle.take(where: { $0.length == length + guardBytes }) { return buffer }
+        lock.lock()
         created += 1
         lock.unlock()
         let buffer = try Buffer(device: device, length: length + guardBytes, storage: storage)
@@ -73,19 +66,10 @@ final class StagingPool: @unchecked Sendable {
             let tail = UnsafeRawBufferPointer(start: contents + (buffer.length - guardBytes), count: guardBytes)
             return tail.contains { $0 != StagingPool.guardByte }
         } == true
-        if overrun { lock.lock(); overrunCount += 1; lock.unlock() }
-        guard buffer.length <= maxIdleBytes, !overrun else { return }
-        var evicted: [Buffer] = []
-        lock.lock()
-        idle.append(buffer)
-        idleBytes += buffer.length
-        while idleBytes > maxIdleBytes {
-            let oldest = idle.removeFirst()
-            idleBytes -= oldest.length
-            evicted.append(oldest)
+        guard !overrun else {
+            lock.lock(); overrunCount += 1; lock.unlock()
+            return
         }
-        lock.unlock()
-        // Freed here, outside the lock.
-        evicted.removeAll()
+        idle.giveBack(buffer)
     }
 }
