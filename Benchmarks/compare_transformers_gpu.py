@@ -19,15 +19,15 @@ export's: only its time is used). Needs numpy, onnx, torch and transformers.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+from compare_ncnn import timed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "Scripts"))
@@ -88,15 +88,8 @@ def torch_median(name, inputs, repeat, warmup):
         if device == "cuda":
             torch.cuda.synchronize()
 
-    for _ in range(warmup):
-        once()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        once()
-        times.append((time.perf_counter() - start) * 1e3)
     label = torch.cuda.get_device_name() if device == "cuda" else "CPU"
-    return statistics.median(times), f"PyTorch {torch.__version__} on {label}"
+    return timed(once, warmup, repeat)["medianMs"], f"PyTorch {torch.__version__} on {label}"
 
 
 def main():
