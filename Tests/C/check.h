@@ -43,6 +43,15 @@ static int check_failures = 0;
 
 /* GPU contexts: a missing device fails the test unless LAYERKIT_ALLOW_NO_GPU=1,
  * as in the Swift suite. Returns NULL when it may be skipped. */
+/* A one-thread CPU context, or exit 1 saying why. */
+static inline lk_context *check_cpu_context(void) {
+    lk_context *context = NULL;
+    char error[512];
+    if (lk_context_create(LK_COMPUTE_CPU, 1, &context, error, sizeof error) == LK_OK) return context;
+    fprintf(stderr, "lk_context_create: %s\n", error);
+    exit(1);
+}
+
 static inline lk_context *check_gpu_context(void) {
     lk_context *context = NULL;
     char error[512];

@@ -132,12 +132,7 @@ static void label_encoder(lk_context *context) {
 }
 
 int main(void) {
-    lk_context *context = NULL;
-    char error[512];
-    if (lk_context_create(LK_COMPUTE_CPU, 1, &context, error, sizeof error) != LK_OK) {
-        fprintf(stderr, "lk_context_create: %s\n", error);
-        return 1;
-    }
+    lk_context *context = check_cpu_context();
     round_trip(context);
     errors(context);
     label_encoder(context);

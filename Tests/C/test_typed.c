@@ -381,12 +381,7 @@ static void run_cases(lk_context *context, const char *backend) {
 
 int main(void) {
     element_types();
-    lk_context *context = NULL;
-    char error[512];
-    if (lk_context_create(LK_COMPUTE_CPU, 1, &context, error, sizeof error) != LK_OK) {
-        fprintf(stderr, "lk_context_create: %s\n", error);
-        return 1;
-    }
+    lk_context *context = check_cpu_context();
     round_trips(context);
     tensor_errors(context);
     model_type_errors(context);

@@ -130,12 +130,7 @@ static void models(lk_context *context) {
 }
 
 int main(void) {
-    lk_context *context = NULL;
-    char error[256];
-    if (lk_context_create(LK_COMPUTE_CPU, 1, &context, error, sizeof error) != LK_OK) {
-        fprintf(stderr, "lk_context_create: %s\n", error);
-        return 1;
-    }
+    lk_context *context = check_cpu_context();
     creation(context);
     models(context);
     lk_context_destroy(context);
