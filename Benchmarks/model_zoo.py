@@ -7,8 +7,8 @@ Scripts/light_models.py: folders of CASE/model.onnx).
     python Benchmarks/model_zoo.py [FOLDER ...] [--repeat N] [--warmup N] [--gpu NAME,...]
         [--only NAME,...] [--layerkit PATH] [--markdown] [--peak] [--targets]
 
-    # issue 13's CPU targets: resnet18, mobilenet_v2, squeezenet1_1 and the
-    # style-transfer net (256x256), 1 and 2 threads, GFLOP/s and the FMA peak
+    # issue 29's CPU targets: seven CNNs (the style-transfer net at 256x256),
+    # 1 and 2 threads, GFLOP/s and the FMA peak
     python Benchmarks/model_zoo.py --targets --repeat 20 --warmup 3 --markdown
 
 Medians of --repeat runs after --warmup untimed ones; the load average is
@@ -34,8 +34,9 @@ prints the computed figure beside it: cores x GHz x FMA units x lanes x 2,
 the GHz from /proc/cpuinfo's "cpu MHz" (or lscpu's "CPU max MHz" where it
 has one), FMA units from --fma-units (default 2: two FMA pipes, as Zen 4/5
 and AVX-512 Xeons have). The fraction is taken of the measured peak.
---targets: --only resnet18, mobilenet_v2, squeezenet1_1, style_transfer
-(the TorchScript exports) and --peak.
+--targets: --only resnet18, mobilenet_v2, squeezenet1_1, shufflenet_v2_x0_5,
+efficientnet_b0, regnet_y_400mf, style_transfer (the TorchScript exports;
+issue 29's list) and --peak.
 """
 
 import argparse
@@ -52,8 +53,9 @@ from compare_models_onnxruntime import ort_samples
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-# issue 13's CPU targets (the style net's export takes 1x3x256x256)
+# issue 29's CPU targets (the style net's export takes 1x3x256x256)
 TARGETS = ["resnet18_torchscript", "mobilenet_v2_torchscript", "squeezenet1_1_torchscript",
+           "shufflenet_v2_x0_5_torchscript", "efficientnet_b0_torchscript", "regnet_y_400mf_torchscript",
            "style_transfer_torchscript"]
 
 
@@ -163,7 +165,7 @@ def main():
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--peak", action="store_true", help="measure the FMA peak; add the fraction of it")
     parser.add_argument("--fma-units", type=int, default=2, help="FMA pipes a core, for the computed peak")
-    parser.add_argument("--targets", action="store_true", help="issue 13's four models, with --peak")
+    parser.add_argument("--targets", action="store_true", help="issue 29's seven models, with --peak")
     args = parser.parse_args()
     if args.targets:
         args.only, args.peak = ",".join(TARGETS), True

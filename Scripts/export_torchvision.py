@@ -10,8 +10,8 @@ Full size (default, into .build/model-zoo/full, NOT committed: tens of MB and
 torch is not installed in CI): resnet18, mobilenet_v2, mobilenet_v3_small,
 efficientnet_b0 (and efficientnet_b0_swish: SiLU as a `layerkit` domain Swish
 node, TorchScript exporter only), squeezenet1_1, shufflenet_v2_x0_5,
-densenet121 at 1x3x224x224, a fast style-transfer network (Johnson et al.) at
-1x3x256x256, a tiny VisionTransformer at 1x3x32x32.
+regnet_y_400mf, densenet121 at 1x3x224x224, a fast style-transfer network
+(Johnson et al.) at 1x3x256x256, a tiny VisionTransformer at 1x3x32x32.
 
 --narrow (into Tests/LayerKitTests/Fixtures/onnx-cases/zoo, committed: the
 ONNXCaseTests run them on both backends in `make test`): the same
@@ -46,7 +46,8 @@ import onnx  # noqa: E402
 import torch  # noqa: E402
 import torchvision  # noqa: E402
 from torch import nn  # noqa: E402
-from torchvision.models import densenet, efficientnet, mobilenetv2, mobilenetv3, resnet, shufflenetv2, squeezenet  # noqa: E402
+from torchvision.models import (densenet, efficientnet, mobilenetv2, mobilenetv3, regnet, resnet,  # noqa: E402
+                                shufflenetv2, squeezenet)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -184,6 +185,13 @@ def narrow_efficientnet():
     return efficientnet.EfficientNet(setting[:-2], dropout=0.2, num_classes=10, last_channel=last)
 
 
+def narrow_regnet():
+    """RegNetY's design space (grouped 3x3 bottlenecks with squeeze-excitation) at
+    three stages of widths 8/16/32, group width 8."""
+    params = regnet.BlockParams.from_init_params(depth=4, w_0=8, w_a=8.0, w_m=2.0, group_width=8, se_ratio=0.25)
+    return regnet.RegNet(params, num_classes=10, stem_width=8)
+
+
 def tiny_vit():
     return torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
                                                 hidden_dim=32, mlp_dim=64, num_classes=10)
@@ -202,6 +210,7 @@ MODELS = {
     "densenet121": (lambda: torchvision.models.densenet121(weights=None), 224,
                     lambda: densenet.DenseNet(growth_rate=8, block_config=(2, 2, 2, 2), num_init_features=16,
                                               bn_size=2, num_classes=10), 64),
+    "regnet_y_400mf": (lambda: torchvision.models.regnet_y_400mf(weights=None), 224, narrow_regnet, 64),
     "style_transfer": (lambda: StyleTransferNet(32, 5), 256, lambda: StyleTransferNet(8, 2), 64),
     "vit_tiny": (tiny_vit, 32, tiny_vit, 32),
 }
