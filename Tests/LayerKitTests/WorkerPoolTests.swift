@@ -225,6 +225,35 @@ private func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool
         })
     }
 
+    /// Each worker gets its own contiguous run first, in order; a worker
+    /// left alone takes every other run's items too; nothing is dealt twice.
+    @Test(arguments: [(10, 1), (10, 2), (7, 3), (3, 4), (100, 8)])
+    func workRunsDealEachItemOnceOwnRunFirst(count: Int, workers: Int) {
+        let runs = WorkRuns(count: count, workers: workers)
+        for w in 0..<workers {
+            let own = (w * count / workers..<(w + 1) * count / workers)
+            let first = (0..<own.count).compactMap { _ in runs.next(for: w) }
+            #expect(first == Array(own), "worker \(w) of \(workers) took \(first) first")
+        }
+        #expect(runs.next(for: 0) == nil)
+        let lone = WorkRuns(count: count, workers: workers)
+        var taken: [Int] = []
+        while let i = lone.next(for: workers - 1) { taken.append(i) }
+        let last = (workers - 1) * count / workers..<count
+        #expect(Array(taken.prefix(last.count)) == Array(last), "a lone worker starts with its own run")
+        #expect(taken.sorted() == Array(0..<count))
+    }
+
+    @Test func workRunsShareItemsAmongThreads() {
+        let (count, workers) = (10_000, 4)
+        let runs = WorkRuns(count: count, workers: workers)
+        let hits = Hits(count)
+        DispatchQueue.concurrentPerform(iterations: workers) { w in
+            while let i = runs.next(for: w) { hits.hit(i..<i + 1) }
+        }
+        #expect(hits.wrong.isEmpty)
+    }
+
     @Test func sharedPoolHasOneThreadPerProcessor() {
         #expect(WorkerPool.shared.helperCount == ProcessInfo.processInfo.activeProcessorCount - 1)
     }

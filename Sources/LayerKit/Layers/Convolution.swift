@@ -315,28 +315,28 @@ public final class Convolution: Layer {
             batch: g.batch, outputChannels: outputChannels, group: group,
             block: lk_conv2d_channel_block(isa, path, &shape), pixels: pixels, rows: g.outHeight, work: work,
             threads: min(threadCount, CPUThreads.current), minimumWork: minimumWorkPerThread)
-        let tilesPerImage = split.rowTiles
-        let itemsPerImage = tilesPerImage * split.channelRanges.count
+        let itemsPerImage = split.rowTiles * split.channelRanges.count
         let items = g.batch * itemsPerImage
         let workFloats = lk_conv2d_work_size(isa, path, &shape, split.largestTile)
         let (inputStride, outputStride) = (input.count / g.batch, output.count / g.batch)
-        let failed = Atomic(false), next = Atomic(0)
+        let failed = Atomic(false)
         packed(for: path, shape: shape).withUnsafeBufferPointer { packedBuffer in
             let packed = SendableFloats(pointer: packedBuffer.baseAddress)
             withUnsafePointer(to: &shape) { shapePointer in
                 let shape = SendableShape(pointer: shapePointer)
-                // One worker a thread, taking items in turn; its work buffer
-                // is allocated once for the call, never per item.
+                // One worker a thread, each owning a run of items in pixel-tile
+                // order (the same rows of every layer); its work buffer is
+                // allocated once for the call, never per item.
                 let workers = min(split.threads, items)
-                forEachChunk(count: workers, chunkSize: 1, threadCount: workers) { _ in
+                let runs = WorkRuns(count: items, workers: workers)
+                let channelTiles = split.channelRanges.count
+                forEachChunk(count: workers, chunkSize: 1, threadCount: workers) { worker in
                     let work = UnsafeMutablePointer<Float>.allocate(capacity: max(1, workFloats))
                     defer { work.deallocate() }
-                    while true {
-                        let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
-                        guard i < items else { return }
-                        let n = i / itemsPerImage
-                        let channels = split.channelRanges[i % itemsPerImage / tilesPerImage]
-                        let tile = split.pixels(ofTile: i % tilesPerImage)
+                    while let i = runs.next(for: worker.lowerBound) {
+                        let (n, r) = i.quotientAndRemainder(dividingBy: itemsPerImage)
+                        let channels = split.channelRanges[r % channelTiles]
+                        let tile = split.pixels(ofTile: r / channelTiles)
                         let (first, count) = (tile.lowerBound, tile.count)
                         let status = lk_conv2d_f32_packed(
                             isa, path, shape.pointer, input.dataPointer + n * inputStride, packed.pointer,
