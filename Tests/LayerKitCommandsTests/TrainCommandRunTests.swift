@@ -96,11 +96,12 @@ struct TrainCommandRunTests {
     /// `--stats` of a head fine-tune on the GPU: the zoo's narrow MobileNetV2,
     /// its classifier trained, batches of 4 of 3x64x64. The forward pass
     /// runs as one plan, so a step after the first uploads the batch (fp16
-    /// texels: 0.13 MB) and about 30 KB more (the classifier's 1290
-    /// parameters: the optimizer's four buffers, the new Gemm's weights),
-    /// and downloads the classifier's input, the logits and the optimizer's
-    /// three buffers (under 0.02 MB); layer by layer it moved every
-    /// activation of the frozen backbone up and down, megabytes.
+    /// texels: 0.13 MB) and about 17 KB more (the classifier's 1290
+    /// parameters and their gradients for the optimizer, the new Gemm's
+    /// weights), and downloads the classifier's input, the logits and the
+    /// updated parameters (under 0.02 MB); layer by layer it moved every
+    /// activation of the frozen backbone up and down (2.65 MB up, 2.42 MB
+    /// down a step before the one-plan forward pass).
     @Test(.enabled(if: gpuTestsEnabled)) func statsOfAHeadFineTuneCountTheBatchAndTheHeadsValues() throws {
         let directory = try CommandRunner.scratchDirectory()
         let model = Self.fixtures.deletingLastPathComponent()
