@@ -97,6 +97,43 @@ struct OptimizerGPUTests {
         #expect(worstState <= 1e-6, "\(configuration.algorithm) #\(index): GPU vs CPU state \(worstState) relative")
     }
 
+    /// The moments stay in the GPU's buffers between steps: a step after the
+    /// first copies in the parameters and gradients and reads back the
+    /// parameters only; `exportState()` reads the moments back (the CPU
+    /// twin's, within 1e-6), and an optimizer that imports them steps to the
+    /// same bits as the one that kept them.
+    @Test(.enabled(if: TestGPU.isEnabled))
+    func theMomentsStayOnTheGPUBetweenSteps() throws {
+        let context = try GPUContext(device: TestGPU.get().device)
+        let backend = try Backend(computeUnits: .gpu, context: context, notice: { _ in })
+        let (gpu, cpu) = (try Optimizer(.adam(learningRate: 0.01), backend: backend), try Optimizer(.adam(learningRate: 0.01)))
+        let bytes = 4 * Self.shapes.values.map { $0.reduce(1, *) }.reduce(0, +)
+        var (onGPU, onCPU) = (try Self.parameters(), try Self.parameters())
+        for step in 0..<3 {
+            let before = context.counts
+            onGPU = try gpu.step(parameters: onGPU, gradients: Self.gradients(step: step))
+            onCPU = try cpu.step(parameters: onCPU, gradients: Self.gradients(step: step))
+            let moved = context.counts - before
+            // The first step also fills the four new buffers with zeros, and copies the moments in and out.
+            if step > 0 { #expect(moved.bytesUploaded == 2 * bytes && moved.bytesDownloaded == bytes, "step \(step): \(moved)") }
+        }
+        let before = context.counts
+        let state = gpu.exportState()
+        #expect((context.counts - before).bytesDownloaded == 2 * bytes)
+        let twin = cpu.exportState()
+        #expect(Set(state.tensors.keys) == Set(twin.tensors.keys) && state.integers == twin.integers)
+        for (key, tensor) in state.tensors {
+            let reference = try #require(twin.tensors[key])
+            let worst = (0..<tensor.count).map { Double(abs(tensor[$0] - reference[$0])) / max(Double(abs(reference[$0])), 1e-30) }.max() ?? 0
+            #expect(worst <= 1e-6, "\(key): GPU vs CPU \(worst) relative")
+        }
+        let resumed = try Optimizer(.adam(learningRate: 0.01), backend: backend)
+        try resumed.importState(state)
+        let kept = try gpu.step(parameters: onGPU, gradients: Self.gradients(step: 3))
+        let imported = try resumed.step(parameters: onGPU, gradients: Self.gradients(step: 3))
+        #expect(kept.mapValues { $0.values.map(\.bitPattern) } == imported.mapValues { $0.values.map(\.bitPattern) })
+    }
+
     /// `.automatic` on lavapipe runs the step on the CPU and says why, once;
     /// with no backend it is the CPU without a reason.
     @Test(.enabled(if: TestGPU.isEnabled))

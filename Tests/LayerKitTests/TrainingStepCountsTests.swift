@@ -9,19 +9,78 @@ import Testing
 /// creation and transfer.
 @Suite struct TrainingStepCountsTests {
     /// The 20 Adam steps of the fixture on `backend`, each step's counts.
-    static func stepCounts(backend: Backend) throws -> [TrainingStepCounts] {
+    static func stepCounts(backend: Backend, trainable: TrainableSelection = .all) throws -> [TrainingStepCounts] {
+        try steps(backend: backend, trainable: trainable).counts
+    }
+
+    /// The 20 Adam steps of the fixture (swish_net, batches of 4) on
+    /// `backend`, training `trainable`: each step's counts and loss.
+    /// `layerByLayer`: the forward pass through one-layer plans, as the fp16
+    /// twin runs it (`TrainingPass.roundsValuesToHalf`), the way every GPU
+    /// step ran before the one-plan forward pass.
+    static func steps(backend: Backend, trainable: TrainableSelection, layerByLayer: Bool = false) throws
+        -> (counts: [TrainingStepCounts], losses: [Double]) {
         var counts: [TrainingStepCounts] = []
+        var losses: [Double] = []
         let data = try ArrayBatchProvider(inputs: TrainingNetworkTests.fixture("adam_x.npy"),
                                           targets: TrainingNetworkTests.fixture("adam_labels.npy"))
         let configuration = TrainingConfiguration(loss: .crossEntropy, optimizer: .adam(learningRate: 0.01), epochs: 5,
-                                                  batchSize: 4, shuffles: false, trainable: .all)
+                                                  batchSize: 4, shuffles: false, trainable: trainable)
         var task: UpdateTask?
         task = try UpdateTask(modelAt: TrainingNetworkTests.directory.appendingPathComponent("swish_net.onnx"),
                               data: data, configuration: configuration, backend: backend) { event in
-            if case .miniBatchEnded = event, let step = task?.lastStep { counts.append(step) }
+            guard case .miniBatchEnded(_, _, let loss) = event, let step = task?.lastStep else { return }
+            counts.append(step)
+            losses.append(loss)
         }
+        task?.pass.roundsValuesToHalf = layerByLayer
         try task?.run()
-        return counts
+        return (counts, losses)
+    }
+
+    /// The bytes moving a tensor of `shape` counts: its slice image's, 8 a
+    /// texel (4 fp16 channels), `Tensor.nchwShape`'s batch x slices x height x width.
+    static func imageBytes(_ shape: [Int]) throws -> Int {
+        let s = try Tensor.nchwShape(shape)
+        return s[0] * ((s[1] + 3) / 4) * s[2] * s[3] * 8
+    }
+
+    /// A fine-tune of the head (fc) on the frozen Conv, Swish and pool: the
+    /// forward pass runs as one plan, so after the first step a step uploads
+    /// the batch and downloads what the loss and fc's backward read (fc's
+    /// input and the logits), beside the optimizer's buffers and the
+    /// retrained Gemm's weights; the frozen layers' activations stay on the
+    /// device. Layer by layer (one plan each, as before) the same steps move
+    /// every activation both ways, past these bounds: the negative control.
+    /// The losses follow the CPU's as the whole network's do.
+    @Test func aHeadFineTuneMovesTheBatchAndWhatTheHeadReads() throws {
+        guard TestGPU.isEnabled else { return }
+        let context = try GPUContext(device: TestGPU.get().device)
+        let backend = try Backend(computeUnits: .gpu, context: context, timestamps: false, notice: { _ in })
+        let (steps, losses) = try Self.steps(backend: backend, trainable: .lastLayers(1))
+        let cpuLosses = try Self.steps(backend: TrainingNetworkTests.cpu, trainable: .lastLayers(1)).losses
+        let gpu = steps.compactMap(\.gpu)
+        #expect(gpu.count == 20 && losses.count == 20)
+        // fc.weight (5 x 64) and fc.bias (5) as Float32: the optimizer uploads the parameters and gradients and
+        // downloads the parameters (its moments stay on the GPU); the retrained Gemm uploads its weights, at
+        // most 8 padded rows of 65.
+        let parameterBytes = (5 * 64 + 5) * 4
+        let up = try Self.imageBytes([4, 3, 8, 8]) + 2 * parameterBytes + 8 * 65 * 4
+        let down = try Self.imageBytes([4, 64]) + Self.imageBytes([4, 5]) + parameterBytes
+        print("head fine-tune: step 1: \(gpu[0]); step 20: \(gpu[19]) (\(gpu[19].bytesUploaded) B up, "
+              + "\(gpu[19].bytesDownloaded) B down; bounds \(up), \(down))")
+        for (i, counts) in gpu.enumerated().dropFirst() {
+            #expect(counts.allocations == 0, "step \(i + 1): \(counts)")
+            #expect(counts.bytesUploaded <= up && counts.bytesDownloaded <= down,
+                    "step \(i + 1): \(counts.bytesUploaded) B up, \(counts.bytesDownloaded) B down; bounds \(up), \(down)")
+        }
+        for (step, (g, c)) in zip(losses, cpuLosses).enumerated() {
+            #expect(abs(g - c) <= 1e-3, "step \(step): GPU \(g), CPU \(c)")
+        }
+        let layerByLayer = try Self.steps(backend: backend, trainable: .lastLayers(1), layerByLayer: true).counts
+        let last = try #require(layerByLayer.last?.gpu)
+        print("head fine-tune layer by layer: step 20: \(last.bytesUploaded) B up, \(last.bytesDownloaded) B down")
+        #expect(last.bytesUploaded > up && last.bytesDownloaded > down)
     }
 
     @Test func onTheGPUOnlyTheFirstStepAllocates() throws {

@@ -38,8 +38,12 @@ final class GradientRunner {
     /// Records `work` of the current op as run at `placement` (listed once
     /// per kind), and the time since `start`.
     func record(_ work: String, _ placement: Placement, since start: ContinuousClock.Instant? = nil) {
+        record(work, placement, seconds: start.map { (ContinuousClock.now - $0).inSeconds } ?? 0)
+    }
+
+    /// Records `work` of the current op as run at `placement`, taking `elapsed` seconds.
+    func record(_ work: String, _ placement: Placement, seconds elapsed: Double) {
         let entry = TrainingWork(op: currentOp, work: work, placement: placement)
-        let elapsed = start.map { (ContinuousClock.now - $0).inSeconds } ?? 0
         if let total = seconds[entry] {
             seconds[entry] = total + elapsed
         } else {

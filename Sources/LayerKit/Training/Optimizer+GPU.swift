@@ -2,7 +2,8 @@ import Foundation
 
 /// The four Float32 storage buffers of `optimizer.comp` (parameters,
 /// gradients, first and second moments), host-visible, kept by an
-/// `Optimizer` from step to step while the parameter count stays the same.
+/// `Optimizer` from step to step while the parameter count stays the same:
+/// the moments stay in theirs between steps.
 struct OptimizerBuffers {
     let count: Int
     let parameters, gradients, first, second: GPUBuffer
@@ -27,14 +28,19 @@ struct OptimizerBuffers {
 
 extension Optimizer {
     /// Runs the step's `constants` (one per parameter) with `optimizer.comp`
-    /// on `context`: `packed` is copied into the buffers, updated there in
-    /// one submission, and copied back.
-    func runOnGPU(_ context: GPUContext, _ constants: [OptimizerConstants], _ packed: inout PackedStep) throws {
+    /// on `context`: `packed` is copied into the buffers (its moments only
+    /// when not `momentsOnDevice`, the buffers holding them from the last
+    /// step), updated there in one submission, and its parameters copied
+    /// back; the moments are copied back too when they were copied in (the
+    /// first step, or one after `importState`), so that `states` has them.
+    func runOnGPU(_ context: GPUContext, _ constants: [OptimizerConstants], _ packed: inout PackedStep,
+                  momentsOnDevice: Bool) throws {
         let count = packed.parameters.count
         guard count > 0 else { return }
         let buffers = try gpuBuffers(count: count, on: context)
-        let arrays = [packed.parameters, packed.gradients, packed.first, packed.second]
-        for (buffer, values) in zip([buffers.parameters, buffers.gradients, buffers.first, buffers.second], arrays) {
+        var copiedIn = [(buffers.parameters, packed.parameters), (buffers.gradients, packed.gradients)]
+        if !momentsOnDevice { copiedIn += [(buffers.first, packed.first), (buffers.second, packed.second)] }
+        for (buffer, values) in copiedIn {
             let floats = try OptimizerBuffers.floats(buffer)
             _ = floats.update(fromContentsOf: values)
         }
@@ -47,11 +53,30 @@ extension Optimizer {
         try commands.commit()
         try commands.waitUntilCompleted()
         // The buffers are mapped: the copies in and out are this step's transfers.
-        context.counters.upload(bytes: 4 * count * 4)
-        context.counters.download(bytes: 3 * count * 4)
+        context.counters.upload(bytes: copiedIn.count * count * 4)
+        context.counters.download(bytes: (momentsOnDevice ? 1 : 3) * count * 4)
         packed.parameters = Array(try OptimizerBuffers.floats(buffers.parameters).prefix(count))
+        guard !momentsOnDevice else { return }
         packed.first = Array(try OptimizerBuffers.floats(buffers.first).prefix(count))
         packed.second = Array(try OptimizerBuffers.floats(buffers.second).prefix(count))
+    }
+
+    /// Copies the moments the GPU's buffers hold (`stateOnDevice`) into
+    /// `states`, counted as a download; the buffers keep them for the next step.
+    func readMomentsBack() {
+        guard let layout = stateOnDevice, let buffers, let context = gpu else { return }
+        // The buffers were mapped when the step that left the moments there read them.
+        guard let first = try? OptimizerBuffers.floats(buffers.first),
+              let second = try? OptimizerBuffers.floats(buffers.second) else { return }
+        var read = 0
+        for (name, offset) in zip(layout.names, layout.offsets) {
+            guard var state = states[name] else { continue }
+            let range = offset..<offset + state.shape.reduce(1, *)
+            if state.first != nil { state.first = Array(first[range]); read += range.count }
+            if state.second != nil { state.second = Array(second[range]); read += range.count }
+            states[name] = state
+        }
+        context.counters.download(bytes: read * 4)
     }
 
     /// The kept buffers when they hold `count` floats, else new ones.

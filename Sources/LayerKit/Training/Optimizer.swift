@@ -6,8 +6,9 @@ import Foundation
 /// per-epoch learning-rate schedule.
 ///
 /// The update runs on the GPU (`Shaders/optimizer.comp`, one dispatch per
-/// parameter over Float32 storage buffers, uploaded and read back each step)
-/// when the backend's placement policy says so (`placeOptimizerStep()`:
+/// parameter over Float32 storage buffers: the parameters and gradients
+/// uploaded and the parameters read back each step, the moments kept there
+/// from step to step and read back only for `exportState()`) when the backend's placement policy says so (`placeOptimizerStep()`:
 /// `.gpu`, or `.automatic` on a real GPU, the rule it applies to layers).
 /// Otherwise its CPU twin runs the same Float32 operations in the same
 /// order; `placement` says which, and a CPU step on a backend that wanted
@@ -30,10 +31,15 @@ public final class Optimizer {
     /// when clipping is not configured.
     public private(set) var lastGradientNorm: Double?
 
-    private let gpu: GPUContext?
-    private var states: [String: ParameterState] = [:]
+    let gpu: GPUContext?
+    var states: [String: ParameterState] = [:]
     /// The GPU step's buffers, reused while the parameter count stays the same.
     var buffers: OptimizerBuffers?
+    /// The parameters (names in order, each one's offset) whose moments
+    /// `buffers` hold, and that GPU steps read there, not from `states`
+    /// (which has them only after `exportState()`: a step does not read
+    /// them back); nil when the next GPU step copies them in from `states`.
+    var stateOnDevice: PackedLayout?
 
     /// An optimizer of `configuration` (validated: throws
     /// `LayerKitError.invalidParameter` for a value out of range) stepping
@@ -98,6 +104,9 @@ public final class Optimizer {
             offsets.append(total)
             total += parameters[name]!.count
         }
+        let layout = PackedLayout(names: names, offsets: offsets, count: total)
+        // The moments are in the GPU's buffers when the last GPU step packed the same parameters.
+        let momentsOnDevice = gpu != nil && stateOnDevice == layout
         let usesFirst = configuration.algorithm != .sgd || configuration.momentum != 0
         var packed = PackedStep(count: total)
         var constants: [OptimizerConstants] = []
@@ -106,13 +115,15 @@ public final class Optimizer {
             let state = states[name]
             packed.parameters.replaceSubrange(offset..<offset + parameter.count, with: parameter.elements)
             packed.gradients.replaceSubrange(offset..<offset + parameter.count, with: gradients[name]!.elements)
-            if let first = state?.first { packed.first.replaceSubrange(offset..<offset + first.count, with: first) }
-            if let second = state?.second { packed.second.replaceSubrange(offset..<offset + second.count, with: second) }
+            if !momentsOnDevice, let first = state?.first { packed.first.replaceSubrange(offset..<offset + first.count, with: first) }
+            if !momentsOnDevice, let second = state?.second {
+                packed.second.replaceSubrange(offset..<offset + second.count, with: second)
+            }
             constants.append(OptimizerConstants(configuration, learningRate: learningRate, step: (state?.step ?? 0) + 1,
                                                 offset: offset, count: parameter.count, firstStep: state?.first == nil))
         }
         if let gpu {
-            try runOnGPU(gpu, constants, &packed)
+            try runOnGPU(gpu, constants, &packed, momentsOnDevice: momentsOnDevice)
         } else {
             packed.withBuffers { p, g, m, v in
                 for c in constants where c.count > 0 { OptimizerUpdate.run(c, parameters: p, gradients: g, first: m, second: v) }
@@ -126,16 +137,22 @@ public final class Optimizer {
             var state = states[name] ?? ParameterState(shape: shape)
             state.shape = shape
             state.step += 1
-            if usesFirst { state.first = Array(packed.first[range]) }
-            if configuration.algorithm != .sgd { state.second = Array(packed.second[range]) }
+            // On the device the moments were not read back: the arrays (made at the first step, when
+            // `packed` held them) stand for their being there until `exportState()` refreshes them.
+            if usesFirst, !momentsOnDevice || state.first == nil { state.first = Array(packed.first[range]) }
+            if configuration.algorithm != .sgd, !momentsOnDevice || state.second == nil {
+                state.second = Array(packed.second[range])
+            }
             states[name] = state
         }
+        if gpu != nil { stateOnDevice = layout }
         stepCount += 1
         return updated
     }
 
     /// The state, for a checkpoint (see `OptimizerState` for the keys).
     public func exportState() -> OptimizerState {
+        readMomentsBack()
         var tensors: [String: Tensor] = [:]
         var integers = [OptimizerState.step: stepCount, OptimizerState.epoch: epoch]
         let firstName = configuration.algorithm == .sgd ? OptimizerState.momentumBuffer : OptimizerState.expAvg
@@ -171,6 +188,7 @@ public final class Optimizer {
         }
         let states = try state.parameterStates()
         (self.states, stepCount, self.epoch) = (states, step, epoch)
+        stateOnDevice = nil  // the next GPU step uploads the imported moments
     }
 
     /// The checks of `step`, before anything changes.
@@ -206,6 +224,14 @@ public final class Optimizer {
             throw LayerKitError.invalidParameter("optimizer: more than \(UInt32.max) parameter elements in one step")
         }
     }
+}
+
+/// Where each parameter sits in a `PackedStep`: the names in order, each
+/// one's offset, and the total count.
+struct PackedLayout: Equatable {
+    let names: [String]
+    let offsets: [Int]
+    let count: Int
 }
 
 /// One step's values, every parameter's packed one after another in name

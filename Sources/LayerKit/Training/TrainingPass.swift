@@ -4,9 +4,10 @@ import LayerKitONNX
 /// graph for each batch size, the trainable parameters' current values,
 /// and where every piece of work ran.
 ///
-/// Forward, every step runs on the backend (`Backend.run`: the GPU for
-/// layers with an `encode` when the backend uses it) and every value is
-/// kept. Backward walks the steps in reverse from the loss, asks each
+/// Forward, on a backend with a GPU, the steps run as one plan: values pass
+/// from GPU layer to GPU layer in slice images, and only what the loss and
+/// the backward pass read is downloaded. On the CPU every step runs on its
+/// own (`Backend.run`) and every value is kept. Backward walks the steps in reverse from the loss, asks each
 /// `DifferentiableLayer` for its gradients through a `GradientRunner`, sums
 /// the gradients of values read more than once, and routes the gradients
 /// of held parameters (by role) and of graph constants back to initializer
@@ -244,19 +245,34 @@ final class TrainingPass {
     /// Runs every step; returns every value (nil for values no step made).
     /// Not `training`, BatchNormalization uses its running statistics and
     /// leaves them as they are (inference).
+    /// On a backend with a GPU the steps run as one plan (`forwardOnOnePlan`),
+    /// and only the values the loss and the backward pass read (`hostReads`)
+    /// are computed values here; the others stay nil.
     private func forwardValues(_ prepared: PreparedGraph, input: Tensor, training: Bool) throws -> [Tensor?] {
         let graph = prepared.graph.graph
         var values = graph.values.map(\.constant)
+        var constants: [Int: Tensor] = [:]
         for (value, name) in prepared.graph.constantParameters {
-            if let parameter = parameters[name] { values[value] = try parameter.reshaped(to: graph.values[value].shape) }
+            if let parameter = parameters[name] { constants[value] = try parameter.reshaped(to: graph.values[value].shape) }
         }
+        for (value, tensor) in constants { values[value] = tensor }
         guard let inputValue = graph.inputs.first, graph.values[inputValue].shape == input.shape else {
             throw LayerKitError.shapeMismatch("a mini-batch of shape \(Tensor.describe(input.shape)) for input '\(inputName)'")
         }
         values[inputValue] = input
+        let layers = try prepared.layers.map { layer -> Layer? in
+            guard !training, let normalization = layer as? TrainingBatchNormalization else { return layer }
+            return try normalization.frozen
+        }
+        if runsForwardAsOnePlan(graph) {
+            let read = hostReads(prepared, training: training)
+            for (value, tensor) in try forwardOnOnePlan(graph, layers: layers, constants: constants, input: input, read: read) {
+                values[value] = tensor
+            }
+            return values
+        }
         for (i, step) in graph.steps.enumerated() {
-            guard var layer = prepared.layers[i] else { continue }
-            if !training, let normalization = layer as? TrainingBatchNormalization { layer = try normalization.frozen }
+            guard let layer = layers[i] else { continue }
             runner.currentOp = step.label
             let outputs = try runner.run(layer, step.inputs.map { values[$0]! }, work: "forward")
             for (value, tensor) in zip(step.outputs, outputs) {
@@ -265,6 +281,23 @@ final class TrainingPass {
             }
         }
         return values
+    }
+
+    /// The computed values the host reads after a forward pass: the model's
+    /// outputs and, `training`, the loss's input and the inputs and outputs
+    /// of every step a gradient may pass (what its `GradientStep` holds).
+    /// Graph inputs and constants are on the host already.
+    private func hostReads(_ prepared: PreparedGraph, training: Bool) -> [Int] {
+        let graph = prepared.graph.graph
+        var read = Set(graph.outputs)
+        if training {
+            read.insert(lossInput(prepared).value)
+            let requires = requiresGradient(prepared.graph)
+            for step in graph.steps where step.layer != nil && step.outputs.contains(where: { requires[$0] }) {
+                read.formUnion(step.inputs + step.outputs)
+            }
+        }
+        return read.filter { graph.values[$0].constant == nil && !graph.inputs.contains($0) }.sorted()
     }
 
     /// The value the loss reads, and the step it skips: cross-entropy reads
