@@ -73,7 +73,7 @@ public final class Convolution: Layer {
     /// The weights transformed for the Winograd path, made on first use (Convolution+Winograd.swift).
     let winogradState = WinogradState()
     /// The layer of the input gradient for the last input shape trained on (Training/Convolution+Gradients.swift).
-    let inputGradientLayers = BackwardLayerCache<Layer>()
+    let inputGradientLayers = KeyedLayerCache<Layer>()
 
     /// Multiply-adds a thread must get for `evaluate` to use another: waking
     /// helpers costs microseconds, which small layers lose. 2^19 rather than

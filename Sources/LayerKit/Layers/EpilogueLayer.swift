@@ -27,11 +27,11 @@ final class EpilogueLayer: Layer {
         }
 
         /// The convolution the product runs as on the GPU, if any.
-        var gpuConvolution: Convolution? {
+        func gpuConvolution() throws -> Convolution? {
             switch self {
             case .convolution(let c): c
-            case .gemm(let g): g.convolution
-            case .flattenedGemm(let f): f.convolution
+            case .gemm(let g): try g.convolution()
+            case .flattenedGemm(let f): try f.convolution()
             }
         }
     }
@@ -90,7 +90,7 @@ final class EpilogueLayer: Layer {
     /// kernel has the block the product's own kernel takes for `inputShape`.
     private func prepared(on context: GPUContext, inputShape: [Int]?)
         throws -> (kernel: GPUKernel<ConvolutionConstants>, values: GPUBuffer) {
-        guard let convolution = producer.gpuConvolution else {
+        guard let convolution = try producer.gpuConvolution() else {
             throw LayerKitError.unsupported("\(layerName) has no GPU form")
         }
         return try gpuState.value(on: context, key: convolution.block(forInputShape: inputShape, on: context.deviceInfo)) {
@@ -117,7 +117,7 @@ final class EpilogueLayer: Layer {
         case .gemm(let g):
             try g.encode(commandBuffer: commandBuffer, inputs: [inputs[0]], outputs: outputs, epilogue: fused)
         case .flattenedGemm(let f):
-            try f.convolution.encode(commandBuffer: commandBuffer, inputs: [inputs[0]], outputs: outputs, epilogue: fused)
+            try f.convolution().encode(commandBuffer: commandBuffer, inputs: [inputs[0]], outputs: outputs, epilogue: fused)
         }
     }
 }

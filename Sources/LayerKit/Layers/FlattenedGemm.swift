@@ -13,8 +13,8 @@ final class FlattenedGemm: Layer {
     let gemm: Gemm
     /// The map's channels and extents.
     let map: (channels: Int, height: Int, width: Int)
-    /// The GPU form.
-    let convolution: Convolution
+    /// The GPU form (`convolution()`), made on first use.
+    private let gpuForm = KeyedLayerCache<Convolution>()
 
     var layerName: String { gemm.layerName }
 
@@ -22,15 +22,20 @@ final class FlattenedGemm: Layer {
     /// nil when the Gemm has no GPU form (transA, a per-row C) or its
     /// K is not the map's size.
     init?(gemm: Gemm, channels: Int, height: Int, width: Int) {
-        guard gemm.convolution != nil, channels * height * width == gemm.inputFeatures else { return nil }
-        let (m, k) = (gemm.outputFeatures, gemm.inputFeatures)
-        guard let kernel = try? Tensor(shape: [m, channels, height, width]) else { return nil }
-        // weights is B' as [K, M]; the kernel of output j is column j, in the map's order.
-        for j in 0..<m {
-            for p in 0..<k { kernel[j * k + p] = gemm.alpha * gemm.weights[p * m + j] }
+        guard gemm.hasGPUImplementation, channels * height * width == gemm.inputFeatures else { return nil }
+        (self.gemm, self.map) = (gemm, (channels, height, width))
+    }
+
+    /// The whole-map convolution the product runs as on the GPU, made on
+    /// the first GPU use (a run on the CPU alone never holds its weights).
+    func convolution() throws -> Convolution {
+        try gpuForm.layer(for: []) {
+            // weights is B' as [K, M]; the kernel of output j is column j, in the map's order.
+            let kernel = try MatrixGradients.transposed(gemm.weights)
+            if gemm.alpha != 1 { for i in 0..<kernel.count { kernel[i] *= gemm.alpha } }
+            return try Convolution(weights: kernel.reshaped(to: [gemm.outputFeatures, map.channels, map.height, map.width]),
+                                   bias: gemm.addend?.tensor)
         }
-        guard let convolution = try? Convolution(weights: kernel, bias: gemm.addend?.tensor) else { return nil }
-        (self.gemm, self.map, self.convolution) = (gemm, (channels, height, width), convolution)
     }
 
     /// `[N, M]` for an `[N, C, H, W]` map.
@@ -61,11 +66,11 @@ final class FlattenedGemm: Layer {
     var hasGPUImplementation: Bool { true }
 
     func prepare(on context: GPUContext, inputShapes: [[Int]]) throws {
-        try convolution.prepare(on: context, inputShapes: inputShapes)
+        try convolution().prepare(on: context, inputShapes: inputShapes)
     }
 
     /// The whole-map convolution: the `N×M×1×1` output image is the `[N, M]` result.
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage]) throws {
-        try convolution.encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
+        try convolution().encode(commandBuffer: commandBuffer, inputs: inputs, outputs: outputs)
     }
 }

@@ -33,18 +33,22 @@ public final class Gemm: Layer {
     let weights: Tensor
     /// beta * C, as the CPU adds it.
     let addend: Addend?
-    /// B as given (a copy), for training: its gradient has this shape.
+    /// B as given, for training (its gradient has this shape): the caller's
+    /// tensor, not a copy (a decoder's output projection is 154 MB; the
+    /// product reads its own B'), so it must not be changed after.
     let b: Tensor
-    /// C as given (a copy), if any, for training: its gradient has this shape.
+    /// C as given, if any, for training (its gradient has this shape): the caller's tensor, as `b`.
     let c: Tensor?
     /// beta.
     let beta: Float
     /// Whether B is given as `[M, K]`.
     let transB: Bool
     /// The product giving the input gradient (Training/Gemm+Gradients.swift).
-    let inputGradientLayers = BackwardLayerCache<Gemm>()
-    /// The GPU form, when there is one.
-    let convolution: Convolution?
+    let inputGradientLayers = KeyedLayerCache<Gemm>()
+    /// Whether the product has a GPU form: A not transposed, C absent or one value per column.
+    public let hasGPUImplementation: Bool
+    /// The GPU form (`convolution()`), made on first use.
+    private let gpuForm = KeyedLayerCache<Convolution>()
     /// B' packed once (`lk_sgemm_pack_b`) on the first run with more than
     /// two rows, for `packedISA`: lk_sgemm_f32 re-packed every 256 x nr
     /// panel of B for every 120 rows of A on every call. Runs of one or two
@@ -69,7 +73,8 @@ public final class Gemm: Layer {
 
     /// Makes the layer; throws `LayerKitError.invalidWeights` or
     /// `.invalidParameter` for a B or C that cannot fit, or a non-finite
-    /// alpha or beta.
+    /// alpha or beta. The layer computes with its own copy of B; it keeps
+    /// `b` and `c` themselves for training, so leave them unchanged.
     public convenience init(b: Tensor, c: Tensor? = nil, alpha: Float = 1, beta: Float = 1, transA: Bool = false,
                             transB: Bool = false, name: String = "Gemm") throws {
         try self.init(b: b, c: c, alpha: alpha, beta: beta, transA: transA, transB: transB, name: name,
@@ -88,28 +93,27 @@ public final class Gemm: Layer {
             throw LayerKitError.invalidParameter("\(name): alpha and beta must be finite, got \(alpha) and \(beta)")
         }
         let (k, m) = transB ? (b.shape[1], b.shape[0]) : (b.shape[0], b.shape[1])
-        let transposed = try Tensor(shape: [k, m])
-        for p in 0..<k {
-            for j in 0..<m { transposed[p * m + j] = transB ? b[j * k + p] : b[p * m + j] }
-        }
         (layerName, self.alpha, self.transA, inputFeatures, outputFeatures) = (name, alpha, transA, k, m)
-        weights = transposed
-        self.b = try Tensor(shape: b.shape, values: b.values)
-        self.c = try c.map { try Tensor(shape: $0.shape, values: $0.values) }
+        weights = transB ? try MatrixGradients.transposed(b) : try b.reshaped(to: b.shape)
+        (self.b, self.c) = (b, c)
         (self.beta, self.transB) = (beta, transB)
         addend = try c.map { try Self.addend(c: $0, beta: beta, columns: m, name: name) }
-        if transA || !convolutionForm {
-            convolution = nil
-        } else if case .rows = addend {
-            convolution = nil
-        } else if case .full = addend {
-            convolution = nil
-        } else {
-            let kernel = try Tensor(shape: [m, k, 1, 1])
-            for j in 0..<m {
-                for p in 0..<k { kernel[j * k + p] = alpha * transposed[p * m + j] }
-            }
-            convolution = try Convolution(weights: kernel, bias: addend?.tensor)
+        switch addend {
+        case .columns, nil: hasGPUImplementation = convolutionForm && !transA
+        case .rows, .full: hasGPUImplementation = false
+        }
+    }
+
+    /// The 1x1 convolution the product runs as on the GPU (its own copy of
+    /// B' with alpha folded in), or nil without a GPU form. Made on the
+    /// first GPU use: a run on the CPU alone never holds that copy.
+    func convolution() throws -> Convolution? {
+        guard hasGPUImplementation else { return nil }
+        return try gpuForm.layer(for: []) {
+            let (m, k) = (outputFeatures, inputFeatures)
+            let kernel = try MatrixGradients.transposed(weights)
+            if alpha != 1 { for i in 0..<kernel.count { kernel[i] *= alpha } }
+            return try Convolution(weights: kernel.reshaped(to: [m, k, 1, 1]), bias: addend?.tensor)
         }
     }
 
@@ -231,11 +235,9 @@ public final class Gemm: Layer {
         }
     }
 
-    public var hasGPUImplementation: Bool { convolution != nil }
-
     /// Prepares the 1x1 convolution the product runs as (see `encode`).
     public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws {
-        try convolution?.prepare(on: context, inputShapes: inputShapes)
+        try convolution()?.prepare(on: context, inputShapes: inputShapes)
     }
 
     /// Encodes the product as a 1x1 convolution of the `N×K×1×1` input image
@@ -248,7 +250,7 @@ public final class Gemm: Layer {
     /// `Convolution.encode(commandBuffer:inputs:outputs:epilogue:)`).
     func encode(commandBuffer: GPUCommandBuffer, inputs: [SliceImage], outputs: [SliceImage],
                 epilogue: (kernel: GPUKernel<ConvolutionConstants>, bindings: [GPUBinding])?) throws {
-        guard let convolution else {
+        guard let convolution = try convolution() else {
             throw LayerKitError.unsupported(
                 "\(layerName) runs on the GPU only with A not transposed and C absent or one value per column")
         }

@@ -1,10 +1,12 @@
 import Foundation
 
-/// The layer a backward pass runs for a forward layer (a Conv's
-/// ConvTranspose, a Gemm's transposed product), made on first use and kept
-/// for the last input shape: a layer made anew at every step would prepare
-/// again (its GPU weights uploaded again) at every step. Thread-safe.
-final class BackwardLayerCache<Value>: @unchecked Sendable {
+/// A layer another layer runs on some paths only, made on first use and
+/// kept for the last key (an input shape): the layer a backward pass runs
+/// for a forward layer (a Conv's ConvTranspose, a Gemm's transposed
+/// product; made anew at every step, it would prepare and upload its GPU
+/// weights again at every step), or a Gemm's GPU form (a copy of the
+/// weights a CPU-only run never needs). Thread-safe.
+final class KeyedLayerCache<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: (key: [Int], layer: Value)?
 
