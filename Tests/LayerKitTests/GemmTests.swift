@@ -196,6 +196,26 @@ struct SGEMMTests {
         }
     }
 
+    /// A Gemm's first run of more than two rows packs B' panel by panel, its
+    /// second packs B' whole, once (`Gemm.packedB`): every run has the same
+    /// bits, and they are the product's within float64's bound.
+    @Test func packingOnTheSecondRunKeepsTheBits() throws {
+        let (n, k, m) = (5, 300, 130)
+        let b = try seededTensor([k, m], seed: 1), c = try seededTensor([m], seed: 2)
+        let a = try seededTensor([n, k], seed: 3)
+        let gemm = try Gemm(b: b, c: c)
+        let runs = try (0..<3).map { _ in
+            let y = try Tensor(shape: [n, m])
+            try gemm.evaluate(inputs: [a], outputs: [y])
+            return y.values
+        }
+        #expect(runs[1] == runs[0] && runs[2] == runs[0])
+        let expected = (0..<n * m).map { index -> Double in
+            (0..<k).reduce(Double(c[index % m])) { $0 + Double(a[index / m * k + $1]) * Double(b[$1 * m + index % m]) }
+        }
+        expectClose(runs[0], expected, relative: sumTolerance(terms: k), "5x130x300")
+    }
+
     @Test func noBiasesAndNoRows() throws {
         let a = try seededTensor([4 * 3], seed: 1), b = try seededTensor([3 * 5], seed: 2)
         let c = try Tensor(shape: [4 * 5], values: Array(repeating: 9, count: 20))

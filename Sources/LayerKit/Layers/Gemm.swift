@@ -49,12 +49,17 @@ public final class Gemm: Layer {
     public let hasGPUImplementation: Bool
     /// The GPU form (`convolution()`), made on first use.
     private let gpuForm = KeyedLayerCache<Convolution>()
-    /// B' packed once (`lk_sgemm_pack_b`) on the first run with more than
-    /// two rows, for `packedISA`: lk_sgemm_f32 re-packed every 256 x nr
-    /// panel of B for every 120 rows of A on every call. Runs of one or two
-    /// rows (a classifier's batch 1) stream B' row-major once, as fast as
-    /// any layout, so they never pack (no second copy of a large B).
-    private let packedB = Mutex<[Float]?>(nil)
+    /// B' packed once (`lk_sgemm_pack_b`) for `packedISA` on the second run
+    /// with more than two rows, and the runs of more than two rows before
+    /// it: lk_sgemm_f32 re-packs every 256 x nr panel of B for every 120
+    /// rows of A on every call, which a run that repeats gains from doing
+    /// once; one run alone packs as much either way, and the whole copy
+    /// costs it the allocation besides (a GPT-2 prompt, the one run of a
+    /// `generate` with more than two rows: 1.4 s of packing and page faults
+    /// for 0.5 GB of copies). Runs of one or two rows (a classifier's batch
+    /// 1, a decode step) stream B' row-major once, as fast as any layout, so
+    /// they never pack.
+    private let packedB = Mutex<(runs: Int, panels: [Float]?)>((0, nil))
     private let packedISA = lk_kernels_isa()
 
     /// How beta * C is added: per output column, per output row, or whole.
@@ -221,16 +226,19 @@ public final class Gemm: Layer {
         }
     }
 
-    /// B' packed for `packedISA`, made on first use (under the lock, once).
-    private func packedPanels() -> [Float] {
-        packedB.withLock { stored in
-            if let stored { return stored }
+    /// B' packed for `packedISA`, made on the second call (under the lock,
+    /// once); nil on the first.
+    private func packedPanels() -> [Float]? {
+        packedB.withLock { state in
+            if let panels = state.panels { return panels }
+            state.runs += 1
+            guard state.runs > 1 else { return nil }
             let (k, m, isa, weights) = (inputFeatures, outputFeatures, packedISA, weights)
             let values = [Float](unsafeUninitializedCapacity: lk_sgemm_packed_b_size(isa, k, m)) { buffer, count in
                 _ = lk_sgemm_pack_b(isa, k, m, weights.dataPointer, m, buffer.baseAddress)
                 count = buffer.count
             }
-            stored = values
+            state.panels = values
             return values
         }
     }
