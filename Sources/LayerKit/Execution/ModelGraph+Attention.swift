@@ -46,10 +46,11 @@ extension ModelGraph {
             options.maskedRowsAreNaN = !match.guarded
             let transpose = steps[match.transpose]
             let kShape = Self.swappingLastAxes(values[transpose.outputs[0]].shape)
-            let inputs = [match.query, match.x, match.values] + (match.mask.map { [$0] } ?? [])
+            // V and the mask, the inputs after Q and K.
+            let rest = [match.values] + (match.mask.map { [$0] } ?? [])
+            let shapes = [values[match.query].shape, kShape] + rest.map { values[$0].shape }
             guard let attention = try? Attention(options: options),
-                  (try? attention.outputShapes(forInputShapes: [values[match.query].shape, kShape, values[match.values].shape]
-                                               + (match.mask.map { [values[$0].shape] } ?? []))) == [values[steps[match.last].outputs[0]].shape]
+                  (try? attention.outputShapes(forInputShapes: shapes)) == [values[steps[match.last].outputs[0]].shape]
             else { continue }
             var keys = match.x
             if match.keyPerm != Array(0..<4) {
@@ -62,7 +63,7 @@ extension ModelGraph {
             }
             let scores = steps[match.scores]
             steps[match.last] = Step(name: scores.name, opType: "Attention", domain: "layerkit", layer: attention,
-                                     inputs: [inputs[0], keys] + inputs.dropFirst(2), outputs: steps[match.last].outputs)
+                                     inputs: [match.query, keys] + rest, outputs: steps[match.last].outputs)
             removed.formUnion(match.fused)
         }
         steps = steps.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
