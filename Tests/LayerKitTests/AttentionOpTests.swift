@@ -224,7 +224,7 @@ struct AttentionOpTests {
     /// 1/256 of one head's 2048 x 2048 score matrix.
     @Test func aLongSequenceHoldsOneBlockOfScoresAWorkItem() {
         let perItem = Attention.scratchCount(headSize: 64, valueHeadSize: 64)
-        #expect(perItem == Attention.tileRows * (64 + Attention.keyBlock + 64 + 3))
+        #expect(perItem == Attention.tileRows * (64 + Attention.keyBlock + 64 + 4))
         #expect(perItem < 2048 * 2048 / 256, "\(perItem) floats a work item")
     }
 }

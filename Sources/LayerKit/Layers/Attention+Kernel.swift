@@ -10,11 +10,11 @@ extension Attention {
 
     /// The floats one work item allocates, its only allocation: its query
     /// rows transposed, one block of scores, its output rows accumulated,
-    /// and per row the running maximum, the running sum and whether any key
-    /// is allowed. Independent of the sequence lengths: the score matrix is
-    /// never held (the scores output aside).
+    /// and per row the running maximum, the running sum, whether any key
+    /// is allowed and the block's maximum. Independent of the sequence
+    /// lengths: the score matrix is never held (the scores output aside).
     static func scratchCount(headSize: Int, valueHeadSize: Int) -> Int {
-        tileRows * (headSize + keyBlock + valueHeadSize + 3)
+        tileRows * (headSize + keyBlock + valueHeadSize + 4)
     }
 
     /// One run's computation: a work item per tile of query rows of one
@@ -85,7 +85,7 @@ extension Attention {
             defer { scratch.deallocate() }
             // queryT: d x stride; block: keyBlock x stride (key-major scores); acc: stride x dv.
             let queryT = scratch, block = scratch + d * stride, acc = block + keyBlock * stride
-            let maximum = acc + stride * dv, sum = maximum + stride, allowed = sum + stride
+            let maximum = acc + stride * dv, sum = maximum + stride, allowed = sum + stride, shift = allowed + stride
             let q = queries.rows(b, h) + i0 * queries.rowStride
             for r in 0..<rows {
                 for p in 0..<d { queryT[p * stride + r] = q[r * queries.rowStride + p] }
@@ -104,6 +104,9 @@ extension Attention {
             if options.window.left >= 0 { start = max(0, i0 + offset - options.window.left) }
             if scores != nil { (start, end) = (0, total) }
             let scoreRows = scores.map { $0.dataPointer + ((b * g.qHeads + h) * g.qLength + i0) * total }
+            // Nothing to add to the products or to record (ViT's, Whisper's encoder's attention).
+            let plain = softcap == 0 && scores == nil && mask == nil && !options.isCausal && options.window == (-1, -1)
+                && options.nonpadLengths == nil
             var j0 = start
             while j0 < end {
                 let cols = min(keyBlock, end - j0)
@@ -113,41 +116,60 @@ extension Attention {
                                        queryT, stride, block, stride, nil, nil, 0) != 0 {
                     return false
                 }
+                if plain {
+                    // Every key allowed, the products as they are: no pass over the block.
+                    allowed.update(repeating: 1, count: rows)
+                } else {
+                    for r in 0..<rows {
+                        let position = i0 + r + offset
+                        let row = maskRow(b, h, i0 + r)
+                        let scoreRow = scoreRows.map { $0 + r * total + j0 }
+                        for c in 0..<cols {
+                            var s = block[c * stride + r]
+                            if options.scores == .products { scoreRow?[c] = s }
+                            if softcap > 0 { s = softcap * tanh(s / softcap) }
+                            if options.scores == .softcapped { scoreRow?[c] = s }
+                            let bias = bias(position: position, key: j0 + c, validKeys: validKeys, mask: row)
+                            if bias != -.infinity { allowed[r] = 1 }
+                            s += bias
+                            if options.scores.rawValue >= ScoresOutput.biased.rawValue { scoreRow?[c] = s }
+                            block[c * stride + r] = s
+                        }
+                    }
+                }
+                // The online softmax, key by key over all rows at once (contiguous in the key-major
+                // block), the exponentials in one vector call: the new maximum per row, the earlier
+                // blocks' sum and output rescaled to it, then p = exp(s - maximum) and its sum.
+                shift.update(repeating: -.infinity, count: rows)
+                for c in 0..<cols {
+                    let column = block + c * stride
+                    for r in 0..<rows { shift[r] = max(shift[r], column[r]) }
+                }
                 for r in 0..<rows {
-                    let position = i0 + r + offset
-                    let row = maskRow(b, h, i0 + r)
-                    let scoreRow = scoreRows.map { $0 + r * total + j0 }
-                    var blockMax = -Float.infinity
-                    for c in 0..<cols {
-                        var s = block[c * stride + r]
-                        if options.scores == .products { scoreRow?[c] = s }
-                        if softcap > 0 { s = softcap * tanh(s / softcap) }
-                        if options.scores == .softcapped { scoreRow?[c] = s }
-                        let bias = bias(position: position, key: j0 + c, validKeys: validKeys, mask: row)
-                        if bias != -.infinity { allowed[r] = 1 }
-                        s += bias
-                        if options.scores.rawValue >= ScoresOutput.biased.rawValue { scoreRow?[c] = s }
-                        block[c * stride + r] = s
-                        if s > blockMax { blockMax = s }
-                    }
-                    let newMaximum = max(maximum[r], blockMax)
-                    guard newMaximum != -.infinity else {
-                        for c in 0..<cols { block[c * stride + r] = 0 }
-                        continue
-                    }
-                    // Rescale what the earlier blocks summed to the new maximum.
+                    let newMaximum = max(maximum[r], shift[r])
+                    // Every score so far -inf: exp(-inf - 0) is 0, nothing to rescale.
+                    guard newMaximum != -.infinity else { shift[r] = 0; continue }
                     let correction = exp(maximum[r] - newMaximum)
-                    var blockSum: Float = 0
-                    for c in 0..<cols {
-                        let p = exp(block[c * stride + r] - newMaximum)
-                        block[c * stride + r] = p
-                        blockSum += p
-                    }
-                    sum[r] = sum[r] * correction + blockSum
+                    sum[r] *= correction
                     if correction != 1 {
                         for p in 0..<dv { acc[r * dv + p] *= correction }
                     }
                     maximum[r] = newMaximum
+                    shift[r] = newMaximum
+                }
+                for c in 0..<cols {
+                    let column = block + c * stride
+                    for r in 0..<rows { column[r] -= shift[r] }
+                }
+                // A last tile's rows past `rows` hold no scores: each column's rows alone then.
+                if rows == stride {
+                    lk_unary_f32(LK_EXP, block, block, cols * stride)
+                } else {
+                    for c in 0..<cols { lk_unary_f32(LK_EXP, block + c * stride, block + c * stride, rows) }
+                }
+                for c in 0..<cols {
+                    let column = block + c * stride
+                    for r in 0..<rows { sum[r] += column[r] }
                 }
                 // acc += P V, P the block's probabilities (rows x cols, stored key-major).
                 if dv > 0, lk_sgemm_f32(rows, dv, cols, 1, block, 1, stride, values.rows(b, kvHead) + j0 * values.rowStride,
@@ -160,7 +182,8 @@ extension Attention {
             for r in 0..<rows {
                 // A row with no allowed key (or only -inf scores) is zero, as ONNX specifies.
                 let live = allowed[r] != 0 && sum[r] > 0
-                for p in 0..<dv { out[r * y.rowStride + p] = live ? acc[r * dv + p] / sum[r] : 0 }
+                let masked: Float = options.maskedRowsAreNaN ? .nan : 0
+                for p in 0..<dv { out[r * y.rowStride + p] = live ? acc[r * dv + p] / sum[r] : masked }
                 if options.scores == .probabilities, let scoreRow = scoreRows.map({ $0 + r * total }) {
                     for j in 0..<total { scoreRow[j] = live ? exp(scoreRow[j] - maximum[r]) / sum[r] : 0 }
                 }

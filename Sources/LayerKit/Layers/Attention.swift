@@ -18,7 +18,7 @@ import Foundation
 ///   for `j >= nonpadLengths[b]`. `offset` is the past length with a past
 ///   cache, `nonpadLengths[b] - qLength` with those lengths, else 0. A query
 ///   row whose every key is masked is zero (not NaN), in Y and in the
-///   probabilities.
+///   probabilities; NaN in Y with `Options.maskedRowsAreNaN`.
 /// - Outputs: Y (of Q's rank), then the present key and value (the past and
 ///   the new keys concatenated, 4-D), then the scores (`ScoresOutput`).
 ///
@@ -72,6 +72,11 @@ public final class Attention: Layer, Sendable {
         public var outputCount = 1
         /// What the fourth output holds.
         public var scores = ScoresOutput.products
+        /// Whether a query row with no allowed key is NaN in Y rather than
+        /// zero: what Softmax then MatMul make of an all -inf row, kept by
+        /// `ModelGraph.fuseAttention()` for the exporters' form without the
+        /// IsNaN / Where guard.
+        public var maskedRowsAreNaN = false
 
         public init() {}
     }
