@@ -10,11 +10,10 @@ import LayerKitONNX
 /// onnxruntime (fully masked rows zero with the IsNaN guard, NaN without)
 /// and the unfused graph, and that the near misses keep their steps.
 @Suite struct AttentionFusionTests {
-    static let root = ONNXCaseTests.root.appendingPathComponent("attention_fusion")
 
     static let exporter = ["Transpose", "Transpose", "Transpose"]
     /// Each fixture's steps after import, by op type, in order.
-    static let expected: [String: [String]] = [
+    static let fixtures = FusionFixtures(family: "attention_fusion", expected: [
         // The keys' Transpose [0, 2, 3, 1] becomes [0, 2, 1, 3]; the scale Muls, the scores MatMul, the
         // mask's Add, Softmax, IsNaN, Where and the product with V are the Attention step.
         "bert_padding_mask": exporter + ["Reshape", "Where", "Attention", "Transpose", "Reshape"],
@@ -31,27 +30,21 @@ import LayerKitONNX
         "near_softmax_axis2": ["Transpose", "MatMul", "Div", "Softmax", "MatMul"],
         "near_scores_read_twice": ["Transpose", "MatMul", "Div", "Softmax", "MatMul"],
         "near_mask_broadcast_keys": ["Transpose", "MatMul", "Div", "Add", "Softmax", "MatMul"],
-    ]
-    static let names = expected.keys.sorted()
-
-    static func model(_ name: String) -> URL { root.appendingPathComponent(name).appendingPathComponent("model.onnx") }
+    ])
+    static let names = fixtures.names
 
     @Test func everyFixtureIsChecked() throws {
-        let cases = try ONNXTestCase.cases(in: Self.root).map(\.name).sorted()
-        #expect(cases == Self.names)
+        try Self.fixtures.expectEveryFixtureListed()
     }
 
     @Test(arguments: names)
     func theGraphHasOneAttentionStepAndMatchesOnnxRuntime(_ name: String) throws {
-        let backend = try Backend(computeUnits: .cpuOnly, notice: { _ in })
-        let model = try Model(contentsOf: Self.model(name), backend: backend)
-        #expect(model.nodes.map(\.opType) == Self.expected[name], "\(name): \(model.nodes.map(\.opType))")
+        let (model, outcome) = try Self.fixtures.loadedOnTheCPU(name)
         // The fused step is named after the scores MatMul, in LayerKit's domain, on the CPU.
         for node in model.nodes where node.opType == "Attention" {
             #expect(node.name == "scores" && node.domain == "layerkit", "\(name): \(node)")
             guard case .cpu = node.placement else { Issue.record("\(name): \(node)"); continue }
         }
-        let outcome = ONNXTestCase(folder: Self.root.appendingPathComponent(name)).run(on: backend)
         #expect(outcome.passed, "\(name): \(outcome.message)")
     }
 
@@ -94,8 +87,8 @@ import LayerKitONNX
     /// The fixture's graph, fused or with every node its own step, run on
     /// the CPU on its stored inputs: its outputs and step count.
     static func run(_ name: String, fused: Bool, threads: Int? = nil) throws -> (outputs: [Tensor], steps: Int) {
-        let onnx = try ONNXModel(data: Data(contentsOf: model(name)), source: name)
-        let folder = root.appendingPathComponent(name).appendingPathComponent("test_data_set_0")
+        let onnx = try ONNXModel(data: Data(contentsOf: fixtures.model(name)), source: name)
+        let folder = fixtures.root.appendingPathComponent(name).appendingPathComponent("test_data_set_0")
         let inputs = try onnx.graph.feedInputs.indices.map { i in
             try TypedTensor(tensorProto: [UInt8](Data(contentsOf: folder.appendingPathComponent("input_\(i).pb"))), source: name)
         }

@@ -10,10 +10,9 @@ import LayerKitONNX
 /// unfused one bit for bit where the operations are the same, and that
 /// BatchNormalization folded into the weights stays within its stated bound.
 @Suite struct EpilogueTests {
-    static let root = ONNXCaseTests.root.appendingPathComponent("epilogue")
 
     /// Each fixture's steps after import, by op type, in order.
-    static let expected: [String: [String]] = [
+    static let fixtures = FusionFixtures(family: "epilogue", expected: [
         "conv_bn": ["Conv+BatchNormalization"],
         "conv_bn_relu": ["Conv+BatchNormalization+Relu"],
         "conv1d_bn_relu": ["Conv+BatchNormalization+Relu"],
@@ -29,27 +28,21 @@ import LayerKitONNX
         // Not fused: the conv output has two readers / is a graph output.
         "two_readers": ["Conv", "Relu", "Add"],
         "output_read_again": ["Conv", "Relu"],
-    ]
-    static let names = expected.keys.sorted()
-
-    static func model(_ name: String) -> URL { root.appendingPathComponent(name).appendingPathComponent("model.onnx") }
+    ])
+    static let names = fixtures.names
 
     @Test func everyFixtureIsChecked() throws {
-        let cases = try ONNXTestCase.cases(in: Self.root).map(\.name).sorted()
-        #expect(cases == Self.names)
+        try Self.fixtures.expectEveryFixtureListed()
     }
 
     @Test(arguments: names)
     func theGraphHasTheFusedStepsAndMatchesOnnxRuntime(_ name: String) throws {
-        let backend = try Backend(computeUnits: .cpuOnly, notice: { _ in })
-        let model = try Model(contentsOf: Self.model(name), backend: backend)
-        #expect(model.nodes.map(\.opType) == Self.expected[name], "\(name): \(model.nodes.map(\.opType))")
+        let (model, outcome) = try Self.fixtures.loadedOnTheCPU(name)
         // Fused steps keep the product's node name.
         for node in model.nodes where node.opType.contains("+") {
             #expect(["conv", "conv1", "conv2", "conv3", "conv4", "down", "expand", "depthwise", "project", "gemm", "fc"]
                 .contains(node.name), "\(name): \(node.name)")
         }
-        let outcome = ONNXTestCase(folder: Self.root.appendingPathComponent(name)).run(on: backend)
         #expect(outcome.passed, "\(name): \(outcome.message)")
     }
 
@@ -57,10 +50,10 @@ import LayerKitONNX
     func fusedStepsRunOnTheGPUWithinTheParityRule(_ name: String) throws {
         let gpu = try Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in })
         let cpu = try Backend(computeUnits: .cpuOnly, notice: { _ in })
-        let model = try Model(contentsOf: Self.model(name), backend: gpu)
-        #expect(model.nodes.map(\.opType) == Self.expected[name])
+        let model = try Model(contentsOf: Self.fixtures.model(name), backend: gpu)
+        #expect(model.nodes.map(\.opType) == Self.fixtures.expected[name])
         #expect(model.nodes.allSatisfy { $0.placement == .gpu }, "\(name): \(model.nodes)")
-        let outcome = ONNXTestCase(folder: Self.root.appendingPathComponent(name)).run(on: gpu, gpuParityAgainst: cpu)
+        let outcome = ONNXTestCase(folder: Self.fixtures.root.appendingPathComponent(name)).run(on: gpu, gpuParityAgainst: cpu)
         #expect(outcome.passed, "\(name): \(outcome.message)")
     }
 
@@ -71,11 +64,11 @@ import LayerKitONNX
 
     @Test(arguments: sameOperations)
     func fusedCPUIsUnfusedCPUBitForBit(_ name: String) throws {
-        let data = try Data(contentsOf: Self.model(name))
+        let data = try Data(contentsOf: Self.fixtures.model(name))
         let inputs = try Self.inputs(name)
         let fused = try Self.run(data, fusing: true, inputs: inputs)
         let unfused = try Self.run(data, fusing: false, inputs: inputs)
-        #expect(fused.steps < unfused.steps || Self.expected[name]?.contains(where: { $0.contains("+") }) == false)
+        #expect(fused.steps < unfused.steps || Self.fixtures.expected[name]?.contains(where: { $0.contains("+") }) == false)
         for (f, u) in zip(fused.outputs, unfused.outputs) {
             #expect(f.shape == u.shape)
             #expect(zip(f.values, u.values).allSatisfy { $0.bitPattern == $1.bitPattern }, "\(name)")
@@ -210,8 +203,8 @@ import LayerKitONNX
 
     /// The fixture's inputs by name.
     static func inputs(_ name: String) throws -> [String: Tensor] {
-        let folder = root.appendingPathComponent(name)
-        let model = try Model(contentsOf: Self.model(name), computeUnits: .cpuOnly, notice: { _ in })
+        let folder = fixtures.root.appendingPathComponent(name)
+        let model = try Model(contentsOf: Self.fixtures.model(name), computeUnits: .cpuOnly, notice: { _ in })
         var inputs: [String: Tensor] = [:]
         for (i, input) in model.inputs.enumerated() {
             inputs[input.name] = try ONNXTestCase.tensor(folder.appendingPathComponent("test_data_set_0/input_\(i).pb"))
