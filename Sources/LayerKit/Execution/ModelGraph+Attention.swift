@@ -29,14 +29,12 @@ extension ModelGraph {
     /// keys' Transpose stays a step (K in `[B, H, Sk, D]` is one copy of the
     /// keys, not of the scores) with its perm changed, or goes when K is X.
     mutating func fuseAttention() {
-        var readers = Array(repeating: [Int](), count: values.count)
-        for (index, step) in steps.enumerated() { for input in step.inputs { readers[input].append(index) } }
-        for output in outputs { readers[output].append(-1) }
+        let (readers, isOutput) = self.readers()
         var makers = [Int: Int]()
         for (index, step) in steps.enumerated() where step.layer != nil {
             for output in step.outputs { makers[output] = index }
         }
-        let scan = AttentionScan(graph: self, readers: readers, makers: makers)
+        let scan = AttentionScan(graph: self, readers: readers, isOutput: isOutput, makers: makers)
         var removed = Set<Int>()
         for index in steps.indices where steps[index].layer is Softmax {
             guard let match = scan.match(softmax: index), removed.isDisjoint(with: match.fused + [match.last]) else { continue }
@@ -66,7 +64,7 @@ extension ModelGraph {
                                      inputs: [match.query, keys] + rest, outputs: steps[match.last].outputs)
             removed.formUnion(match.fused)
         }
-        steps = steps.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        removeSteps(at: removed)
     }
 
     /// A shape with its last two extents swapped.
@@ -83,8 +81,9 @@ extension ModelGraph {
 /// each condition; reads the graph, changes nothing.
 private struct AttentionScan {
     let graph: ModelGraph
-    /// The steps reading each value (-1: the graph's outputs).
+    /// The steps reading each value, and whether it is a graph output.
     let readers: [[Int]]
+    let isOutput: [Bool]
     /// The step making each value.
     let makers: [Int: Int]
 
@@ -144,23 +143,12 @@ private struct AttentionScan {
               graph.steps[scores].inputs.count == 2, graph.steps[scores].outputs == [current] else { return nil }
         match.scores = scores
         match.fused.append(scores)
-        var (q, kt) = (graph.steps[scores].inputs[0], graph.steps[scores].inputs[1])
-        if let (step, factor) = scaling(q), graph.steps[step].layer.map({ ($0 as? BinaryLayer)?.operation == .mul }) == true,
-           onlyReader(of: q) == scores, let input = graph.steps[step].inputs.first(where: { graph.values[$0].constant == nil }) {
-            match.scale *= factor
-            match.fused.append(step)
-            q = input
-        }
-        if let (step, factor) = scaling(kt), graph.steps[step].layer.map({ ($0 as? BinaryLayer)?.operation == .mul }) == true,
-           onlyReader(of: kt) == scores, let input = graph.steps[step].inputs.first(where: { graph.values[$0].constant == nil }) {
-            match.scale *= factor
-            match.fused.append(step)
-            kt = input
-        }
+        let q = unscaled(graph.steps[scores].inputs[0], readBy: scores, into: &match)
+        let kt = unscaled(graph.steps[scores].inputs[1], readBy: scores, into: &match)
         // Kt = Transpose(X): K = Transpose(X) by the perm with its last two axes swapped.
         guard let transpose = maker(of: kt), let perm = (graph.steps[transpose].layer as? TransposeLayer)?.perm,
               perm.count == 4, standard(graph.steps[transpose]), graph.steps[transpose].inputs.count == 1,
-              graph.steps[transpose].outputs == [kt], readers[kt].count == 1 else { return nil }
+              graph.steps[transpose].outputs == [kt], onlyReader(of: kt) != nil else { return nil }
         match.transpose = transpose
         match.x = graph.steps[transpose].inputs[0]
         match.keyPerm = ModelGraph.swappingLastAxes(perm)
@@ -178,8 +166,9 @@ private struct AttentionScan {
     /// IsNaN / Where guard (whose steps join `match.fused`).
     private func probabilitiesProduct(_ p: Int, into match: inout Match) -> Int? {
         let next = readers[p]
-        if next.count == 1, next[0] >= 0, graph.steps[next[0]].inputs.first == p { return next[0] }
-        guard next.count == 2, next.allSatisfy({ $0 >= 0 }),
+        guard !isOutput[p] else { return nil }
+        if next.count == 1, graph.steps[next[0]].inputs.first == p { return next[0] }
+        guard next.count == 2,
               let isNaN = next.first(where: { graph.steps[$0].opType == "IsNaN" }),
               let whereStep = next.first(where: { $0 != isNaN }),
               standard(graph.steps[isNaN]), graph.steps[isNaN].layer != nil, graph.steps[isNaN].inputs == [p],
@@ -190,6 +179,19 @@ private struct AttentionScan {
         match.fused += [isNaN, whereStep]
         match.guarded = true
         return product
+    }
+
+    /// The operand of the scores MatMul `scores` without its Mul by a
+    /// constant, when it has one that only the MatMul reads (its factor and
+    /// step joining `match`); else the operand itself.
+    private func unscaled(_ operand: Int, readBy scores: Int, into match: inout Match) -> Int {
+        guard let (step, factor) = scaling(operand),
+              graph.steps[step].layer.map({ ($0 as? BinaryLayer)?.operation == .mul }) == true,
+              onlyReader(of: operand) == scores,
+              let input = graph.steps[step].inputs.first(where: { graph.values[$0].constant == nil }) else { return operand }
+        match.scale *= factor
+        match.fused.append(step)
+        return input
     }
 
     /// Whether the step is `Where(condition, 0, p)` of p's shape: a
@@ -268,6 +270,6 @@ private struct AttentionScan {
     /// The one step reading `value`, when it has one reader and is not a
     /// graph output.
     private func onlyReader(of value: Int) -> Int? {
-        readers[value].count == 1 && readers[value][0] >= 0 ? readers[value][0] : nil
+        readers[value].count == 1 && !isOutput[value] ? readers[value][0] : nil
     }
 }

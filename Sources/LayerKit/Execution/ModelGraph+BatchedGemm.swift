@@ -11,10 +11,7 @@ extension ModelGraph {
     /// feeds it) while the layers stay the same objects, so such a fusion is
     /// made anew.
     mutating func fuseBatchedGemms(cache: ConvertedNodeCache? = nil, initializers: Set<String> = []) {
-        var readers = Array(repeating: [Int](), count: values.count)
-        for (index, step) in steps.enumerated() { for input in step.inputs { readers[input].append(index) } }
-        var isOutput = Array(repeating: false, count: values.count)
-        for output in outputs { isOutput[output] = true }
+        let (readers, isOutput) = self.readers()
         var removed = Set<Int>()
         for (index, step) in steps.enumerated() {
             guard let matMul = step.layer as? MatMulLayer, !matMul.isGemm, step.inputs.count == 2,
@@ -42,7 +39,7 @@ extension ModelGraph {
                                     inputs: [step.inputs[0]], outputs: step.outputs)
             }
         }
-        steps = steps.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        removeSteps(at: removed)
     }
 
     /// The step adding a constant of `columns` values along the last axis

@@ -38,6 +38,6 @@ extension ModelGraph {
                                 inputs: step.inputs, outputs: steps[last].outputs)
             removed.formUnion([middle, last])
         }
-        steps = steps.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        removeSteps(at: removed)
     }
 }

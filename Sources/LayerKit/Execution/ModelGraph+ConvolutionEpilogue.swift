@@ -27,10 +27,7 @@ extension ModelGraph {
     /// value it reads is made), named after the product's node, its op type
     /// the fused nodes' joined by `+` (`Conv+BatchNormalization+Add+Relu`).
     mutating func fuseConvolutionEpilogues() {
-        var readers = Array(repeating: [Int](), count: values.count)
-        for (index, step) in steps.enumerated() { for input in step.inputs { readers[input].append(index) } }
-        var isOutput = Array(repeating: false, count: values.count)
-        for output in outputs { isOutput[output] = true }
+        let (readers, isOutput) = self.readers()
         var removed = Set<Int>()
         for first in steps.indices where !removed.contains(first) {
             guard var producer = Self.producer(steps[first]) else { continue }
@@ -85,7 +82,7 @@ extension ModelGraph {
                                layer: layer, inputs: inputs, outputs: steps[last].outputs)
             removed.formUnion(group.filter { $0 != last })
         }
-        steps = steps.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        removeSteps(at: removed)
     }
 
     /// Whether the step is a standard ONNX node: a custom domain's node

@@ -20,6 +20,6 @@ extension ModelGraph {
                                inputs: step.inputs, outputs: steps[next].outputs)
             removed.insert(first)
         }
-        steps = steps.enumerated().filter { !removed.contains($0.offset) }.map(\.element)
+        removeSteps(at: removed)
     }
 }

@@ -97,6 +97,22 @@ struct ModelGraph {
         return last
     }
 
+    /// For the fusion passes: the steps reading each value, in step order,
+    /// and whether each value is a graph output (read after the last step).
+    func readers() -> (steps: [[Int]], isOutput: [Bool]) {
+        var readers = Array(repeating: [Int](), count: values.count)
+        for (index, step) in steps.enumerated() { for input in step.inputs { readers[input].append(index) } }
+        var isOutput = Array(repeating: false, count: values.count)
+        for output in outputs { isOutput[output] = true }
+        return (readers, isOutput)
+    }
+
+    /// Drops the steps at `indices` (a fusion pass's replaced steps),
+    /// keeping the others in order.
+    mutating func removeSteps(at indices: Set<Int>) {
+        steps = steps.enumerated().filter { !indices.contains($0.offset) }.map(\.element)
+    }
+
     /// Drops the steps whose outputs no later step reads and that are not
     /// graph outputs (Dropout's mask, a branch a model computes and never
     /// uses), last to first, so what only they read goes too.
