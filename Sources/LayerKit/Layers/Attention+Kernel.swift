@@ -179,10 +179,10 @@ extension Attention {
                 j0 += cols
             }
             let out = y.rows(b, h) + i0 * y.rowStride
+            // A row with no allowed key (or only -inf scores) is zero, as ONNX specifies.
+            let masked: Float = options.maskedRowsAreNaN ? .nan : 0
             for r in 0..<rows {
-                // A row with no allowed key (or only -inf scores) is zero, as ONNX specifies.
                 let live = allowed[r] != 0 && sum[r] > 0
-                let masked: Float = options.maskedRowsAreNaN ? .nan : 0
                 for p in 0..<dv { out[r * y.rowStride + p] = live ? acc[r * dv + p] / sum[r] : masked }
                 if options.scores == .probabilities, let scoreRow = scoreRows.map({ $0 + r * total }) {
                     for j in 0..<total { scoreRow[j] = live ? exp(scoreRow[j] - maximum[r]) / sum[r] : 0 }

@@ -29,13 +29,8 @@ final class FlattenedGemm: Layer {
     /// The whole-map convolution the product runs as on the GPU, made on
     /// the first GPU use (a run on the CPU alone never holds its weights).
     func convolution() throws -> Convolution {
-        try gpuForm.layer(for: []) {
-            // weights is B' as [K, M]; the kernel of output j is column j, in the map's order.
-            let kernel = try MatrixGradients.transposed(gemm.weights)
-            if gemm.alpha != 1 { for i in 0..<kernel.count { kernel[i] *= gemm.alpha } }
-            return try Convolution(weights: kernel.reshaped(to: [gemm.outputFeatures, map.channels, map.height, map.width]),
-                                   bias: gemm.addend?.tensor)
-        }
+        // B' rows are the flattened map's elements in order: a kernel over the whole map.
+        try gpuForm.layer(for: []) { try gemm.convolution(kernel: [map.channels, map.height, map.width]) }
     }
 
     /// `[N, M]` for an `[N, C, H, W]` map.

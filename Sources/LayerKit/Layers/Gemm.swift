@@ -114,12 +114,25 @@ public final class Gemm: Layer {
     /// first GPU use: a run on the CPU alone never holds that copy.
     func convolution() throws -> Convolution? {
         guard hasGPUImplementation else { return nil }
-        return try gpuForm.layer(for: []) {
-            let (m, k) = (outputFeatures, inputFeatures)
-            let kernel = try MatrixGradients.transposed(weights)
-            if alpha != 1 { for i in 0..<kernel.count { kernel[i] *= alpha } }
-            return try Convolution(weights: kernel.reshaped(to: [m, k, 1, 1]), bias: addend?.tensor)
+        return try gpuForm.layer(for: []) { try convolution(kernel: [inputFeatures, 1, 1]) }
+    }
+
+    /// The product as a convolution whose kernel, `kernel` extents
+    /// (`[C, kH, kW]`, K values in all), reads the K inputs in order: output
+    /// j's weights are column j of B' times alpha; the bias is C. A 1x1
+    /// convolution of an `N×K×1×1` image, or one covering a whole map
+    /// (`FlattenedGemm`).
+    func convolution(kernel extents: [Int]) throws -> Convolution {
+        let (m, k) = (outputFeatures, inputFeatures)
+        guard extents.count == 3, extents.reduce(1, *) == k else {
+            throw LayerKitError.shapeMismatch("\(layerName): a kernel of \(Tensor.describe(extents)) does not hold K = \(k)")
         }
+        let kernel = try Tensor(shape: [m] + extents)
+        for p in 0..<k {
+            let row = weights.dataPointer + p * m
+            for j in 0..<m { kernel.dataPointer[j * k + p] = alpha * row[j] }
+        }
+        return try Convolution(weights: kernel, bias: addend?.tensor)
     }
 
     /// beta * C in the form the CPU adds it; throws if C cannot broadcast to `[N, columns]`.

@@ -8,8 +8,9 @@ import Foundation
 /// The update runs on the GPU (`Shaders/optimizer.comp`, one dispatch per
 /// parameter over Float32 storage buffers: the parameters and gradients
 /// uploaded and the parameters read back each step, the moments kept there
-/// from step to step and read back only for `exportState()`) when the backend's placement policy says so (`placeOptimizerStep()`:
-/// `.gpu`, or `.automatic` on a real GPU, the rule it applies to layers).
+/// from step to step and read back only for `exportState()`) when the
+/// backend's placement policy says so (`placeOptimizerStep()`: `.gpu`, or
+/// `.automatic` on a real GPU, the rule it applies to layers).
 /// Otherwise its CPU twin runs the same Float32 operations in the same
 /// order; `placement` says which, and a CPU step on a backend that wanted
 /// the GPU is announced once through the backend's notice. Both are

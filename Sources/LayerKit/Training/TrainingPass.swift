@@ -7,9 +7,10 @@ import LayerKitONNX
 /// Forward, on a backend with a GPU, the steps run as one plan: values pass
 /// from GPU layer to GPU layer in slice images, and only what the loss and
 /// the backward pass read is downloaded. On the CPU every step runs on its
-/// own (`Backend.run`) and every value is kept. Backward walks the steps in reverse from the loss, asks each
-/// `DifferentiableLayer` for its gradients through a `GradientRunner`, sums
-/// the gradients of values read more than once, and routes the gradients
+/// own (`Backend.run`) and every value is kept. Backward walks the steps in
+/// reverse from the loss, asks each `DifferentiableLayer` for its gradients
+/// through a `GradientRunner`, sums the gradients of values read more than
+/// once, and routes the gradients
 /// of held parameters (by role) and of graph constants back to initializer
 /// names. With cross-entropy after a final Softmax, the loss reads the
 /// Softmax's input and the two are differentiated as one (softmax minus
