@@ -209,3 +209,26 @@ case('matmul_linear_rank4', [node('MatMul', ['x', 'w'])], {'x': normal(2, 3, 5, 
 case('matmul_linear_two_readers',
      [node('MatMul', ['x', 'w'], ['p']), node('Add', ['p', 'bias'], ['y']), node('Relu', ['p'], ['z'])],
      {'x': normal(2, 4, 8)}, outputs=('y', 'z'), inits={'w': normal(8, 6), 'bias': normal(6)})
+
+# GPT-2's Conv1D as exporters write it: Reshape to [rows, K], Gemm, Reshape back, one BatchedGemm
+# step on the rank-3 or rank-4 value. As a matrix, 520 rows of 16 are 2,080 image layers, past
+# lavapipe's 2,048: unfused the GPU backend ran them on the CPU. C per row and a second reader of
+# the product keep the three steps.
+case('gemm_reshaped_rank3',
+     [node('Reshape', ['x', 'rows'], ['a']), node('Gemm', ['a', 'w', 'bias'], ['p']), node('Reshape', ['p', 'back'])],
+     {'x': normal(1, 520, 16)}, inits={'rows': np.array([-1, 16]), 'w': normal(16, 12, scale=0.25),
+                                       'bias': normal(12), 'back': np.array([1, 520, 12])})
+case('gemm_reshaped_rank4_transb_alpha',
+     [node('Reshape', ['x', 'rows'], ['a']), node('Gemm', ['a', 'w', 'c'], ['p'], transB=1, alpha=0.5, beta=2.0),
+      node('Reshape', ['p', 'back'])],
+     {'x': normal(2, 3, 5, 8)}, inits={'rows': np.array([30, 8]), 'w': normal(6, 8), 'c': normal(1, 6),
+                                       'back': np.array([2, 3, 5, 6])})
+case('gemm_reshaped_per_row_c',
+     [node('Reshape', ['x', 'rows'], ['a']), node('Gemm', ['a', 'w', 'c'], ['p']), node('Reshape', ['p', 'back'])],
+     {'x': normal(1, 4, 8)}, inits={'rows': np.array([4, 8]), 'w': normal(8, 6), 'c': normal(4, 1),
+                                    'back': np.array([1, 4, 6])})
+case('gemm_reshaped_two_readers',
+     [node('Reshape', ['x', 'rows'], ['a']), node('Gemm', ['a', 'w', 'bias'], ['p']), node('Reshape', ['p', 'back']),
+      node('Relu', ['p'], ['z'])],
+     {'x': normal(2, 4, 8)}, outputs=('y', 'z'), inits={'rows': np.array([-1, 8]), 'w': normal(8, 6),
+                                                        'bias': normal(6), 'back': np.array([2, 4, 6])})

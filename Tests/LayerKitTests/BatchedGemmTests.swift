@@ -58,6 +58,22 @@ import LayerKitONNX
         #expect(layers.allSatisfy { $0 === layers[0] })
     }
 
+    /// GPT-2's Conv1D, Reshape to `[rows, K]`, Gemm, Reshape back (the
+    /// `math/gemm_reshaped_*` fixtures; ONNXCaseTests holds their values to
+    /// onnxruntime's on both backends), is one step named after the Gemm
+    /// where the product works on rows alone, and three where it does not:
+    /// C per row, or the product read twice.
+    @Test func aReshapedGemmIsOneStepWhereItWorksOnRows() throws {
+        let expected = ["gemm_reshaped_rank3": ["Gemm"], "gemm_reshaped_rank4_transb_alpha": ["Gemm"],
+                        "gemm_reshaped_per_row_c": ["Reshape", "Gemm", "Reshape"],
+                        "gemm_reshaped_two_readers": ["Reshape", "Gemm", "Reshape", "Relu"]]
+        for (name, opTypes) in expected {
+            let file = ONNXCaseTests.root.appendingPathComponent("math/\(name)/model.onnx")
+            let model = try Model(contentsOf: file, computeUnits: .cpuOnly, notice: { _ in })
+            #expect(model.nodes.map(\.opType) == opTypes, "\(name): \(model.nodes.map(\.opType))")
+        }
+    }
+
     /// Training backpropagates through each node, so its graph keeps the
     /// MatMul (B's gradient) and the Add as they are.
     @Test func trainingKeepsTheMatMulAndTheAdd() throws {

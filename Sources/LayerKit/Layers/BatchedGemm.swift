@@ -3,8 +3,10 @@ import Foundation
 /// A `MatMul` of a computed rank-3 or rank-4 value `[..., M, K]` by a
 /// constant `[K, N]`, with an optional constant bias of N values added: a
 /// transformer's Linear layer as exporters write it (MatMul by an
-/// initializer, then Add of one). `ModelGraph.fuseBatchedGemms()` makes it
-/// from those steps at inference; training keeps the plain steps.
+/// initializer, then Add of one), or a Gemm between Reshapes to and from
+/// `[rows, K]` (GPT-2's Conv1D). `ModelGraph.fuseBatchedGemms()` and
+/// `fuseReshapedGemms()` make it from those steps at inference; training
+/// keeps the plain steps.
 ///
 /// CPU: the Gemm on the same row-major elements read as `[rows, K]` (B'
 /// packed once, as for any Gemm). GPU: `Shaders/batched_gemm.comp`, the
@@ -13,7 +15,7 @@ import Foundation
 final class BatchedGemm: Layer {
     /// The product on `[rows, K]`: B' and the bias as its per-column C.
     let gemm: Gemm
-    /// `gemm.layerName`, "+Add" when a bias was folded in.
+    /// "MatMul", "MatMul+Add", or the wrapped Gemm's name.
     let layerName: String
     /// The pipeline and the weights-and-bias buffer, per context.
     private let gpuState = PerContext<(kernel: GPUKernel<BatchedGemmConstants>, weights: GPUBuffer)>()
@@ -24,6 +26,14 @@ final class BatchedGemm: Layer {
         gemm = try Gemm(b: b, c: bias.map { try $0.reshaped(to: [$0.count]) }, alpha: 1, beta: 1, transA: false,
                         transB: false, name: "MatMul", convolutionForm: false)
         layerName = bias == nil ? "MatMul" : "MatMul+Add"
+    }
+
+    /// `gemm` on the rows of a rank-3 or rank-4 input, or nil when it has no
+    /// such form: A transposed, or C per row or whole (which fix the rows).
+    /// Shares `gemm` (its B' and packed panels), copying nothing.
+    init?(gemm: Gemm) {
+        guard !gemm.transA, gemm.fitsEveryRowCount else { return nil }
+        (self.gemm, layerName) = (gemm, gemm.layerName)
     }
 
     /// `[..., M, N]` for `[..., M, K]` of rank 3 or more.
@@ -56,7 +66,7 @@ final class BatchedGemm: Layer {
         try gpuState.value(on: context) {
             let bias = gemm.addend.map { Array($0.tensor.elements) } ?? Array(repeating: 0, count: gemm.outputFeatures)
             return (try BuiltInShaders.batchedGemm.kernel(on: context),
-                    try context.makeBuffer(floats: Array(gemm.weights.elements) + bias))
+                    try context.makeBuffer(floats: gemm.weights.elements.map { gemm.alpha * $0 } + bias))
         }
     }
 

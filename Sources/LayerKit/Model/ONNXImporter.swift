@@ -357,6 +357,7 @@ struct ONNXImporter {
         graph.fuseChannelShuffles()
         graph.fuseFlattenedGemms()
         graph.fuseBatchedGemms(cache: layerCache, initializers: Set(model.graph.initializers.keys))
+        graph.fuseReshapedGemms(cache: layerCache)
         graph.fuseAttention()
         if fusesEpilogues { graph.fuseConvolutionEpilogues() }
         return graph
