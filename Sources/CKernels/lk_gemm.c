@@ -13,6 +13,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
 
 #define LK_MC 120 // a multiple of every mr (4, 6, 8)
 // Products with at most this many rows stream B once per row instead.
@@ -124,14 +127,55 @@ static void lk_gemm_init_c(size_t m, size_t n, float *c, size_t ldc, const float
     }
 }
 
+// Four rows of a row-major A (s, the next ones a_row floats apart), kc
+// steps, times alpha, into lanes 0-3 of a panel's steps (d, mr floats
+// apart): 4x4 blocks transposed in registers, where one element at a time
+// costs a cycle each (attention's products pack a block of keys, 128 x 64,
+// for every 32 x 128 x 64 product). The same products as one at a time.
+static void lk_gemm_pack_rows4(const float *s, size_t a_row, size_t kc, float alpha, float *d, size_t mr) {
+    size_t p = 0;
+#if defined(__SSE__)
+    __m128 scale = _mm_set1_ps(alpha);
+    for (; p + 4 <= kc; p += 4) {
+        __m128 r0 = _mm_loadu_ps(s + p), r1 = _mm_loadu_ps(s + a_row + p);
+        __m128 r2 = _mm_loadu_ps(s + 2 * a_row + p), r3 = _mm_loadu_ps(s + 3 * a_row + p);
+        _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+        _mm_storeu_ps(d + p * mr, _mm_mul_ps(scale, r0));
+        _mm_storeu_ps(d + (p + 1) * mr, _mm_mul_ps(scale, r1));
+        _mm_storeu_ps(d + (p + 2) * mr, _mm_mul_ps(scale, r2));
+        _mm_storeu_ps(d + (p + 3) * mr, _mm_mul_ps(scale, r3));
+    }
+#endif
+    for (; p < kc; p++) {
+        for (size_t i = 0; i < 4; i++) d[p * mr + i] = alpha * s[i * a_row + p];
+    }
+}
+
 // A's rows [i0, i0 + mc) and columns [p0, p0 + kc), times alpha, as mr-row
-// panels of kc steps each; rows past m are zero.
+// panels of kc steps each; rows past m are zero. A whole panel of a
+// transposed A (a_row 1: a step's mr values adjacent) is a contiguous copy
+// per step; of a row-major one (a_col 1), four rows at a time transposed.
 static void lk_gemm_pack_a(const lk_gemm_isa *isa, size_t m, float alpha, const float *a,
                            size_t a_row, size_t a_col, size_t i0, size_t mc, size_t p0, size_t kc,
                            float *dst) {
     size_t mr = isa->mr;
     for (size_t ir = 0; ir < mc; ir += mr) {
-        for (size_t i = 0; i < mr; i++) {
+        size_t first = i0 + ir;
+        float *panel = dst + ir * kc;
+        if (first + mr <= m && a_row == 1) {
+            for (size_t p = 0; p < kc; p++) {
+                const float *s = a + first + (p0 + p) * a_col;
+                for (size_t i = 0; i < mr; i++) panel[p * mr + i] = alpha * s[i];
+            }
+            continue;
+        }
+        size_t i = 0;
+        if (a_col == 1) {
+            for (; i + 4 <= mr && first + i + 4 <= m; i += 4) {
+                lk_gemm_pack_rows4(a + (first + i) * a_row + p0, a_row, kc, alpha, panel + i, mr);
+            }
+        }
+        for (; i < mr; i++) {
             size_t row = i0 + ir + i;
             float *d = dst + ir * kc + i;
             if (row >= m) {
