@@ -21,6 +21,20 @@ import Testing
 
     @Test func theCasesAreFound() { #expect(AttentionGPUTests.cases.count >= 10) }
 
+    /// Head sizes past 128 (the shader's arrays) and the scores output stay
+    /// on the CPU, each with its reason; head size 128 does not.
+    @Test func whatStaysOnTheCPUSaysWhy() throws {
+        let layer = try Attention(options: Attention.Options())
+        let (largest, tooLarge) = ([1, 2, 5, 128], [1, 2, 5, 129])
+        #expect(layer.whyNotGPU(inputShapes: [largest, largest, largest], outputShapes: []) == nil)
+        let why = layer.whyNotGPU(inputShapes: [tooLarge, tooLarge, tooLarge], outputShapes: [])
+        #expect(why?.contains("129") == true, "\(why ?? "nil")")
+        var options = Attention.Options()
+        options.outputCount = 4
+        let scores = try Attention(options: options).whyNotGPU(inputShapes: [largest, largest, largest], outputShapes: [])
+        #expect(scores?.contains("scores output") == true, "\(scores ?? "nil")")
+    }
+
     @Test(arguments: cases)
     func runsOnTheGPUWithinTheParityToleranceOfFloat64(_ name: String) throws {
         let folder = AttentionGPUTests.root.appendingPathComponent(name)
