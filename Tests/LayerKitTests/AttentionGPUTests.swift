@@ -21,14 +21,19 @@ import Testing
 
     @Test func theCasesAreFound() { #expect(AttentionGPUTests.cases.count >= 10) }
 
-    /// Head sizes past 128 (the shader's arrays) and the scores output stay
-    /// on the CPU, each with its reason; head size 128 does not.
+    /// Head sizes past 128 (the shader's arrays), more keys than lavapipe's
+    /// loop limit lets the kernel run and the scores output stay on the CPU,
+    /// each with its reason; head size 128 and 2,048 keys of it do not.
     @Test func whatStaysOnTheCPUSaysWhy() throws {
         let layer = try Attention(options: Attention.Options())
         let (largest, tooLarge) = ([1, 2, 5, 128], [1, 2, 5, 129])
         #expect(layer.whyNotGPU(inputShapes: [largest, largest, largest], outputShapes: []) == nil)
         let why = layer.whyNotGPU(inputShapes: [tooLarge, tooLarge, tooLarge], outputShapes: [])
         #expect(why?.contains("129") == true, "\(why ?? "nil")")
+        let (query, longest, tooLong) = ([1, 2, 5, 128], [1, 2, 2048, 128], [1, 2, 8000, 128])
+        #expect(layer.whyNotGPU(inputShapes: [query, longest, longest], outputShapes: []) == nil)
+        let loops = layer.whyNotGPU(inputShapes: [query, tooLong, tooLong], outputShapes: [])
+        #expect(loops?.contains("8000 keys") == true && loops?.contains("65535") == true, "\(loops ?? "nil")")
         var options = Attention.Options()
         options.outputCount = 4
         let scores = try Attention(options: options).whyNotGPU(inputShapes: [largest, largest, largest], outputShapes: [])

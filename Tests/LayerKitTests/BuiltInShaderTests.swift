@@ -64,7 +64,6 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.matmul),
         Variant(BuiltInShaders.batchedGemm),
         Variant(BuiltInShaders.attention),
-        Variant(BuiltInShaders.attention, [("LK_HEAD_SIZE", "80"), ("LK_VALUE_HEAD_SIZE", "8")]),
         Variant(BuiltInShaders.attentionPresent),
     ]
 
@@ -108,7 +107,7 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<PadConstants>.size == 5 * 4 + 17 * 4)
         #expect(MemoryLayout<ResizeConstants>.size == 5 * 4 + 5 * 4)
         #expect(MemoryLayout<OptimizerConstants>.size == 5 * 4 + 11 * 4)
-        #expect(MemoryLayout<AttentionConstants>.size == 5 * 4 + 15 * 4)
+        #expect(MemoryLayout<AttentionConstants>.size == 5 * 4 + 17 * 4)
         #expect(MemoryLayout<AttentionPresentConstants>.size == 5 * 4 + 3 * 4)
     }
 }

@@ -1,16 +1,36 @@
 /// Attention on the GPU: `Shaders/attention.comp`, flash-style. A workgroup
-/// takes one batch item and a tile of 64 texel rows of Q (4 heads of a row
-/// in 4-D Q, 4 rows of a head in 3-D Q) and streams the keys and values in
-/// blocks through shared memory with an online softmax in fp32, so the
-/// score matrix is never held. The present key and value caches, when
-/// listed as outputs, are written by `Shaders/attention_present.comp`. The
-/// scores output and head sizes past `maxGPUHeadSize` run on the CPU.
+/// takes one batch item and a tile of 16 texel rows of Q (4 heads of a row
+/// in 4-D Q, 4 rows of a head in 3-D Q), each row's head split over 4
+/// invocations, and streams the keys and values in blocks through shared
+/// memory with an online softmax in fp32, so the score matrix is never
+/// held. The present key and value caches, when listed as outputs, are
+/// written by `Shaders/attention_present.comp`. The scores output, head
+/// sizes past `maxGPUHeadSize` and more keys than lavapipe's loop limit
+/// lets the shader run (`loopIterations`) stay on the CPU.
 extension Attention: ShapeLimitedGPULayer {
     public var hasGPUImplementation: Bool { true }
 
     /// The largest query/key and value head size of the GPU form: the
-    /// shader's register arrays and its shared key block are this long.
+    /// shader's register arrays (32 texels for each of 4 invocations) and
+    /// its shared key block are this long.
     static let maxGPUHeadSize = 128
+
+    /// The loop iterations llvmpipe (lavapipe) lets one shader invocation
+    /// run, all loops together, before it ends them without a word
+    /// (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS).
+    static let gpuLoopLimit = 65_535
+
+    /// The most loop iterations `Shaders/attention.comp` runs in one
+    /// invocation for geometry `g`: per block of 8 keys, the block loop,
+    /// the key and value loads (8 rows of the larger head rounded to 4, by
+    /// 64 invocations), the 8 biases of an invocation and its quarters of
+    /// the two heads; before and after the blocks, its quarters of Q and Y.
+    static func loopIterations(_ g: Geometry) -> Int {
+        let (chunk, valueChunk) = ((g.headSize + 3) / 4, (g.valueHeadSize + 3) / 4)
+        let span = (max(g.headSize, g.valueHeadSize) + 3) / 4 * 4
+        let perBlock = 1 + 2 * ((8 * span + 63) / 64) + 8 + chunk + valueChunk
+        return (g.totalLength + 7) / 8 * perBlock + chunk + 2 * valueChunk
+    }
 
     /// The most workgroups one dispatch axis holds (Vulkan guarantees 65,535).
     static let maxGPUGroups = 65_535
@@ -26,7 +46,8 @@ extension Attention: ShapeLimitedGPULayer {
     }
 
     /// Nil for every case but the scores output, head sizes of 0 or past
-    /// `maxGPUHeadSize`, and more workgroups than a dispatch holds.
+    /// `maxGPUHeadSize`, more loop iterations than `gpuLoopLimit` and more
+    /// workgroups than a dispatch holds.
     public func whyNotGPU(inputShapes: [[Int]], outputShapes: [[Int]]) -> String? {
         if options.outputCount == 4 {
             return "it also gives the scores output (qk_matmul_output), which only the CPU form writes"
@@ -38,6 +59,11 @@ extension Attention: ShapeLimitedGPULayer {
             return "its head sizes \(g.headSize) and \(g.valueHeadSize) are not 1 to \(Self.maxGPUHeadSize), "
                 + "the register and shared-memory arrays of its GPU form"
         }
+        let iterations = Self.loopIterations(g)
+        guard iterations < Self.gpuLoopLimit else {
+            return "its \(g.totalLength) keys of head size \(largest) need \(iterations) loop iterations in its GPU "
+                + "kernel, past the \(Self.gpuLoopLimit) lavapipe runs"
+        }
         let groups = gpuGroups(g)
         guard max(groups.x, groups.y, groups.z) <= Self.maxGPUGroups else {
             return "it needs \(groups.x)x\(groups.y)x\(groups.z) workgroups, past the \(Self.maxGPUGroups) a dispatch "
@@ -46,10 +72,10 @@ extension Attention: ShapeLimitedGPULayer {
         return nil
     }
 
-    /// Workgroups: tiles of 64 texel rows, head slices (4-D) or heads (3-D), batch items.
+    /// Workgroups: tiles of 16 texel rows, head slices (4-D) or heads (3-D), batch items.
     func gpuGroups(_ g: Geometry) -> (x: Int, y: Int, z: Int) {
         let texelRows = g.packed ? (g.qLength + 3) / 4 : g.qLength
-        return ((texelRows + 63) / 64, g.packed ? g.qHeads : (g.qHeads + 3) / 4, g.batch)
+        return ((texelRows + 15) / 16, g.packed ? g.qHeads : (g.qHeads + 3) / 4, g.batch)
     }
 
     /// Creates the pipelines and keeps the geometry of `inputShapes`, once
@@ -57,10 +83,7 @@ extension Attention: ShapeLimitedGPULayer {
     public func prepare(on context: GPUContext, inputShapes: [[Int]]) throws {
         _ = try gpuState.value(on: context, key: try inputShapes.map(Tensor.nchwShape)) {
             let g = try geometry(inputShapes)
-            // A variant per head-size pair: the shader's arrays and unrolled loops are sized by them.
-            let sizes: [(name: String, value: String)] = [("LK_HEAD_SIZE", "\(g.headSize)"),
-                                                          ("LK_VALUE_HEAD_SIZE", "\(g.valueHeadSize)")]
-            return GPUState(attention: try BuiltInShaders.attention.kernel(on: context, defines: sizes),
+            return GPUState(attention: try BuiltInShaders.attention.kernel(on: context),
                             present: try BuiltInShaders.attentionPresent.kernel(on: context),
                             geometry: g, maskRank: options.hasMask ? inputShapes[3].count : 0)
         }
@@ -83,13 +106,15 @@ extension Attention: ShapeLimitedGPULayer {
         if mask != nil { flags |= 4 }
         if past != nil { flags |= 8 }
         if options.nonpadLengths != nil { flags |= 16 }
+        if options.maskedRowsAreNaN { flags |= 32 }
         let valid = try commandBuffer.temporaryBuffer(floats: g.batch) { base in
             for (b, length) in (options.nonpadLengths ?? []).enumerated() { base[b] = Float(length) }
         }
         let maskShape = (g.mask ?? [1, 1, 1, 1]).map(UInt32.init)
         let constants = AttentionConstants(
             shape: outputs[0].shapeConstants, qLength: UInt32(g.qLength), kvLength: UInt32(g.kvLength),
-            pastLength: UInt32(g.pastLength), qHeads: UInt32(g.qHeads), kvHeads: UInt32(g.kvHeads), flags: flags,
+            pastLength: UInt32(g.pastLength), qHeads: UInt32(g.qHeads), kvHeads: UInt32(g.kvHeads),
+            headSize: UInt32(g.headSize), valueHeadSize: UInt32(g.valueHeadSize), flags: flags,
             windowLeft: Int32(options.window.left), windowRight: Int32(options.window.right),
             scale: options.scale ?? 1 / Float(g.headSize).squareRoot(), softcap: options.softcap,
             maskRank: UInt32(state.maskRank), maskB: maskShape[0], maskH: maskShape[1], maskS: maskShape[2],
@@ -116,14 +141,15 @@ extension Attention: ShapeLimitedGPULayer {
     }
 }
 
-/// `attention.comp`'s push constants (the head sizes are the variant's
-/// defines): Y's image, the geometry, the flags
-/// (1 packed, 2 causal, 4 mask, 8 past caches, 16 valid key counts), the
-/// window, scale and softcap, and the mask's rank and right-aligned shape.
+/// `attention.comp`'s push constants: Y's image, the geometry, the flags
+/// (1 packed, 2 causal, 4 mask, 8 past caches, 16 valid key counts, 32
+/// fully masked rows are NaN), the window, scale and softcap, and the
+/// mask's rank and right-aligned shape.
 struct AttentionConstants: BitwiseCopyable {
     var shape: ShapeConstants
     var qLength: UInt32, kvLength: UInt32, pastLength: UInt32
     var qHeads: UInt32, kvHeads: UInt32
+    var headSize: UInt32, valueHeadSize: UInt32
     var flags: UInt32
     var windowLeft: Int32, windowRight: Int32
     var scale: Float, softcap: Float
