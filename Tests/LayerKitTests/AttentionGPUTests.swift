@@ -40,6 +40,43 @@ import Testing
         #expect(scores?.contains("scores output") == true, "\(scores ?? "nil")")
     }
 
+    /// The loop count is llvmpipe's (`Attention.loopIterations`): at head
+    /// size 64, 8,448 keys are the most the loop limiter lets the kernel
+    /// run. They run on the GPU and match a float64 reference, the last
+    /// key (twice the query, values 1, the rest near 0) holding a quarter
+    /// of the weight, so a loop ended early shows; 8,456 keys stay on the
+    /// CPU with the reason.
+    @Test func theMostKeysTheLoopLimitLetsRunAreRight() throws {
+        let (keys, size) = (8448, 64)
+        let layer = try Attention(options: Attention.Options())
+        let over = [1, 1, keys + 8, size]
+        let why = layer.whyNotGPU(inputShapes: [[1, 1, 4, size], over, over], outputShapes: [])
+        #expect(why?.contains("loop iterations") == true, "\(why ?? "nil")")
+        let query = (0..<size).map { fp16Rounded(sin(Float($0) * 1.3)) }
+        var k = (0..<keys * size).map { fp16Rounded(0.25 * sin(Float($0) * 0.7)) }
+        var v = (0..<keys * size).map { fp16Rounded(0.01 * cos(Float($0) * 0.3)) }
+        for d in 0..<size { (k[(keys - 1) * size + d], v[(keys - 1) * size + d]) = (2 * query[d], 1) }
+        let q = Array((0..<4).map { _ in query }.joined())
+        let run = try AttentionGPUTests.gpu.get().run(layer, inputs: [
+            Tensor(shape: [1, 1, 4, size], values: q), Tensor(shape: [1, 1, keys, size], values: k),
+            Tensor(shape: [1, 1, keys, size], values: v)])
+        #expect(run.placement == .gpu)
+        // Float64 softmax(q k / 8) v for the one query (the 4 rows are equal).
+        let scores = (0..<keys).map { j in (0..<size).reduce(0.0) { $0 + Double(query[$1]) * Double(k[j * size + $1]) } / 8 }
+        let top = scores.max()!
+        let weights = scores.map { exp($0 - top) }
+        let total = weights.reduce(0, +)
+        #expect(weights[keys - 1] / total > 0.2)
+        var worst = 0.0
+        for row in 0..<4 {
+            for e in 0..<size {
+                let expected = (0..<keys).reduce(0.0) { $0 + weights[$1] * Double(v[$1 * size + e]) } / total
+                worst = max(worst, abs(Double(run.outputs[0][row * size + e]) - expected) / max(1, abs(expected)))
+            }
+        }
+        #expect(worst <= 1e-3, "\(worst)")
+    }
+
     @Test(arguments: cases)
     func runsOnTheGPUWithinTheParityToleranceOfFloat64(_ name: String) throws {
         let folder = AttentionGPUTests.root.appendingPathComponent(name)

@@ -20,16 +20,21 @@ extension Attention: ShapeLimitedGPULayer {
     /// (gallivm's loop limiter, LP_MAX_TGSI_LOOP_ITERATIONS).
     static let gpuLoopLimit = 65_535
 
-    /// The most loop iterations `Shaders/attention.comp` runs in one
-    /// invocation for geometry `g`: per block of 8 keys, the block loop,
-    /// the key and value loads (8 rows of the larger head rounded to 4, by
-    /// 64 invocations), the 8 biases of an invocation and its quarters of
-    /// the two heads; before and after the blocks, its quarters of Q and Y.
+    /// The loop iterations `Shaders/attention.comp` runs in one invocation
+    /// for geometry `g`, as llvmpipe counts them: each run of a loop costs
+    /// its iterations plus the one that ends it. Per block of 8 keys: the
+    /// block loop, the key and value loads (8 rows of the larger head
+    /// rounded to 4, by 64 invocations), the invocation's 8 biases and its
+    /// quarters of the two heads; before and after the blocks, its quarters
+    /// of Q and Y and the accumulator's zeros. (Checked on lavapipe: at head
+    /// size 64, 8,448 keys come out right and 8,456 wrong; at 128, 4,752
+    /// and 4,760.)
     static func loopIterations(_ g: Geometry) -> Int {
         let (chunk, valueChunk) = ((g.headSize + 3) / 4, (g.valueHeadSize + 3) / 4)
         let span = (max(g.headSize, g.valueHeadSize) + 3) / 4 * 4
-        let perBlock = 1 + 2 * ((8 * span + 63) / 64) + 8 + chunk + valueChunk
-        return (g.totalLength + 7) / 8 * perBlock + chunk + 2 * valueChunk
+        let loads = (8 * span + 63) / 64
+        let perBlock = 1 + 2 * (loads + 1) + (8 + 1) + (chunk + 1) + (valueChunk + 1)
+        return (g.totalLength + 7) / 8 * perBlock + 1 + (chunk + 1) + 2 * (valueChunk + 1)
     }
 
     /// The most workgroups one dispatch axis holds (Vulkan guarantees 65,535).
