@@ -84,8 +84,18 @@ bool hasFlag(uint flag) { return (c.flags & flag) != 0u; }
 // Lane `lane` of texel `texel` of raw fp16 texels (two lanes a uint, the first in the low half).
 float texelLane(uint texel, uint lane, uint which) {
     uint index = texel * 2u + lane / 2u;
-    uint word = which == 0u ? maskTexels[index] : which == 1u ? pastKeyTexels[index] : pastValueTexels[index];
+    // Branches, not a select: only the buffer asked for is read at `index`.
+    uint word;
+    if (which == 0u) word = maskTexels[index];
+    else if (which == 1u) word = pastKeyTexels[index];
+    else word = pastValueTexels[index];
     return unpackHalf2x16(word)[lane % 2u];
+}
+
+// A texel of V (value) or K: a branch, as `at` may be past the other's extent.
+vec4 loadKeyOrValue(bool value, ivec3 at) {
+    if (value) return imageLoad(values, at);
+    return imageLoad(keys, at);
 }
 
 // Element d of key (value: the values) j, for the 4 lanes of a texel row whose
@@ -105,11 +115,10 @@ vec4 keyOrValue(bool value, uint b, uvec4 kvHead, uint j, uint d) {
     uint k = j - c.pastLength;
     if (packed()) {
         ivec3 at = ivec3(0, kvHead.x * size + d, b * ((c.kvLength + 3u) / 4u) + k / 4u);
-        return vec4((value ? imageLoad(values, at) : imageLoad(keys, at))[k % 4u]);
+        return vec4(loadKeyOrValue(value, at)[k % 4u]);
     }
     [[unroll]] for (uint l = 0u; l < 4u; l++) {
-        ivec3 at = ivec3(d, k, b * kvSlices + kvHead[l] / 4u);
-        r[l] = (value ? imageLoad(values, at) : imageLoad(keys, at))[kvHead[l] % 4u];
+        r[l] = loadKeyOrValue(value, ivec3(d, k, b * kvSlices + kvHead[l] / 4u))[kvHead[l] % 4u];
     }
     return r;
 }
