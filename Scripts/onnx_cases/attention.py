@@ -188,3 +188,27 @@ one_node('rotary_3d_interleaved_partial', 'RotaryEmbedding', {'x': x3, 'cos': co
 # and onnxruntime have it (onnx's reference implementation softcaps them).
 attention_case('attention_softcap_products', data((1, 2, 4, 8), -4, 4), data((1, 2, 6, 8), -4, 4), data((1, 2, 6, 8)),
                outputs=('Y', '', '', 'qk_matmul_output'), attrs={'softcap': 1.5, 'qk_matmul_output_mode': 0})
+
+# The GPU kernel's tiling (Shaders/attention.comp: 64 texel rows a workgroup, 8 keys a block):
+# lengths that are multiples of neither, head sizes 8, 64 and 80, head counts not a multiple of 4,
+# causal with fewer and with more queries than keys, short and fully masked mask rows, past caches
+# with 3-D inputs. Appended last, so the cases above keep their random draws.
+attention_case('attention_head64_odd_lengths', data((2, 5, 70, 64)), data((2, 5, 77, 64)), data((2, 5, 77, 64)))
+attention_case('attention_3d_head80_gqa_causal_q_below_kv', data((1, 5, 4 * 80)), data((1, 9, 2 * 80)),
+               data((1, 9, 2 * 80)), attrs={'is_causal': 1, 'q_num_heads': 4, 'kv_num_heads': 2})
+# A rank-3 mask [heads, queries, keys], its last 10 keys and one row fully masked; 130 queries on 100 keys,
+# causal (onnxruntime refuses a mask shorter than the keys).
+rank3_mask = data((6, 130, 100), -3, 3)
+rank3_mask[:, :, 90:] = -np.inf
+rank3_mask[1, 3, :] = -np.inf
+attention_case('attention_gqa_causal_rank3_mask_130x100', data((2, 6, 130, 8)), data((2, 2, 100, 8)),
+               data((2, 2, 100, 8)), mask=rank3_mask, attrs={'is_causal': 1, 'scale': 0.3})
+attention_case('attention_3d_past_present_gqa_softcap', data((2, 3, 4 * 16)), data((2, 3, 2 * 16)), data((2, 3, 2 * 24)),
+               past=(data((2, 2, 6, 16)), data((2, 2, 6, 24))), outputs=('Y', 'present_key', 'present_value'),
+               attrs={'q_num_heads': 4, 'kv_num_heads': 2, 'is_causal': 1, 'softcap': 2.0})
+# A padding mask [batch, 1, queries, keys] given at run time (onnxruntime broadcasts no query axis).
+# Values in [1, 3], as above: means of signed values near 0 would sit below the relative tolerance.
+padding_mask = np.zeros((2, 1, 12, 12), np.float32)
+padding_mask[1, :, :, 9:] = -np.inf
+attention_case('attention_padding_mask_input_head80', data((2, 4, 12, 80)), data((2, 4, 12, 80)), data((2, 4, 12, 80), 1, 3),
+               mask=padding_mask, mask_input=True)

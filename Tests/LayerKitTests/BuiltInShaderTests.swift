@@ -63,6 +63,8 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.optimizer),
         Variant(BuiltInShaders.matmul),
         Variant(BuiltInShaders.batchedGemm),
+        Variant(BuiltInShaders.attention),
+        Variant(BuiltInShaders.attentionPresent),
     ]
 
     @Test(arguments: variants)
@@ -105,5 +107,7 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<PadConstants>.size == 5 * 4 + 17 * 4)
         #expect(MemoryLayout<ResizeConstants>.size == 5 * 4 + 5 * 4)
         #expect(MemoryLayout<OptimizerConstants>.size == 5 * 4 + 11 * 4)
+        #expect(MemoryLayout<AttentionConstants>.size == 5 * 4 + 17 * 4)
+        #expect(MemoryLayout<AttentionPresentConstants>.size == 5 * 4 + 3 * 4)
     }
 }

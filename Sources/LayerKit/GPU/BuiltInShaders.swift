@@ -60,6 +60,9 @@ enum BuiltInShaders {
     static let optimizer = BuiltInShader<OptimizerConstants>(file: "optimizer.comp", images: 0, buffers: 4)
     static let matmul = BuiltInShader<MatMulConstants>(file: "matmul.comp", images: 3, buffers: 0)
     static let batchedGemm = BuiltInShader<BatchedGemmConstants>(file: "batched_gemm.comp", images: 2, buffers: 1)
+    static let attention = BuiltInShader<AttentionConstants>(file: "attention.comp", images: 4, buffers: 4)
+    static let attentionPresent = BuiltInShader<AttentionPresentConstants>(file: "attention_present.comp", images: 2,
+                                                                          buffers: 1)
 }
 
 /// `elementwise.comp`: `LK_SHAPE_FIELDS; float params[8]; float zero`.

@@ -193,6 +193,22 @@ public final class GPUCommandBuffer: @unchecked Sendable {
         return GPUBuffer(buffer: buffer)
     }
 
+    /// A pooled buffer that will hold `image`'s raw fp16 texels
+    /// (`[layer][y][x][lane]`, 2 bytes a lane), copied after the work
+    /// encoded so far and kept until the work completes: for a kernel that
+    /// reads more images than the 4 storage images a dispatch may bind
+    /// (Attention's mask and past caches); GLSL reads two lanes a `uint`
+    /// with `unpackHalf2x16`.
+    func texelCopy(of image: SliceImage) throws -> GPUBuffer {
+        let buffer = try context.stagingPool.take(length: image.texelBytes)
+        holdUntilCompleted(buffer)
+        try record(.init(kind: .kernel, name: "copy image to buffer", shape: image.shape, bytes: 2 * image.texelBytes),
+                   reads: [image.texture], writes: [buffer]) {
+            try commands.copy(from: image.texture, to: buffer)
+        }
+        return GPUBuffer(buffer: buffer)
+    }
+
     /// Marks a GPU timestamp after all work encoded so far.
     public func timestamp(_ label: String) throws {
         try commands.timestamp(label)

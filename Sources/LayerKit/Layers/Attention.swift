@@ -22,8 +22,9 @@ import Foundation
 /// - Outputs: Y (of Q's rank), then the present key and value (the past and
 ///   the new keys concatenated, 4-D), then the scores (`ScoresOutput`).
 ///
-/// On the CPU only, in float32: each work item is a tile of query rows of
-/// one head, run against blocks of keys with an online softmax (a running
+/// On the CPU in float32 (the GPU form: Attention+GPU.swift): each work
+/// item is a tile of query rows of one head, run against blocks of keys
+/// with an online softmax (a running
 /// maximum and sum per row, the partial outputs rescaled as the maximum
 /// grows), so the `qLength x totalLength` score matrix is never held, only
 /// one block of it (`scratchCount`). Items are split over threads; each is
@@ -82,6 +83,9 @@ public final class Attention: Layer, Sendable {
     }
 
     public let options: Options
+    /// The GPU kernels and the tensor geometry, per context and input image
+    /// shapes (Attention+GPU.swift).
+    let gpuState = PerContext<GPUState>()
 
     /// Throws for a head count below 1, a scale that is not finite and
     /// positive, a softcap that is not finite and >= 0, a window bound
