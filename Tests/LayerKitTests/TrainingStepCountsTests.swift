@@ -61,11 +61,11 @@ import Testing
         let cpuLosses = try Self.steps(backend: TrainingNetworkTests.cpu, trainable: .lastLayers(1)).losses
         let gpu = steps.compactMap(\.gpu)
         #expect(gpu.count == 20 && losses.count == 20)
-        // fc.weight (5 x 64) and fc.bias (5) as Float32: the optimizer uploads the parameters and gradients and
-        // downloads the parameters (its moments stay on the GPU); the retrained Gemm uploads its weights, at
-        // most 8 padded rows of 65.
+        // fc.weight (5 x 64) and fc.bias (5) as Float32: the optimizer uploads the gradients and downloads the
+        // parameters (its moments and the parameters stay on the GPU); the retrained Gemm uploads its weights,
+        // at most 8 padded rows of 65.
         let parameterBytes = (5 * 64 + 5) * 4
-        let up = try Self.imageBytes([4, 3, 8, 8]) + 2 * parameterBytes + 8 * 65 * 4
+        let up = try Self.imageBytes([4, 3, 8, 8]) + parameterBytes + 8 * 65 * 4
         let down = try Self.imageBytes([4, 64]) + Self.imageBytes([4, 5]) + parameterBytes
         print("head fine-tune: step 1: \(gpu[0]); step 20: \(gpu[19]) (\(gpu[19].bytesUploaded) B up, "
               + "\(gpu[19].bytesDownloaded) B down; bounds \(up), \(down))")
@@ -88,8 +88,14 @@ import Testing
         // A context of its own, so other tests' work does not move its counts.
         let context = try GPUContext(device: TestGPU.get().device)
         let backend = try Backend(computeUnits: .gpu, context: context, timestamps: false, notice: { _ in })
-        let steps = try Self.stepCounts(backend: backend)
+        let (steps, losses) = try Self.steps(backend: backend, trainable: .all)
         #expect(steps.map(\.step) == Array(0..<20))
+        // Every parameter trains: the GPU's losses follow the CPU twin's step after step.
+        let cpuLosses = try Self.steps(backend: TrainingNetworkTests.cpu, trainable: .all).losses
+        #expect(losses.count == 20 && cpuLosses.count == 20)
+        for (step, (g, c)) in zip(losses, cpuLosses).enumerated() {
+            #expect(abs(g - c) <= 1e-3, "step \(step): GPU \(g), CPU \(c)")
+        }
         let gpu = steps.compactMap(\.gpu)
         #expect(gpu.count == 20)
         for (i, counts) in gpu.enumerated() { print("step \(i + 1): \(counts)") }
