@@ -81,6 +81,16 @@ extension Optimizer {
         context.counters.download(bytes: read * 4)
     }
 
+    /// The parameters as the last step left them in the GPU's buffer, with
+    /// each one's offset there: what `TrainingPass` re-derives its layers'
+    /// GPU weight forms from. Nil when the last step ran on the CPU, or
+    /// none ran since `importState`.
+    var deviceParameters: DeviceParameters? {
+        guard parametersOnDevice != nil, let layout = stateOnDevice, let buffers, let gpu else { return nil }
+        return DeviceParameters(buffer: buffers.parameters, context: gpu,
+                                offsets: Dictionary(uniqueKeysWithValues: zip(layout.names, layout.offsets)))
+    }
+
     /// The kept buffers when they hold `count` floats, else new ones.
     private func gpuBuffers(count: Int, on context: GPUContext) throws -> OptimizerBuffers {
         if let buffers, buffers.count == count { return buffers }
