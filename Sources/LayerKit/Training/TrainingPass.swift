@@ -116,21 +116,28 @@ final class TrainingPass {
         }
         version += 1
         guard refreshesWeightFormsOnDevice, let device, backend.gpu === device.context else { return }
-        let commands = try device.context.makeCommandBuffer()
-        var refreshed = 0
-        for (batchSize, prepared) in graphs where prepared.version >= 0 {
-            let previous = prepared.layers
-            try remakeLayers(prepared)
-            for (i, held) in prepared.graph.heldParameters.enumerated() where prepared.layers[i] !== previous[i] {
-                guard let old = previous[i], let new = prepared.layers[i] else { continue }
-                refreshed += try refreshWeightForms(from: old, to: new, trained: held.filter { values[$0.value] != nil },
-                                                    step: WeightFormStep(batchSize: batchSize, step: i),
-                                                    device: device, commands: commands)
+        do {
+            let commands = try device.context.makeCommandBuffer()
+            var refreshed = 0
+            for (batchSize, prepared) in graphs where prepared.version >= 0 {
+                let previous = prepared.layers
+                try remakeLayers(prepared)
+                for (i, held) in prepared.graph.heldParameters.enumerated() where prepared.layers[i] !== previous[i] {
+                    guard let old = previous[i], let new = prepared.layers[i] else { continue }
+                    refreshed += try refreshWeightForms(from: old, to: new, trained: held.filter { values[$0.value] != nil },
+                                                        step: WeightFormStep(batchSize: batchSize, step: i),
+                                                        device: device, commands: commands)
+                }
             }
+            guard refreshed > 0 else { return }
+            try commands.commit()
+            try commands.waitUntilCompleted()
+        } catch {
+            // A layer may hold forms whose gathers did not run: every graph makes its layers anew (their next
+            // plan uploads them) before its next run.
+            for prepared in graphs.values { prepared.version = -1 }
+            throw error
         }
-        guard refreshed > 0 else { return }
-        try commands.commit()
-        try commands.waitUntilCompleted()
     }
 
     /// The loss of one mini-batch and dLoss/dParameter for every trainable
