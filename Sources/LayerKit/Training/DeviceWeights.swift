@@ -56,13 +56,16 @@ struct WeightFormStep: Hashable {
 /// Convolutions and Gemm's GPU form (a 1x1 convolution, alpha and beta 1)
 /// in Float32 are kept this way; any other layer is made anew and its next
 /// plan uploads its weights, as before.
-extension TrainingPass {
+final class WeightForms {
+    /// The index maps made so far, each kept for the steps after.
+    private var maps: [WeightFormMap.Key: WeightFormMap] = [:]
+
     /// Hands `old`'s convolution form's GPU state to `new`'s and encodes on
     /// `commands` the gathers that rewrite the buffers of the `trained`
     /// roles (role to parameter name) from `device`; returns how many (0:
     /// `new` keeps no state of `old`'s, and its next plan uploads its weights).
-    func refreshWeightForms(from old: Layer, to new: Layer, trained: [String: String], step: WeightFormStep,
-                            device: DeviceParameters, commands: GPUCommandBuffer) throws -> Int {
+    func refresh(from old: Layer, to new: Layer, trained: [String: String], step: WeightFormStep,
+                 device: DeviceParameters, commands: GPUCommandBuffer) throws -> Int {
         guard !trained.isEmpty, trained.values.allSatisfy({ device.offsets[$0] != nil }),
               let roles = Self.formBuffers(of: new), trained.keys.allSatisfy({ roles[$0] != nil }),
               let oldForm = Self.madeForm(of: old) else { return 0 }
@@ -70,13 +73,13 @@ extension TrainingPass {
         guard !states.isEmpty, let newForm = try Self.form(of: new), !newForm.usesFloat16Weights else { return 0 }
         // Every form's maps first (made the first time), so that a form is taken over only with all of them.
         var indexForm: Convolution?
-        var maps: [[(role: String, map: WeightFormMap)]] = []
+        var formMaps: [[(role: String, map: WeightFormMap)]] = []
         for (context, key, _) in states {
-            var formMaps: [(role: String, map: WeightFormMap)] = []
+            var maps: [(role: String, map: WeightFormMap)] = []
             for role in trained.keys.sorted() {
                 let mapKey = WeightFormMap.Key(step: step, block: key, role: role)
-                if let known = weightFormMaps[mapKey] {
-                    formMaps.append((role, known))
+                if let known = self.maps[mapKey] {
+                    maps.append((role, known))
                     continue
                 }
                 if indexForm == nil { indexForm = try self.indexForm(of: new, trained: trained) }
@@ -88,22 +91,22 @@ extension TrainingPass {
                     Float(bitPattern: UInt32(bitPattern: Int32($0) - 1))
                 }
                 let made = WeightFormMap(buffer: try context.makeBuffer(floats: bits, pooled: false), count: bits.count)
-                weightFormMaps[mapKey] = made
-                formMaps.append((role, made))
+                self.maps[mapKey] = made
+                maps.append((role, made))
             }
-            maps.append(formMaps)
+            formMaps.append(maps)
         }
         let kernel = try BuiltInShaders.weightGather.kernel(on: device.context)
-        for ((context, key, state), formMaps) in zip(states, maps) {
+        for ((context, key, state), maps) in zip(states, formMaps) {
             newForm.gpuState.store(state, on: context, key: key)
-            for (role, map) in formMaps {
+            for (role, map) in maps {
                 let constants = WeightGatherConstants(offset: device.offsets[trained[role]!]!, count: map.count)
                 try commands.dispatch(kernel, images: [], buffers: [device.buffer, map.buffer,
                                                                     roles[role] == .weights ? state.weights : state.bias],
                                       constants: constants, threads: constants.threads)
             }
         }
-        return maps.reduce(0) { $0 + $1.count }
+        return formMaps.reduce(0) { $0 + $1.count }
     }
 
     /// Which of a convolution form's buffers each parameter role fills.
@@ -138,8 +141,9 @@ extension TrainingPass {
     private func indexForm(of layer: Layer, trained: [String: String]) throws -> Convolution? {
         guard let differentiable = layer as? DifferentiableLayer else { return nil }
         var indices: [String: Tensor] = [:]
-        for (role, name) in trained {
-            guard let shape = parameters[name]?.shape else { return nil }
+        let shapes = Dictionary(differentiable.trainableParameters.map { ($0.role, $0.value.shape) }) { first, _ in first }
+        for role in trained.keys {
+            guard let shape = shapes[role] else { return nil }
             let count = shape.reduce(1, *)
             guard count < 1 << 24 else { return nil }
             indices[role] = try Tensor(shape: shape, values: (1...max(count, 1)).prefix(count).map { Float($0) })

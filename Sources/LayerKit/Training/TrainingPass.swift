@@ -29,8 +29,8 @@ final class TrainingPass {
     private let inputName: String
     private let itemShape: [Int]
     private var graphs: [Int: PreparedGraph] = [:]
-    /// The index maps of the layers' GPU weight forms (`refreshWeightForms`), made once each.
-    var weightFormMaps: [WeightFormMap.Key: WeightFormMap] = [:]
+    /// The layers' GPU weight forms re-derived after GPU optimizer steps, and their index maps.
+    private let weightForms = WeightForms()
     /// Incremented by every update; a graph remakes its layers when it is behind.
     private var version = 0
     /// Whether every value the forward pass makes is rounded to fp16, as
@@ -38,7 +38,7 @@ final class TrainingPass {
     /// CPU, whose distance from the plain CPU run bounds the GPU's.
     var roundsValuesToHalf = false
     /// Whether an update from an optimizer's GPU buffer re-derives the
-    /// remade layers' GPU weight forms there (`refreshWeightForms`); false,
+    /// remade layers' GPU weight forms there (`WeightForms`); false,
     /// they are uploaded again by the next plan, as every update did before
     /// (the tests' control: the same bits, more bytes).
     var refreshesWeightFormsOnDevice = true
@@ -106,7 +106,7 @@ final class TrainingPass {
     /// With `device`, the GPU buffer an optimizer step left the same values
     /// in, every graph remakes them now, and a remade layer takes over its
     /// predecessor's GPU weight forms, re-derived from that buffer on the
-    /// device (`refreshWeightForms`): the next forward plan uploads no weights.
+    /// device (`WeightForms`): the next forward plan uploads no weights.
     func update(_ values: [String: Tensor], device: DeviceParameters? = nil) throws {
         for (name, value) in values {
             guard let current = parameters[name], current.shape == value.shape else {
@@ -124,7 +124,7 @@ final class TrainingPass {
                 try remakeLayers(prepared)
                 for (i, held) in prepared.graph.heldParameters.enumerated() where prepared.layers[i] !== previous[i] {
                     guard let old = previous[i], let new = prepared.layers[i] else { continue }
-                    refreshed += try refreshWeightForms(from: old, to: new, trained: held.filter { values[$0.value] != nil },
+                    refreshed += try weightForms.refresh(from: old, to: new, trained: held.filter { values[$0.value] != nil },
                                                         step: WeightFormStep(batchSize: batchSize, step: i),
                                                         device: device, commands: commands)
                 }
