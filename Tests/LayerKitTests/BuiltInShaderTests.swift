@@ -61,6 +61,7 @@ struct BuiltInShaderTests {
         Variant(BuiltInShaders.pad),
         Variant(BuiltInShaders.resize),
         Variant(BuiltInShaders.optimizer),
+        Variant(BuiltInShaders.weightGather),
         Variant(BuiltInShaders.matmul),
         Variant(BuiltInShaders.batchedGemm),
         Variant(BuiltInShaders.attention),
@@ -106,6 +107,7 @@ struct BuiltInShaderTests {
         #expect(MemoryLayout<ChannelShuffleConstants>.size == 5 * 4 + 4)
         #expect(MemoryLayout<PadConstants>.size == 5 * 4 + 17 * 4)
         #expect(MemoryLayout<ResizeConstants>.size == 5 * 4 + 5 * 4)
+        #expect(MemoryLayout<WeightGatherConstants>.size == 3 * 4)
         #expect(MemoryLayout<OptimizerConstants>.size == 5 * 4 + 11 * 4)
         #expect(MemoryLayout<AttentionConstants>.size == 5 * 4 + 17 * 4)
         #expect(MemoryLayout<AttentionPresentConstants>.size == 5 * 4 + 3 * 4)

@@ -97,11 +97,13 @@ struct OptimizerGPUTests {
         #expect(worstState <= 1e-6, "\(configuration.algorithm) #\(index): GPU vs CPU state \(worstState) relative")
     }
 
-    /// The moments stay in the GPU's buffers between steps: a step after the
-    /// first copies in the parameters and gradients and reads back the
-    /// parameters only; `exportState()` reads the moments back (the CPU
-    /// twin's, within 1e-6), and an optimizer that imports them steps to the
-    /// same bits as the one that kept them.
+    /// The moments and the parameters stay in the GPU's buffers between
+    /// steps: a step after the first, given what the last one returned,
+    /// copies in the gradients and reads back the parameters only; given
+    /// other parameters (changed by the caller) it copies them in too, and
+    /// steps from them as the CPU twin does. `exportState()` reads the
+    /// moments back (the CPU twin's, within 1e-6), and an optimizer that
+    /// imports them steps to the same bits as the one that kept them.
     @Test(.enabled(if: TestGPU.isEnabled))
     func theMomentsStayOnTheGPUBetweenSteps() throws {
         let context = try GPUContext(device: TestGPU.get().device)
@@ -115,7 +117,19 @@ struct OptimizerGPUTests {
             onCPU = try cpu.step(parameters: onCPU, gradients: Self.gradients(step: step))
             let moved = context.counts - before
             // The first step also fills the four new buffers with zeros, and copies the moments in and out.
-            if step > 0 { #expect(moved.bytesUploaded == 2 * bytes && moved.bytesDownloaded == bytes, "step \(step): \(moved)") }
+            if step > 0 { #expect(moved.bytesUploaded == bytes && moved.bytesDownloaded == bytes, "step \(step): \(moved)") }
+        }
+        // The caller changes one element (a checkpoint restored, say): the parameters go up again.
+        for parameters in [onGPU, onCPU] { parameters["bias"]![3] = 0.25 }
+        let changed = context.counts
+        onGPU = try gpu.step(parameters: onGPU, gradients: Self.gradients(step: 4))
+        onCPU = try cpu.step(parameters: onCPU, gradients: Self.gradients(step: 4))
+        let moved = context.counts - changed
+        #expect(moved.bytesUploaded == 2 * bytes && moved.bytesDownloaded == bytes, "\(moved)")
+        for (name, tensor) in onGPU {
+            let reference = try #require(onCPU[name])
+            let worst = (0..<tensor.count).map { Double(abs(tensor[$0] - reference[$0])) / max(Double(abs(reference[$0])), 1e-30) }.max() ?? 0
+            #expect(worst <= 1e-6, "\(name) after the change: GPU vs CPU \(worst) relative")
         }
         let before = context.counts
         let state = gpu.exportState()
@@ -129,8 +143,8 @@ struct OptimizerGPUTests {
         }
         let resumed = try Optimizer(.adam(learningRate: 0.01), backend: backend)
         try resumed.importState(state)
-        let kept = try gpu.step(parameters: onGPU, gradients: Self.gradients(step: 3))
-        let imported = try resumed.step(parameters: onGPU, gradients: Self.gradients(step: 3))
+        let kept = try gpu.step(parameters: onGPU, gradients: Self.gradients(step: 5))
+        let imported = try resumed.step(parameters: onGPU, gradients: Self.gradients(step: 5))
         #expect(kept.mapValues { $0.values.map(\.bitPattern) } == imported.mapValues { $0.values.map(\.bitPattern) })
     }
 

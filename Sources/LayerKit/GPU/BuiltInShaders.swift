@@ -58,6 +58,7 @@ enum BuiltInShaders {
     static let pad = BuiltInShader<PadConstants>(file: "pad.comp", images: 2, buffers: 0)
     static let resize = BuiltInShader<ResizeConstants>(file: "resize.comp", images: 2, buffers: 1)
     static let optimizer = BuiltInShader<OptimizerConstants>(file: "optimizer.comp", images: 0, buffers: 4)
+    static let weightGather = BuiltInShader<WeightGatherConstants>(file: "weight_gather.comp", images: 0, buffers: 3)
     static let matmul = BuiltInShader<MatMulConstants>(file: "matmul.comp", images: 3, buffers: 0)
     static let batchedGemm = BuiltInShader<BatchedGemmConstants>(file: "batched_gemm.comp", images: 2, buffers: 1)
     static let attention = BuiltInShader<AttentionConstants>(file: "attention.comp", images: 4, buffers: 4)

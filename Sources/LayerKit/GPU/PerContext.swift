@@ -19,6 +19,20 @@ final class PerContext<Value>: @unchecked Sendable {
         try value(on: context, key: 0, make: make)
     }
 
+    /// Every value with its context and key (of contexts still open): what
+    /// a successor layer takes over with `store(_:on:key:)`.
+    var values: [(context: GPUContext, key: AnyHashable, value: Value)] {
+        lock.lock(); defer { lock.unlock() }
+        return entries.compactMap { entry in entry.context.context.map { ($0, entry.key, entry.value) } }
+    }
+
+    /// Stores `value` for `context` and `key`, replacing what was there.
+    func store(_ value: Value, on context: GPUContext, key: AnyHashable) {
+        lock.lock(); defer { lock.unlock() }
+        entries.removeAll { $0.context.context == nil || ($0.context.context === context && $0.key == key) }
+        entries.append((WeakContext(context: context), key, value))
+    }
+
     /// The value for `context` and `key`, made by `make` the first time.
     func value(on context: GPUContext, key: AnyHashable, make: () throws -> Value) rethrows -> Value {
         lock.lock(); defer { lock.unlock() }

@@ -117,6 +117,9 @@ public final class Gemm: Layer {
         return try gpuForm.layer(for: []) { try convolution(kernel: [inputFeatures, 1, 1]) }
     }
 
+    /// The GPU form if a GPU run made it already (nil otherwise, making nothing).
+    var madeConvolution: Convolution? { gpuForm.current }
+
     /// The product as a convolution whose kernel, `kernel` extents
     /// (`[C, kH, kW]`, K values in all), reads the K inputs in order: output
     /// j's weights are column j of B' times alpha; the bias is C. A 1x1

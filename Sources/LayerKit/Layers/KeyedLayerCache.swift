@@ -10,6 +10,12 @@ final class KeyedLayerCache<Value>: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: (key: [Int], layer: Value)?
 
+    /// The stored layer, if one was made, without making one.
+    var current: Value? {
+        lock.lock(); defer { lock.unlock() }
+        return stored?.layer
+    }
+
     /// The layer for `key` (an input shape): the stored one, or `make()`'s, stored.
     func layer(for key: [Int], make: () throws -> Value) rethrows -> Value {
         lock.lock()

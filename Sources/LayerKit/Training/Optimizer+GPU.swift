@@ -29,16 +29,18 @@ struct OptimizerBuffers {
 extension Optimizer {
     /// Runs the step's `constants` (one per parameter) with `optimizer.comp`
     /// on `context`: `packed` is copied into the buffers (its moments only
-    /// when not `momentsOnDevice`, the buffers holding them from the last
-    /// step), updated there in one submission, and its parameters copied
-    /// back; the moments are copied back too when they were copied in (the
-    /// first step, or one after `importState`), so that `states` has them.
+    /// when not `momentsOnDevice`, its parameters only when not
+    /// `parametersOnDevice`, the buffers holding them from the last step),
+    /// updated there in one submission, and its parameters copied back; the
+    /// moments are copied back too when they were copied in (the first
+    /// step, or one after `importState`), so that `states` has them.
     func runOnGPU(_ context: GPUContext, _ constants: [OptimizerConstants], _ packed: inout PackedStep,
-                  momentsOnDevice: Bool) throws {
+                  momentsOnDevice: Bool, parametersOnDevice: Bool) throws {
         let count = packed.parameters.count
         guard count > 0 else { return }
         let buffers = try gpuBuffers(count: count, on: context)
-        var copiedIn = [(buffers.parameters, packed.parameters), (buffers.gradients, packed.gradients)]
+        var copiedIn = [(buffers.gradients, packed.gradients)]
+        if !parametersOnDevice { copiedIn.append((buffers.parameters, packed.parameters)) }
         if !momentsOnDevice { copiedIn += [(buffers.first, packed.first), (buffers.second, packed.second)] }
         for (buffer, values) in copiedIn {
             let floats = try OptimizerBuffers.floats(buffer)
@@ -77,6 +79,16 @@ extension Optimizer {
             states[name] = state
         }
         context.counters.download(bytes: read * 4)
+    }
+
+    /// The parameters as the last step left them in the GPU's buffer, with
+    /// each one's offset there: what `TrainingPass` re-derives its layers'
+    /// GPU weight forms from. Nil when the last step ran on the CPU, or
+    /// none ran since `importState`.
+    var deviceParameters: DeviceParameters? {
+        guard parametersOnDevice != nil, let layout = stateOnDevice, let buffers, let gpu else { return nil }
+        return DeviceParameters(buffer: buffers.parameters, context: gpu,
+                                offsets: Dictionary(uniqueKeysWithValues: zip(layout.names, layout.offsets)))
     }
 
     /// The kept buffers when they hold `count` floats, else new ones.

@@ -6,11 +6,13 @@ import Foundation
 /// per-epoch learning-rate schedule.
 ///
 /// The update runs on the GPU (`Shaders/optimizer.comp`, one dispatch per
-/// parameter over Float32 storage buffers: the parameters and gradients
-/// uploaded and the parameters read back each step, the moments kept there
-/// from step to step and read back only for `exportState()`) when the
-/// backend's placement policy says so (`placeOptimizerStep()`: `.gpu`, or
-/// `.automatic` on a real GPU, the rule it applies to layers).
+/// parameter over Float32 storage buffers: the gradients uploaded and the
+/// parameters read back each step; the moments kept there from step to
+/// step and read back only for `exportState()`; the parameters kept there
+/// too, and uploaded only when a step is given other values than the last
+/// step returned) when the backend's placement policy says so
+/// (`placeOptimizerStep()`: `.gpu`, or `.automatic` on a real GPU, the rule
+/// it applies to layers).
 /// Otherwise its CPU twin runs the same Float32 operations in the same
 /// order; `placement` says which, and a CPU step on a backend that wanted
 /// the GPU is announced once through the backend's notice. Both are
@@ -41,6 +43,12 @@ public final class Optimizer {
     /// (which has them only after `exportState()`: a step does not read
     /// them back); nil when the next GPU step copies them in from `states`.
     var stateOnDevice: PackedLayout?
+    /// The packed parameters the last GPU step read back, which its
+    /// `parameters` buffer still holds: a step given the same bits (the
+    /// training loop hands back what the step returned) does not upload
+    /// them again. A host copy, compared on the host, because reading the
+    /// buffer to compare would be a download on a GPU with its own memory.
+    var parametersOnDevice: [Float]?
 
     /// An optimizer of `configuration` (validated: throws
     /// `LayerKitError.invalidParameter` for a value out of range) stepping
@@ -124,7 +132,13 @@ public final class Optimizer {
                                                 offset: offset, count: parameter.count, firstStep: state?.first == nil))
         }
         if let gpu {
-            try runOnGPU(gpu, constants, &packed, momentsOnDevice: momentsOnDevice)
+            // The buffers hold the parameters only while they hold this layout's moments (the same packing).
+            let kept = momentsOnDevice && parametersOnDevice.map { kept in
+                kept.elementsEqual(packed.parameters) { $0.bitPattern == $1.bitPattern }
+            } == true
+            parametersOnDevice = nil  // until the step has left its result there
+            try runOnGPU(gpu, constants, &packed, momentsOnDevice: momentsOnDevice, parametersOnDevice: kept)
+            parametersOnDevice = packed.parameters
         } else {
             packed.withBuffers { p, g, m, v in
                 for c in constants where c.count > 0 { OptimizerUpdate.run(c, parameters: p, gradients: g, first: m, second: v) }
@@ -189,7 +203,7 @@ public final class Optimizer {
         }
         let states = try state.parameterStates()
         (self.states, stepCount, self.epoch) = (states, step, epoch)
-        stateOnDevice = nil  // the next GPU step uploads the imported moments
+        stateOnDevice = nil  // the next GPU step uploads the imported moments (and the parameters)
     }
 
     /// The checks of `step`, before anything changes.

@@ -29,10 +29,6 @@ struct OptimizerConstants: BitwiseCopyable {
         static let nesterov: UInt32 = 8
     }
 
-    /// The widest row of a dispatch: 4096 workgroups of 8 (at most 65535
-    /// allowed), rows of 8 going in y.
-    static let maxRowLength = 8 * 4096
-
     /// The constants of step `step` (1 for a parameter's first) of
     /// `configuration` at learning rate `lr` on `count` elements at
     /// `offset`; `firstStep`: SGD's momentum buffer is made from this
@@ -41,7 +37,7 @@ struct OptimizerConstants: BitwiseCopyable {
          firstStep: Bool) {
         self.offset = UInt32(offset)
         self.count = UInt32(count)
-        rowLength = UInt32(min((count + 7) / 8 * 8, OptimizerConstants.maxRowLength))
+        rowLength = Self.rowLength(count: count)
         let c = configuration
         algorithm = switch c.algorithm { case .sgd: 0; case .adam: 1; case .adamw: 2 }
         flags = (c.weightDecay != 0 ? Flags.weightDecay : 0) | (c.momentum != 0 ? Flags.momentum : 0)
@@ -61,10 +57,30 @@ struct OptimizerConstants: BitwiseCopyable {
     }
 
     /// The dispatch's invocations: `rowLength` wide, one row per `rowLength` elements.
+}
+
+/// Push constants of a kernel over `count` elements laid out in rows of
+/// `rowLength` invocations (`optimizer.comp`, `weight_gather.comp`):
+/// invocation (x, y) handles element y * rowLength + x.
+protocol ElementRows {
+    var count: UInt32 { get }
+    var rowLength: UInt32 { get }
+}
+
+extension ElementRows {
+    /// The widest row of a dispatch: 4096 workgroups of 8 (at most 65535
+    /// allowed), rows of 8 going in y.
+    static var maxRowLength: Int { 8 * 4096 }
+
+    /// The row length for `count` elements: whole workgroups of 8, at most `maxRowLength`.
+    static func rowLength(count: Int) -> UInt32 { UInt32(min((count + 7) / 8 * 8, maxRowLength)) }
+
     var threads: (x: Int, y: Int, z: Int) {
         (Int(rowLength), (Int(count) + Int(rowLength) - 1) / Int(rowLength), 1)
     }
 }
+
+extension OptimizerConstants: ElementRows {}
 
 /// The optimizer kernel's CPU twin: `optimizer.comp`'s update, element by
 /// element in Float32, with the same operations in the same order.

@@ -29,12 +29,19 @@ final class TrainingPass {
     private let inputName: String
     private let itemShape: [Int]
     private var graphs: [Int: PreparedGraph] = [:]
+    /// The layers' GPU weight forms re-derived after GPU optimizer steps, and their index maps.
+    private let weightForms = WeightForms()
     /// Incremented by every update; a graph remakes its layers when it is behind.
     private var version = 0
     /// Whether every value the forward pass makes is rounded to fp16, as
     /// the GPU's slice images store it: the fp16 twin of a GPU run on the
     /// CPU, whose distance from the plain CPU run bounds the GPU's.
     var roundsValuesToHalf = false
+    /// Whether an update from an optimizer's GPU buffer re-derives the
+    /// remade layers' GPU weight forms there (`WeightForms`); false,
+    /// they are uploaded again by the next plan, as every update did before
+    /// (the tests' control: the same bits, more bytes).
+    var refreshesWeightFormsOnDevice = true
     /// The running mean and variance of each BatchNormalization that trains
     /// (by initializer name): shared by the graphs of every batch size,
     /// updated by each training forward pass, written back with the model.
@@ -96,7 +103,11 @@ final class TrainingPass {
 
     /// Replaces trainable parameters' values (an optimizer step, a checkpoint);
     /// every graph remakes the layers that hold them before its next run.
-    func update(_ values: [String: Tensor]) throws {
+    /// With `device`, the GPU buffer an optimizer step left the same values
+    /// in, every graph remakes them now, and a remade layer takes over its
+    /// predecessor's GPU weight forms, re-derived from that buffer on the
+    /// device (`WeightForms`): the next forward plan uploads no weights.
+    func update(_ values: [String: Tensor], device: DeviceParameters? = nil) throws {
         for (name, value) in values {
             guard let current = parameters[name], current.shape == value.shape else {
                 throw LayerKitError.invalidParameter("'\(name)' is not a trainable parameter of this shape")
@@ -104,6 +115,29 @@ final class TrainingPass {
             parameters[name] = value
         }
         version += 1
+        guard refreshesWeightFormsOnDevice, let device, backend.gpu === device.context else { return }
+        do {
+            let commands = try device.context.makeCommandBuffer()
+            var refreshed = 0
+            for (batchSize, prepared) in graphs where prepared.version >= 0 {
+                let previous = prepared.layers
+                try remakeLayers(prepared)
+                for (i, held) in prepared.graph.heldParameters.enumerated() where prepared.layers[i] !== previous[i] {
+                    guard let old = previous[i], let new = prepared.layers[i] else { continue }
+                    refreshed += try weightForms.refresh(from: old, to: new, trained: held.filter { values[$0.value] != nil },
+                                                        step: WeightFormStep(batchSize: batchSize, step: i),
+                                                        device: device, commands: commands)
+                }
+            }
+            guard refreshed > 0 else { return }
+            try commands.commit()
+            try commands.waitUntilCompleted()
+        } catch {
+            // A layer may hold forms whose gathers did not run: every graph makes its layers anew (their next
+            // plan uploads them) before its next run.
+            for prepared in graphs.values { prepared.version = -1 }
+            throw error
+        }
     }
 
     /// The loss of one mini-batch and dLoss/dParameter for every trainable
@@ -190,20 +224,24 @@ final class TrainingPass {
             // Graphs of other batch sizes (a last, smaller batch) are kept too; there are at most two.
             graphs[batchSize] = prepared
         }
-        if prepared.version != version {
-            for (i, held) in prepared.graph.heldParameters.enumerated() {
-                let values = held.compactMapValues { parameters[$0] }
-                guard !values.isEmpty, let layer = prepared.graph.graph.steps[i].layer as? DifferentiableLayer else { continue }
-                let updated = try layer.replacingParameters(values)
-                if let frozen = updated as? BatchNormalization, let (mean, variance) = statisticNames(prepared.graph, i) {
-                    prepared.layers[i] = try trainingForm(of: frozen, step: i, in: prepared.graph, mean: mean, variance: variance)
-                } else {
-                    prepared.layers[i] = updated
-                }
-            }
-            prepared.version = version
-        }
+        if prepared.version != version { try remakeLayers(prepared) }
         return prepared
+    }
+
+    /// Remakes every layer of `prepared` that holds trainable parameters
+    /// with their current values, and marks it current.
+    private func remakeLayers(_ prepared: PreparedGraph) throws {
+        for (i, held) in prepared.graph.heldParameters.enumerated() {
+            let values = held.compactMapValues { parameters[$0] }
+            guard !values.isEmpty, let layer = prepared.graph.graph.steps[i].layer as? DifferentiableLayer else { continue }
+            let updated = try layer.replacingParameters(values)
+            if let frozen = updated as? BatchNormalization, let (mean, variance) = statisticNames(prepared.graph, i) {
+                prepared.layers[i] = try trainingForm(of: frozen, step: i, in: prepared.graph, mean: mean, variance: variance)
+            } else {
+                prepared.layers[i] = updated
+            }
+        }
+        prepared.version = version
     }
 
     /// The initializers of step `i`'s running mean and variance when it is a

@@ -166,7 +166,8 @@ public final class UpdateTask: @unchecked Sendable {
             let (loss, gradients) = try pass.lossAndGradients(input: batch.input, target: batch.target)
             pass.runner.currentOp = "optimizer"
             let stepStart = ContinuousClock.now
-            try pass.update(try optimizer.step(parameters: pass.parameters, gradients: gradients))
+            let updated = try optimizer.step(parameters: pass.parameters, gradients: gradients)
+            try pass.update(updated, device: optimizer.deviceParameters)
             pass.runner.record("\(configuration.optimizer.algorithm.rawValue) step", optimizer.placement, since: stepStart)
             return loss
         } catch let error as LayerKitError {
