@@ -1,4 +1,4 @@
-// lk_norm.h: the sums of InstanceNormalization. A serial double sum is one
+// lk_norm.h: the sums of InstanceNormalization, LayerNormalization and RMSNormalization. A serial double sum is one
 // dependent add a float (4 cycles each): the Swift loops it replaces took
 // 0.730 ms on the style net's 128 planes of 64x64, these 16 partial sums
 // 0.174 ms (4.2x; clang -O2 harness, medians of 9, load 4.5, same results). The bodies are written once and
@@ -37,6 +37,15 @@
     ATTR static void lk_normalize_##SUFFIX(const float *x, float *y, size_t n, double mean,        \
                                            double a, double b) {                                   \
         for (size_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * a + b);              \
+    }                                                                                              \
+    ATTR static void lk_normalize_affine_##SUFFIX(const float *x, float *y, size_t n, double mean, \
+                                                  double a, const float *scale,                    \
+                                                  const float *bias) {                             \
+        if (bias)                                                                                  \
+            for (size_t i = 0; i < n; i++)                                                         \
+                y[i] = (float)(((double)x[i] - mean) * a * (double)scale[i] + (double)bias[i]);    \
+        else                                                                                       \
+            for (size_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * a * (double)scale[i]); \
     }
 
 LK_NORM_BODIES(c, )
@@ -76,6 +85,28 @@ void lk_normalize_f32_isa(lk_isa isa, const float *x, float *y, size_t n, double
     if (lk_norm_avx2(isa)) { lk_normalize_avx2(x, y, n, mean, a, b); return; }
 #endif
     lk_normalize_c(x, y, n, mean, a, b);
+}
+
+double lk_mean_square_f32_isa(lk_isa isa, const float *x, size_t n) {
+#ifdef LK_HAVE_AVX2_NORM
+    if (lk_norm_avx2(isa)) return lk_squares_avx2(x, n, 0) / (double)n;
+#endif
+    return lk_squares_c(x, n, 0) / (double)n;
+}
+
+double lk_mean_square_f32(const float *x, size_t n) { return lk_mean_square_f32_isa(lk_kernels_isa(), x, n); }
+
+void lk_normalize_affine_f32_isa(lk_isa isa, const float *x, float *y, size_t n, double mean, double a,
+                                 const float *scale, const float *bias) {
+#ifdef LK_HAVE_AVX2_NORM
+    if (lk_norm_avx2(isa)) { lk_normalize_affine_avx2(x, y, n, mean, a, scale, bias); return; }
+#endif
+    lk_normalize_affine_c(x, y, n, mean, a, scale, bias);
+}
+
+void lk_normalize_affine_f32(const float *x, float *y, size_t n, double mean, double a, const float *scale,
+                             const float *bias) {
+    lk_normalize_affine_f32_isa(lk_kernels_isa(), x, y, n, mean, a, scale, bias);
 }
 
 void lk_mean_variance_f32(const float *x, size_t n, double *mean, double *variance) {

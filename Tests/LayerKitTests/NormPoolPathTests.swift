@@ -31,10 +31,36 @@ struct NormPoolPathTests {
             #expect(abs(v - variance) <= 1e-9 * max(variance, 1e-30), "isa \(isa.rawValue): variance \(v), reference \(variance)")
             var y = [Float](repeating: 7, count: count + 3)
             let (a, b) = (1.7 / (variance + 1e-5).squareRoot(), -0.3)
+            let meanSquare = x.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(count)
+            #expect(abs(lk_mean_square_f32_isa(isa, x, count) - meanSquare) <= 1e-12 * meanSquare,
+                    "isa \(isa.rawValue): mean square")
             lk_normalize_f32_isa(isa, x, &y, count, mean, a, b)
             let reference = x.map { Float((Double($0) - mean) * a + b) }
             #expect(Array(y[..<count]) == reference, "isa \(isa.rawValue)")
             #expect(y[count...].allSatisfy { $0 == 7 }, "isa \(isa.rawValue) wrote past the end")
+        }
+    }
+
+    /// LayerNormalization's row: a scale and a bias per element, or no bias.
+    @Test(arguments: [1, 15, 16, 17, 512 + 3])
+    func affineNormalizeMatchesDouble(count: Int) {
+        let x = values(count, seed: UInt64(count) + 99, offset: -40)
+        let scale = values(count, seed: 5, offset: 0), bias = values(count, seed: 6, offset: 1)
+        let (mean, a) = (-39.5, 0.61)
+        for isa in paths {
+            for withBias in [true, false] {
+                var y = [Float](repeating: 7, count: count + 3)
+                if withBias {
+                    lk_normalize_affine_f32_isa(isa, x, &y, count, mean, a, scale, bias)
+                } else {
+                    lk_normalize_affine_f32_isa(isa, x, &y, count, mean, a, scale, nil)
+                }
+                let reference = (0..<count).map {
+                    Float((Double(x[$0]) - mean) * a * Double(scale[$0]) + (withBias ? Double(bias[$0]) : 0))
+                }
+                #expect(Array(y[..<count]) == reference, "isa \(isa.rawValue), bias \(withBias)")
+                #expect(y[count...].allSatisfy { $0 == 7 }, "isa \(isa.rawValue) wrote past the end")
+            }
         }
     }
 

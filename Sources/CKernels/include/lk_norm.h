@@ -1,7 +1,8 @@
 #ifndef LK_NORM_H
 #define LK_NORM_H
 
-// Per-plane normalization (ONNX InstanceNormalization) in double precision.
+// Per-plane and per-row normalization (ONNX InstanceNormalization,
+// LayerNormalization, RMSNormalization) in double precision.
 
 #include <stddef.h>
 
@@ -14,9 +15,20 @@ void lk_mean_variance_f32(const float *x, size_t n, double *mean, double *varian
 /// y[i] = (float)((x[i] - mean) * a + b) in double, for i < n (x may be y).
 void lk_normalize_f32(const float *x, float *y, size_t n, double mean, double a, double b);
 
+/// The mean of x[i]^2 over x[0..<n] (n > 0), as lk_mean_variance_f32 sums.
+double lk_mean_square_f32(const float *x, size_t n);
+
+/// y[i] = (float)((x[i] - mean) * a * scale[i] + bias[i]) in double, for
+/// i < n (LayerNormalization's row; bias may be NULL for none; x may be y).
+void lk_normalize_affine_f32(const float *x, float *y, size_t n, double mean, double a, const float *scale,
+                             const float *bias);
+
 /// The same on a chosen path (LK_ISA_SCALAR: portable C; any other: the
 /// AVX2 loops where the CPU has them): for tests that force each path.
 void lk_mean_variance_f32_isa(lk_isa isa, const float *x, size_t n, double *mean, double *variance);
 void lk_normalize_f32_isa(lk_isa isa, const float *x, float *y, size_t n, double mean, double a, double b);
+void lk_normalize_affine_f32_isa(lk_isa isa, const float *x, float *y, size_t n, double mean, double a,
+                                 const float *scale, const float *bias);
+double lk_mean_square_f32_isa(lk_isa isa, const float *x, size_t n);
 
 #endif

@@ -1,3 +1,5 @@
+import CKernels
+
 /// ONNX LayerNormalization (opset 17): over the axes from `axis` on, for
 /// each index before it, `y = (x - mean) / sqrt(variance + epsilon) *
 /// scale + bias`, the variance as `E[(x - mean)^2]`, in double precision;
@@ -62,30 +64,24 @@ public final class LayerNormalization: Layer, Sendable {
         let (scale, bias, epsilon) = (scale, bias, Double(epsilon))
         let mean = outputs.count > 1 ? outputs[1] : nil, inverse = outputs.count > 2 ? outputs[2] : nil
         let y = outputs[0]
+        // lk_norm.c: the row sums over independent partial sums (a serial double sum is a chain of
+        // dependent adds) and a normalize loop that vectorizes.
         forEachChunk(count: rows, chunkSize: max(1, defaultChunkSize / length), threadCount: CPUThreads.current) { range in
-            for row in range {
-                let x = input.dataPointer + row * length, out = y.dataPointer + row * length
-                let (m, variance) = Self.meanAndVariance(of: x, count: length)
-                let invStdDev = 1 / (variance + epsilon).squareRoot()
-                for i in 0..<length {
-                    out[i] = Float((Double(x[i]) - m) * invStdDev * Double(scale[i]) + Double(bias?[i] ?? 0))
+            scale.withUnsafeBufferPointer { scale in
+                // An empty array's buffer may still have an address: no bias is nil for the kernel.
+                (bias ?? []).withUnsafeBufferPointer { offsets in
+                    for row in range {
+                        let x = input.dataPointer + row * length
+                        var m = 0.0, variance = 0.0
+                        lk_mean_variance_f32(x, length, &m, &variance)
+                        let invStdDev = 1 / (variance + epsilon).squareRoot()
+                        lk_normalize_affine_f32(x, y.dataPointer + row * length, length, m, invStdDev, scale.baseAddress!,
+                                                bias == nil ? nil : offsets.baseAddress)
+                        mean?.dataPointer[row] = Float(m)
+                        inverse?.dataPointer[row] = Float(invStdDev)
+                    }
                 }
-                mean?.dataPointer[row] = Float(m)
-                inverse?.dataPointer[row] = Float(invStdDev)
             }
         }
-    }
-
-    /// The mean and the variance `E[(x - mean)^2]` (two passes, in double
-    /// precision) of the `count` (> 0) floats at `x`: the statistics
-    /// LayerNormalization takes per row and InstanceNormalization per plane.
-    @inline(__always)
-    static func meanAndVariance(of x: UnsafeMutablePointer<Float>, count: Int) -> (mean: Double, variance: Double) {
-        var sum = 0.0
-        for i in 0..<count { sum += Double(x[i]) }
-        let mean = sum / Double(count)
-        var squares = 0.0
-        for i in 0..<count { let d = Double(x[i]) - mean; squares += d * d }
-        return (mean, squares / Double(count))
     }
 }

@@ -1,3 +1,5 @@
+import CKernels
+
 /// ONNX RMSNormalization (opset 23): over the axes from `axis` on, for each
 /// index before it, `y = x / sqrt(mean(x^2) + epsilon) * scale`, the mean
 /// in double precision; `scale` holds one value per element of the
@@ -38,14 +40,15 @@ public final class RMSNormalization: Layer, Sendable {
         let length = scale.count
         guard length > 0 else { return }
         let (scale, epsilon) = (scale, Double(epsilon))
+        // lk_norm.c: the sum of squares over independent partial sums, the scaling vectorized.
         forEachChunk(count: input.count / length, chunkSize: max(1, defaultChunkSize / length),
                      threadCount: CPUThreads.current) { range in
-            for row in range {
-                let x = input.dataPointer + row * length, out = y.dataPointer + row * length
-                var squares = 0.0
-                for i in 0..<length { squares += Double(x[i]) * Double(x[i]) }
-                let inverse = 1 / (squares / Double(length) + epsilon).squareRoot()
-                for i in 0..<length { out[i] = Float(Double(x[i]) * inverse * Double(scale[i])) }
+            scale.withUnsafeBufferPointer { scale in
+                for row in range {
+                    let x = input.dataPointer + row * length
+                    let inverse = 1 / (lk_mean_square_f32(x, length) + epsilon).squareRoot()
+                    lk_normalize_affine_f32(x, y.dataPointer + row * length, length, 0, inverse, scale.baseAddress!, nil)
+                }
             }
         }
     }
