@@ -11,6 +11,7 @@ import argparse
 import collections
 import json
 import os
+import tempfile
 
 import onnx
 import onnxruntime as ort
@@ -33,12 +34,16 @@ def main():
     warm = ort.InferenceSession(os.path.join(args.case, "model.onnx"), options, providers=["CPUExecutionProvider"])
     warm.run(None, feeds)
     options.enable_profiling = True
-    session = ort.InferenceSession(os.path.join(args.case, "model.onnx"), options, providers=["CPUExecutionProvider"])
-    session.run(None, feeds)  # the profiled session's own first run, not counted
-    for _ in range(args.runs):
-        session.run(None, feeds)
-    with open(session.end_profiling()) as file:
-        events = json.load(file)
+    with tempfile.TemporaryDirectory() as folder:
+        # onnxruntime writes its profile where the prefix says (else into the current directory).
+        options.profile_file_prefix = os.path.join(folder, "onnxruntime_profile")
+        session = ort.InferenceSession(os.path.join(args.case, "model.onnx"), options,
+                                       providers=["CPUExecutionProvider"])
+        session.run(None, feeds)  # the profiled session's own first run, not counted
+        for _ in range(args.runs):
+            session.run(None, feeds)
+        with open(session.end_profiling()) as file:
+            events = json.load(file)
     times, calls = collections.Counter(), collections.Counter()
     first_run = None
     for event in events:
