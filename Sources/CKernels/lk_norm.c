@@ -1,8 +1,9 @@
-// lk_norm.h: the sums of InstanceNormalization, LayerNormalization and RMSNormalization. A serial double sum is one
-// dependent add a float (4 cycles each): the Swift loops it replaces took
-// 0.730 ms on the style net's 128 planes of 64x64, these 16 partial sums
-// 0.174 ms (4.2x; clang -O2 harness, medians of 9, load 4.5, same results). The bodies are written once and
-// compiled for AVX2 (4 doubles a ymm) and portable C, picked at run time.
+// lk_norm.h: the sums of InstanceNormalization, LayerNormalization and
+// RMSNormalization. A serial double sum is one dependent add a float (4
+// cycles each): the Swift loops it replaces took 0.730 ms on the style net's
+// 128 planes of 64x64, these 16 partial sums 0.174 ms (4.2x; clang -O2
+// harness, medians of 9, load 4.5, same results). The bodies are written once
+// and compiled for AVX2 (4 doubles a ymm) and portable C, picked at run time.
 
 #include "lk_norm.h"
 
@@ -45,7 +46,8 @@
             for (size_t i = 0; i < n; i++)                                                         \
                 y[i] = (float)(((double)x[i] - mean) * a * (double)scale[i] + (double)bias[i]);    \
         else                                                                                       \
-            for (size_t i = 0; i < n; i++) y[i] = (float)(((double)x[i] - mean) * a * (double)scale[i]); \
+            for (size_t i = 0; i < n; i++)                                                         \
+                y[i] = (float)(((double)x[i] - mean) * a * (double)scale[i]);                      \
     }
 
 LK_NORM_BODIES(c, )

@@ -25,9 +25,9 @@ struct WeightGatherConstants: BitwiseCopyable, ElementRows {
 /// index of a parameter's element, or -1 for padding (held as Int32 bits in
 /// a Float32 buffer), for the layer's weights and its bias.
 struct WeightFormMap {
-    /// A layer's form: the step of a graph (by batch size), and the block
-    /// its convolution was prepared for (another block arranges the weights
-    /// another way).
+    /// One buffer of a layer's form: the step of a graph (by batch size),
+    /// the block its convolution was prepared for (another block arranges
+    /// the weights another way) and the parameter role it holds.
     struct Key: Hashable {
         let step: WeightFormStep
         let block: AnyHashable

@@ -55,8 +55,6 @@ struct OptimizerConstants: BitwiseCopyable {
         negativeStepSize = Float(-(lr / (1 - pow(c.beta1, t))))
         decayFactor = Float(1 - lr * c.weightDecay)
     }
-
-    /// The dispatch's invocations: `rowLength` wide, one row per `rowLength` elements.
 }
 
 /// Push constants of a kernel over `count` elements laid out in rows of
@@ -75,6 +73,7 @@ extension ElementRows {
     /// The row length for `count` elements: whole workgroups of 8, at most `maxRowLength`.
     static func rowLength(count: Int) -> UInt32 { UInt32(min((count + 7) / 8 * 8, maxRowLength)) }
 
+    /// The dispatch's invocations: `rowLength` wide, one row per `rowLength` elements.
     var threads: (x: Int, y: Int, z: Int) {
         (Int(rowLength), (Int(count) + Int(rowLength) - 1) / Int(rowLength), 1)
     }

@@ -10,9 +10,8 @@ import LayerKitONNX
 /// own (`Backend.run`) and every value is kept. Backward walks the steps in
 /// reverse from the loss, asks each `DifferentiableLayer` for its gradients
 /// through a `GradientRunner`, sums the gradients of values read more than
-/// once, and routes the gradients
-/// of held parameters (by role) and of graph constants back to initializer
-/// names. With cross-entropy after a final Softmax, the loss reads the
+/// once, and routes the gradients of held parameters (by role) and of
+/// graph constants back to initializer names. With cross-entropy after a final Softmax, the loss reads the
 /// Softmax's input and the two are differentiated as one (softmax minus
 /// the one-hot target), which is exact and cannot overflow.
 final class TrainingPass {
