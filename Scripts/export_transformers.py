@@ -17,7 +17,9 @@ torchvision's class; LSTM, bidirectional LSTM and GRU text classifiers.
 
 --shaped (into .build/model-zoo/transformers-shaped): the benchmark shapes,
 random weights at full size: BERT-base and GPT-2 small at sequence 128, ViT-B/16
-at 224x224, the Whisper-base encoder (80 x 3000 features). Tens to hundreds of MB:
+at 224x224, the Whisper-base encoder (80 x 3000 features), and torchvision's
+ConvNeXt-tiny (224x224) and DeepLabV3-MobileNetV3-large (520x520, the size its
+weights were trained at). Tens to hundreds of MB:
 not committed.
 
 Case names: <model>_<exporter>, exporter `torchscript` (torch.onnx.export
@@ -41,7 +43,8 @@ import onnx  # noqa: E402
 import torch  # noqa: E402
 import transformers as tf  # noqa: E402
 from torch import nn  # noqa: E402
-from torchvision.models import swin_transformer  # noqa: E402
+import torchvision  # noqa: E402
+from torchvision.models import segmentation, swin_transformer  # noqa: E402
 from transformers.models.whisper.modeling_whisper import WhisperEncoder  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,7 +77,8 @@ class FirstOutput(nn.Module):
 
     def forward(self, *inputs):
         if not isinstance(self.model, tf.PreTrainedModel):
-            return self.model(*inputs)
+            out = self.model(*inputs)
+            return out["out"] if isinstance(out, dict) else out  # torchvision's segmentation models
         return self.model(**dict(zip(self.names, inputs)), return_dict=False)[0]
 
 
@@ -87,6 +91,11 @@ def text_inputs(vocab, length, mask=True, seed=0):
     attention = np.ones((1, length), np.int64)
     attention[:, length - length // 4:] = 0
     return {"input_ids": ids, "attention_mask": attention}
+
+
+def image_input(size, seed=1):
+    """One seeded 3 x size x size image as `pixel_values`."""
+    return {"pixel_values": np.random.default_rng(seed).standard_normal((1, 3, size, size)).astype(np.float32)}
 
 
 def logits_scaled(model):
@@ -142,13 +151,14 @@ def shaped():
     return {
         "bert_base": (tf.BertModel(tf.BertConfig()), text_inputs(30522, 128), None),
         "gpt2_small": (tf.GPT2Model(tf.GPT2Config(use_cache=False)), text_inputs(50257, 128), None),
-        "vit_b16": (tf.ViTModel(tf.ViTConfig()),
-                    {"pixel_values": np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)},
-                    None),
+        "vit_b16": (tf.ViTModel(tf.ViTConfig()), image_input(224), None),
         "whisper_base_encoder": (WhisperEncoder(tf.WhisperConfig(d_model=512, encoder_layers=6, encoder_attention_heads=8,
                                                                  encoder_ffn_dim=2048)),
                                  {"input_features": np.random.default_rng(2).standard_normal((1, 80, 3000)).astype(np.float32)},
                                  None),
+        "convnext_tiny": (torchvision.models.convnext_tiny(weights=None), image_input(224), None),
+        "deeplabv3_mobilenet_v3": (segmentation.deeplabv3_mobilenet_v3_large(weights=None, weights_backbone=None),
+                                   image_input(520), None),
     }
 
 

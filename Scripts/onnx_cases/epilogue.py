@@ -36,7 +36,7 @@ def init(name, array):
     return numpy_helper.from_array(np.asarray(array, dtype=np.float32), name)
 
 
-def conv(name, x, w, c_in, c_out, k=3, group=1, pads=1, stride=1, bias=True, y=None):
+def conv(name, x, w, c_in, c_out, k=3, group=1, pads=1, stride=1, bias=True, y=None, dilation=1):
     """A Conv node and its initializers (weights scaled to keep sums near 1)."""
     fan = c_in // group * k * k
     inits = [init(f'{name}_w', normal(c_out, c_in // group, k, k, scale=1.0 / np.sqrt(fan)))]
@@ -45,7 +45,8 @@ def conv(name, x, w, c_in, c_out, k=3, group=1, pads=1, stride=1, bias=True, y=N
         inits.append(init(f'{name}_b', normal(c_out, scale=0.5)))
         inputs.append(f'{name}_b')
     node = helper.make_node('Conv', inputs, [y or name], name=name, kernel_shape=[k, k], pads=[pads] * 4,
-                            strides=[stride, stride], group=group)
+                            strides=[stride, stride], group=group,
+                            **({'dilations': [dilation, dilation]} if dilation > 1 else {}))
     return node, inits
 
 
@@ -173,3 +174,20 @@ save('two_readers', [n1, n2, n3], i1, [('x', (2, 3, 6, 6))], [('y', (2, 5, 6, 6)
 n1, i1 = conv('conv', 'x', 'w', 3, 5, y='c')
 n2 = helper.make_node('Relu', ['c'], ['y'], name='relu')
 save('output_read_again', [n1, n2], i1, [('x', (1, 3, 5, 5))], [('c', (1, 5, 5, 5)), ('y', (1, 5, 5, 5))])
+
+# DeepLabV3's ASPP at a small size: 3x3 convolutions of dilation 3, 6 and 12
+# (pads equal) on a 7x7 map, each with Relu, most of whose taps read padding
+# (run as convolutions of the valid taps, Convolution+ValidTaps.swift), and
+# the 1x1 branch, concatenated; then a 1-D one of dilation 8 on 9 steps.
+nodes, inits = [], []
+for d in (0, 3, 6, 12):
+    n, i = conv(f'aspp{d}', 'x', 'w', 24, 16, k=1 if d == 0 else 3, pads=d, dilation=max(d, 1))
+    nodes += [n, helper.make_node('Relu', [f'aspp{d}'], [f'relu{d}'], name=f'relu{d}')]
+    inits += i
+nodes.append(helper.make_node('Concat', [f'relu{d}' for d in (0, 3, 6, 12)], ['y'], name='concat', axis=1))
+save('aspp_dilated', nodes, inits, [('x', (2, 24, 7, 7))], [('y', (2, 64, 7, 7))])
+w1 = init('w1', normal(6, 5, 3, scale=0.3))
+b1 = init('b1', normal(6, scale=0.5))
+n1 = helper.make_node('Conv', ['x', 'w1', 'b1'], ['conv'], name='conv', kernel_shape=[3], pads=[8, 8], dilations=[8])
+n2 = helper.make_node('Relu', ['conv'], ['y'], name='relu')
+save('conv1d_dilated_relu', [n1, n2], [w1, b1], [('x', (2, 5, 9))], [('y', (2, 6, 9))])

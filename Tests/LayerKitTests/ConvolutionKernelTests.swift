@@ -182,6 +182,12 @@ import Testing
                  padding: .explicit([2, 2, 2, 2]), group: 2),
         ConvCase(input: [1, 3, 45, 47], outputChannels: 64, kernel: [7, 7], strides: [2, 2],
                  padding: .explicit([3, 3, 3, 3])),
+        // Run by rectangles of valid taps (Convolution+ValidTaps.swift); the
+        // forced path below is the padded loop over every tap.
+        ConvCase(input: [1, 40, 13, 13], outputChannels: 36, kernel: [3, 3], dilations: [5, 5],
+                 padding: .explicit([5, 5, 5, 5])),
+        ConvCase(input: [2, 32, 9, 9], outputChannels: 40, kernel: [3, 3], dilations: [10, 10],
+                 padding: .explicit([10, 10, 10, 10])),
     ]
 
     @Test(arguments: layerCases)

@@ -107,6 +107,17 @@ struct ConvolutionTests {
         // Large enough for threads and for K past one 256-deep block.
         ConvCase(input: [1, 32, 32, 32], outputChannels: 32, kernel: [3, 3], padding: .explicit([1, 1, 1, 1])),
         ConvCase(input: [2, 64, 13, 11], outputChannels: 20, kernel: [3, 3], padding: .sameUpper),
+        // Taps mostly over padding (Convolution+ValidTaps.swift): DeepLabV3's
+        // ASPP shape scaled down, bands of 2 and 3 taps; a dilation past the
+        // map (the centre tap alone); strided, uneven pads; outputs that
+        // read no input cell (their bias).
+        ConvCase(input: [2, 24, 9, 10], outputChannels: 20, kernel: [3, 3], dilations: [4, 3],
+                 padding: .explicit([4, 3, 4, 3])),
+        ConvCase(input: [1, 16, 7, 7], outputChannels: 33, kernel: [3, 3], dilations: [9, 9],
+                 padding: .explicit([9, 9, 9, 9])),
+        ConvCase(input: [1, 6, 11, 9], outputChannels: 8, kernel: [3, 2], strides: [2, 1], dilations: [5, 6],
+                 padding: .explicit([6, 2, 3, 5]), group: 2),
+        ConvCase(input: [1, 3, 4, 4], outputChannels: 5, kernel: [1, 1], padding: .explicit([2, 3, 1, 2])),
     ]
 
     @Test(arguments: cases)
@@ -220,6 +231,30 @@ struct ConvolutionTests {
         let narrow = try Convolution(weights: Tensor(shape: [1, 1, 1, 1]), strides: [5, 5], padding: .sameLower)
         let g = try narrow.geometry(forInputShape: [1, 1, 9, 9])
         #expect((g.outHeight, g.outWidth, g.padTop, g.padLeft) == (2, 2, 0, 0))
+    }
+
+    /// DeepLabV3's ASPP on its 33x33 map: the bands of each dilation, by
+    /// hand from which of the taps -d, 0, +d land in [0, 33); an ordinary
+    /// 3x3 layer with pads of 1 keeps its padded loop.
+    @Test func validTapBandsOfDilatedKernels() {
+        let bands = { (d: Int) in
+            Convolution.tapBands(outputs: 33, input: 33, kernel: 3, stride: 1, dilation: d, pad: d)
+                .map { [$0.outputs.lowerBound, $0.outputs.upperBound, $0.taps.lowerBound, $0.taps.upperBound] }
+        }
+        #expect(bands(12) == [[0, 12, 1, 3], [12, 21, 0, 3], [21, 33, 0, 2]])
+        #expect(bands(24) == [[0, 9, 1, 3], [9, 24, 1, 2], [24, 33, 0, 2]])
+        #expect(bands(36) == [[0, 33, 1, 2]])
+        // Stride 2, pad 1 past a 1x1 kernel: the first and last outputs read no cell.
+        #expect(Convolution.tapBands(outputs: 4, input: 5, kernel: 1, stride: 2, dilation: 1, pad: 1)
+                    .map { [$0.outputs.count, $0.taps.count] } == [[1, 0], [2, 1], [1, 0]])
+        func shape(_ size: Int, dilation: Int) -> lk_conv2d_shape {
+            lk_conv2d_shape(channels: 8, height: size, width: size, out_channels: 8, out_height: size, out_width: size,
+                            kernel_h: 3, kernel_w: 3, stride_h: 1, stride_w: 1, dilation_h: dilation,
+                            dilation_w: dilation, pad_top: dilation, pad_left: dilation, group: 1)
+        }
+        #expect(Convolution.validTapBands(shape(33, dilation: 12)) != nil)
+        #expect(Convolution.validTapBands(shape(56, dilation: 1)) == nil)
+        #expect(Convolution.validTapBands(shape(33, dilation: 2)) == nil)
     }
 
     @Test func theGeometryIsPaddingsWindow() throws {

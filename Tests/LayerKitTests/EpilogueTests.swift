@@ -28,6 +28,9 @@ import LayerKitONNX
         // Not fused: the conv output has two readers / is a graph output.
         "two_readers": ["Conv", "Relu", "Add"],
         "output_read_again": ["Conv", "Relu"],
+        // Dilated: the padded taps skipped (Convolution+ValidTaps.swift), the Relu still fused.
+        "aspp_dilated": ["Conv+Relu", "Conv+Relu", "Conv+Relu", "Conv+Relu", "Concat"],
+        "conv1d_dilated_relu": ["Conv+Relu"],
     ])
     static let names = fixtures.names
 
@@ -40,7 +43,8 @@ import LayerKitONNX
         let (model, outcome) = try Self.fixtures.loadedOnTheCPU(name)
         // Fused steps keep the product's node name.
         for node in model.nodes where node.opType.contains("+") {
-            #expect(["conv", "conv1", "conv2", "conv3", "conv4", "down", "expand", "depthwise", "project", "gemm", "fc"]
+            #expect(["conv", "conv1", "conv2", "conv3", "conv4", "down", "expand", "depthwise", "project", "gemm", "fc",
+                     "aspp0", "aspp3", "aspp6", "aspp12"]
                 .contains(node.name), "\(name): \(node.name)")
         }
         #expect(outcome.passed, "\(name): \(outcome.message)")
@@ -59,8 +63,8 @@ import LayerKitONNX
 
     /// The fixtures whose fused steps fold no BatchNormalization: the same
     /// primitives in the same order per element as the unfused steps.
-    static let sameOperations = ["conv_chain_add", "conv_silu", "flattened_gemm_clip", "gemm_relu", "mobilenet_block",
-                                 "output_read_again", "two_readers"]
+    static let sameOperations = ["aspp_dilated", "conv1d_dilated_relu", "conv_chain_add", "conv_silu",
+                                 "flattened_gemm_clip", "gemm_relu", "mobilenet_block", "output_read_again", "two_readers"]
 
     @Test(arguments: sameOperations)
     func fusedCPUIsUnfusedCPUBitForBit(_ name: String) throws {

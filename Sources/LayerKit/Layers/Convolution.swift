@@ -18,7 +18,9 @@ import Synchronization
 /// rows and many output channels per group as im2col and a matrix product,
 /// one with a panel of output channels (32 on AVX-512) and 16 input
 /// channels a group or more as the direct loop vectorized along the output
-/// channels, a depthwise one (group == C == M) by its own kernel; large ones split
+/// channels, a depthwise one (group == C == M) by its own kernel; one whose
+/// taps mostly read padding (a large dilation on a small map) as
+/// convolutions of the taps that read the input (`Convolution+ValidTaps.swift`); large ones split
 /// their output channels and pixels over threads (``WorkSplit``). GPU: `conv2d.comp`, each
 /// invocation a block of output texels and slices chosen by the shape, with
 /// the weights arranged once for it on the device.
@@ -74,6 +76,9 @@ public final class Convolution: Layer {
     let winogradState = WinogradState()
     /// The layer of the input gradient for the last input shape trained on (Training/Convolution+Gradients.swift).
     let inputGradientLayers = KeyedLayerCache<Layer>()
+    /// For the last input size whose taps mostly read padding: the
+    /// convolutions of its sub-kernels by tap ranges (Convolution+ValidTaps.swift).
+    let validTapLayers = KeyedLayerCache<[[Int]: Convolution]>()
 
     /// Multiply-adds a thread must get for `evaluate` to use another: waking
     /// helpers costs microseconds, which small layers lose. 2^19 rather than
@@ -301,6 +306,12 @@ public final class Convolution: Layer {
     /// in cache), on the chunk's thread; `residual` has the output's shape.
     func evaluate(inputs: [Tensor], outputs: [Tensor], epilogue: Epilogue?, residual: Tensor?) throws {
         let g = try checkedGeometry(inputShapes: inputs.map(\.shape), outputShapes: outputs.map(\.shape))
+        // Taps mostly over padding (large dilations): only the others (Convolution+ValidTaps.swift).
+        if forcedPath == nil, [.automatic, .direct].contains(Self.forcedCPUAlgorithm),
+           try evaluateValidTaps(input: inputs[0], output: outputs[0], geometry: g, epilogue: epilogue,
+                                 residual: residual) {
+            return
+        }
         // 3x3 stride 1: Winograd where it pays (Convolution+Winograd.swift).
         if try evaluateWinograd(inputs: inputs, outputs: outputs, geometry: g, epilogue: epilogue, residual: residual) {
             return

@@ -1,0 +1,243 @@
+import CKernels
+import Synchronization
+
+/// Convolutions whose taps mostly read padding, run on the CPU as smaller
+/// convolutions of only the taps that read the input.
+///
+/// A dilated kernel on a small map reads zeros for many of its taps:
+/// DeepLabV3's ASPP runs 3x3 kernels of dilation 12, 24 and 36 on a 33x33
+/// map, where only 57%, 26% and 11% of the taps land inside the input. The
+/// padded loops multiply every zero, and the padded rows they copy grow with
+/// the dilation (the dilation-36 layer took twice the dilation-12 one's
+/// time, 128 against 63 ms, one thread).
+///
+/// Along each spatial axis the output splits into bands whose taps read the
+/// input over one contiguous tap range (`TapBand`); a row band and a column
+/// band make a rectangle of the output that is exactly the convolution,
+/// without pads, of that sub-kernel over the input cells its taps read.
+/// Each rectangle runs as such a `Convolution` (one per sub-kernel, made
+/// on the first run of an input size and kept) on a copy of those cells,
+/// and is copied into place; on several threads, a rectangle a thread.
+/// An output with no tap inside the input is its bias.
+///
+/// Each output is then bias plus its in-input taps in (c, ky, kx) order:
+/// the padded loop's sum without its `w * 0` terms, the same value except
+/// for the sign of an exact zero and for infinite or NaN weights over the
+/// padding (which the padded loop turns into NaN).
+extension Convolution {
+    /// A run of outputs along one axis whose taps inside the input are the
+    /// same range.
+    struct TapBand: Equatable {
+        var outputs: Range<Int>
+        var taps: Range<Int>
+    }
+
+    /// The bands of `outputs` outputs along an axis of `input` cells for a
+    /// kernel of `kernel` taps, `stride`, `dilation` and leading pad `pad`.
+    static func tapBands(outputs: Int, input: Int, kernel: Int, stride: Int, dilation: Int, pad: Int) -> [TapBand] {
+        var bands: [TapBand] = []
+        for o in 0..<outputs {
+            let origin = o * stride - pad
+            // Taps k with 0 <= origin + k * dilation < input.
+            let lo = min(kernel, origin >= 0 ? 0 : (-origin + dilation - 1) / dilation)
+            let hi = max(lo, min(kernel, origin >= input ? 0 : (input - 1 - origin) / dilation + 1))
+            if let last = bands.last, last.taps == lo..<hi, last.outputs.upperBound == o {
+                bands[bands.count - 1].outputs = last.outputs.lowerBound..<o + 1
+            } else {
+                bands.append(TapBand(outputs: o..<o + 1, taps: lo..<hi))
+            }
+        }
+        return bands
+    }
+
+    /// The row and column bands of `shape` when running them apart pays: at
+    /// most two thirds of the padded loop's multiply-adds read the input
+    /// (below that, more rectangles and copies cost more than the zeros).
+    static func validTapBands(_ shape: lk_conv2d_shape) -> (rows: [TapBand], columns: [TapBand])? {
+        let s = shape
+        let rows = tapBands(outputs: Int(s.out_height), input: Int(s.height), kernel: Int(s.kernel_h),
+                            stride: Int(s.stride_h), dilation: Int(s.dilation_h), pad: Int(s.pad_top))
+        let columns = tapBands(outputs: Int(s.out_width), input: Int(s.width), kernel: Int(s.kernel_w),
+                               stride: Int(s.stride_w), dilation: Int(s.dilation_w), pad: Int(s.pad_left))
+        let valid = { (bands: [TapBand]) in bands.reduce(0) { $0 + $1.outputs.count * $1.taps.count } }
+        let all = Int(s.out_height) * Int(s.kernel_h) * Int(s.out_width) * Int(s.kernel_w)
+        guard all > 0, 3 * valid(rows) * valid(columns) <= 2 * all else { return nil }
+        return (rows, columns)
+    }
+
+    /// Runs the layer by rectangles of valid taps when `validTapBands` says
+    /// it pays; false (nothing done) otherwise.
+    func evaluateValidTaps(input: Tensor, output: Tensor, geometry g: Geometry, epilogue: Epilogue?,
+                           residual: Tensor?) throws -> Bool {
+        let s = kernelShape(for: g)
+        guard let (rows, columns) = Self.validTapBands(s) else { return false }
+        let (outChannels, outWidth) = (outputChannels, Int(s.out_width))
+        let pixels = Int(s.out_height) * outWidth
+        // One sub-kernel layer per distinct pair of tap ranges, made for the
+        // first run of this input size and kept.
+        let layers = try validTapLayers.layer(for: [Int(s.height), Int(s.width)]) {
+            var made: [[Int]: Convolution] = [:]
+            for r in rows { for c in columns where !r.taps.isEmpty && !c.taps.isEmpty {
+                let key = Self.tapKey(rows: r.taps, columns: c.taps)
+                if made[key] == nil { made[key] = try validTapLayer(rows: r.taps, columns: c.taps, shape: s) }
+            } }
+            return made
+        }
+        // The rectangles, largest first (threads pull them in turn); those
+        // with no tap inside the input are their bias.
+        var rectangles: [ValidTapRectangle] = []
+        for r in rows {
+            for c in columns {
+                guard let layer = layers[Self.tapKey(rows: r.taps, columns: c.taps)] else {
+                    fillBias(output, batch: g.batch, rows: r.outputs, columns: c.outputs, width: outWidth)
+                    continue
+                }
+                rectangles.append(ValidTapRectangle(layer: layer, rows: r, columns: c, shape: s, batch: g.batch))
+            }
+        }
+        let largestFirst = rectangles.sorted { $0.work > $1.work }
+        let threads = min(threadCount, CPUThreads.current)
+        if largestFirst.count == 1 || threads == 1 {
+            // One rectangle (a dilation past the map) splits over the threads itself.
+            for rectangle in largestFirst { try rectangle.run(input: input, output: output) }
+        } else {
+            // A rectangle a thread, each on that thread alone (a nested
+            // forEachChunk runs on its caller): small rectangles split
+            // poorly (ASPP's dilation-24 layer: 1.15x on 2 threads).
+            let failure = Mutex<Error?>(nil)
+            forEachChunk(count: largestFirst.count, chunkSize: 1, threadCount: threads) { range in
+                for i in range {
+                    do { try largestFirst[i].run(input: input, output: output) } catch {
+                        failure.withLock { $0 = $0 ?? error }
+                    }
+                }
+            }
+            if let error = failure.withLock({ $0 }) { throw error }
+        }
+        guard let epilogue else { return true }
+        // The epilogue over whole planes, channel ranges on the layer's threads.
+        let (out, res) = (SendableFloatPointer(output.dataPointer), residual.map { SendableFloatPointer($0.dataPointer) })
+        forEachChunk(count: g.batch * outChannels, chunkSize: max(1, defaultChunkSize / max(1, pixels)),
+                     threadCount: min(threadCount, CPUThreads.current)) { planes in
+            var plane = planes.lowerBound
+            while plane < planes.upperBound {
+                let (n, first) = plane.quotientAndRemainder(dividingBy: outChannels)
+                let last = min(planes.upperBound - n * outChannels, outChannels)
+                epilogue.apply(output: out.pointer + n * outChannels * pixels,
+                               residual: res.map { UnsafePointer($0.pointer + n * outChannels * pixels) },
+                               channels: first..<last, pixels: pixels, segment: 0..<pixels)
+                plane = n * outChannels + last
+            }
+        }
+        return true
+    }
+
+    private static func tapKey(rows: Range<Int>, columns: Range<Int>) -> [Int] {
+        [rows.lowerBound, rows.upperBound, columns.lowerBound, columns.upperBound]
+    }
+
+    /// The convolution of taps `rows` x `columns` of the kernel (in the C
+    /// kernels' geometry `shape`), same strides, dilations and groups, no pads.
+    private func validTapLayer(rows: Range<Int>, columns: Range<Int>, shape s: lk_conv2d_shape) throws -> Convolution {
+        let (kh, kw, m, cg) = (Int(s.kernel_h), Int(s.kernel_w), outputChannels, inputChannels / group)
+        // The weights in the kernels' geometry are [M, C/group, kh, kw] in
+        // memory for 2-D and 1-D alike (a 1-D [M, C/group, k, 1] is [.., 1, k]).
+        var values: [Float] = []
+        values.reserveCapacity(m * cg * rows.count * columns.count)
+        let w = weights.elements
+        for filter in 0..<m * cg {
+            for ky in rows { for kx in columns { values.append(w[(filter * kh + ky) * kw + kx]) } }
+        }
+        let layer = try Convolution(
+            weights: Tensor(shape: [m, cg, rows.count, columns.count], values: values), bias: bias,
+            strides: [Int(s.stride_h), Int(s.stride_w)], dilations: [Int(s.dilation_h), Int(s.dilation_w)],
+            padding: .explicit([0, 0, 0, 0]), group: group)
+        layer.threadCount = threadCount
+        layer.minimumWorkPerThread = minimumWorkPerThread
+        return layer
+    }
+
+    /// Output rectangle `rows` x `columns` of every plane set to its channel's bias (0 without one).
+    private func fillBias(_ output: Tensor, batch: Int, rows: Range<Int>, columns: Range<Int>, width: Int) {
+        let pixels = output.count / max(1, batch * outputChannels)
+        for plane in 0..<batch * outputChannels {
+            let value = bias?[plane % outputChannels] ?? 0
+            for y in rows {
+                (output.dataPointer + plane * pixels + y * width + columns.lowerBound).update(repeating: value,
+                                                                                               count: columns.count)
+            }
+        }
+    }
+}
+
+/// One rectangle of the output and the convolution of its valid taps.
+private struct ValidTapRectangle: @unchecked Sendable {
+    /// Only read while rectangles run (`evaluate` keeps no state), so
+    /// threads share it.
+    let layer: Convolution
+    let rows, columns: Convolution.TapBand
+    let shape: lk_conv2d_shape
+    let batch: Int
+
+    /// Multiply-adds a filter: pixels times taps.
+    var work: Int { rows.outputs.count * columns.outputs.count * rows.taps.count * columns.taps.count }
+
+    /// Computes the rectangle into `output` from the input cells its taps
+    /// read (copied out unless they are the whole input).
+    func run(input: Tensor, output: Tensor) throws {
+        let s = shape
+        let (channels, outChannels) = (Int(s.channels), Int(s.out_channels))
+        let (height, width, outHeight, outWidth) = (Int(s.height), Int(s.width), Int(s.out_height), Int(s.out_width))
+        let top = rows.outputs.lowerBound * Int(s.stride_h) + rows.taps.lowerBound * Int(s.dilation_h) - Int(s.pad_top)
+        let left = columns.outputs.lowerBound * Int(s.stride_w) + columns.taps.lowerBound * Int(s.dilation_w)
+            - Int(s.pad_left)
+        let cropHeight = (rows.outputs.count - 1) * Int(s.stride_h) + (rows.taps.count - 1) * Int(s.dilation_h) + 1
+        let cropWidth = (columns.outputs.count - 1) * Int(s.stride_w) + (columns.taps.count - 1) * Int(s.dilation_w) + 1
+        let cropShape = [batch, channels, cropHeight, cropWidth]
+        let crop: Tensor
+        if top == 0, left == 0, cropHeight == height, cropWidth == width {
+            crop = try Tensor(viewing: input.dataPointer, shape: cropShape, owner: input)
+        } else {
+            crop = try Tensor(shape: cropShape)
+            copyWindow(from: input.dataPointer, planes: batch * channels, planeWidth: width, planeSize: height * width,
+                       origin: (top, left), to: crop.dataPointer, size: (cropHeight, cropWidth))
+        }
+        let partShape = [batch, outChannels, rows.outputs.count, columns.outputs.count]
+        if rows.outputs.count == outHeight, columns.outputs.count == outWidth {
+            try layer.evaluate(inputs: [crop], outputs: [Tensor(viewing: output.dataPointer, shape: partShape, owner: output)])
+            return
+        }
+        let part = try Tensor(shape: partShape)
+        try layer.evaluate(inputs: [crop], outputs: [part])
+        // Back into place: the rectangle's rows of every output plane.
+        let (pixels, n) = (outHeight * outWidth, columns.outputs.count)
+        for plane in 0..<batch * outChannels {
+            for (i, y) in rows.outputs.enumerated() {
+                (output.dataPointer + plane * pixels + y * outWidth + columns.outputs.lowerBound)
+                    .update(from: part.dataPointer + (plane * rows.outputs.count + i) * n, count: n)
+            }
+        }
+    }
+}
+
+/// Copies the `size` window at `origin` of each of `planes` planes
+/// (`planeSize` floats apart, rows `planeWidth` long) into `destination`,
+/// windows back to back.
+private func copyWindow(from source: UnsafePointer<Float>, planes: Int, planeWidth: Int, planeSize: Int,
+                        origin: (row: Int, column: Int), to destination: UnsafeMutablePointer<Float>,
+                        size: (rows: Int, columns: Int)) {
+    for plane in 0..<planes {
+        for row in 0..<size.rows {
+            (destination + (plane * size.rows + row) * size.columns)
+                .update(from: source + plane * planeSize + (origin.row + row) * planeWidth + origin.column,
+                        count: size.columns)
+        }
+    }
+}
+
+/// An output or residual pointer handed to the epilogue's worker threads,
+/// each of which writes only its own planes.
+private struct SendableFloatPointer: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<Float>
+    init(_ pointer: UnsafeMutablePointer<Float>) { self.pointer = pointer }
+}
