@@ -53,9 +53,9 @@ import LayerKitONNX
     /// float32 rounding of the scale's product and the online softmax.
     @Test(arguments: names)
     func fusedIsTheUnfusedGraph(_ name: String) throws {
-        let unfused = try Self.run(name, fused: false)
+        let unfused = try Self.fixtures.run(name, fused: false)
         for threads in [1, 3] {
-            let fused = try Self.run(name, fused: true, threads: threads)
+            let fused = try Self.fixtures.run(name, fused: true, threads: threads)
             #expect(fused.steps < unfused.steps || name.hasPrefix("near_"), "\(name)")
             #expect(fused.steps == unfused.steps || !name.hasPrefix("near_"), "\(name)")
             for (f, u) in zip(fused.outputs, unfused.outputs) {
@@ -71,38 +71,16 @@ import LayerKitONNX
     /// of `bert_padding_mask` sees no key), NaN without it (query 4 of
     /// `older_mul_constant_mask_nan_row`), as the replaced nodes made them.
     @Test func fullyMaskedRowsAreWhatTheReplacedNodesMade() throws {
-        let bert = try Self.run("bert_padding_mask", fused: true)
+        let bert = try Self.fixtures.run("bert_padding_mask", fused: true)
         let y = bert.outputs[0]
         let item = y.count / 2
         #expect(y.values[item...].allSatisfy { $0 == 0 })
         #expect(y.values[..<item].contains { $0 != 0 })
-        let older = try Self.run("older_mul_constant_mask_nan_row", fused: true)
+        let older = try Self.fixtures.run("older_mul_constant_mask_nan_row", fused: true)
         let out = older.outputs[0]  // [2, 3, 19, 6]
         for index in 0..<out.count {
             let row = (index / 6) % 19
             #expect(out.values[index].isNaN == (row == 4), "element \(index)")
         }
-    }
-
-    /// The fixture's graph, fused or with every node its own step, run on
-    /// the CPU on its stored inputs: its outputs and step count.
-    static func run(_ name: String, fused: Bool, threads: Int? = nil) throws -> (outputs: [Tensor], steps: Int) {
-        let onnx = try ONNXModel(data: Data(contentsOf: fixtures.model(name)), source: name)
-        let folder = fixtures.root.appendingPathComponent(name).appendingPathComponent("test_data_set_0")
-        let inputs = try onnx.graph.feedInputs.indices.map { i in
-            try TypedTensor(tensorProto: [UInt8](Data(contentsOf: folder.appendingPathComponent("input_\(i).pb"))), source: name)
-        }
-        var importer = try ONNXImporter(model: onnx, registry: .shared)
-        importer.keepsEveryNode = !fused
-        let shapes = Dictionary(uniqueKeysWithValues: zip(onnx.graph.feedInputs.map(\.name), inputs.map(\.shape)))
-        let graph = try importer.graph(inputShapes: shapes)
-        let plan = try ModelPlan(graph: graph, backend: Backend(computeUnits: .cpuOnly, threads: threads, notice: { _ in }))
-        let given = Array(zip(graph.inputs, inputs))
-        let floats = try given.filter { !graph.values[$0.0].isTyped }.map { try $0.1.float32Tensor() }
-        let typed = given.filter { graph.values[$0.0].isTyped }.map(\.1)
-        let outputs = try CPUThreads.with(threads) {
-            try ModelRun(plan: plan, gpu: nil, inputs: floats, typedInputs: typed, profiler: nil).run()
-        }
-        return (outputs, graph.steps.filter { $0.layer != nil }.count)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import LayerKit
+import LayerKitONNX
 
 /// A family of fusion fixtures (a folder of onnx-cases written by a
 /// Scripts/onnx_cases script) and the steps each model must become at
@@ -32,5 +33,27 @@ struct FusionFixtures: Sendable {
         let model = try Model(contentsOf: model(name), backend: backend)
         #expect(model.nodes.map(\.opType) == expected[name], "\(name): \(model.nodes.map(\.opType))")
         return (model, ONNXTestCase(folder: root.appendingPathComponent(name)).run(on: backend))
+    }
+
+    /// Fixture `name`'s graph, fused or with every node its own step, run
+    /// on the CPU on its stored inputs: its outputs and step count.
+    func run(_ name: String, fused: Bool, threads: Int? = nil) throws -> (outputs: [Tensor], steps: Int) {
+        let onnx = try ONNXModel(data: Data(contentsOf: model(name)), source: name)
+        let folder = root.appendingPathComponent(name).appendingPathComponent("test_data_set_0")
+        let inputs = try onnx.graph.feedInputs.indices.map { i in
+            try TypedTensor(tensorProto: [UInt8](Data(contentsOf: folder.appendingPathComponent("input_\(i).pb"))), source: name)
+        }
+        var importer = try ONNXImporter(model: onnx, registry: .shared)
+        importer.keepsEveryNode = !fused
+        let shapes = Dictionary(uniqueKeysWithValues: zip(onnx.graph.feedInputs.map(\.name), inputs.map(\.shape)))
+        let graph = try importer.graph(inputShapes: shapes)
+        let plan = try ModelPlan(graph: graph, backend: Backend(computeUnits: .cpuOnly, threads: threads, notice: { _ in }))
+        let given = Array(zip(graph.inputs, inputs))
+        let floats = try given.filter { !graph.values[$0.0].isTyped }.map { try $0.1.float32Tensor() }
+        let typed = given.filter { graph.values[$0.0].isTyped }.map(\.1)
+        let outputs = try CPUThreads.with(threads) {
+            try ModelRun(plan: plan, gpu: nil, inputs: floats, typedInputs: typed, profiler: nil).run()
+        }
+        return (outputs, graph.steps.filter { $0.layer != nil }.count)
     }
 }

@@ -359,6 +359,7 @@ struct ONNXImporter {
         graph.fuseBatchedGemms(cache: layerCache, initializers: Set(model.graph.initializers.keys))
         graph.fuseReshapedGemms(cache: layerCache)
         graph.fuseAttention()
+        graph.fuseGelus()
         if fusesEpilogues { graph.fuseConvolutionEpilogues() }
         return graph
     }
