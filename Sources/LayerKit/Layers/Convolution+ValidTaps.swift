@@ -50,9 +50,15 @@ extension Convolution {
         return bands
     }
 
+    /// The most rectangles a layer splits into: each is a convolution call
+    /// with its own copies. ConvNeXt's 7x7 depthwise kernels on 7x7 maps
+    /// (57% of taps inside) would be 49 one-pixel rectangles, 2.2x slower.
+    static let maxValidTapRectangles = 16
+
     /// The row and column bands of `shape` when running them apart pays: at
     /// most two thirds of the padded loop's multiply-adds read the input
-    /// (below that, more rectangles and copies cost more than the zeros).
+    /// (below that, more rectangles and copies cost more than the zeros),
+    /// in at most `maxValidTapRectangles` rectangles.
     static func validTapBands(_ shape: lk_conv2d_shape) -> (rows: [TapBand], columns: [TapBand])? {
         let s = shape
         let rows = tapBands(outputs: Int(s.out_height), input: Int(s.height), kernel: Int(s.kernel_h),
@@ -61,7 +67,8 @@ extension Convolution {
                                stride: Int(s.stride_w), dilation: Int(s.dilation_w), pad: Int(s.pad_left))
         let valid = { (bands: [TapBand]) in bands.reduce(0) { $0 + $1.outputs.count * $1.taps.count } }
         let all = Int(s.out_height) * Int(s.kernel_h) * Int(s.out_width) * Int(s.kernel_w)
-        guard all > 0, 3 * valid(rows) * valid(columns) <= 2 * all else { return nil }
+        guard all > 0, 3 * valid(rows) * valid(columns) <= 2 * all,
+              rows.count * columns.count <= maxValidTapRectangles else { return nil }
         return (rows, columns)
     }
 
