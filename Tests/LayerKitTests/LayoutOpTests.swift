@@ -163,6 +163,38 @@ struct LayoutOpTests {
         #expect(result == [1, 4, 2, 5, 3, 6])
     }
 
+    /// Every permutation of a rank-4 tensor whose extents are no multiple
+    /// of the 16 x 16 tiles (and two of rank 5, one with a unit axis), against
+    /// the definition: output element at index i is the input's at the index
+    /// whose axis perm[k] is i[k].
+    @Test func transposeMatchesTheDefinition() throws {
+        func permutations(_ items: [Int]) -> [[Int]] {
+            items.count <= 1 ? [items]
+                : items.flatMap { x in permutations(items.filter { $0 != x }).map { [x] + $0 } }
+        }
+        let cases = permutations([0, 1, 2, 3]).map { ([3, 17, 2, 35], $0) }
+            + [([2, 3, 18, 1, 21], [0, 4, 2, 1, 3]), ([2, 3, 18, 5, 21], [4, 0, 3, 2, 1])]
+        for (input, perm) in cases {
+            let layer = try TransposeLayer(perm: perm)
+            let x = try Tensor(shape: input, values: (0..<input.reduce(1, *)).map(Float.init))
+            let shape = perm.map { input[$0] }
+            let y = try Tensor(shape: shape)
+            try layer.evaluate(inputs: [x], outputs: [y])
+            var expected: [Float] = []
+            for flat in 0..<y.count {
+                var rest = flat, source = Array(repeating: 0, count: input.count)
+                for k in stride(from: shape.count - 1, through: 0, by: -1) {
+                    source[perm[k]] = rest % shape[k]
+                    rest /= shape[k]
+                }
+                var offset = 0
+                for axis in input.indices { offset = offset * input[axis] + source[axis] }
+                expected.append(Float(offset))
+            }
+            #expect(y.values == expected, "\(input) perm \(perm)")
+        }
+    }
+
     // MARK: - Errors name the node
 
     static func attribute(_ name: String, ints: [Int64]) -> [UInt8] {
