@@ -52,13 +52,7 @@ import LayerKitONNX
 
     @Test(.enabled(if: TestGPU.isEnabled), arguments: names)
     func fusedStepsRunOnTheGPUWithinTheParityRule(_ name: String) throws {
-        let gpu = try Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in })
-        let cpu = try Backend(computeUnits: .cpuOnly, notice: { _ in })
-        let model = try Model(contentsOf: Self.fixtures.model(name), backend: gpu)
-        #expect(model.nodes.map(\.opType) == Self.fixtures.expected[name])
-        #expect(model.nodes.allSatisfy { $0.placement == .gpu }, "\(name): \(model.nodes)")
-        let outcome = ONNXTestCase(folder: Self.fixtures.root.appendingPathComponent(name)).run(on: gpu, gpuParityAgainst: cpu)
-        #expect(outcome.passed, "\(name): \(outcome.message)")
+        try Self.fixtures.expectEveryStepOnTheGPUWithinTheParityRule(name)
     }
 
     /// The fixtures whose fused steps fold no BatchNormalization: the same

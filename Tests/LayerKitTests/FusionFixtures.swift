@@ -35,6 +35,19 @@ struct FusionFixtures: Sendable {
         return (model, ONNXTestCase(folder: root.appendingPathComponent(name)).run(on: backend))
     }
 
+    /// Fixture `name` loaded on the GPU backend: its steps the listed ones,
+    /// every one placed on the GPU, and its outputs within the parity rule
+    /// against the CPU's.
+    func expectEveryStepOnTheGPUWithinTheParityRule(_ name: String) throws {
+        let gpu = try Backend(computeUnits: .gpu, context: TestGPU.get(), notice: { _ in })
+        let cpu = try Backend(computeUnits: .cpuOnly, notice: { _ in })
+        let model = try Model(contentsOf: model(name), backend: gpu)
+        #expect(model.nodes.map(\.opType) == expected[name])
+        #expect(model.nodes.allSatisfy { $0.placement == .gpu }, "\(name): \(model.nodes)")
+        let outcome = ONNXTestCase(folder: root.appendingPathComponent(name)).run(on: gpu, gpuParityAgainst: cpu)
+        #expect(outcome.passed, "\(name): \(outcome.message)")
+    }
+
     /// Fixture `name`'s graph, fused or with every node its own step, run
     /// on the CPU on its stored inputs: its outputs and step count.
     func run(_ name: String, fused: Bool, threads: Int? = nil) throws -> (outputs: [Tensor], steps: Int) {
