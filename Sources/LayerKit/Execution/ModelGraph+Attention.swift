@@ -30,11 +30,7 @@ extension ModelGraph {
     /// keys, not of the scores) with its perm changed, or goes when K is X.
     mutating func fuseAttention() {
         let (readers, isOutput) = self.readers()
-        var makers = [Int: Int]()
-        for (index, step) in steps.enumerated() where step.layer != nil {
-            for output in step.outputs { makers[output] = index }
-        }
-        let scan = AttentionScan(graph: self, readers: readers, isOutput: isOutput, makers: makers)
+        let scan = AttentionScan(graph: self, readers: readers, isOutput: isOutput, makers: makers())
         var removed = Set<Int>()
         for index in steps.indices where steps[index].layer is Softmax {
             guard let match = scan.match(softmax: index), removed.isDisjoint(with: match.fused + [match.last]) else { continue }

@@ -12,10 +12,7 @@ extension ModelGraph {
         var readers = Array(repeating: 0, count: values.count)
         for step in steps { for input in step.inputs { readers[input] += 1 } }
         for output in outputs { readers[output] += 1 }
-        let makers: [Int: Int] = steps.enumerated().reduce(into: [:]) { makers, entry in
-            guard entry.element.layer != nil else { return }
-            for output in entry.element.outputs { makers[output] = entry.offset }
-        }
+        let makers = self.makers()
         func onlyReader(of value: Int) -> Int? {
             guard readers[value] == 1 else { return nil }
             return steps.indices.first { steps[$0].inputs.contains(value) }

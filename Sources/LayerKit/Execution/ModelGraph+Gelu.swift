@@ -22,16 +22,13 @@ extension ModelGraph {
     /// replaced step's place.
     mutating func fuseGelus() {
         let (readers, isOutput) = self.readers()
-        var makers: [Int: Int] = [:]
-        for (index, step) in steps.enumerated() where step.layer != nil {
-            for output in step.outputs { makers[output] = index }
-        }
-        let match = GeluMatch(graph: self, readers: readers, isOutput: isOutput, makers: makers)
+        let match = GeluMatch(graph: self, readers: readers, isOutput: isOutput, makers: makers())
         var removed = Set<Int>()
         for (index, step) in steps.enumerated() {
             guard let found = match.gelu(at: index), removed.isDisjoint(with: found.steps),
                   let gelu = try? ElementwiseLayer(definition: GeluMatch.definition,
-                                                   parameters: found.tanh ? ["approximate": "tanh"] : [:]) else { continue }
+                                                   parameters: found.tanh ? ["approximate": "tanh"] : [:])
+            else { continue }
             let last = found.steps.max() ?? index
             steps[last] = Step(name: step.name, opType: "Gelu", domain: "", layer: gelu, inputs: [found.input],
                                outputs: steps[last].outputs)
@@ -64,10 +61,11 @@ private struct GeluMatch {
         if tanh {
             // sqrt(2 / pi) * (x + 0.044715 * x^3)
             guard let scaled = scalarOperand(argument.step, .mul, Float((2 / Double.pi).squareRoot())),
-                  let sum = inner(scaled, reader: argument.step), let add = binary(sum.step, .add),
-                  let (value, cube) = split(add, by: { cubeTerm($0, reader: sum.step) != nil }),
-                  let term = cubeTerm(cube, reader: sum.step), term.base == value else { return nil }
-            x = value
+                  let sum = inner(scaled, reader: argument.step), let (a, b) = binary(sum.step, .add),
+                  let term = [(a, b), (b, a)].lazy.compactMap({ value, cube in
+                      cubeTerm(cube, reader: sum.step).flatMap { $0.base == value ? $0 : nil }
+                  }).first else { return nil }
+            x = term.base
             steps += [sum.step] + term.steps
         } else {
             // x / sqrt(2), or x * (1 / sqrt(2))

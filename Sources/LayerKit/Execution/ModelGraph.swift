@@ -107,6 +107,17 @@ struct ModelGraph {
         return (readers, isOutput)
     }
 
+    /// For the fusion passes: the step making each value, by value index
+    /// (graph inputs, constants and the outputs of steps that do no work
+    /// have none).
+    func makers() -> [Int: Int] {
+        var makers: [Int: Int] = [:]
+        for (index, step) in steps.enumerated() where step.layer != nil {
+            for output in step.outputs { makers[output] = index }
+        }
+        return makers
+    }
+
     /// Drops the steps at `indices` (a fusion pass's replaced steps),
     /// keeping the others in order.
     mutating func removeSteps(at indices: Set<Int>) {
