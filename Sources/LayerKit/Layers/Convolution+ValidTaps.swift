@@ -122,18 +122,14 @@ extension Convolution {
             if let error = failure.withLock({ $0 }) { throw error }
         }
         guard let epilogue else { return true }
-        // The epilogue over whole planes, channel ranges on the layer's threads.
-        let (out, res) = (SendableFloatPointer(output.dataPointer), residual.map { SendableFloatPointer($0.dataPointer) })
-        forEachChunk(count: g.batch * outChannels, chunkSize: max(1, defaultChunkSize / max(1, pixels)),
-                     threadCount: min(threadCount, CPUThreads.current)) { planes in
-            var plane = planes.lowerBound
-            while plane < planes.upperBound {
-                let (n, first) = plane.quotientAndRemainder(dividingBy: outChannels)
-                let last = min(planes.upperBound - n * outChannels, outChannels)
-                epilogue.apply(output: out.pointer + n * outChannels * pixels,
-                               residual: res.map { UnsafePointer($0.pointer + n * outChannels * pixels) },
-                               channels: first..<last, pixels: pixels, segment: 0..<pixels)
-                plane = n * outChannels + last
+        // The epilogue over each image's planes, channel ranges on the layer's threads.
+        let imageFloats = outChannels * pixels
+        for n in 0..<g.batch {
+            forEachChunk(count: outChannels, chunkSize: max(1, defaultChunkSize / max(1, pixels)),
+                         threadCount: threads) { channels in
+                epilogue.apply(output: output.dataPointer + n * imageFloats,
+                               residual: residual.map { UnsafePointer($0.dataPointer + n * imageFloats) },
+                               channels: channels, pixels: pixels, segment: 0..<pixels)
             }
         }
         return true
@@ -211,7 +207,8 @@ private struct ValidTapRectangle: @unchecked Sendable {
         }
         let partShape = [batch, outChannels, rows.outputs.count, columns.outputs.count]
         if rows.outputs.count == outHeight, columns.outputs.count == outWidth {
-            try layer.evaluate(inputs: [crop], outputs: [Tensor(viewing: output.dataPointer, shape: partShape, owner: output)])
+            let whole = try Tensor(viewing: output.dataPointer, shape: partShape, owner: output)
+            try layer.evaluate(inputs: [crop], outputs: [whole])
             return
         }
         let part = try Tensor(shape: partShape)
@@ -240,11 +237,4 @@ private func copyWindow(from source: UnsafePointer<Float>, planes: Int, planeWid
                         count: size.columns)
         }
     }
-}
-
-/// An output or residual pointer handed to the epilogue's worker threads,
-/// each of which writes only its own planes.
-private struct SendableFloatPointer: @unchecked Sendable {
-    let pointer: UnsafeMutablePointer<Float>
-    init(_ pointer: UnsafeMutablePointer<Float>) { self.pointer = pointer }
 }
