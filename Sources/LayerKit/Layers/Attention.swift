@@ -26,9 +26,9 @@ import Foundation
 /// item is a tile of query rows of one head, run against blocks of keys
 /// with an online softmax (a running maximum and sum per row, the partial
 /// outputs rescaled as the maximum grows), so the `qLength x totalLength`
-/// score matrix is never held, only one block of it (`scratchCount`). Items are split over threads; each is
-/// computed the same way on any thread, so results do not depend on the
-/// thread count.
+/// score matrix is never held, only one block of it (`scratchCount`).
+/// Items are split over threads; each is computed the same way on any
+/// thread, so results do not depend on the thread count.
 public final class Attention: Layer, Sendable {
     /// What the fourth output (ONNX's `qk_matmul_output`) holds, by ONNX's
     /// `qk_matmul_output_mode`.

@@ -20,10 +20,11 @@ import Synchronization
 /// channels a group or more as the direct loop vectorized along the output
 /// channels, a depthwise one (group == C == M) by its own kernel; one whose
 /// taps mostly read padding (a large dilation on a small map) as
-/// convolutions of the taps that read the input (`Convolution+ValidTaps.swift`); large ones split
-/// their output channels and pixels over threads (``WorkSplit``). GPU: `conv2d.comp`, each
-/// invocation a block of output texels and slices chosen by the shape, with
-/// the weights arranged once for it on the device.
+/// convolutions of the taps that read the input (`Convolution+ValidTaps.swift`);
+/// large ones split their output channels and pixels over threads
+/// (``WorkSplit``). GPU: `conv2d.comp`, each invocation a block of output
+/// texels and slices chosen by the shape, with the weights arranged once for
+/// it on the device.
 public final class Convolution: Layer {
     /// "Conv".
     public var layerName: String { "Conv" }

@@ -75,8 +75,8 @@ public final class LayerNormalization: Layer, Sendable {
                         var m = 0.0, variance = 0.0
                         lk_mean_variance_f32(x, length, &m, &variance)
                         let invStdDev = 1 / (variance + epsilon).squareRoot()
-                        lk_normalize_affine_f32(x, y.dataPointer + row * length, length, m, invStdDev, scale.baseAddress!,
-                                                bias == nil ? nil : offsets.baseAddress)
+                        lk_normalize_affine_f32(x, y.dataPointer + row * length, length, m, invStdDev,
+                                                scale.baseAddress!, bias == nil ? nil : offsets.baseAddress)
                         mean?.dataPointer[row] = Float(m)
                         inverse?.dataPointer[row] = Float(invStdDev)
                     }

@@ -47,7 +47,8 @@ public final class RMSNormalization: Layer, Sendable {
                 for row in range {
                     let x = input.dataPointer + row * length
                     let inverse = 1 / (lk_mean_square_f32(x, length) + epsilon).squareRoot()
-                    lk_normalize_affine_f32(x, y.dataPointer + row * length, length, 0, inverse, scale.baseAddress!, nil)
+                    lk_normalize_affine_f32(x, y.dataPointer + row * length, length, 0, inverse,
+                                            scale.baseAddress!, nil)
                 }
             }
         }

@@ -11,9 +11,10 @@ import LayerKitONNX
 /// reverse from the loss, asks each `DifferentiableLayer` for its gradients
 /// through a `GradientRunner`, sums the gradients of values read more than
 /// once, and routes the gradients of held parameters (by role) and of
-/// graph constants back to initializer names. With cross-entropy after a final Softmax, the loss reads the
-/// Softmax's input and the two are differentiated as one (softmax minus
-/// the one-hot target), which is exact and cannot overflow.
+/// graph constants back to initializer names. With cross-entropy after a
+/// final Softmax, the loss reads the Softmax's input and the two are
+/// differentiated as one (softmax minus the one-hot target), which is exact
+/// and cannot overflow.
 final class TrainingPass {
     let model: ONNXModel
     let registry: LayerRegistry
