@@ -37,8 +37,7 @@ public final class GatherElementsLayer: ElementMovingLayer, Sendable {
             throw LayerKitError.shapeMismatch(
                 "\(layer): indices \(Tensor.describe(indicesShape)) exceed data \(Tensor.describe(shape)) on axis \(d)")
         }
-        var strides = Array(repeating: 1, count: shape.count)
-        for d in shape.indices.dropLast().reversed() { strides[d] = strides[d + 1] * shape[d + 1] }
+        let strides = LayerChecks.rowMajorStrides(shape)
         let extent = shape[axis]
         var position = Array(repeating: 0, count: shape.count)
         var offsets: [Int] = []

@@ -22,6 +22,13 @@ enum LayerChecks {
     /// The product of `dims` (1 for none).
     static func product(_ dims: ArraySlice<Int>) -> Int { dims.reduce(1, *) }
 
+    /// Row-major strides of `shape`: the elements one step along each axis spans.
+    static func rowMajorStrides(_ shape: [Int]) -> [Int] {
+        var strides = Array(repeating: 1, count: shape.count)
+        for axis in shape.indices.reversed().dropFirst() { strides[axis] = strides[axis + 1] * shape[axis + 1] }
+        return strides
+    }
+
     /// `axis` if it is non-negative (a converter resolves negative ONNX axes against the rank).
     static func nonNegativeAxis(_ axis: Int, layer: String) throws -> Int {
         guard axis >= 0 else {

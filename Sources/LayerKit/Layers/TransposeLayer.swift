@@ -48,16 +48,9 @@ public final class TransposeLayer: ElementMovingLayer, Sendable {
         }
         guard let src = source.baseAddress, let dst = destination.baseAddress, !destination.isEmpty else { return }
         guard !shape.isEmpty else { dst[0] = src[0]; return }
-        func rowMajorStrides(_ extents: [Int]) -> [Int] {
-            var strides = Array(repeating: 1, count: extents.count)
-            for axis in stride(from: extents.count - 2, through: 0, by: -1) {
-                strides[axis] = strides[axis + 1] * extents[axis + 1]
-            }
-            return strides
-        }
-        let inputStrides = rowMajorStrides(input)
+        let inputStrides = LayerChecks.rowMajorStrides(input)
         let strides = perm.map { inputStrides[$0] }  // per output axis
-        let outputStrides = rowMajorStrides(shape)
+        let outputStrides = LayerChecks.rowMajorStrides(shape)
         let last = shape.count - 1
         // The output axis that is the input's last (stride 1), when it is another than the output's last.
         let tiled = perm.firstIndex(of: input.count - 1).flatMap { j in

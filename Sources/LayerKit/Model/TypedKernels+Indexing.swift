@@ -8,13 +8,6 @@ import LayerKitONNX
 /// Every index is checked against its axis before it is used: an index out
 /// of range is the node's error, never a read past the data.
 extension TypedKernels {
-    /// Row-major strides of `shape`: the elements one step along each axis spans.
-    private static func strides(_ shape: [Int]) -> [Int] {
-        var strides = Array(repeating: 1, count: shape.count)
-        for axis in shape.indices.reversed().dropFirst() { strides[axis] = strides[axis + 1] * shape[axis + 1] }
-        return strides
-    }
-
     /// An index into an axis of `extent`, negative ones counting from its end.
     private static func wrapped(_ index: Int64, _ extent: Int, _ node: ONNXNodeContext) throws -> Int {
         let i = index < 0 ? index + Int64(extent) : index
@@ -36,7 +29,7 @@ extension TypedKernels {
         let m = indices.shape[indices.shape.count - 1]
         let tuples = indices.shape.dropLast().reduce(1, *)
         let perBatch = indices.shape[batchDims..<(indices.shape.count - 1)].reduce(1, *)
-        let strides = strides(shape)
+        let strides = LayerChecks.rowMajorStrides(shape)
         let batchStride = batchDims == 0 ? 0 : strides[batchDims - 1]
         let values = indices.integers()
         return try (0..<tuples).map { t in
