@@ -73,48 +73,32 @@ extension Convolution {
     }
 
     /// Runs the layer by rectangles of valid taps when `validTapBands` says
-    /// it pays; false (nothing done) otherwise.
+    /// it pays; false (nothing done) otherwise. The plan (bands, sub-kernel
+    /// layers, the rectangles in order) is made on the first run of an input
+    /// size and kept, so a layer it does not pay for costs a cache lookup a run.
     func evaluateValidTaps(input: Tensor, output: Tensor, geometry g: Geometry, epilogue: Epilogue?,
                            residual: Tensor?) throws -> Bool {
         let s = kernelShape(for: g)
-        guard let (rows, columns) = Self.validTapBands(s) else { return false }
+        guard let plan = try validTapPlans.layer(for: [Int(s.height), Int(s.width)], make: { try validTapPlan(s) })
+        else { return false }
         let (outChannels, outWidth) = (outputChannels, Int(s.out_width))
         let pixels = Int(s.out_height) * outWidth
-        // One sub-kernel layer per distinct pair of tap ranges, made for the
-        // first run of this input size and kept.
-        let layers = try validTapLayers.layer(for: [Int(s.height), Int(s.width)]) {
-            var made: [[Int]: Convolution] = [:]
-            for r in rows { for c in columns where !r.taps.isEmpty && !c.taps.isEmpty {
-                let key = Self.tapKey(rows: r.taps, columns: c.taps)
-                if made[key] == nil { made[key] = try validTapLayer(rows: r.taps, columns: c.taps, shape: s) }
-            } }
-            return made
+        for (rows, columns) in plan.biasOnly {
+            fillBias(output, batch: g.batch, rows: rows.outputs, columns: columns.outputs, width: outWidth)
         }
-        // The rectangles, largest first (threads pull them in turn); those
-        // with no tap inside the input are their bias.
-        var rectangles: [ValidTapRectangle] = []
-        for r in rows {
-            for c in columns {
-                guard let layer = layers[Self.tapKey(rows: r.taps, columns: c.taps)] else {
-                    fillBias(output, batch: g.batch, rows: r.outputs, columns: c.outputs, width: outWidth)
-                    continue
-                }
-                rectangles.append(ValidTapRectangle(layer: layer, rows: r, columns: c, shape: s, batch: g.batch))
-            }
-        }
-        let largestFirst = rectangles.sorted { $0.work > $1.work }
+        let rectangles = plan.rectangles
         let threads = min(threadCount, CPUThreads.current)
-        if largestFirst.count == 1 || threads == 1 {
+        if rectangles.count == 1 || threads == 1 {
             // One rectangle (a dilation past the map) splits over the threads itself.
-            for rectangle in largestFirst { try rectangle.run(input: input, output: output) }
+            for rectangle in rectangles { try rectangle.run(input: input, output: output, batch: g.batch) }
         } else {
             // A rectangle a thread, each on that thread alone (a nested
             // forEachChunk runs on its caller): small rectangles split
             // poorly (ASPP's dilation-24 layer: 1.15x on 2 threads).
             let failure = Mutex<Error?>(nil)
-            forEachChunk(count: largestFirst.count, chunkSize: 1, threadCount: threads) { range in
+            forEachChunk(count: rectangles.count, chunkSize: 1, threadCount: threads) { range in
                 for i in range {
-                    do { try largestFirst[i].run(input: input, output: output) } catch {
+                    do { try rectangles[i].run(input: input, output: output, batch: g.batch) } catch {
                         failure.withLock { $0 = $0 ?? error }
                     }
                 }
@@ -135,8 +119,24 @@ extension Convolution {
         return true
     }
 
-    private static func tapKey(rows: Range<Int>, columns: Range<Int>) -> [Int] {
-        [rows.lowerBound, rows.upperBound, columns.lowerBound, columns.upperBound]
+    /// The plan for the C kernels' geometry `s`, nil when `validTapBands`
+    /// says the padded loop is the better: one sub-kernel layer per distinct
+    /// pair of tap ranges, the rectangles largest first (threads pull them in
+    /// turn), and those with no tap inside the input (their bias).
+    private func validTapPlan(_ s: lk_conv2d_shape) throws -> ValidTapPlan? {
+        guard let (rows, columns) = Self.validTapBands(s) else { return nil }
+        var layers: [[Int]: Convolution] = [:]
+        var rectangles: [ValidTapRectangle] = [], biasOnly: [(rows: TapBand, columns: TapBand)] = []
+        for r in rows {
+            for c in columns {
+                guard !r.taps.isEmpty, !c.taps.isEmpty else { biasOnly.append((r, c)); continue }
+                let key = [r.taps.lowerBound, r.taps.upperBound, c.taps.lowerBound, c.taps.upperBound]
+                let layer = try layers[key] ?? validTapLayer(rows: r.taps, columns: c.taps, shape: s)
+                layers[key] = layer
+                rectangles.append(ValidTapRectangle(layer: layer, rows: r, columns: c, shape: s))
+            }
+        }
+        return ValidTapPlan(rectangles: rectangles.sorted { $0.work > $1.work }, biasOnly: biasOnly)
     }
 
     /// The convolution of taps `rows` x `columns` of the kernel (in the C
@@ -173,21 +173,28 @@ extension Convolution {
     }
 }
 
+/// How a convolution runs one input size by rectangles of valid taps.
+struct ValidTapPlan {
+    /// The rectangles with taps inside the input, largest first.
+    let rectangles: [ValidTapRectangle]
+    /// The rectangles with none: their bias.
+    let biasOnly: [(rows: Convolution.TapBand, columns: Convolution.TapBand)]
+}
+
 /// One rectangle of the output and the convolution of its valid taps.
-private struct ValidTapRectangle: @unchecked Sendable {
+struct ValidTapRectangle: @unchecked Sendable {
     /// Only read while rectangles run (`evaluate` keeps no state), so
     /// threads share it.
     let layer: Convolution
     let rows, columns: Convolution.TapBand
     let shape: lk_conv2d_shape
-    let batch: Int
 
     /// Multiply-adds a filter: pixels times taps.
     var work: Int { rows.outputs.count * columns.outputs.count * rows.taps.count * columns.taps.count }
 
-    /// Computes the rectangle into `output` from the input cells its taps
-    /// read (copied out unless they are the whole input).
-    func run(input: Tensor, output: Tensor) throws {
+    /// Computes the rectangle of `batch` images into `output` from the input
+    /// cells its taps read (copied out unless they are the whole input).
+    func run(input: Tensor, output: Tensor, batch: Int) throws {
         let s = shape
         let (channels, outChannels) = (Int(s.channels), Int(s.out_channels))
         let (height, width, outHeight, outWidth) = (Int(s.height), Int(s.width), Int(s.out_height), Int(s.out_width))

@@ -77,9 +77,9 @@ public final class Convolution: Layer {
     let winogradState = WinogradState()
     /// The layer of the input gradient for the last input shape trained on (Training/Convolution+Gradients.swift).
     let inputGradientLayers = KeyedLayerCache<Layer>()
-    /// For the last input size whose taps mostly read padding: the
-    /// convolutions of its sub-kernels by tap ranges (Convolution+ValidTaps.swift).
-    let validTapLayers = KeyedLayerCache<[[Int]: Convolution]>()
+    /// For the last input size run: how it runs by rectangles of valid taps,
+    /// or nil when it does not (Convolution+ValidTaps.swift).
+    let validTapPlans = KeyedLayerCache<ValidTapPlan?>()
 
     /// Multiply-adds a thread must get for `evaluate` to use another: waking
     /// helpers costs microseconds, which small layers lose. 2^19 rather than
