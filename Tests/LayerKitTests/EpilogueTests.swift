@@ -20,7 +20,7 @@ import LayerKitONNX
         "resnet_blocks": ["Conv+BatchNormalization+Relu", "Conv+BatchNormalization+Add+Relu", "Conv+BatchNormalization+Relu",
                           "Conv+BatchNormalization", "Conv+BatchNormalization+Add+Relu"],
         "mobilenet_block": ["Conv+Clip", "Conv+Clip", "Conv+Add"],
-        "conv_silu": ["Conv+Sigmoid+Mul"],
+        "conv_silu": ["Conv+Swish"],
         "conv_chain_add": ["Conv+PRelu+LeakyRelu+HardSwish+Add"],
         "gemm_relu": ["Gemm+Relu"],
         "gemm_bn_sigmoid": ["Gemm+BatchNormalization+Sigmoid"],

@@ -11,9 +11,8 @@
 /// - single-input per-element steps whose work is a `FormulaChain` (the
 ///   catalog's ops as the importer makes them: Relu, Clip with constant
 ///   bounds, LeakyRelu, HardSwish, PRelu with a per-channel slope, ...;
-///   formula layers; fused chains; a BatchNormalization that is not first);
-/// - Sigmoid then Mul of the value by its sigmoid (SiLU as PyTorch exports
-///   it), as the stage `x * sigmoid(x)`;
+///   formula layers; fused chains; a BatchNormalization that is not first;
+///   SiLU, which `fuseSilus()` made one Swish step before);
 /// - one Add of a tensor of the same shape made elsewhere (ResNet's skip),
 ///   before or after stages: Conv -> BN -> Add -> Relu is one step.
 extension ModelGraph {
@@ -58,13 +57,6 @@ extension ModelGraph {
                     group.append(next[0])
                     opTypes.append(step.opType)
                     current = step.outputs[0]
-                } else if next.count == 2, let swish = swishSteps(of: current, readers: readers, isOutput: isOutput) {
-                    let stage = FormulaChain.Stage(name: "Sigmoid+Mul", formula: .binary(.mul, .input, .unary(.sigmoid, .input)),
-                                                   scalars: [:], channelValues: [:])
-                    if residual == nil { before.append(stage) } else { after.append(stage) }
-                    group += [swish.sigmoid, swish.mul]
-                    opTypes += [steps[swish.sigmoid].opType, steps[swish.mul].opType]
-                    current = steps[swish.mul].outputs[0]
                 } else {
                     break
                 }
@@ -113,22 +105,6 @@ extension ModelGraph {
         case let b as BatchNormalization: return b.linear
         default: return nil
         }
-    }
-
-    /// `Sigmoid(v)` and `Mul(v, sigmoid)` (either order), the only readers
-    /// of `v`, the sigmoid read by the Mul alone: SiLU as exported.
-    private func swishSteps(of v: Int, readers: [[Int]], isOutput: [Bool]) -> (sigmoid: Int, mul: Int)? {
-        let next = readers[v]
-        guard let sigmoid = next.first(where: { index in
-            guard let e = steps[index].layer as? ElementwiseLayer, type(of: e) == ElementwiseLayer.self else { return false }
-            return e.definition.name == "Sigmoid" && steps[index].inputs == [v] && steps[index].outputs.count == 1
-        }) else { return nil }
-        let s = steps[sigmoid].outputs[0]
-        guard let mul = next.first(where: { $0 != sigmoid }), readers[s] == [mul], !isOutput[s],
-              let layer = steps[mul].layer as? BinaryLayer, layer.operation == .mul, layer.inputCount == 2,
-              Set(steps[mul].inputs) == [v, s], steps[mul].inputs.count == 2, steps[mul].outputs.count == 1,
-              values[steps[mul].outputs[0]].shape == values[v].shape else { return nil }
-        return (sigmoid, mul)
     }
 }
 

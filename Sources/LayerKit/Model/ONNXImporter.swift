@@ -360,6 +360,7 @@ struct ONNXImporter {
         graph.fuseReshapedGemms(cache: layerCache)
         graph.fuseAttention()
         graph.fuseGelus()
+        graph.fuseSilus()
         if fusesEpilogues { graph.fuseConvolutionEpilogues() }
         return graph
     }
