@@ -93,7 +93,7 @@ static void lk_conv_cv_scalar(size_t k, size_t pixels, const float *w, const flo
 
 static const lk_gemm_isa lk_gemm_scalar = {4, 8, lk_gemm_kernel_scalar, lk_gemm_pack_b_scalar, lk_gemv_scalar,
                                            lk_conv_rows_scalar, lk_dw_row_scalar, NULL,
-                                           lk_conv_cv_scalar, NULL};
+                                           lk_conv_cv_scalar, NULL, NULL};
 
 const lk_gemm_isa *lk_gemm_for(lk_isa isa) {
 #ifdef LK_HAVE_X86_GEMM

@@ -54,6 +54,18 @@ typedef void lk_dw_plane_fn(size_t taps, const float *w, const float *bias, size
                             size_t in_plane, const ptrdiff_t *off, const uint32_t *bits, size_t n, float *y,
                             size_t out_plane);
 
+/// Whole channels of a depthwise convolution at column stride 2 (any row
+/// stride, dilation and kernel size; lk_depthwise.c), output pixels
+/// [first, first + count) of each of `channels` channels from x, w, bias
+/// and y at channel 0: y = bias + sum over (ky, kx) in order of w * x at
+/// input row oy * stride_h + ky * dilation_h - pad_top and column
+/// 2 * ox + col[kx], 0 outside the image. Bit l of bits[kx * V + v]
+/// (V = ceil(out_width / W), W = nr / 2) says whether column
+/// 2 * v * W + col[kx] + l is inside a row, for l < 2W.
+typedef void lk_dw_s2_fn(const lk_conv2d_shape *s, const float *w, const float *bias, size_t channels,
+                         const float *x, float *y, size_t first, size_t count, const ptrdiff_t *col,
+                         const uint32_t *bits);
+
 /// The channel-vectorized direct block (lk_conv2d.c): for `pixels` <= mr
 /// output pixels r and nr output channels j, tile[r * nr + j] = bias[j] +
 /// sum over p < k of w[p * nr + j] * b[off[p] + r] (bias: nr values).
@@ -72,6 +84,7 @@ typedef struct {
     lk_dw_pair_fn *dw_pair; ///< NULL: lk_dw_row row by row
     lk_conv_cv_fn *conv_cv;
     lk_dw_plane_fn *dw_plane; ///< NULL: lk_dw_row on a padded copy
+    lk_dw_s2_fn *dw_s2;       ///< NULL: lk_dw_row on a padded copy
 } lk_gemm_isa;
 
 /// The largest register block of any kernel, for edge tiles.

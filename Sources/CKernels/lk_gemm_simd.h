@@ -364,6 +364,104 @@ LK_TARGET static void lk_dw_plane(size_t taps, const float *w, const float *bias
     }
 }
 
+// R output rows from row oy of one channel of the stride-2 depthwise path
+// (lk_dw_s2_fn), a vector of columns at a time: R accumulators for the
+// FMAs' latency, each output bias then one FMA a tap in (ky, kx) order with
+// zeros outside the image, as lk_dw_row computes it on the padded copy:
+// bit for bit the same. Tap kx's cells for a vector are the even lanes of
+// the 2W cells from its first column, masked to those inside the row; at
+// dilation 1 the odd lanes of the same loads are tap kx + 1's.
+LK_TARGET LK_INLINE void lk_dw_s2_block(const lk_conv2d_shape *s, const lk_v *wv, const float *w, lk_v bv,
+                                        const float *x, float *y, size_t oy, size_t first, size_t last,
+                                        const ptrdiff_t *col, const uint32_t *bits, const int R, const size_t T) {
+    size_t kh = s->kernel_h, kw = s->kernel_w, ow = s->out_width, vectors = (ow + LK_W - 1) / LK_W;
+    const uint32_t whole = (uint32_t)((1ull << LK_W) - 1);
+    for (size_t v = 0; v < vectors; v++) {
+        // Row r's lanes to keep: its columns of this vector within [first, last].
+        uint32_t keep[4];
+        int any = 0;
+#pragma clang loop unroll(full)
+        for (int r = 0; r < R; r++) {
+            size_t p0 = (oy + (size_t)r) * ow + v * LK_W, lo = first > p0 ? first - p0 : 0;
+            size_t hi = ow - v * LK_W < LK_W ? ow - v * LK_W : LK_W;
+            if (last + 1 < p0 + hi) hi = last + 1 > p0 ? last + 1 - p0 : 0;
+            keep[r] = hi > lo ? (uint32_t)((1ull << hi) - (1ull << lo)) : 0;
+            any |= keep[r] != 0;
+        }
+        if (!any) continue;
+        lk_v acc[4];
+#pragma clang loop unroll(full)
+        for (int r = 0; r < R; r++) acc[r] = bv;
+        for (size_t ky = 0; ky < kh; ky++) {
+            const float *row[4];
+#pragma clang loop unroll(full)
+            for (int r = 0; r < R; r++) {
+                ptrdiff_t iy = (ptrdiff_t)((oy + (size_t)r) * s->stride_h + ky * s->dilation_h) - (ptrdiff_t)s->pad_top;
+                row[r] = iy >= 0 && iy < (ptrdiff_t)s->height ? x + (size_t)iy * s->width : NULL;
+            }
+            for (size_t kx = 0; kx < kw;) {
+                size_t t = ky * kw + kx, two = s->dilation_w == 1 && kx + 1 < kw;
+                lk_v w0 = T ? wv[t] : LK_PS(set1)(w[t]), w1 = two ? (T ? wv[t + 1] : LK_PS(set1)(w[t + 1])) : w0;
+                ptrdiff_t c = col[kx] + (ptrdiff_t)(2 * v * LK_W);
+                lk_lanes in_lo = lk_lanes_bits(bits[kx * vectors + v]), in_hi = lk_lanes_bits(bits[kx * vectors + v] >> LK_W);
+#pragma clang loop unroll(full)
+                for (int r = 0; r < R; r++) {
+                    lk_v lo = LK_PS(setzero)(), hi = lo;
+                    if (row[r]) {
+                        lo = lk_load_lanes(row[r] + c, in_lo);
+                        hi = lk_load_lanes(row[r] + c + LK_W, in_hi);
+                    }
+                    acc[r] = LK_PS(fmadd)(w0, lk_even_lanes(lo, hi), acc[r]);
+                    if (two) acc[r] = LK_PS(fmadd)(w1, lk_odd_lanes(lo, hi), acc[r]);
+                }
+                kx += 1 + two;
+            }
+        }
+#pragma clang loop unroll(full)
+        for (int r = 0; r < R; r++) {
+            float *dst = y + (oy + (size_t)r) * ow + v * LK_W;
+            if (keep[r] == whole) {
+                LK_PS(storeu)(dst, acc[r]);
+            } else if (keep[r]) {
+                lk_store_lanes(dst, lk_lanes_bits(keep[r]), acc[r]);
+            }
+        }
+    }
+}
+
+LK_TARGET LK_INLINE void lk_dw_s2_of(const lk_conv2d_shape *s, const float *w, const float *bias, size_t channels,
+                                     const float *x, float *y, size_t first, size_t count, const ptrdiff_t *col,
+                                     const uint32_t *bits, const size_t T) {
+    size_t taps = s->kernel_h * s->kernel_w, in_plane = s->height * s->width;
+    size_t out_plane = s->out_height * s->out_width, last = first + count - 1, end = last / s->out_width + 1;
+    for (size_t m = 0; m < channels; m++, w += taps, x += in_plane, y += out_plane) {
+        lk_v wv[25];
+        if (T) {
+#pragma clang loop unroll(full)
+            for (size_t t = 0; t < T; t++) wv[t] = LK_PS(set1)(w[t]);
+        }
+        lk_v bv = LK_PS(set1)(bias ? bias[m] : 0.0f);
+        size_t oy = first / s->out_width;
+        for (; oy + 4 <= end; oy += 4) lk_dw_s2_block(s, wv, w, bv, x, y, oy, first, last, col, bits, 4, T);
+        if (end - oy == 3) lk_dw_s2_block(s, wv, w, bv, x, y, oy, first, last, col, bits, 3, T);
+        if (end - oy == 2) lk_dw_s2_block(s, wv, w, bv, x, y, oy, first, last, col, bits, 2, T);
+        if (end - oy == 1) lk_dw_s2_block(s, wv, w, bv, x, y, oy, first, last, col, bits, 1, T);
+    }
+}
+
+LK_TARGET static void lk_dw_s2(const lk_conv2d_shape *s, const float *w, const float *bias, size_t channels,
+                               const float *x, float *y, size_t first, size_t count, const ptrdiff_t *col,
+                               const uint32_t *bits) {
+    size_t taps = s->kernel_h * s->kernel_w;
+    if (taps == 9) {
+        lk_dw_s2_of(s, w, bias, channels, x, y, first, count, col, bits, 9);
+    } else if (taps == 25) {
+        lk_dw_s2_of(s, w, bias, channels, x, y, first, count, col, bits, 25);
+    } else {
+        lk_dw_s2_of(s, w, bias, channels, x, y, first, count, col, bits, 0);
+    }
+}
+
 LK_TARGET static void lk_dw_pair(size_t k, const float *w, const float *b, const ptrdiff_t *col, size_t line,
                                  size_t n, float bias, float *c0, float *c1) {
     if (k == 3) {
@@ -437,4 +535,4 @@ LK_TARGET static void lk_conv_cv(size_t k, size_t pixels, const float *w, const 
 }
 
 const lk_gemm_isa LK_GEMM_ISA = {LK_GEMM_MR, LK_GEMM_NR, lk_gemm_kernel, lk_gemm_pack_b, lk_gemv, lk_conv_rows,
-                                 lk_dw_row, lk_dw_pair, lk_conv_cv, lk_dw_plane};
+                                 lk_dw_row, lk_dw_pair, lk_conv_cv, lk_dw_plane, lk_dw_s2};

@@ -28,6 +28,19 @@ LK_TARGET LK_INLINE lk_lanes lk_lanes_bits(uint32_t bits) {
     return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), lane), lane);
 }
 
+// Lanes 0, 2, ..., 14 of lo:hi (the stride-2 depthwise path's columns):
+// the shuffle leaves lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6, the permute puts
+// the 64-bit pairs in order.
+LK_TARGET LK_INLINE lk_v lk_even_lanes(lk_v lo, lk_v hi) {
+    __m256 pairs = _mm256_shuffle_ps(lo, hi, 0x88);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
+}
+// Lanes 1, 3, ..., 15 of lo:hi.
+LK_TARGET LK_INLINE lk_v lk_odd_lanes(lk_v lo, lk_v hi) {
+    __m256 pairs = _mm256_shuffle_ps(lo, hi, 0xDD);
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), 0xD8));
+}
+
 #include "lk_simd_pair.h"
 
 #endif

@@ -24,6 +24,17 @@ LK_TARGET LK_INLINE void lk_store_lanes(float *p, lk_lanes k, lk_v v) { _mm512_m
 // Lanes from a bit mask (bit l: lane l), the depthwise plane path's masks.
 LK_TARGET LK_INLINE lk_lanes lk_lanes_bits(uint32_t bits) { return (__mmask16)bits; }
 
+// Lanes 0, 2, ..., 30 of lo:hi (the stride-2 depthwise path's columns).
+LK_TARGET LK_INLINE lk_v lk_even_lanes(lk_v lo, lk_v hi) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    return _mm512_permutex2var_ps(lo, even, hi);
+}
+// Lanes 1, 3, ..., 31 of lo:hi.
+LK_TARGET LK_INLINE lk_v lk_odd_lanes(lk_v lo, lk_v hi) {
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_permutex2var_ps(lo, odd, hi);
+}
+
 #include "lk_simd_pair.h"
 
 #endif

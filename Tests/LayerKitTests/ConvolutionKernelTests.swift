@@ -27,8 +27,10 @@ import Testing
                  padding: .explicit([2, 3, 0, 1])),
         ConvCase(input: [1, 6, 12, 13], outputChannels: 34, kernel: [3, 3], strides: [1, 2], dilations: [2, 2],
                  padding: .explicit([2, 1, 3, 0]), group: 2),
-        // 1x1: straight on the input (stride 1), gathered (stride 2, pads).
+        // 1x1: straight on the input (stride 1), gathered (stride 2, pads);
+        // on a 7x7 map with 40 output channels along the channels.
         ConvCase(input: [2, 17, 10, 10], outputChannels: 9, kernel: [1, 1]),
+        ConvCase(input: [2, 20, 7, 7], outputChannels: 40, kernel: [1, 1]),
         ConvCase(input: [1, 33, 9, 23], outputChannels: 17, kernel: [1, 1], group: 1),
         ConvCase(input: [2, 17, 10, 11], outputChannels: 33, kernel: [1, 1], strides: [2, 2]),
         ConvCase(input: [1, 8, 9, 9], outputChannels: 24, kernel: [1, 1], padding: .explicit([1, 1, 0, 2]), group: 2),
@@ -62,11 +64,12 @@ import Testing
                  padding: .explicit([3, 3, 3, 3])),
     ]
 
-    /// Each path, the depthwise one three times: its plane kernel forced
-    /// off (rows on a padded copy), forced on wherever it fits, and by shape.
+    /// Each path, the depthwise one three times: its kernels that read the
+    /// input unpadded (plane, stride 2) forced off (rows on a padded copy),
+    /// forced on wherever they fit, and by shape.
     static let paths: [(String, lk_conv_path, Int32)] = [
         ("direct", LK_CONV_DIRECT, 0), ("im2col", LK_CONV_IM2COL, 0), ("pointwise", LK_CONV_POINTWISE, 0),
-        ("depthwise rows", LK_CONV_DEPTHWISE, -1), ("depthwise plane", LK_CONV_DEPTHWISE, 1),
+        ("depthwise rows", LK_CONV_DEPTHWISE, -1), ("depthwise unpadded", LK_CONV_DEPTHWISE, 1),
         ("depthwise", LK_CONV_DEPTHWISE, 0), ("channels", LK_CONV_CHANNELS, 0),
     ]
 
@@ -98,8 +101,8 @@ import Testing
             for (name, path, planeMode) in Self.paths {
                 // Both depthwise kernels give the same bits, so a test
                 // running beside this one sees no change from the switch.
-                lk_depthwise_force_plane(planeMode)
-                defer { lk_depthwise_force_plane(0) }
+                lk_depthwise_force_unpadded(planeMode)
+                defer { lk_depthwise_force_unpadded(0) }
                 var packed = [Float](repeating: .nan, count: lk_conv2d_packed_size(isa, path, &shape))
                 #expect(lk_conv2d_pack_weights(isa, path, &shape, layer.weights.dataPointer, &packed) == 0)
                 let block = lk_conv2d_channel_block(isa, path, &shape)

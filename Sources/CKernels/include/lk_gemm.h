@@ -137,11 +137,12 @@ int lk_conv2d_f32_packed(lk_isa isa, lk_conv_path path, const lk_conv2d_shape *s
                          const float *packed, const float *bias, float *y, size_t m0, size_t m1, size_t first,
                          size_t count, float *work);
 
-/// For tests: the depthwise path's choice between its plane kernel (stride
-/// 1, output rows as wide as input rows, small maps: masked loads straight
-/// from the input) and its row kernel on a padded copy. 0: by shape (the
-/// default), 1: the plane kernel wherever it fits, -1: never. Both give the
-/// same bits.
-void lk_depthwise_force_plane(int mode);
+/// For tests: the depthwise path's choice between its kernels that read
+/// straight from the input (masked loads: the plane kernel at stride 1 on
+/// output rows as wide as input rows, the stride-2 kernel at column stride
+/// 2) and its row kernel on a padded copy. 0: by shape (the default; the
+/// plane kernel on small maps only), 1: the unpadded kernels wherever they
+/// fit, -1: never. All give the same bits.
+void lk_depthwise_force_unpadded(int mode);
 
 #endif
