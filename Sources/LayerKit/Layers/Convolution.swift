@@ -14,7 +14,8 @@ import Synchronization
 /// `lk_conv2d_f32_packed` on weights packed once at creation: most
 /// convolutions run as a direct loop over zero-padded input rows, a 1x1
 /// kernel as a matrix product per group (straight on the input at stride 1
-/// without pads, on the gathered pixels otherwise), one with narrow output
+/// without pads, on the gathered pixels otherwise; along the output
+/// channels on 7x7 maps), one with narrow output
 /// rows and many output channels per group as im2col and a matrix product,
 /// one with a panel of output channels (32 on AVX-512) and 16 input
 /// channels a group or more as the direct loop vectorized along the output
