@@ -303,6 +303,17 @@ LK_TARGET LK_INLINE void lk_dw_pair_of(const float *w, const float *b, const ptr
     }
 }
 
+// A depthwise channel's weights broadcast, all T taps' when T is a constant
+// (with T 0 the caller broadcasts each tap as it goes), and its bias, the
+// accumulators' start.
+LK_TARGET LK_INLINE lk_v lk_dw_channel(const float *w, const float *bias, size_t m, lk_v *wv, const size_t T) {
+    if (T) {
+#pragma clang loop unroll(full)
+        for (size_t t = 0; t < T; t++) wv[t] = LK_PS(set1)(w[t]);
+    }
+    return LK_PS(set1)(bias ? bias[m] : 0.0f);
+}
+
 // The depthwise convolution of `channels` whole channels at stride 1 when
 // output rows are as wide as input rows (lk_depthwise.c): output pixel
 // first + j of a channel reads the input plane at first + j + off[t] for tap
@@ -318,11 +329,7 @@ LK_TARGET LK_INLINE void lk_dw_plane_of(size_t taps, const float *w, const float
     const size_t t_count = T ? T : taps;
     for (size_t m = 0; m < channels; m++, w += taps, x += in_plane, y += out_plane) {
         lk_v wv[25];
-        if (T) {
-#pragma clang loop unroll(full)
-            for (size_t t = 0; t < T; t++) wv[t] = LK_PS(set1)(w[t]);
-        }
-        lk_v bv = LK_PS(set1)(bias ? bias[m] : 0.0f);
+        lk_v bv = lk_dw_channel(w, bias, m, wv, T);
         for (size_t j = 0, v0 = 0; j < n; j += 4 * LK_W, v0 += 4) {
             size_t left = n - j;
             lk_v acc[4] = {bv, bv, bv, bv};
@@ -436,11 +443,7 @@ LK_TARGET LK_INLINE void lk_dw_s2_of(const lk_conv2d_shape *s, const float *w, c
     size_t out_plane = s->out_height * s->out_width, last = first + count - 1, end = last / s->out_width + 1;
     for (size_t m = 0; m < channels; m++, w += taps, x += in_plane, y += out_plane) {
         lk_v wv[25];
-        if (T) {
-#pragma clang loop unroll(full)
-            for (size_t t = 0; t < T; t++) wv[t] = LK_PS(set1)(w[t]);
-        }
-        lk_v bv = LK_PS(set1)(bias ? bias[m] : 0.0f);
+        lk_v bv = lk_dw_channel(w, bias, m, wv, T);
         size_t oy = first / s->out_width;
         for (; oy + 4 <= end; oy += 4) lk_dw_s2_block(s, wv, w, bv, x, y, oy, first, last, col, bits, 4, T);
         if (end - oy == 3) lk_dw_s2_block(s, wv, w, bv, x, y, oy, first, last, col, bits, 3, T);
