@@ -83,7 +83,8 @@ int lk_conv2d_f32_isa(lk_isa isa, const lk_conv2d_shape *shape, const float *x, 
 /// kernel just the strided pixels) and a matrix product, a matrix product
 /// straight on the input (1x1, stride 1, no pads), or the depthwise kernel
 /// (group == C == M), or CHANNELS: the direct loop vectorized along output
-/// channels instead of pixels (outputs narrower than half a vector).
+/// channels instead of pixels (outputs narrower than half a vector; a 1x1
+/// kernel reads its input in place).
 /// Tests force each one; results agree bitwise, since
 /// every path adds bias, then one product a tap in (c, ky, kx) order.
 typedef enum {
