@@ -17,7 +17,7 @@ extension ModelGraph {
     /// Replaces each matched SiLU by one `Swish` step (domain "", ONNX's
     /// name for it) named after its Mul node, at the Mul's place.
     mutating func fuseSilus() {
-        guard let definition = OpDefinition.catalog.first(where: { $0.name == "Swish" }) else { return }
+        guard let definition = Swish.definition else { return }
         let (readers, isOutput) = self.readers()
         var removed = Set<Int>()
         for (index, step) in steps.enumerated() {

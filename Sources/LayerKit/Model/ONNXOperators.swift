@@ -212,9 +212,7 @@ enum ONNXOperators {
     /// whose slope LayerKit has always called beta (as the Core ML example does).
     static func swish(_ node: ONNXNodeContext) throws -> ConvertedNode {
         try node.requireAttributes(["alpha"])
-        guard let definition = OpDefinition.catalog.first(where: { $0.name == "Swish" }) else {
-            throw node.error("not in the catalog")
-        }
+        guard let definition = Swish.definition else { throw node.error("not in the catalog") }
         let alpha = Double(try node.float("alpha", default: 1))
         return ConvertedNode(layer: try ElementwiseLayer(definition: definition, parameters: ["beta": alpha]), inputs: [0])
     }
