@@ -44,6 +44,41 @@ import Testing
         #expect(results[1] == results[2])
     }
 
+    /// A Conv (1x1, trained) then a 2x2 AveragePool on x [256, 1, 16, 16]:
+    /// the pool's backward kernel runs outside any layer run, in chunks of
+    /// planes (three of 204 here), so two threads split it.
+    static func poolNet() throws -> URL {
+        let graph = ONNXBytes.graph(
+            nodes: [ONNXBytes.node("Conv", inputs: ["x", "w", "b"], outputs: ["c"], name: "conv"),
+                    ONNXBytes.node("AveragePool", inputs: ["c"], outputs: ["y"], name: "pool",
+                                   attributes: [ConvolutionFamilyTests.attribute("kernel_shape", ints: [2, 2]),
+                                                ConvolutionFamilyTests.attribute("strides", ints: [2, 2])])],
+            initializers: [ConvolutionFamilyTests.floats("w", [1, 1, 1, 1]), ConvolutionFamilyTests.floats("b", [1])],
+            inputs: [ModelGraphTests.value("x", [256, 1, 16, 16])],
+            extra: PB.bytes(12, ModelGraphTests.value("y", [256, 1, 8, 8])))
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("pool-net-\(UUID().uuidString).onnx")
+        try ONNXBytes.model(graph: graph).write(to: url)
+        return url
+    }
+
+    @Test func trainingStepsKeepToTheTaskThreads() throws {
+        let url = try Self.poolNet()
+        defer { try? FileManager.default.removeItem(at: url) }
+        let data = try ArrayBatchProvider(inputs: Tensor.uniform(shape: [256, 1, 16, 16], in: -1...1, seed: 4),
+                                          targets: Tensor.uniform(shape: [256, 1, 8, 8], in: -1...1, seed: 5))
+        let configuration = TrainingConfiguration(loss: .meanSquaredError, optimizer: .adam(learningRate: 0.01),
+                                                  epochs: 1, batchSize: 256, shuffles: false, trainable: .all)
+        var results: [Int: [UInt32]] = [:]
+        // 2 is the control: the same steps do split when allowed to.
+        for threads in [1, 2] {
+            let task = try UpdateTask(modelAt: url, data: data, configuration: configuration, threads: threads)
+            let peak = try Self.peakThreads { try task.run() }
+            #expect(peak == threads, "a task of \(threads) threads ran a loop on \(peak)")
+            results[threads] = Self.bits(try #require(task.parameters["w"]))
+        }
+        #expect(results[1] == results[2])
+    }
+
     @Test func theDefaultIsTheProcessorsTheProcessMayUse() throws {
         let backend = try Backend(computeUnits: .cpuOnly)
         #expect(backend.threads == nil)

@@ -163,20 +163,27 @@ public final class UpdateTask: @unchecked Sendable {
         do {
             let start = position.batch * configuration.batchSize
             let batch = try data.batch(order[start..<min(start + configuration.batchSize, data.count)])
-            let (loss, gradients) = try pass.lossAndGradients(input: batch.input, target: batch.target)
-            pass.runner.currentOp = "optimizer"
-            let stepStart = ContinuousClock.now
-            let updated = try optimizer.step(parameters: pass.parameters, gradients: gradients)
-            try pass.update(updated, device: optimizer.deviceParameters)
-            pass.runner.record("\(configuration.optimizer.algorithm.rawValue) step", optimizer.placement, since: stepStart)
-            return loss
+            // The backend's thread count covers the CPU work done outside its
+            // layer runs too (the backward kernels, the loss, the optimizer).
+            return try CPUThreads.with(backend.threads) {
+                let (loss, gradients) = try pass.lossAndGradients(input: batch.input, target: batch.target)
+                pass.runner.currentOp = "optimizer"
+                let stepStart = ContinuousClock.now
+                let updated = try optimizer.step(parameters: pass.parameters, gradients: gradients)
+                try pass.update(updated, device: optimizer.deviceParameters)
+                pass.runner.record("\(configuration.optimizer.algorithm.rawValue) step", optimizer.placement,
+                                   since: stepStart)
+                return loss
+            }
         } catch let error as LayerKitError {
             throw error.prefixed("step \(position.step) (epoch \(position.epoch), batch \(position.batch)): ")
         }
     }
 
     /// The model's prediction for `input` (a batch) with the current parameters.
-    public func predict(_ input: Tensor) throws -> Tensor { try pass.predict(input) }
+    public func predict(_ input: Tensor) throws -> Tensor {
+        try CPUThreads.with(backend.threads) { try pass.predict(input) }
+    }
 
     /// Writes the model with the trained parameters (and updated running
     /// statistics) in place of their initializers; every other byte of the
