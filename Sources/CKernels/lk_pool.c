@@ -144,6 +144,10 @@ lk_pool2d_plane_avx2(const lk_pool2d_params *p, float *restrict v, long q_lo, lo
 }
 #endif
 
+size_t lk_pool2d_backward_scratch_floats(const lk_pool2d_params *params) {
+    return (size_t)(params->out_w + params->in_w);
+}
+
 size_t lk_pool2d_scratch_floats(const lk_pool2d_params *params) {
     return (size_t)(lk_padded_width(params) + params->out_w);
 }
@@ -191,48 +195,81 @@ void lk_global_pool_f32(int max, const float *x, float *y, size_t plane, size_t 
 // replaces; a NaN, which the forward pass propagates, is the maximum and
 // the first NaN keeps it). Each plane's cells receive their shares in a
 // fixed order, so the result does not depend on how planes are split.
-void lk_pool2d_backward_f32(const lk_pool2d_params *p, const float *x, const float *g, float *dx, size_t planes) {
+void lk_pool2d_backward_f32(const lk_pool2d_params *p, const float *x, const float *g, float *dx, size_t planes,
+                            float *scratch) {
     const long in_plane = p->in_h * p->in_w, out_plane = p->out_h * p->out_w;
     const int is_max = p->kind == LK_POOL_MAX;
+    // An average's column divisors, once for every plane and row (they were
+    // a division per window: most of the pass on 2x2 windows).
+    float *col_share = scratch;
+    float *spread = !is_max && p->dilation_w == 1 && p->stride_w >= p->kernel_w ? scratch + p->out_w : NULL;
+    if (!is_max) {
+        for (long ow = 0; ow < p->out_w; ow++) {
+            col_share[ow] = lk_inverse_count(lk_window_cells(p, ow * p->stride_w - p->pad_left, 1));
+        }
+    }
     for (size_t n = 0; n < planes; n++) {
         const float *xp = x + n * in_plane, *gp = g + n * out_plane;
         float *dp = dx + n * in_plane;
         for (long i = 0; i < in_plane; i++) dp[i] = 0;
         for (long oh = 0; oh < p->out_h; oh++) {
             const long row0 = oh * p->stride_h - p->pad_top;
-            const float row_share = lk_inverse_count(lk_window_cells(p, row0, 0));
-            for (long ow = 0; ow < p->out_w; ow++) {
-                const long col0 = ow * p->stride_w - p->pad_left;
-                const float go = gp[oh * p->out_w + ow];
-                if (is_max) {
-                    long chosen = -1;
-                    float best = 0;
-                    for (long kh = 0; kh < p->kernel_h; kh++) {
-                        const long r = row0 + kh * p->dilation_h;
-                        if (r < 0 || r >= p->in_h) continue;
+            const float *go = gp + oh * p->out_w;
+            if (!is_max) {
+                // Window row by window row: a cell still receives its shares
+                // in (oh, ow) order, so the sums are those of a window-by-window walk.
+                const float row_share = lk_inverse_count(lk_window_cells(p, row0, 0));
+                if (spread) {
+                    // Windows that do not overlap along the row: each cell's
+                    // share from this window row is set once in `spread`,
+                    // then added to every row of the window.
+                    for (long c = 0; c < p->in_w; c++) spread[c] = 0;
+                    for (long ow = 0; ow < p->out_w; ow++) {
+                        const float share = go[ow] * row_share * col_share[ow];
+                        const long col0 = ow * p->stride_w - p->pad_left;
                         for (long kw = 0; kw < p->kernel_w; kw++) {
-                            const long c = col0 + kw * p->dilation_w;
-                            if (c < 0 || c >= p->in_w) continue;
-                            const float v = xp[r * p->in_w + c];
-                            if (chosen < 0 || (best == best && (v > best || v != v))) {
-                                chosen = r * p->in_w + c;
-                                best = v;
-                            }
-                        }
-                    }
-                    if (chosen >= 0) dp[chosen] += go;
-                } else {
-                    // The divisor is separable: cells counted along rows times along columns.
-                    const float share = go * row_share * lk_inverse_count(lk_window_cells(p, col0, 1));
-                    for (long kh = 0; kh < p->kernel_h; kh++) {
-                        const long r = row0 + kh * p->dilation_h;
-                        if (r < 0 || r >= p->in_h) continue;
-                        for (long kw = 0; kw < p->kernel_w; kw++) {
-                            const long c = col0 + kw * p->dilation_w;
-                            if (c >= 0 && c < p->in_w) dp[r * p->in_w + c] += share;
+                            const long c = col0 + kw;
+                            if (c >= 0 && c < p->in_w) spread[c] = share;
                         }
                     }
                 }
+                for (long kh = 0; kh < p->kernel_h; kh++) {
+                    const long r = row0 + kh * p->dilation_h;
+                    if (r < 0 || r >= p->in_h) continue;
+                    float *drow = dp + r * p->in_w;
+                    if (spread) {
+                        for (long c = 0; c < p->in_w; c++) drow[c] += spread[c];
+                        continue;
+                    }
+                    for (long ow = 0; ow < p->out_w; ow++) {
+                        const float share = go[ow] * row_share * col_share[ow];
+                        const long col0 = ow * p->stride_w - p->pad_left;
+                        for (long kw = 0; kw < p->kernel_w; kw++) {
+                            const long c = col0 + kw * p->dilation_w;
+                            if (c >= 0 && c < p->in_w) drow[c] += share;
+                        }
+                    }
+                }
+                continue;
+            }
+            for (long ow = 0; ow < p->out_w; ow++) {
+                const long col0 = ow * p->stride_w - p->pad_left;
+                long chosen = -1;
+                float best = 0;
+                for (long kh = 0; kh < p->kernel_h; kh++) {
+                    const long r = row0 + kh * p->dilation_h;
+                    if (r < 0 || r >= p->in_h) continue;
+                    for (long kw = 0; kw < p->kernel_w; kw++) {
+                        const long c = col0 + kw * p->dilation_w;
+                        if (c < 0 || c >= p->in_w) continue;
+                        const float v = xp[r * p->in_w + c];
+                        if (chosen < 0 || (best == best && (v > best || v != v))) {
+                            chosen = r * p->in_w + c;
+                            best = v;
+                        }
+                    }
+                }
+                if (chosen >= 0) dp[chosen] += go[ow];
             }
         }
     }

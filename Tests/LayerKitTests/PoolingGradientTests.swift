@@ -60,8 +60,9 @@ struct PoolingGradientTests {
     }
 
     /// The 2-D pools: max with pads and stride, ceil mode, dilation and
-    /// asymmetric pads, both averages with pads, and ceil mode with
-    /// count_include_pad (a window past the padded extent).
+    /// asymmetric pads, both averages with pads, ceil mode with
+    /// count_include_pad (a window past the padded extent), and averages
+    /// whose windows do not overlap along the row.
     static func pools() throws -> [Pooling] {
         [
             try Pooling(kind: .max, kernel: [3, 3], strides: [2, 2], padding: .explicit([1, 1, 1, 1])),
@@ -73,6 +74,10 @@ struct PoolingGradientTests {
             try Pooling(kind: .average(countIncludePad: true), kernel: [3, 2], strides: [2, 2], dilations: [1, 2],
                         padding: .explicit([1, 0, 1, 1]), ceilMode: true),
             try Pooling(kind: .average(countIncludePad: false), kernel: [2, 3], strides: [3, 2], ceilMode: true),
+            // Windows apart along the row (the kernel's row-of-shares path): touching, and with gaps and pads.
+            try Pooling(kind: .average(countIncludePad: false), kernel: [2, 2], strides: [2, 2]),
+            try Pooling(kind: .average(countIncludePad: true), kernel: [3, 2], strides: [1, 3], padding: .explicit([1, 1, 0, 2]),
+                        ceilMode: true),
         ]
     }
 

@@ -44,7 +44,13 @@ void lk_pool2d_f32_isa(lk_isa isa, const lk_pool2d_params *params, const float *
 /// average sends g / count to each cell of the window inside the input; a
 /// maximum sends g to the window's first maximal cell in row-major window
 /// order (a NaN counts as the maximum, as the forward pass propagates it).
-void lk_pool2d_backward_f32(const lk_pool2d_params *params, const float *x, const float *g, float *dx, size_t planes);
+/// `scratch` holds lk_pool2d_backward_scratch_floats(params) floats.
+void lk_pool2d_backward_f32(const lk_pool2d_params *params, const float *x, const float *g, float *dx, size_t planes,
+                            float *scratch);
+
+/// The floats of scratch lk_pool2d_backward_f32 needs for `params` (an
+/// average's column divisors and a row of shares).
+size_t lk_pool2d_backward_scratch_floats(const lk_pool2d_params *params);
 
 /// The floats of scratch lk_pool2d_f32 needs for `params`.
 size_t lk_pool2d_scratch_floats(const lk_pool2d_params *params);

@@ -187,11 +187,15 @@ extension Pooling: ParameterFreeGradients {
                 let dx = try Tensor(shape: input.shape)
                 let (inPlane, outPlane) = (p.in_h * p.in_w, p.out_h * p.out_w)
                 let chunk = Swift.max(1, defaultChunkSize / Swift.max(inPlane + outPlane, 1))
+                let scratchFloats = withUnsafePointer(to: p) { lk_pool2d_backward_scratch_floats($0) }
                 forEachChunk(count: planes, chunkSize: chunk, threadCount: CPUThreads.current) { range in
-                    withUnsafePointer(to: p) { p in
-                        lk_pool2d_backward_f32(p, input.dataPointer + range.lowerBound * inPlane,
-                                               g.dataPointer + range.lowerBound * outPlane,
-                                               dx.dataPointer + range.lowerBound * inPlane, range.count)
+                    withUnsafeTemporaryAllocation(of: Float.self, capacity: scratchFloats) { scratch in
+                        withUnsafePointer(to: p) { p in
+                            lk_pool2d_backward_f32(p, input.dataPointer + range.lowerBound * inPlane,
+                                                   g.dataPointer + range.lowerBound * outPlane,
+                                                   dx.dataPointer + range.lowerBound * inPlane, range.count,
+                                                   scratch.baseAddress!)
+                        }
                     }
                 }
                 return dx
