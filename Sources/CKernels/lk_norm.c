@@ -22,6 +22,16 @@
         for (int j = 0; j < LK_NORM_LANES; j++) s += acc[j];                                       \
         return s;                                                                                  \
     }                                                                                              \
+    ATTR static double lk_dot_##SUFFIX(const float *a, const float *b, size_t n) {                 \
+        double acc[LK_NORM_LANES] = {0};                                                           \
+        size_t i = 0;                                                                              \
+        for (; i + LK_NORM_LANES <= n; i += LK_NORM_LANES)                                         \
+            for (int j = 0; j < LK_NORM_LANES; j++) acc[j] += (double)a[i + j] * (double)b[i + j]; \
+        double s = 0;                                                                              \
+        for (; i < n; i++) s += (double)a[i] * (double)b[i];                                       \
+        for (int j = 0; j < LK_NORM_LANES; j++) s += acc[j];                                       \
+        return s;                                                                                  \
+    }                                                                                              \
     ATTR static double lk_squares_##SUFFIX(const float *x, size_t n, double mean) {                \
         double acc[LK_NORM_LANES] = {0};                                                           \
         size_t i = 0;                                                                              \
@@ -94,6 +104,20 @@ double lk_mean_square_f32_isa(lk_isa isa, const float *x, size_t n) {
     if (lk_norm_avx2(isa)) return lk_squares_avx2(x, n, 0) / (double)n;
 #endif
     return lk_squares_c(x, n, 0) / (double)n;
+}
+
+double lk_sum_f32(const float *x, size_t n) {
+#ifdef LK_HAVE_AVX2_NORM
+    if (lk_norm_avx2(LK_ISA_AVX2_FMA)) return lk_sum_avx2(x, n);
+#endif
+    return lk_sum_c(x, n);
+}
+
+double lk_dot_f32(const float *a, const float *b, size_t n) {
+#ifdef LK_HAVE_AVX2_NORM
+    if (lk_norm_avx2(LK_ISA_AVX2_FMA)) return lk_dot_avx2(a, b, n);
+#endif
+    return lk_dot_c(a, b, n);
 }
 
 double lk_mean_square_f32(const float *x, size_t n) { return lk_mean_square_f32_isa(lk_kernels_isa(), x, n); }

@@ -15,6 +15,14 @@ void lk_mean_variance_f32(const float *x, size_t n, double *mean, double *varian
 /// y[i] = (float)((x[i] - mean) * a + b) in double, for i < n (x may be y).
 void lk_normalize_f32(const float *x, float *y, size_t n, double mean, double a, double b);
 
+/// The sum of x[0..<n] in double, as lk_mean_variance_f32 sums it: the
+/// same bits whatever the path.
+double lk_sum_f32(const float *x, size_t n);
+
+/// The sum of a[i] * b[i] over i < n in double: each product exact (two
+/// floats' product fits a double), summed as lk_sum_f32 sums.
+double lk_dot_f32(const float *a, const float *b, size_t n);
+
 /// The mean of x[i]^2 over x[0..<n] (n > 0), as lk_mean_variance_f32 sums.
 double lk_mean_square_f32(const float *x, size_t n);
 

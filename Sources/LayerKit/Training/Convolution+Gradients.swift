@@ -66,7 +66,7 @@ extension Convolution: DifferentiableLayer {
         }
         if step.parameterRoles.contains("bias"), let bias {
             result.parameters["bias"] = try runner.cpu("Conv bias gradient (sum over batch and pixels)") {
-                try Self.channelSums(image, shape: bias.shape)
+                try Tensor(shape: bias.shape, values: ChannelPlanes(image.shape).sums(image).map { Float($0) })
             }
         }
         return result
@@ -199,16 +199,10 @@ extension Convolution: DifferentiableLayer {
                             let panel = pass + j0 * k + (n - first) * pixels * nr
                             let columns = max(0, min(nr, mg - j0))
                             let source = dy.dataPointer + (n * m + gi * mg + j0) * pixels
-                            // A pixel's row at a time: contiguous writes, nr
-                            // reads a plane apart.
-                            for p in 0..<pixels {
-                                let row = panel + p * nr
-                                var from = source + p
-                                for j in 0..<columns {
-                                    row[j] = from.pointee
-                                    from += pixels
-                                }
-                                (row + columns).update(repeating: 0, count: nr - columns)
+                            // A pixel's row of nr: its `columns` channels' planes transposed, then zeros.
+                            lk_transpose_f32(columns, pixels, source, pixels, panel, nr)
+                            if columns < nr {
+                                for p in 0..<pixels { (panel + p * nr + columns).update(repeating: 0, count: nr - columns) }
                             }
                         }
                     }
@@ -364,22 +358,5 @@ extension Convolution: DifferentiableLayer {
                 }
             }
         }
-    }
-
-    /// The sums over the batch and the pixels of each channel of the
-    /// `[N, C, ...]` tensor `t`, in Double, as a tensor of `shape`.
-    static func channelSums(_ t: Tensor, shape: [Int]) throws -> Tensor {
-        let (batch, channels) = (t.shape[0], t.shape[1])
-        let plane = channels == 0 || batch == 0 ? 0 : t.count / (batch * channels)
-        var sums = [Double](repeating: 0, count: channels)
-        for n in 0..<batch {
-            for ch in 0..<channels {
-                let values = t.dataPointer + (n * channels + ch) * plane
-                var sum = 0.0
-                for p in 0..<plane { sum += Double(values[p]) }
-                sums[ch] += sum
-            }
-        }
-        return try Tensor(shape: shape, values: sums.map { Float($0) })
     }
 }

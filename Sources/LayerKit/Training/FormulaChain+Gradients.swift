@@ -5,9 +5,9 @@ import Foundation
 /// per-element layer and the product as a `BinaryLayer(.mul)`, both through
 /// the runner (so on the GPU when training there); a per-channel value's
 /// gradient is the sum of g * df/dvalue(x) over the batch and spatial axes
-/// (every axis but 1) by `Reduce` (ReduceSum, accumulated in Double in a
-/// fixed order, so a run repeated gives the same bits; it has no GPU form
-/// for these axes, so the runner records it on the CPU).
+/// (every axis but 1), on the CPU: each product exact in Double, summed in
+/// Double in a fixed order (`ChannelPlanes.dots`), so a run repeated gives
+/// the same bits; one pass over g and df/dvalue(x), with no product tensor.
 extension FormulaChain {
     /// The gradients of `step` for a chain whose every input maps to the
     /// output of the same index. `roles` are composed value names (see
@@ -33,18 +33,23 @@ extension FormulaChain {
                     "\(name) has no per-channel value '\(role)' to train (its per-channel values: "
                     + (known.isEmpty ? "none" : known.joined(separator: ", ")) + ")")
             }
-            var total: Tensor?
+            var total = [Double](repeating: 0, count: values.count)
             for (index, input) in step.inputs.enumerated() {
-                guard step.outputGradients[index] != nil else { continue }
-                let terms = try Self.gradientProduct(step.outputGradients[index], of: input,
-                                                     times: derivatives[.value(role)] ?? 0, stage, on: runner)
-                let rank = terms.shape.count
-                let reduce = try Reduce(.sum, axes: rank < 2 ? Array(0..<rank) : [0] + Array(2..<rank),
-                                        keepDims: false, rank: rank)
-                let sum = try runner.run(reduce, [terms])[0].reshaped(to: [values.count])
-                total = try total.map { try runner.run(BinaryLayer(.add), [$0, sum])[0] } ?? sum
+                guard let gradient = step.outputGradients[index] else { continue }
+                let slope = try Self.slope(of: input, derivative: derivatives[.value(role)] ?? 0, gradient: gradient,
+                                           stage, on: runner)
+                // A rank-0 or 1 input's values are one channel.
+                let planes = ChannelPlanes(input.shape.count < 2 ? [1, 1, input.count] : input.shape)
+                guard planes.channels == values.count else {
+                    throw LayerKitError.shapeMismatch("\(stage.name): \(values.count) values of '\(role)' for "
+                                                      + "\(planes.channels) channels")
+                }
+                let sums = runner.cpu("\(stage.name)' times the gradient, summed per channel") {
+                    planes.dots(gradient, slope)
+                }
+                for c in total.indices { total[c] += sums[c] }
             }
-            result.parameters[role] = try total ?? Tensor(shape: [values.count])
+            result.parameters[role] = try Tensor(shape: [values.count], values: total.map { Float($0) })
         }
         return result
     }
@@ -54,13 +59,19 @@ extension FormulaChain {
     private static func gradientProduct(_ gradient: Tensor?, of input: Tensor, times derivative: Expr,
                                         _ stage: Stage, on runner: GradientRunner) throws -> Tensor {
         guard let gradient else { return try Tensor(shape: input.shape) }
+        let slope = try slope(of: input, derivative: derivative, gradient: gradient, stage, on: runner)
+        return try runner.run(BinaryLayer(.mul), [gradient, slope])[0]
+    }
+
+    /// `derivative(input)` elementwise, for an output gradient of the input's shape.
+    private static func slope(of input: Tensor, derivative: Expr, gradient: Tensor, _ stage: Stage,
+                              on runner: GradientRunner) throws -> Tensor {
         guard gradient.shape == input.shape else {
             throw LayerKitError.shapeMismatch("\(stage.name): output gradient of shape \(Tensor.describe(gradient.shape)) "
                                               + "for an output of shape \(Tensor.describe(input.shape))")
         }
         let layer = try ElementwiseLayer(derivative: derivative, of: stage)
-        let slope = try runner.run(layer, [input])[0]
-        return try runner.run(BinaryLayer(.mul), [gradient, slope])[0]
+        return try runner.run(layer, [input])[0]
     }
 }
 

@@ -48,10 +48,7 @@ enum MatrixGradients {
         let size = rows * columns
         guard size > 0 else { return result }
         for matrix in 0..<t.count / size {
-            let (source, target) = (t.dataPointer + matrix * size, result.dataPointer + matrix * size)
-            for i in 0..<rows {
-                for j in 0..<columns { target[j * rows + i] = source[i * columns + j] }
-            }
+            lk_transpose_f32(rows, columns, t.dataPointer + matrix * size, columns, result.dataPointer + matrix * size, rows)
         }
         return result
     }
