@@ -57,6 +57,38 @@ private func evaluate(_ formula: Expr, _ values: [Float], scalars: [String: Floa
         #expect(kinds(try program(definition.formula, scalars: scalars, channels: channels)) == expected)
     }
 
+    /// A subformula read more than once is computed once: Swish's dx reads
+    /// sigmoid(beta * x) three times, and compiles one sigmoid.
+    @Test func repeatedSubformulasAreComputedOnce() throws {
+        let definition = try #require(OpDefinition.catalog.first { $0.name == "Swish" })
+        let dx = try #require(definition.formula.derivatives()[.input])
+        #expect(kinds(try program(dx, scalars: ["beta": 1.5])).filter { $0 == "sigmoid" }.count == 1, "\(dx)")
+    }
+
+    /// Shared subformulas whose readers come in every order against float64:
+    /// read again inside a sibling's subtree before the first reader's
+    /// instruction, read by two fused clamps through a shared affine map and
+    /// then once more, and read twice by one instruction.
+    @Test func sharedSubformulasKeepTheFormulasMeaning() throws {
+        let x = Expr.input
+        let s = x.apply(.sigmoid), t = s * 2 + 1
+        let formulas: [Expr] = [
+            s * (x + s),
+            (Expr.binary(.max, Expr.binary(.min, t, 1.5), 0.25) + Expr.binary(.min, Expr.binary(.max, t, 0.5), 2)) + s,
+            (s * s + x * s) * s,
+            Expr.binary(.max, t, 0) * t,
+        ]
+        let values: [Float] = [-6, -2.5, -1, -0.25, 0, 0.3, 1, 2.75, 8]
+        for formula in formulas {
+            let y = try evaluate(formula, values)
+            for (v, r) in zip(values, y) {
+                let expected = DoubleFormula.evaluate(formula, x: Double(v), values: [:])
+                #expect(Swift.abs(Double(r) - expected) <= 1e-6 * Swift.max(1, Swift.abs(expected)),
+                        "\(formula) at \(v): \(r) vs \(expected)")
+            }
+        }
+    }
+
     @Test func affinePatternsInEveryOperandOrder() throws {
         let x = Expr.input, a = Expr.value("a"), b = Expr.constant(0.5)
         for formula in [a * x + b, x * a + b, b + a * x, b + x * a, Expr.binary(.max, 0, a * x + b),

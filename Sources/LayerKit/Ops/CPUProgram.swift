@@ -59,7 +59,8 @@ struct CPUProgram: Sendable {
             let stageInput = result
             var context = StageContext(stage: stage, input: stageInput)
             let stageResult = try compile(stage.formula, &context, free: &free)
-            // The stage's input stayed pinned while the stage read it; now it may go.
+            // The stage's input and its computed subformulas stayed while the stage read them; now they may go.
+            for r in context.computed.values where .register(r) != stageResult { free.append(r) }
             if case .register(let r) = stageInput, stageResult != stageInput { free.append(r) }
             result = stageResult
         }
@@ -68,18 +69,80 @@ struct CPUProgram: Sendable {
         // which returns every float unchanged.
         if !instructions.isEmpty, result != .register(destinations[destinations.count - 1]) {
             slotValues.append(-0.0)
-            result = emit(.binary(.add, result, .slot(slotValues.count - 1)), consuming: [result],
-                          pinned: .input, free: &free)
+            var released: [Int] = []
+            if case .register(let r) = result { released.append(r) }
+            result = emit(.binary(.add, result, .slot(slotValues.count - 1)), releasing: released, free: &free)
         }
     }
 
-    /// What compiling one stage needs: its values and the operand its `x` reads.
+    /// What compiling one stage needs: its values, the operand its `x`
+    /// reads, and the subformulas it reads more than once.
     private struct StageContext {
         let stage: FormulaChain.Stage
         let input: Operand
+        /// Reads of each subformula that is not a leaf, a repeated one
+        /// counted once per distinct reader (`CPUProgram.reads(of:)`).
+        let reads: [Expr: Int]
+        /// The registers of subformulas read more than once, computed.
+        var computed: [Expr: Int] = [:]
+
+        init(stage: FormulaChain.Stage, input: Operand) {
+            self.stage = stage
+            self.input = input
+            reads = CPUProgram.reads(of: stage.formula)
+        }
+
+        /// The registers among an instruction's `operands` it may free:
+        /// not the stage's input, nor a computed subformula's (both may be
+        /// read again later in the stage).
+        func released(_ operands: [Operand]) -> [Int] {
+            let kept = Set(computed.values)
+            return operands.compactMap { operand in
+                guard case .register(let r) = operand, operand != input, !kept.contains(r) else { return nil }
+                return r
+            }
+        }
     }
 
+    /// How many distinct readers each subformula of `formula` that is not
+    /// a leaf has. A derivative repeats subformulas (Swish's dx reads
+    /// sigmoid(beta * x) three times); those read more than once are
+    /// computed once, and their registers kept to the end of the stage.
+    /// (Kept to the end, not to their last reader: a fused instruction reads
+    /// a subformula's parts directly, so the count of later readers is not
+    /// exact.)
+    static func reads(of formula: Expr) -> [Expr: Int] {
+        var reads: [Expr: Int] = [:]
+        var seen: Set<Expr> = []
+        func visit(_ e: Expr) {
+            guard seen.insert(e).inserted else { return }
+            let children: [Expr] = switch e {
+            case .input, .constant, .value: []
+            case .unary(_, let a): [a]
+            case .binary(_, let a, let b): [a, b]
+            case .select(let c, let a, let b): [c, a, b]
+            }
+            for child in children {
+                switch child {
+                case .input, .constant, .value: break
+                case .unary, .binary, .select: reads[child, default: 0] += 1
+                }
+                visit(child)
+            }
+        }
+        visit(formula)
+        return reads
+    }
+
+    /// `e`'s operand, computed once when the stage reads it more than once.
     private mutating func compile(_ e: Expr, _ context: inout StageContext, free: inout [Int]) throws -> Operand {
+        if let known = context.computed[e] { return .register(known) }
+        let operand = try compileOnce(e, &context, free: &free)
+        if case .register(let r) = operand, let reads = context.reads[e], reads > 1 { context.computed[e] = r }
+        return operand
+    }
+
+    private mutating func compileOnce(_ e: Expr, _ context: inout StageContext, free: inout [Int]) throws -> Operand {
         let x = context.input
         switch e {
         case .input:
@@ -88,7 +151,7 @@ struct CPUProgram: Sendable {
             return .slot(try slot(for: e, context.stage))
         case .binary(.mul, .input, .unary(.sigmoid, .binary(.mul, let beta, .input))) where beta.isLeafValue:
             let slot = try slot(for: beta, context.stage)
-            return emit(.swish(beta: slot, source: x), consuming: [], pinned: x, free: &free)
+            return emit(.swish(beta: slot, source: x), releasing: context.released([]), free: &free)
         case _ where Self.affineClamp(e) != nil:
             let (core, parts) = Self.affineClamp(e)!
             var fused = AffineClamp(upperFirst: parts.upperFirst)
@@ -97,25 +160,25 @@ struct CPUProgram: Sendable {
             fused.lower = try parts.lower.map { try slot(for: $0, context.stage) }
             fused.upper = try parts.upper.map { try slot(for: $0, context.stage) }
             let a = try compile(core, &context, free: &free)
-            return emit(.affineClamp(fused, source: a), consuming: [a], pinned: x, free: &free)
+            return emit(.affineClamp(fused, source: a), releasing: context.released([a]), free: &free)
         case .select(.binary(let f, let a, let b), let t, let u) where f.isComparison:
             let a = try compile(a, &context, free: &free)
             let b = try compile(b, &context, free: &free)
             let t = try compile(t, &context, free: &free)
             let u = try compile(u, &context, free: &free)
-            return emit(.selectCompare(f, a, b, t, u), consuming: [a, b, t, u], pinned: x, free: &free)
+            return emit(.selectCompare(f, a, b, t, u), releasing: context.released([a, b, t, u]), free: &free)
         case .unary(let f, let a):
             let a = try compile(a, &context, free: &free)
-            return emit(.unary(f, a), consuming: [a], pinned: x, free: &free)
+            return emit(.unary(f, a), releasing: context.released([a]), free: &free)
         case .binary(let f, let a, let b):
             let a = try compile(a, &context, free: &free)
             let b = try compile(b, &context, free: &free)
-            return emit(.binary(f, a, b), consuming: [a, b], pinned: x, free: &free)
+            return emit(.binary(f, a, b), releasing: context.released([a, b]), free: &free)
         case .select(let c, let a, let b):
             let c = try compile(c, &context, free: &free)
             let a = try compile(a, &context, free: &free)
             let b = try compile(b, &context, free: &free)
-            return emit(.select(c, a, b), consuming: [c, a, b], pinned: x, free: &free)
+            return emit(.select(c, a, b), releasing: context.released([c, a, b]), free: &free)
         }
     }
 
@@ -177,13 +240,11 @@ struct CPUProgram: Sendable {
         return slotValues.count - 1
     }
 
-    /// Appends `instruction`, freeing the registers it consumes first (every
-    /// primitive may write over its own operands) and taking one for its
-    /// result. The stage's input register (`pinned`) is read more than once,
-    /// so it is never freed here.
-    private mutating func emit(_ instruction: Instruction, consuming operands: [Operand], pinned: Operand,
-                               free: inout [Int]) -> Operand {
-        for case .register(let r) in operands where !free.contains(r) && pinned != .register(r) { free.append(r) }
+    /// Appends `instruction`, freeing the `released` registers it reads
+    /// first (every primitive may write over its own operands) and taking
+    /// one for its result.
+    private mutating func emit(_ instruction: Instruction, releasing released: [Int], free: inout [Int]) -> Operand {
+        for r in released where !free.contains(r) { free.append(r) }
         let destination: Int
         if let reused = free.popLast() {
             destination = reused
