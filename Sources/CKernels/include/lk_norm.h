@@ -2,7 +2,8 @@
 #define LK_NORM_H
 
 // Per-plane and per-row normalization (ONNX InstanceNormalization,
-// LayerNormalization, RMSNormalization) in double precision.
+// LayerNormalization, RMSNormalization) in double precision, and the double
+// sums the training gradients take per channel.
 
 #include <stddef.h>
 
