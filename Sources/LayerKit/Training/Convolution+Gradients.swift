@@ -178,7 +178,11 @@ extension Convolution: DifferentiableLayer {
         // (lk_sgemm_pack_b's layout: panels of nr output channels, a row of
         // nr a pixel, zeros past the group's channels), written straight
         // from dL/dy so no task packs it again.
-        let isa = lk_kernels_isa()
+        // A group of at most 16 output channels would fill half of an
+        // AVX-512 panel (32 columns) with zeros; AVX2's panels are 16 wide,
+        // for the same instructions per useful column and half the packing.
+        let isa = mg <= lk_sgemm_column_block(LK_ISA_AVX2_FMA) && lk_kernels_isa() == LK_ISA_AVX512F
+            ? LK_ISA_AVX2_FMA : lk_kernels_isa()
         let nr = lk_sgemm_column_block(isa)
         let padded = (mg + nr - 1) / nr * nr
         // Images a packing holds: whole passes, within the column budget.
