@@ -54,6 +54,15 @@ static void lk_gemv_scalar(size_t k, size_t n, float alpha, const float *a, size
     }
 }
 
+static void lk_gemv_bt_scalar(size_t k, size_t n, float alpha, const float *a, const float *bt, size_t ldbt,
+                              float *c) {
+    for (size_t j = 0; j < n; j++) {
+        float sum = 0.0f;
+        for (size_t p = 0; p < k; p++) sum += a[p] * bt[j * ldbt + p];
+        c[j] += alpha * sum;
+    }
+}
+
 static void lk_conv_rows_scalar(size_t k, size_t rows, const float *a, const float *b, const ptrdiff_t *off,
                                 size_t n, size_t lines, size_t b_line, const float *bias, float *c, size_t ldc,
                                 size_t c_line) {
@@ -92,7 +101,7 @@ static void lk_conv_cv_scalar(size_t k, size_t pixels, const float *w, const flo
 }
 
 static const lk_gemm_isa lk_gemm_scalar = {4, 8, lk_gemm_kernel_scalar, lk_gemm_pack_b_scalar, lk_gemv_scalar,
-                                           lk_conv_rows_scalar, lk_dw_row_scalar, NULL,
+                                           lk_gemv_bt_scalar, lk_conv_rows_scalar, lk_dw_row_scalar, NULL,
                                            lk_conv_cv_scalar, NULL, NULL};
 
 const lk_gemm_isa *lk_gemm_for(lk_isa isa) {
@@ -330,6 +339,28 @@ void lk_sgemm_packed_run(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, c
             }
         }
     }
+}
+
+int lk_sgemv_f32_bt(lk_isa isa, size_t m, size_t n, size_t k, float alpha, const float *a, size_t a_row,
+                    size_t a_col, const float *bt, size_t ldbt, float *c, size_t ldc, const float *row_bias,
+                    const float *col_bias, int accumulate) {
+    if (isa > lk_kernels_isa()) return -1;
+    if (m == 0 || n == 0) return 0;
+    // A row of a transposed A is gathered into one contiguous row first.
+    float *row = NULL;
+    if (a_col != 1 && k > 0 && !(row = malloc(k * sizeof(float)))) return -1;
+    lk_gemm_init_c(m, n, c, ldc, row_bias, col_bias, accumulate);
+    const lk_gemm_isa *gi = lk_gemm_for(isa);
+    for (size_t i = 0; i < m && k > 0; i++) {
+        const float *ai = a + i * a_row;
+        if (row) {
+            for (size_t p = 0; p < k; p++) row[p] = ai[p * a_col];
+            ai = row;
+        }
+        gi->gemv_bt(k, n, alpha, ai, bt, ldbt, c + i * ldc);
+    }
+    free(row);
+    return 0;
 }
 
 int lk_sgemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, size_t a_row,

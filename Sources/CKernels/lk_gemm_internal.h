@@ -22,6 +22,12 @@ typedef void lk_gemm_pack_b_fn(size_t k, size_t cols, const float *b, size_t ldb
 typedef void lk_gemv_fn(size_t k, size_t n, float alpha, const float *a, size_t a_col, const float *b,
                         size_t ldb, float *c);
 
+/// c[j] += alpha * sum_p a[p] * bt[j * ldbt + p] for j in [0, n): one row
+/// of C from B given as its n rows of k (a Gemm's transB), each row read
+/// once, in order, against a contiguous a.
+typedef void lk_gemv_bt_fn(size_t k, size_t n, float alpha, const float *a, const float *bt, size_t ldbt,
+                           float *c);
+
 /// The direct convolution's block (lk_conv2d.c): for `rows` <= mr output
 /// channels i, `lines` output rows t and n output pixels j of each,
 /// c[i * ldc + t * c_line + j] =
@@ -79,6 +85,7 @@ typedef struct {
     lk_gemm_kernel_fn *kernel;
     lk_gemm_pack_b_fn *pack_b;
     lk_gemv_fn *gemv;
+    lk_gemv_bt_fn *gemv_bt;
     lk_conv_rows_fn *conv_rows;
     lk_dw_row_fn *dw_row;
     lk_dw_pair_fn *dw_pair; ///< NULL: lk_dw_row row by row

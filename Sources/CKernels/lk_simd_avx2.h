@@ -22,6 +22,13 @@ LK_TARGET LK_INLINE lk_lanes lk_lanes_upto(size_t left) {
 LK_TARGET LK_INLINE lk_v lk_load_lanes(const float *p, lk_lanes k) { return _mm256_maskload_ps(p, k); }
 LK_TARGET LK_INLINE void lk_store_lanes(float *p, lk_lanes k, lk_v v) { _mm256_maskstore_ps(p, k, v); }
 
+// The sum of v's lanes, in a fixed order (halves added pairwise).
+LK_TARGET LK_INLINE float lk_sum_lanes(lk_v v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
 // Lanes from a bit mask (bit l: lane l), the depthwise plane path's masks.
 LK_TARGET LK_INLINE lk_lanes lk_lanes_bits(uint32_t bits) {
     const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);

@@ -21,6 +21,9 @@ LK_TARGET LK_INLINE lk_lanes lk_lanes_upto(size_t left) {
 LK_TARGET LK_INLINE lk_v lk_load_lanes(const float *p, lk_lanes k) { return _mm512_maskz_loadu_ps(k, p); }
 LK_TARGET LK_INLINE void lk_store_lanes(float *p, lk_lanes k, lk_v v) { _mm512_mask_storeu_ps(p, k, v); }
 
+// The sum of v's lanes, in a fixed order (halves added pairwise).
+LK_TARGET LK_INLINE float lk_sum_lanes(lk_v v) { return _mm512_reduce_add_ps(v); }
+
 // Lanes from a bit mask (bit l: lane l), the depthwise plane path's masks.
 LK_TARGET LK_INLINE lk_lanes lk_lanes_bits(uint32_t bits) { return (__mmask16)bits; }
 

@@ -63,6 +63,10 @@ struct GemmTests {
             GemmCase(n: 1, k: 1, m: 1),
             GemmCase(n: 1, k: 300, m: 10, cShape: [10]),
             GemmCase(n: 2, k: 64, m: 130, transB: true, cShape: [130]),
+            // One or two rows with transB: B's rows read in place (lk_sgemv_f32_bt).
+            GemmCase(n: 1, k: 1283, m: 1003, transB: true, cShape: [1003]),  // threads, a K tail
+            GemmCase(n: 2, k: 37, m: 6, transA: true, transB: true, alpha: 0.5, beta: 2, cShape: [2, 6]),
+            GemmCase(n: 1, k: 16, m: 5, transB: true, cShape: [1, 1]),
             GemmCase(n: 17, k: 33, m: 3, transA: true, cShape: [17, 1]),
             GemmCase(n: 4, k: 600, m: 700, cShape: [1, 700]),  // threads, K past a block
         ]
@@ -214,6 +218,39 @@ struct SGEMMTests {
             (0..<k).reduce(Double(c[index % m])) { $0 + Double(a[index / m * k + $1]) * Double(b[$1 * m + index % m]) }
         }
         expectClose(runs[0], expected, relative: sumTolerance(terms: k), "5x130x300")
+    }
+
+    /// lk_sgemv_f32_bt on every instruction set: B given as rows (transB),
+    /// one or two rows of A (plain and transposed), C inside a wider matrix,
+    /// K with and without a vector tail, N past a block of four rows.
+    @Test func rowsOfBMatchDoublesOnEveryInstructionSet() throws {
+        for (m, n, k) in [(1, 7, 45), (2, 9, 64), (1, 1, 3), (2, 13, 17)] {
+            for transA in [false, true] {
+                let a = try seededTensor([m * k], seed: 1), bt = try seededTensor([n * k], seed: 2)
+                let rowBias = try seededTensor([m], seed: 3), columnBias = try seededTensor([n], seed: 4)
+                let ldc = n + 2
+                let start = try seededTensor([m * ldc], seed: 5)
+                for accumulate in [false, true] {
+                    let expected = (0..<m * ldc).map { index -> Double in
+                        let (i, j) = index.quotientAndRemainder(dividingBy: ldc)
+                        guard j < n else { return Double(start[index]) }
+                        let sum = (0..<k).reduce(0.0) {
+                            $0 + Double(transA ? a[$1 * m + i] : a[i * k + $1]) * Double(bt[j * k + $1])
+                        }
+                        return (accumulate ? Double(start[index]) : 0) + Double(rowBias[i]) + Double(columnBias[j])
+                            - 1.25 * sum
+                    }
+                    for isa in [LK_ISA_SCALAR, LK_ISA_AVX2_FMA, LK_ISA_AVX512F] where isa.rawValue <= lk_kernels_isa().rawValue {
+                        let c = try Tensor(shape: start.shape, values: start.values)
+                        #expect(lk_sgemv_f32_bt(isa, m, n, k, -1.25, a.dataPointer, transA ? 1 : k, transA ? m : 1,
+                                                bt.dataPointer, k, c.dataPointer, ldc, rowBias.dataPointer,
+                                                columnBias.dataPointer, accumulate ? 1 : 0) == 0)
+                        expectClose(c.values, expected, relative: sumTolerance(terms: k),
+                                    "\(m)x\(n)x\(k) transA \(transA) accumulate \(accumulate) \(String(cString: lk_isa_name(isa)))")
+                    }
+                }
+            }
+        }
     }
 
     @Test func noBiasesAndNoRows() throws {

@@ -22,6 +22,19 @@ int lk_sgemm_f32(size_t m, size_t n, size_t k, float alpha, const float *a, size
                  size_t a_col, const float *b, size_t ldb, float *c, size_t ldc,
                  const float *row_bias, const float *col_bias, int accumulate);
 
+/// lk_sgemm_f32 for a few rows of A (a batch of one or two) with B given
+/// transposed: `bt` holds B's n columns as rows of k floats, `ldbt` apart (a
+/// Gemm's transB, as PyTorch exports a Linear layer). Each value of C is
+/// one dot product of A's row and a row of `bt`, read once in order: B
+/// streams from memory in the order it is stored, with no transposed copy.
+/// Its sums are ordered differently from lk_sgemm_f32's (rounding may
+/// differ in the last bits); the same for any split of C's columns. Returns
+/// 0, or -1 when this CPU lacks `isa` or a row of a transposed A cannot be
+/// gathered (C untouched).
+int lk_sgemv_f32_bt(lk_isa isa, size_t m, size_t n, size_t k, float alpha, const float *a, size_t a_row,
+                    size_t a_col, const float *bt, size_t ldbt, float *c, size_t ldc, const float *row_bias,
+                    const float *col_bias, int accumulate);
+
 /// lk_sgemm_f32 forced onto `isa`, for tests and benchmarks. Returns -1
 /// without touching C when this CPU lacks `isa`.
 int lk_sgemm_f32_isa(lk_isa isa, size_t m, size_t n, size_t k, float alpha, const float *a,

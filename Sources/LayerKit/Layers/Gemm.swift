@@ -8,7 +8,8 @@ import Synchronization
 /// (a scalar, `[M]`, `[1, M]`, `[N, 1]` or `[N, M]`). A 2-D `MatMul` with a
 /// constant B is `Gemm(b: B, name: "MatMul")`.
 ///
-/// CPU: `lk_sgemm_f32`, output columns split over threads when large. GPU
+/// CPU: `lk_sgemm_f32` (one or two rows with transB: `lk_sgemv_f32_bt`),
+/// output columns split over threads when large. GPU
 /// (when C is absent or one value per output column and A is not
 /// transposed): a 1x1 ``Convolution`` of the `N×K×1×1` input image with
 /// weights `alpha * B'` and bias `beta * C`; otherwise the layer has no GPU
@@ -57,8 +58,8 @@ public final class Gemm: Layer {
     /// costs it the allocation besides (a GPT-2 prompt, the one run of a
     /// `generate` with more than two rows: 1.4 s of packing and page faults
     /// for 0.5 GB of copies). Runs of one or two rows (a classifier's batch
-    /// 1, a decode step) stream B' row-major once, as fast as any layout, so
-    /// they never pack.
+    /// 1, a decode step) never pack: they stream B once, as given with
+    /// transB (`lk_sgemv_f32_bt`), else B' row-major.
     private let packedB = Mutex<(runs: Int, panels: [Float]?)>((0, nil))
     private let packedISA = lk_kernels_isa()
 
@@ -204,8 +205,14 @@ public final class Gemm: Layer {
         let (n, m, k) = (expected[0][0], outputFeatures, inputFeatures)
         let (aRow, aCol) = transA ? (1, n) : (k, 1)
         let panels = n > 2 ? packedPanels() : nil
+        // One or two rows with transB: B's own rows, read once in order.
+        let rowsOfB = n <= 2 && transB ? b : nil
         let isa = packedISA
-        let threads = min(threadCount, CPUThreads.current, max(1, n * m * k / Convolution.minimumWorkPerThread))
+        // One or two rows read 4 bytes of B a multiply-add: bound by a
+        // core's memory bandwidth, so a second thread pays from an eighth
+        // of the work (resnet18's 512 -> 1000 classifier, 2 MB of B).
+        let perThread = Convolution.minimumWorkPerThread / (n <= 2 ? 8 : 1)
+        let threads = min(threadCount, CPUThreads.current, max(1, n * m * k / perThread))
         let chunk = threads == 1 ? m : max(64, ((m + 2 * threads - 1) / (2 * threads) + 63) & ~63)
         let failed = Atomic(false)
         forEachChunk(count: m, chunkSize: chunk, threadCount: threads) { columns in
@@ -222,7 +229,10 @@ public final class Gemm: Layer {
             let accumulate: Int32
             if case .full = addend { accumulate = 1 } else { accumulate = 0 }
             // Chunks start on multiples of 64 columns: on a panel of B'.
-            let status = panels.map { panels in
+            let status = rowsOfB.map { b in
+                lk_sgemv_f32_bt(isa, n, width, k, alpha, a.dataPointer, aRow, aCol, b.dataPointer + j0 * k, k,
+                                y.dataPointer + j0, m, rowBias, columnBias, accumulate)
+            } ?? panels.map { panels in
                 panels.withUnsafeBufferPointer {
                     lk_sgemm_f32_packed_b(isa, n, width, k, alpha, a.dataPointer, aRow, aCol,
                                           $0.baseAddress.map { $0 + j0 * k }, y.dataPointer + j0, m, rowBias,
@@ -238,7 +248,7 @@ public final class Gemm: Layer {
                             rows: n, stride: m, columns: columns)
         }
         if failed.load(ordering: .relaxed) {
-            throw LayerKitError.unsupported("\(layerName): out of memory for the packing buffers")
+            throw LayerKitError.unsupported("\(layerName): out of memory for its work buffers")
         }
     }
 
