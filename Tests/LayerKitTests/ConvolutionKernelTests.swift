@@ -246,6 +246,14 @@ import Testing
                            work: 1 << 30, threads: 16)
         let starts = Set([0, 8, 16, 17, 25, 33, 34])
         #expect(g.channelRanges.allSatisfy { starts.contains($0.lowerBound) && starts.contains($0.upperBound) })
+        // Channels first (depthwise, 1x1): MobileNetV2's 384 depthwise channels on
+        // 14x14 split by channels alone; 4 blocks for 2 threads still split rows too.
+        let byChannels = Split.make(batch: 1, outputChannels: 384, group: 384, block: 1, pixels: 196, rows: 14,
+                                    work: 384 * 196 * 27, threads: 2, channelsFirst: true)
+        #expect(byChannels.rowTiles == 1 && byChannels.channelRanges.count == 6, "\(byChannels)")
+        let few = Split.make(batch: 1, outputChannels: 32, group: 1, block: 8, pixels: 56 * 56, rows: 56,
+                             work: 1 << 26, threads: 2, channelsFirst: true)
+        #expect(few.rowTiles > 1 && few.rowTiles * few.channelRanges.count >= 6, "\(few)")
         // Small work: one thread, one item.
         let small = Split.make(batch: 1, outputChannels: 16, group: 1, block: 8, pixels: 64, rows: 8,
                                work: 16 * 64 * 27, threads: 16)

@@ -256,8 +256,18 @@ public final class Convolution: Layer {
         /// on 56x56 maps the rows split first (28 tiles of 2 rows, 2 channel
         /// ranges; on 2 threads 6 tiles of 9-10 rows). One thread: one item
         /// an image, nothing repeated.
+        ///
+        /// `channelsFirst`: split by channel blocks alone where there are
+        /// enough, for paths that repeat no input copy per channel range (a
+        /// depthwise kernel reads only its own channels' planes, a 1x1
+        /// product the input in place). A row tile ends inside every output
+        /// plane, so two threads write the cache line there (and the next
+        /// layer's tiles read across it): MobileNetV2 on 2 threads, its 14x14
+        /// depthwise layers took 0.063-0.078 ms with row tiles against
+        /// 0.039-0.043 by channels, its 14x14 1x1 layers 0.100 against 0.067.
         static func make(batch: Int, outputChannels: Int, group: Int, block: Int, pixels: Int, rows: Int,
-                         work: Int, threads: Int, minimumWork: Int = Convolution.minimumWorkPerThread) -> WorkSplit {
+                         work: Int, threads: Int, minimumWork: Int = Convolution.minimumWorkPerThread,
+                         channelsFirst: Bool = false) -> WorkSplit {
             let threads = max(1, min(threads, work / max(1, minimumWork)))
             let channelsPerGroup = outputChannels / group
             let blocksPerGroup = (channelsPerGroup + block - 1) / block
@@ -271,7 +281,7 @@ public final class Convolution: Layer {
             // copies each tile's input rows and blocks whole rows).
             let width = pixels / rows
             let minimumRows = max(1, (64 + width - 1) / width)
-            let rowTiles = max(1, min(perImage, rows / minimumRows))
+            let rowTiles = channelsFirst && blocks >= perImage ? 1 : max(1, min(perImage, rows / minimumRows))
             let channelTiles = max(1, min(blocks, (perImage + rowTiles - 1) / rowTiles))
             // Channel tiles of near-equal block counts; a block's channels:
             // group g's [g * mg + b * block, min(..., (g + 1) * mg)).
@@ -329,7 +339,8 @@ public final class Convolution: Layer {
         let split = WorkSplit.make(
             batch: g.batch, outputChannels: outputChannels, group: group,
             block: lk_conv2d_channel_block(isa, path, &shape), pixels: pixels, rows: Int(shape.out_height), work: work,
-            threads: min(threadCount, CPUThreads.current), minimumWork: minimumWorkPerThread)
+            threads: min(threadCount, CPUThreads.current), minimumWork: minimumWorkPerThread,
+            channelsFirst: path == LK_CONV_DEPTHWISE || path == LK_CONV_POINTWISE)
         let itemsPerImage = split.rowTiles * split.channelRanges.count
         let items = g.batch * itemsPerImage
         let workFloats = lk_conv2d_work_size(isa, path, &shape, split.largestTile)
