@@ -58,10 +58,12 @@ struct ElementWindow: Sendable, Equatable {
     /// last axis of its coalesced form, rows spread over the current run's
     /// threads).
     func copy<Element>(from input: UnsafeBufferPointer<Element>, to output: UnsafeMutableBufferPointer<Element>) {
-        guard outputShape.count < 2 || self == coalesced else {
-            coalesced.copy(from: input, to: output)
-            return
-        }
+        coalesced.copyCoalesced(from: input, to: output)
+    }
+
+    /// `copy` on a window already coalesced.
+    private func copyCoalesced<Element>(from input: UnsafeBufferPointer<Element>,
+                                        to output: UnsafeMutableBufferPointer<Element>) {
         let rank = outputShape.count
         guard rank > 0 else {
             if !output.isEmpty, !input.isEmpty { output[0] = input[0] }

@@ -8,8 +8,8 @@ public enum GradientClipping {
     /// (deterministic).
     public static func totalNorm(_ gradients: [String: Tensor]) -> Double {
         var sum = 0.0
-        for name in gradients.keys.sorted() {
-            for g in gradients[name]!.elements { sum += Double(g) * Double(g) }
+        for (_, gradient) in gradients.sorted(by: { $0.key < $1.key }) {
+            for g in gradient.elements { sum += Double(g) * Double(g) }
         }
         return sqrt(sum)
     }
