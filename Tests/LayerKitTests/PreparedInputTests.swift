@@ -169,6 +169,40 @@ struct PreparedInputTests {
         }
     }
 
+    /// The load-time plan guesses every symbolic dimension as 1, which can
+    /// disagree with itself: here (as in GPT-2's KV-cache export) a mask of
+    /// `t` positions is gathered at the `p + s` positions of the past and the
+    /// new values, out of range when all three are 1. What that plan needed
+    /// (the mask's value) proves nothing: real shapes plan once per shape,
+    /// with no "read at prepare" notice, and new mask values reuse the plan.
+    /// Expected: the mask itself (its `p + s` = `t` entries, in order).
+    @Test func aGuessedShapeThatNeedsValuesDoesNotPlanPerValue() throws {
+        let nodes = [ONNXBytes.node("Concat", inputs: ["past", "x"], outputs: ["both"], name: "concat",
+                                    attributes: [RankRuleTests.int("axis", 1)]),
+                     ONNXBytes.node("Shape", inputs: ["both"], outputs: ["shape"], name: "shape"),
+                     ONNXBytes.node("Gather", inputs: ["shape", "one"], outputs: ["n"], name: "length"),
+                     ONNXBytes.node("Range", inputs: ["zero", "n", "one"], outputs: ["positions"], name: "range"),
+                     ONNXBytes.node("Gather", inputs: ["mask", "positions"], outputs: ["y"], name: "gather",
+                                    attributes: [RankRuleTests.int("axis", 1)])]
+        let data = ModelGraphTests.model(nodes: nodes,
+                                         inputs: [ModelGraphTests.value("mask", [1, "t"], type: 7),
+                                                  ModelGraphTests.value("past", [1, "p"]), ModelGraphTests.value("x", [1, "s"])],
+                                         outputs: [ModelGraphTests.value("y", [1, "n"], type: 7)],
+                                         initializers: [RangeFoldingTests.ints("zero", 0), RangeFoldingTests.ints("one", 1)])
+        let notices = BackendTests.Notices()
+        let model = try Model(data: data, name: "m.onnx", computeUnits: .cpuOnly, notice: notices.append)
+        var plans: [ModelPlan] = []
+        for mask in [[1, 1, 0, 1, 1], [0, 1, 1, 1, 0]] as [[Int64]] {
+            let y = try model.predict(typed: ["mask": TypedTensor(.int64, shape: [1, 5], doubles: mask.map(Double.init)),
+                                              "past": TypedTensor(.float32, shape: [1, 2], doubles: [0, 0]),
+                                              "x": TypedTensor(.float32, shape: [1, 3], doubles: [0, 0, 0])])
+            #expect(y["y"]?.integers() == mask)
+            plans.append(try #require(model.planForTests))
+        }
+        #expect(plans[1] === plans[0], "a new mask value made a new plan")
+        #expect(!notices.all.contains { $0.contains("read at prepare") }, "\(notices.all)")
+    }
+
     /// Four plans are kept, the least recently used one dropped first.
     @Test func planCacheDropsTheLeastRecentlyUsedPlan() throws {
         let data = ModelGraphTests.model(nodes: [ONNXBytes.node("Relu", name: "relu")],

@@ -175,10 +175,16 @@ public final class Model: @unchecked Sendable {
         } catch let needed as ValuesNeeded {
             // Inputs the plan needs the values of: it is made at the first predict, from them.
             let names = inputs.map(\.name)
-            preparedInputs = Set(names.indices.filter { needed.inputs.contains(names[$0]) })
-            guard !preparedInputs.isEmpty else { throw needed.error }
-            self.backend.announce("\(name): input " + preparedInputs.sorted().map { "'\(names[$0])'" }.joined(separator: ", ")
-                                  + " is read at prepare (a node needs its value there): each new value makes a new plan")
+            let needing = Set(names.indices.filter { needed.inputs.contains(names[$0]) })
+            guard !needing.isEmpty else { throw needed.error }
+            // Symbolic dimensions guessed as 1 can disagree (GPT-2's past 1 + sequence 1
+            // against a mask of 1 makes a gather index fall outside): what such a plan
+            // needed proves nothing, so the first predict's real shapes decide.
+            if inputs.allSatisfy({ $0.dimensions.allSatisfy { $0.size != nil } }) {
+                preparedInputs = needing
+                self.backend.announce("\(name): input " + needing.sorted().map { "'\(names[$0])'" }.joined(separator: ", ")
+                                      + " is read at prepare (a node needs its value there): each new value makes a new plan")
+            }
             outputs = model.graph.outputs.map { Model.describe($0, $0.dims ?? []) }
             lastPlan = nil
             return
