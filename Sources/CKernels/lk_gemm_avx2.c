@@ -11,8 +11,6 @@
 #include "lk_simd_avx2.h"
 
 #define LK_GEMM_MR 6
-// lk_gemv's accumulators: 12 of the 16 registers, leaving the broadcast and a load.
-#define LK_GEMV_VECTORS 12
 #define LK_GEMM_ISA lk_gemm_avx2
 
 #include "lk_gemm_simd.h"

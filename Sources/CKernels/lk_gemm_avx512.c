@@ -11,8 +11,6 @@
 #include "lk_simd_avx512.h"
 
 #define LK_GEMM_MR 8
-// lk_gemv's accumulators: 16 of the 32 registers: 1 KB of a row a strip.
-#define LK_GEMV_VECTORS 16
 #define LK_GEMM_ISA lk_gemm_avx512
 
 #include "lk_gemm_simd.h"

@@ -22,6 +22,9 @@
 #endif
 
 #define LK_GEMM_NR (2 * LK_W)
+// Rows of B lk_gemv streams at once: 8 broadcasts, c's vector and a load (10
+// registers, AVX2 has 16).
+#define LK_GEMV_BLOCK 8
 
 LK_TARGET LK_INLINE void lk_gemm_block(size_t k, const float *a, const float *b, size_t ldb, float *c,
                                        size_t ldc, size_t cols, const float *bias, int masked) {
@@ -74,47 +77,50 @@ LK_TARGET static void lk_gemm_pack_b(size_t k, size_t cols, const float *b, size
     }
 }
 
-// Columns [0, vectors * LK_W) of lk_gemv's strip at c, the last vector
-// masked to `last`: one register a vector holds its columns' sum over every
-// row of B (`vectors` is a constant after inlining for whole strips).
-LK_TARGET LK_INLINE void lk_gemv_strip(size_t k, float alpha, const float *a, size_t a_col, const float *b,
-                                       size_t ldb, float *c, size_t vectors, lk_lanes last) {
-    lk_v acc[LK_GEMV_VECTORS];
+// c[j] += sum over q < rows of ap[q] * row[q][j], for every column j < n,
+// in q order onto c's value (`rows` is a constant after inlining).
+LK_TARGET LK_INLINE void lk_gemv_rows(size_t n, const lk_v *ap, const float *const *row, float *c, const int rows) {
+    size_t body = n / LK_W * LK_W;
+    for (size_t j = 0; j < body; j += LK_W) {
+        lk_v y = LK_PS(loadu)(c + j);
 #pragma clang loop unroll(full)
-    for (size_t v = 0; v < LK_GEMV_VECTORS; v++) acc[v] = LK_PS(setzero)();
-    for (size_t p = 0; p < k; p++) {
-        lk_v ap = LK_PS(set1)(alpha * a[p * a_col]);
-        const float *row = b + p * ldb;
-#pragma clang loop unroll(full)
-        for (size_t v = 0; v < LK_GEMV_VECTORS; v++) {
-            if (v + 1 < vectors) acc[v] = LK_PS(fmadd)(ap, LK_PS(loadu)(row + v * LK_W), acc[v]);
-            if (v + 1 == vectors) acc[v] = LK_PS(fmadd)(ap, lk_load_lanes(row + v * LK_W, last), acc[v]);
-        }
+        for (int q = 0; q < rows; q++) y = LK_PS(fmadd)(ap[q], LK_PS(loadu)(row[q] + j), y);
+        LK_PS(storeu)(c + j, y);
     }
+    if (body < n) {
+        lk_lanes tail = lk_lanes_upto(n - body);
+        lk_v y = lk_load_lanes(c + body, tail);
 #pragma clang loop unroll(full)
-    for (size_t v = 0; v < LK_GEMV_VECTORS; v++) {
-        if (v + 1 < vectors) LK_PS(storeu)(c + v * LK_W, LK_PS(add)(LK_PS(loadu)(c + v * LK_W), acc[v]));
-        if (v + 1 == vectors) lk_store_lanes(c + v * LK_W, last, LK_PS(add)(lk_load_lanes(c + v * LK_W, last), acc[v]));
+        for (int q = 0; q < rows; q++) y = LK_PS(fmadd)(ap[q], lk_load_lanes(row[q] + body, tail), y);
+        lk_store_lanes(c + body, tail, y);
     }
 }
 
-// c[j] += alpha * sum_p a[p * a_col] * b[p * ldb + j]: strips of
-// LK_GEMV_VECTORS vectors of columns, B streamed row by row. Each column's
-// sum runs over p in order from zero, however the columns are split. A
-// strip reads 1 KB of a row (AVX-512) before the next row: with 4 vectors
-// (256 B a row), a 1280 x 1000 B that the caches do not hold (MobileNetV2's
-// classifier, as a network runs it) took 0.31-0.43 ms against 0.20-0.25
-// (one thread, scratch harness), since the prefetcher sees short runs.
+// c[j] += alpha * sum_p a[p * a_col] * b[p * ldb + j]: B streamed in blocks
+// of LK_GEMV_BLOCK rows, each row whole and in order, into c (which the
+// caches hold: 200 KB for GPT-2's 50257 logits). Each column's sum runs over
+// p in order onto c's value, however the columns are split. Whole rows are
+// the longest runs of B the prefetcher can see: GPT-2 small's 768 x 50257
+// output projection, not in cache, took 5.0-5.5 ms read so against 9.1 ms
+// by strips of 16 vectors down every row (1 KB runs), its 768 x 3072 0.27
+// against 0.33-0.40 ms (one thread, scratch harness).
 LK_TARGET static void lk_gemv(size_t k, size_t n, float alpha, const float *a, size_t a_col, const float *b,
                               size_t ldb, float *c) {
-    const size_t strip = LK_GEMV_VECTORS * LK_W;
-    size_t j = 0;
-    for (; j + strip <= n; j += strip) {
-        lk_gemv_strip(k, alpha, a, a_col, b + j, ldb, c + j, LK_GEMV_VECTORS, lk_lanes_upto(LK_W));
+    lk_v ap[LK_GEMV_BLOCK];
+    const float *row[LK_GEMV_BLOCK];
+    size_t p = 0;
+    for (; p + LK_GEMV_BLOCK <= k; p += LK_GEMV_BLOCK) {
+#pragma clang loop unroll(full)
+        for (int q = 0; q < LK_GEMV_BLOCK; q++) {
+            ap[q] = LK_PS(set1)(alpha * a[(p + q) * a_col]);
+            row[q] = b + (p + q) * ldb;
+        }
+        lk_gemv_rows(n, ap, row, c, LK_GEMV_BLOCK);
     }
-    if (j < n) {
-        size_t left = n - j, vectors = (left + LK_W - 1) / LK_W;
-        lk_gemv_strip(k, alpha, a, a_col, b + j, ldb, c + j, vectors, lk_lanes_upto(left - (vectors - 1) * LK_W));
+    for (; p < k; p++) {
+        ap[0] = LK_PS(set1)(alpha * a[p * a_col]);
+        row[0] = b + p * ldb;
+        lk_gemv_rows(n, ap, row, c, 1);
     }
 }
 
@@ -123,7 +129,7 @@ LK_TARGET static void lk_gemv(size_t k, size_t n, float alpha, const float *a, s
 // sequential streams). A classifier exported from PyTorch gives its Linear
 // weights so ([M, K], transB), and this is the order they stream fastest
 // from memory: MobileNetV2's 1280 -> 1000 classifier at batch 1, weights
-// not in cache, took 0.16 ms read so against 0.30 ms by lk_gemv's strips of
+// not in cache, took 0.16 ms read so against 0.30 ms by lk_gemv (then in strips) on
 // the transposed copy (one thread, scratch harness).
 LK_TARGET static void lk_gemv_bt(size_t k, size_t n, float alpha, const float *a, const float *bt, size_t ldbt,
                                  float *c) {
