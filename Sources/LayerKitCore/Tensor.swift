@@ -35,7 +35,13 @@ public final class Tensor: @unchecked Sendable {
     /// Makes a zero-filled tensor. Throws if a dimension is negative or the
     /// tensor would not fit in this machine's physical memory (an absurd
     /// shape must be an error, not an out-of-memory kill).
-    public init(shape: [Int]) throws {
+    public convenience init(shape: [Int]) throws {
+        try self.init(shape: shape, zeroed: true)
+    }
+
+    /// Storage for `shape`, zero-filled when `zeroed` (else the caller
+    /// writes every element before anyone reads one).
+    private init(shape: [Int], zeroed: Bool) throws {
         let count = try Tensor.elementCount(of: shape)
         let memory = Tensor.physicalMemory
         guard UInt64(count) * 4 <= memory else {
@@ -59,7 +65,7 @@ public final class Tensor: @unchecked Sendable {
                 + "the system refused the memory")
         }
         dataPointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
-        dataPointer.initialize(repeating: 0, count: max(count, 1))
+        if zeroed { dataPointer.initialize(repeating: 0, count: max(count, 1)) }
         owner = nil
         Tensor.allocationCounter?.record(bytes: count * 4)
     }
@@ -78,14 +84,17 @@ public final class Tensor: @unchecked Sendable {
 
     /// Makes a tensor holding `values`, which must have `shape`'s element count.
     public convenience init(shape: [Int], values: [Float]) throws {
-        try self.init(shape: shape)
+        let count = try Tensor.elementCount(of: shape)
         guard values.count == count else {
             throw LayerKitError.shapeMismatch(
                 "\(values.count) values do not fill shape \(Tensor.describe(shape)) (\(count) elements)")
         }
+        // Not zero-filled first: the values overwrite every element (a 0.5 GB
+        // model's weights were a memset and a copy).
+        try self.init(shape: shape, zeroed: count == 0)
         values.withUnsafeBufferPointer { source in
             // An empty array may have no storage at all.
-            if let base = source.baseAddress { dataPointer.update(from: base, count: count) }
+            if let base = source.baseAddress { dataPointer.initialize(from: base, count: count) }
         }
     }
 
@@ -122,12 +131,12 @@ public final class Tensor: @unchecked Sendable {
 
     /// A copy of the elements under another shape of the same element count.
     public func reshaped(to newShape: [Int]) throws -> Tensor {
-        let result = try Tensor(shape: newShape)
-        guard result.count == count else {
+        guard try Tensor.elementCount(of: newShape) == count else {
             throw LayerKitError.shapeMismatch(
                 "cannot reshape \(Tensor.describe(shape)) (\(count) elements) to \(Tensor.describe(newShape))")
         }
-        result.dataPointer.update(from: dataPointer, count: count)
+        let result = try Tensor(shape: newShape, zeroed: count == 0)
+        result.dataPointer.initialize(from: dataPointer, count: count)
         return result
     }
 

@@ -124,6 +124,17 @@ public struct ONNXTensor: Sendable, Hashable {
     public func floats() throws -> [Float] {
         switch dataType {
         case .float:
+            // Little-endian float32 words on a little-endian host are its floats:
+            // one copy, not a load per element (GPT-2 small's 0.5 GB of weights).
+            if let raw = rawData, UInt32(1).littleEndian == 1 {
+                let count = try rawCount(raw, wordSize: 4)
+                return [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
+                    raw.withUnsafeBytes { source in
+                        if count > 0 { UnsafeMutableRawBufferPointer(buffer).copyMemory(from: source) }
+                    }
+                    initialized = count
+                }
+            }
             return try values(typed: floatData) { Float(bitPattern: $0) }
         case .float16:
             // Typed FLOAT16 data is stored in int32_data, one value per element, in the low 16 bits.
@@ -169,13 +180,20 @@ public struct ONNXTensor: Sendable, Hashable {
             return typed
         }
         let rawSize = MemoryLayout<Word>.size
-        let (bytes, overflow) = count.multipliedReportingOverflow(by: rawSize)
-        guard !overflow, raw.count == bytes else {
-            throw failure("raw_data holds \(raw.count) bytes where dims \(dims) of \(dataType) need \(count) x \(rawSize)")
-        }
+        _ = try rawCount(raw, wordSize: rawSize)
         return raw.withUnsafeBytes { buffer in
             (0..<count).map { fromRaw(Word(littleEndian: buffer.loadUnaligned(fromByteOffset: $0 * rawSize, as: Word.self))) }
         }
+    }
+
+    /// The element count `dims` give, checked against `raw`'s bytes at `wordSize` bytes an element.
+    private func rawCount(_ raw: [UInt8], wordSize: Int) throws -> Int {
+        let count = try elementCount()
+        let (bytes, overflow) = count.multipliedReportingOverflow(by: wordSize)
+        guard !overflow, raw.count == bytes else {
+            throw failure("raw_data holds \(raw.count) bytes where dims \(dims) of \(dataType) need \(count) x \(wordSize)")
+        }
+        return count
     }
 
     func failure(_ text: String) -> LayerKitError {

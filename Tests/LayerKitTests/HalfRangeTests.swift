@@ -15,6 +15,21 @@ struct HalfRangeTests {
         #expect(try range([0, 0x1p-24, -0x1p-20, 3 * 0x1p-24]) == nil)
     }
 
+    /// The check's bit test against the round trip through Swift's Float16
+    /// (IEEE conversion): a sweep of float bit patterns of both signs, and
+    /// the edges of fp16's normal and subnormal ranges.
+    @Test func exactnessMatchesTheFloat16RoundTrip() {
+        var patterns = Array(stride(from: UInt32(0), to: 0x7f80_0000, by: 4099))
+        for edge: Float in [65504, 65505, 65520, 0x1p-14, 0x1p-24, 0x1.8p-24, 0x1p-25, 0x1.ffcp-15, 0x1.ffep-15, 2048, 2049, 4098] {
+            patterns += [edge.bitPattern, edge.bitPattern &+ 1, edge.bitPattern &- 1]
+        }
+        for bits in patterns {
+            for x in [Float(bitPattern: bits), -Float(bitPattern: bits)] where x.isFinite {
+                #expect(HalfRange.holdsExactly(x) == (Float(Float16(x)) == x), "\(x)")
+            }
+        }
+    }
+
     @Test func eachLossCountsItsElementsAndGivesTheRange() throws {
         let overflow = try #require(try range([70000, -1, 2, 3]))
         #expect(overflow.loss == .overflow && overflow.elements == 1 && overflow.lowest == -1 && overflow.highest == 70000)

@@ -30,7 +30,7 @@ public final class Gemm: Layer {
     /// products run on the calling thread alone.
     public var threadCount = activeProcessorCount
 
-    /// B' as `[K, M]`, row-major (B copied, transposed if `transB`).
+    /// B' as `[K, M]`, row-major: B transposed if `transB`, else `b` itself.
     let weights: Tensor
     /// beta * C, as the CPU adds it.
     let addend: Addend?
@@ -79,8 +79,8 @@ public final class Gemm: Layer {
 
     /// Makes the layer; throws `LayerKitError.invalidWeights` or
     /// `.invalidParameter` for a B or C that cannot fit, or a non-finite
-    /// alpha or beta. The layer computes with its own copy of B; it keeps
-    /// `b` and `c` themselves for training, so leave them unchanged.
+    /// alpha or beta. The layer computes with `b` itself (a transposed copy
+    /// with transB) and keeps `b` and `c` for training, so leave them unchanged.
     public convenience init(b: Tensor, c: Tensor? = nil, alpha: Float = 1, beta: Float = 1, transA: Bool = false,
                             transB: Bool = false, name: String = "Gemm") throws {
         try self.init(b: b, c: c, alpha: alpha, beta: beta, transA: transA, transB: transB, name: name,
@@ -100,7 +100,8 @@ public final class Gemm: Layer {
         }
         let (k, m) = transB ? (b.shape[1], b.shape[0]) : (b.shape[0], b.shape[1])
         (layerName, self.alpha, self.transA, inputFeatures, outputFeatures) = (name, alpha, transA, k, m)
-        weights = transB ? try MatrixGradients.transposed(b) : try b.reshaped(to: b.shape)
+        // Not transposed, B is B': the caller's tensor (left unchanged, as `b`), not a copy (GPT-2 small's 0.5 GB).
+        weights = transB ? try MatrixGradients.transposed(b) : b
         (self.b, self.c) = (b, c)
         (self.beta, self.transB) = (beta, transB)
         addend = try c.map { try Self.addend(c: $0, beta: beta, columns: m, name: name) }
