@@ -47,6 +47,37 @@ package enum RegularFile {
         }
     }
 
+    /// The whole of the regular file at `path` as bytes, read straight into
+    /// the array (`contents` reads into a `Data`, which an `[UInt8]` copies:
+    /// GPT-2 small's 0.5 GB model cost 0.4 s more so).
+    package static func bytes(_ path: String) throws -> [UInt8] {
+        let descriptor = try open(path)
+        defer { close(descriptor) }
+        func failure() -> LayerKitError { .file("cannot read '\(path)': \(String(cString: strerror(errno)))") }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw failure() }
+        let size = Int(max(status.st_size, 0))
+        var bytes = try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = 0
+            while count < size {
+                let n = read(descriptor, buffer.baseAddress! + count, size - count)
+                if n < 0, errno == EINTR { continue }
+                guard n >= 0 else { throw failure() }
+                if n == 0 { break }  // the file shrank since fstat
+                count += n
+            }
+        }
+        // What the file grew by since fstat.
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { throw failure() }
+            if n == 0 { return bytes }
+            bytes += chunk[..<n]
+        }
+    }
+
     /// `not a regular file (a FIFO)`, and so on: why a file of this mode is
     /// neither read nor replaced.
     package static func kindDescription(_ mode: mode_t) -> String {

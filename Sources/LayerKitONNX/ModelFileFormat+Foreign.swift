@@ -12,7 +12,7 @@ extension ModelFileFormat {
     /// last resort, or Core ML) when its first bytes say it is something else: a known non-model file by
     /// its signature, or bytes whose first field no ONNX or Core ML model
     /// begins with.
-    static func refuseForeign(_ data: Data, name: String) throws {
+    static func refuseForeign<Bytes: Collection<UInt8>>(_ data: Bytes, name: String) throws {
         let bytes = [UInt8](data.prefix(16))
         if let kind = foreignKind(bytes, count: data.count) {
             throw LayerKitError.invalidModel("\(name) is \(kind), not a model: \(readableFormats)")

@@ -28,7 +28,7 @@ public enum ModelFileFormat: Sendable, Equatable {
 
     /// The format of a file's bytes; `name` is its file name, whose
     /// `.mlmodel` extension decides when the top-level fields do not.
-    public static func of(_ data: Data, name: String) -> ModelFileFormat {
+    public static func of<Bytes: Collection<UInt8>>(_ data: Bytes, name: String) -> ModelFileFormat {
         let bytes = [UInt8](data.prefix(sniffedBytes))
         if bytes.count >= 8, Array(bytes[4..<8]) == Array("TFL3".utf8) { return .tensorFlowLite }
         var reader = ProtobufReader(bytes: bytes, message: "Model", source: name)
@@ -51,15 +51,21 @@ public enum ModelFileFormat: Sendable, Equatable {
     public static func read(_ url: URL) throws -> ONNXModel {
         let name = url.lastPathComponent
         if isPackage(url) { return try MLProgramModel(package: url).onnxModel() }
-        let data = try RegularFile.contents(url.path)
-        if of(data, name: name) == .coreMLProgram {
+        // An ONNX file's bytes are decoded in place; the other formats read a `Data`.
+        let bytes = try RegularFile.bytes(url.path)
+        switch of(bytes, name: name) {
+        case .onnx:
+            try refuseForeign(bytes, name: name)
+            var model = try ONNXModel(bytes: bytes, source: name)
+            try model.loadExternalData(from: url.deletingLastPathComponent())
+            return model
+        case .coreMLProgram:
             // Its weights files are named from its folder (`@model_path`).
             let folder = url.deletingLastPathComponent()
-            return try MLProgramModel(data: data, source: name, modelFolder: folder).onnxModel()
+            return try MLProgramModel(data: Data(bytes), source: name, modelFolder: folder).onnxModel()
+        case .coreML, .tensorFlowLite:
+            return try decode(Data(bytes), name: name)
         }
-        var model = try decode(data, name: name)
-        if of(data, name: name) == .onnx { try model.loadExternalData(from: url.deletingLastPathComponent()) }
-        return model
     }
 
     /// Decodes a model's bytes as `read(_:)` does (an ONNX model's external

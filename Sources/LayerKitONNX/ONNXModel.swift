@@ -42,7 +42,13 @@ extension ONNXModel {
     /// Decodes an ONNX model from the bytes of a `.onnx` file; `source` names
     /// it in error messages.
     public init(data: Data, source: String = "ONNX model") throws {
-        var reader = ProtobufReader(bytes: [UInt8](data), message: "ModelProto", source: source)
+        try self.init(bytes: [UInt8](data), source: source)
+    }
+
+    /// Decodes a serialized ONNX `ModelProto` from its bytes, which the
+    /// decoder reads in place (`init(data:)` copies a `Data` into them first).
+    public init(bytes: [UInt8], source: String = "ONNX model") throws {
+        var reader = ProtobufReader(bytes: bytes, message: "ModelProto", source: source)
         self = try ONNXModel(decoding: &reader)
     }
 
@@ -51,8 +57,7 @@ extension ONNXModel {
     /// file beside the model). Throws `LayerKitError.file` when a file
     /// cannot be read.
     public init(contentsOf url: URL) throws {
-        let data = try RegularFile.contents(url.path)
-        try self.init(data: data, source: url.lastPathComponent)
+        try self.init(bytes: try RegularFile.bytes(url.path), source: url.lastPathComponent)
         try loadExternalData(from: url.deletingLastPathComponent())
     }
 
