@@ -214,7 +214,11 @@ public final class Gemm: Layer {
         // of the work (resnet18's 512 -> 1000 classifier, 2 MB of B).
         let perThread = Convolution.minimumWorkPerThread / (n <= 2 ? 8 : 1)
         let threads = min(threadCount, CPUThreads.current, max(1, n * m * k / perThread))
-        let chunk = threads == 1 ? m : max(64, ((m + 2 * threads - 1) / (2 * threads) + 63) & ~63)
+        // Two chunks a thread balance the blocked product; one or two rows take
+        // one chunk a thread, so each streams the longest runs of B's rows.
+        let chunksPerThread = n <= 2 ? 1 : 2
+        let chunk = threads == 1 ? m
+            : max(64, ((m + chunksPerThread * threads - 1) / (chunksPerThread * threads) + 63) & ~63)
         let failed = Atomic(false)
         forEachChunk(count: m, chunkSize: chunk, threadCount: threads) { columns in
             let (j0, width) = (columns.lowerBound, columns.count)
