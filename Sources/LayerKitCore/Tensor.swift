@@ -89,13 +89,19 @@ public final class Tensor: @unchecked Sendable {
             throw LayerKitError.shapeMismatch(
                 "\(values.count) values do not fill shape \(Tensor.describe(shape)) (\(count) elements)")
         }
-        // Not zero-filled first: the values overwrite every element (a 0.5 GB
-        // model's weights were a memset and a copy).
-        try self.init(shape: shape, zeroed: count == 0)
-        values.withUnsafeBufferPointer { source in
-            // An empty array may have no storage at all.
-            if let base = source.baseAddress { dataPointer.initialize(from: base, count: count) }
+        try self.init(shape: shape) { elements in
+            values.withUnsafeBufferPointer { source in
+                // An empty array may have no storage at all.
+                if let base = source.baseAddress { elements.baseAddress!.initialize(from: base, count: count) }
+            }
         }
+    }
+
+    /// A tensor whose elements `initialize` writes, every one of them: not
+    /// zero-filled first (a 0.5 GB model's weights were a memset besides their copy).
+    package convenience init(shape: [Int], initializingWith initialize: (UnsafeMutableBufferPointer<Float>) throws -> Void) throws {
+        try self.init(shape: shape, zeroed: false)
+        try initialize(elements)
     }
 
     deinit { if owner == nil { free(dataPointer) } }
@@ -135,9 +141,7 @@ public final class Tensor: @unchecked Sendable {
             throw LayerKitError.shapeMismatch(
                 "cannot reshape \(Tensor.describe(shape)) (\(count) elements) to \(Tensor.describe(newShape))")
         }
-        let result = try Tensor(shape: newShape, zeroed: count == 0)
-        result.dataPointer.initialize(from: dataPointer, count: count)
-        return result
+        return try Tensor(shape: newShape) { $0.baseAddress!.initialize(from: dataPointer, count: count) }
     }
 
     /// The shape read as N, C, H, W by ``nchwShape(_:)``: the one rule

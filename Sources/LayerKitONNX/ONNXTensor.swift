@@ -124,15 +124,11 @@ public struct ONNXTensor: Sendable, Hashable {
     public func floats() throws -> [Float] {
         switch dataType {
         case .float:
-            // Little-endian float32 words on a little-endian host are its floats:
-            // one copy, not a load per element (GPT-2 small's 0.5 GB of weights).
-            if let raw = rawData, UInt32(1).littleEndian == 1 {
-                let count = try rawCount(raw, wordSize: 4)
-                return [Float](unsafeUninitializedCapacity: count) { buffer, initialized in
-                    raw.withUnsafeBytes { source in
-                        if count > 0 { UnsafeMutableRawBufferPointer(buffer).copyMemory(from: source) }
-                    }
-                    initialized = count
+            // One copy, not a load per element (GPT-2 small's 0.5 GB of weights).
+            if let raw = try rawFloat32() {
+                return [Float](unsafeUninitializedCapacity: raw.count) { buffer, initialized in
+                    raw.copy(into: buffer)
+                    initialized = raw.count
                 }
             }
             return try values(typed: floatData) { Float(bitPattern: $0) }
@@ -184,6 +180,33 @@ public struct ONNXTensor: Sendable, Hashable {
         return raw.withUnsafeBytes { buffer in
             (0..<count).map { fromRaw(Word(littleEndian: buffer.loadUnaligned(fromByteOffset: $0 * rawSize, as: Word.self))) }
         }
+    }
+
+    /// A FLOAT tensor's values as a `Tensor` of its dims: raw data copied
+    /// once into the tensor's storage, typed data through `floats()`.
+    public func floatTensor() throws -> Tensor {
+        guard let raw = try rawFloat32() else { return try Tensor(shape: dims, values: floats()) }
+        return try Tensor(shape: dims) { raw.copy(into: $0) }
+    }
+
+    /// Raw little-endian float32 words on a little-endian host, which are
+    /// its floats as they lie: copied whole, not loaded one by one.
+    private struct RawFloat32 {
+        let bytes: [UInt8]
+        let count: Int
+
+        func copy(into elements: UnsafeMutableBufferPointer<Float>) {
+            bytes.withUnsafeBytes { source in
+                if count > 0 { UnsafeMutableRawBufferPointer(elements).copyMemory(from: source) }
+            }
+        }
+    }
+
+    /// This FLOAT tensor's raw data as `RawFloat32`, checked against its
+    /// dims; nil when it has none or the host is big-endian.
+    private func rawFloat32() throws -> RawFloat32? {
+        guard dataType == .float, let raw = rawData, UInt32(1).littleEndian == 1 else { return nil }
+        return RawFloat32(bytes: raw, count: try rawCount(raw, wordSize: 4))
     }
 
     /// The element count `dims` give, checked against `raw`'s bytes at `wordSize` bytes an element.

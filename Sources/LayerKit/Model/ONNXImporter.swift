@@ -417,7 +417,7 @@ struct ONNXImporter {
                     throw node.error("a zero-size input reaches its float layer; LayerKit runs zero-size tensors only "
                                      + "through shape, element-moving and folding ops")
                 }
-                let tensors = try data.map { try Tensor(shape: $0.dims, values: $0.anyFloats()) }
+                let tensors = try data.map { try $0.anyFloatTensor() }
                 let outputs = try shapes.map { try Tensor(shape: $0) }
                 try layer.evaluate(inputs: tensors, outputs: outputs)
                 return outputs.map { ONNXTensor(name: "", dims: $0.shape, floats: $0.values) }

@@ -109,7 +109,7 @@ struct ONNXNodeContext {
                         + "as an initializer (constant) here")
         }
         do {
-            return try Tensor(shape: initializer.dims, values: initializer.anyFloats())
+            return try initializer.anyFloatTensor()
         } catch let failure as LayerKitError {
             throw error("\(what): \(failure)")
         }

@@ -238,4 +238,9 @@ extension ONNXTensor {
         }
         return try floats()
     }
+
+    /// `anyFloats()` as a tensor of the dims; FLOAT data straight into its storage (`floatTensor()`).
+    func anyFloatTensor() throws -> Tensor {
+        dataType == .float ? try floatTensor() : try Tensor(shape: dims, values: anyFloats())
+    }
 }
