@@ -91,12 +91,15 @@ def export(model, config, path):
 
 def ort_greedy(path, prompt, tokens, threads=1):
     """onnxruntime's KV-cache loop on the CPU with `threads` intra-op threads:
-    (generated ids, top-1 margins, prefill seconds, decode seconds). The cache's
-    shape comes from the model's past inputs, their past length 0."""
+    (generated ids, top-1 margins, prefill seconds, decode seconds, session
+    creation seconds). The cache's shape comes from the model's past inputs,
+    their past length 0."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    start = time.perf_counter()
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    load = time.perf_counter() - start
     past = {i.name: np.zeros([d if isinstance(d, int) else 0 for d in i.shape], np.float32)
             for i in session.get_inputs() if i.name.startswith("past_key_values.")}
     past_names = list(past)
@@ -117,7 +120,7 @@ def ort_greedy(path, prompt, tokens, threads=1):
         ids.append(token)
         past = dict(zip(past_names, outputs[1:]))
         step = np.array([[token]], np.int64)
-    return generated, margins, seconds[0], sum(seconds[1:])
+    return generated, margins, seconds[0], sum(seconds[1:]), load
 
 
 def main():
@@ -152,7 +155,7 @@ def main():
     print(f"wrote {path} ({os.path.getsize(path) / 1e6:.2f} MB)")
     if args.gpt2_small:
         return
-    generated, margins, _, _ = ort_greedy(path, PROMPT, args.tokens)
+    generated, margins, *_ = ort_greedy(path, PROMPT, args.tokens)
     if generated != expected:
         raise SystemExit(f"onnxruntime's ids {generated} differ from transformers' generate() {expected}")
     if min(margins) < args.min_margin:

@@ -18,12 +18,14 @@ enum GenerateCommand {
         let count = try arguments.count("--tokens", default: 16, minimum: 1)
         let units = try ValueParsing.backend(arguments.value("--backend") ?? "auto")
         let json = arguments.has("--json")
+        let clock = ContinuousClock()
+        let loading = clock.now
         let model = try ModelFiles.load(path, computeUnits: units, console: console)
         let generator = try TokenGenerator(model: model)
+        let load = clock.now - loading
         try generator.layout.check(prompt)
         if !json { console.print(ModelFiles.deviceLine(model.backend)) }
 
-        let clock = ContinuousClock()
         let progress = ProgressBar("generate", total: count, console: console)
         defer { progress.finish() }
         var start = clock.now
@@ -37,7 +39,7 @@ enum GenerateCommand {
         }
         progress.finish()
         let record = GenerateRecord(model: path, backend: model.backend, prompt: prompt, ids: generated,
-                                    prefillMs: Timing.milliseconds(prefill),
+                                    loadMs: Timing.milliseconds(load), prefillMs: Timing.milliseconds(prefill),
                                     decodeMs: Timing.milliseconds(clock.now - start))
         if json {
             console.print(try JSONText.line(record))

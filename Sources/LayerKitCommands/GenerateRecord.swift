@@ -10,6 +10,8 @@ struct GenerateRecord: Encodable {
     let prompt: [Int64]
     /// The generated ids, in order.
     let ids: [Int64]
+    /// The model's load (read, imported, planned where its inputs allow), in ms.
+    let loadMs: Double
     /// The prompt's run with an empty cache, which chose the first id.
     let prefill: Phase
     /// The runs of one id each that chose the others (none when one id was asked for).
@@ -33,17 +35,19 @@ struct GenerateRecord: Encodable {
         }
     }
 
-    init(model: String, backend: Backend, prompt: [Int64], ids: [Int64], prefillMs: Double, decodeMs: Double) {
-        (self.model, self.prompt, self.ids) = (model, prompt, ids)
+    init(model: String, backend: Backend, prompt: [Int64], ids: [Int64], loadMs: Double, prefillMs: Double,
+         decodeMs: Double) {
+        (self.model, self.prompt, self.ids, self.loadMs) = (model, prompt, ids, loadMs)
         cpu = .current
         device = BenchRecord.Device(backend.gpu)
         prefill = Phase(tokens: prompt.count, ms: prefillMs)
         decode = Phase(tokens: max(0, ids.count - 1), ms: decodeMs)
     }
 
-    /// The text output: the ids, then each phase's speed.
+    /// The text output: the ids, the load's time, then each phase's speed.
     var lines: [String] {
         ["ids: " + ids.map(String.init).joined(separator: ","),
+         "load: " + String(format: "%.2f", loadMs) + " ms",
          "prefill: " + prefill.text,
          "decode: " + decode.text]
     }

@@ -29,6 +29,7 @@ struct GenerateCommandTests {
         }
         let schema: String
         let ids: [Int64]
+        let loadMs: Double
         let prefill: Phase
         let decode: Phase
     }
@@ -52,6 +53,7 @@ struct GenerateCommandTests {
         #expect(record.schema == "layerkit-generate/1")
         #expect(record.ids == (try Self.reference().ids))
         #expect(record.prefill.tokens == 5)
+        #expect(record.loadMs > 0)
         #expect(record.decode.tokens == (try Self.reference().ids.count) - 1)
         #expect((record.decode.tokensPerSecond ?? 0) > 0)
     }
@@ -60,11 +62,12 @@ struct GenerateCommandTests {
         #expect(try generated(backend: "gpu").ids == (try Self.reference().ids))
     }
 
-    @Test func printsTheIdsAndBothSpeeds() throws {
+    @Test func printsTheIdsTheLoadAndBothSpeeds() throws {
         let runner = CommandRunner()
         #expect(runner.run(["generate", Self.model, "--ids", "17,93", "--tokens", "3", "--backend", "cpu"]) == 0)
         let lines = runner.out.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("ids: ") && $0.split(separator: ",").count == 3 })
+        #expect(lines.contains { $0.hasPrefix("load: ") && $0.hasSuffix(" ms") })
         #expect(lines.contains { $0.hasPrefix("prefill: 2 tokens in ") && $0.hasSuffix("tokens/s)") })
         #expect(lines.contains { $0.hasPrefix("decode: 2 tokens in ") })
     }
