@@ -6,7 +6,11 @@ torch.onnx or optimum: input_ids, attention_mask, position_ids and
 past_key_values.N.key/.value in; logits and present.N.key/.value out), e.g. the
 tiny GPT-2 of Scripts/generate_gpt2_fixture.py. Each step feeds every present
 output back as its past input, as `layerkit generate` does; the cache lives in
-numpy arrays between steps.
+numpy arrays between steps. The decode runs in a window, as `layerkit generate`'s
+does: every decode step's past has the run's whole span, the cached tokens at its
+end after zeros the attention mask hides, so every step has the same input shapes
+and LayerKit runs them all with one plan (a growing cache is a new shape, so a new
+plan, each step).
 
     python3 Examples/python/generate_gpt2.py [MODEL] [--ids 17,93,5,201,42] [--tokens 12]
         [--backend cpu|gpu] [--threads N]
@@ -19,6 +23,14 @@ import numpy as np
 import layerkit
 
 
+def right_aligned(cache, slots):
+    """`cache` with `slots` positions on axis 2: its last ones, after zeros when it has fewer."""
+    if cache.shape[2] >= slots:
+        return cache[:, :, cache.shape[2] - slots:]
+    padding = np.zeros(cache.shape[:2] + (slots - cache.shape[2],) + cache.shape[3:], cache.dtype)
+    return np.concatenate([padding, cache], axis=2)
+
+
 def greedy(model, prompt, tokens):
     """`tokens` ids after `prompt`, each the argmax of the last logits row; and
     the seconds of the prefill (the prompt) and of the decode (one id per run)."""
@@ -27,19 +39,24 @@ def greedy(model, prompt, tokens):
     for name in past_names:
         shape = [0 if axis == 2 else max(size, 1) for axis, size in enumerate(model.input_shapes[name])]
         past[name] = np.zeros(shape, np.float32)          # an empty cache: past length 0
-    ids, generated, seconds = list(prompt), [], []
+    window = len(prompt) + tokens - 2                     # the positions the last decode step reads
+    cached, generated, seconds = 0, [], []
     step = np.array([prompt], np.int64)
     for _ in range(tokens):
-        total = len(ids)
-        feed = {"input_ids": step, "attention_mask": np.ones((1, total), np.int64),
-                "position_ids": np.arange(total - step.shape[1], total, dtype=np.int64)[None], **past}
+        slots = past[past_names[0]].shape[2]              # cached tokens at the end, masked zeros before
+        total = cached + step.shape[1]
+        mask = np.concatenate([np.zeros(slots - cached, np.int64), np.ones(total, np.int64)])[None]
+        feed = {"input_ids": step, "attention_mask": mask,
+                "position_ids": np.arange(cached, total, dtype=np.int64)[None], **past}
         start = time.perf_counter()
         outputs = model.predict(feed)
         seconds.append(time.perf_counter() - start)
         token = int(np.argmax(outputs["logits"][0, -1]))
         generated.append(token)
-        ids.append(token)
-        past = {name: outputs[name.replace("past_key_values.", "present.", 1)] for name in past_names}
+        keep = window if total <= window else slots + step.shape[1]
+        past = {name: right_aligned(outputs[name.replace("past_key_values.", "present.", 1)], keep)
+                for name in past_names}
+        cached = total
         step = np.array([[token]], np.int64)
     return generated, seconds[0], sum(seconds[1:])
 
