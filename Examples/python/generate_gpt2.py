@@ -7,10 +7,10 @@ past_key_values.N.key/.value in; logits and present.N.key/.value out), e.g. the
 tiny GPT-2 of Scripts/generate_gpt2_fixture.py. Each step feeds every present
 output back as its past input, as `layerkit generate` does; the cache lives in
 numpy arrays between steps. The decode runs in a window, as `layerkit generate`'s
-does: every decode step's past has the run's whole span, the cached tokens at its
-end after zeros the attention mask hides, so every step has the same input shapes
-and LayerKit runs them all with one plan (a growing cache is a new shape, so a new
-plan, each step).
+does: the past grows 64 positions at a time up to the run's whole span, the cached
+tokens at its end after zeros the attention mask hides, so the steps within 64
+positions have the same input shapes and LayerKit runs them with one plan (a cache
+that grows by one is a new shape, so a new plan, each step).
 
     python3 Examples/python/generate_gpt2.py [MODEL] [--ids 17,93,5,201,42] [--tokens 12]
         [--backend cpu|gpu] [--threads N]
@@ -40,6 +40,7 @@ def greedy(model, prompt, tokens):
         shape = [0 if axis == 2 else max(size, 1) for axis, size in enumerate(model.input_shapes[name])]
         past[name] = np.zeros(shape, np.float32)          # an empty cache: past length 0
     window = len(prompt) + tokens - 2                     # the positions the last decode step reads
+    step_size = 64                                        # the past grows this many positions at a time
     cached, generated, seconds = 0, [], []
     step = np.array([prompt], np.int64)
     for _ in range(tokens):
@@ -53,7 +54,7 @@ def greedy(model, prompt, tokens):
         seconds.append(time.perf_counter() - start)
         token = int(np.argmax(outputs["logits"][0, -1]))
         generated.append(token)
-        keep = window if total <= window else slots + step.shape[1]
+        keep = min(window, -(-total // step_size) * step_size) if total <= window else slots + step.shape[1]
         past = {name: right_aligned(outputs[name.replace("past_key_values.", "present.", 1)], keep)
                 for name in past_names}
         cached = total

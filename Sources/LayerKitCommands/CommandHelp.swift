@@ -293,9 +293,9 @@ struct CommandHelp {
         name: "generate", synopsis: ["MODEL.onnx --ids ID,... [--tokens N] [--backend B] [--threads N] [--json]"],
         summary: "Greedy text generation with a KV cache, ids in and ids out: runs the prompt with an empty past, "
             + "then each chosen id alone, every present.N output fed back as its past_key_values.N input; with a "
-            + "mask and positions input, in a window of the run's span (the slots not yet used masked), so every "
-            + "decode step runs one plan; prints the generated ids, the load time and the tokens per second of "
-            + "the prefill and of the decode.",
+            + "mask and positions input, in a window that grows 64 positions at a time (the slots not yet used "
+            + "masked), so 64 decode steps run one plan; prints the generated ids, the load time and the tokens "
+            + "per second of the prefill and of the decode.",
         options: [
             Option("--ids", "ID,ID,...", default: "required", "the prompt's token ids, whole numbers in the vocabulary"),
             Option("--tokens", "N", default: "16", "how many ids to generate, 1 to \(ValueParsing.maximumCount)"),

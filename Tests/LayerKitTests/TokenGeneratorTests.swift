@@ -18,9 +18,9 @@ struct TokenGeneratorTests {
         try JSONDecoder().decode(Reference.self, from: Data(contentsOf: fixture.appendingPathComponent("reference.json")))
     }
 
-    /// Each decode step sees a past of the run's whole span, so the same
-    /// input shapes: the plan of the first decode step serves every later
-    /// one, and the ids are onnxruntime's, whose cache grows.
+    /// A run within one window step (64 positions): every decode step sees
+    /// a past of the same length, so the first decode step's plan serves
+    /// every later one, and the ids are onnxruntime's, whose cache grows.
     @Test func decodeStepsShareOnePlan() throws {
         let model = try Model(contentsOf: Self.fixture.appendingPathComponent("model.onnx"), computeUnits: .cpuOnly)
         let generator = try TokenGenerator(model: model)
@@ -33,6 +33,31 @@ struct TokenGeneratorTests {
         #expect(decodePlans.count == reference.ids.count - 1)
         #expect(decodePlans.allSatisfy { $0 === decodePlans[0] }, "a decode step made a new plan")
         #expect(generator.cachedTokens == reference.prompt.count + reference.ids.count - 1)
+    }
+
+    /// A run across a window step (5 + 100 - 2 = 103 positions): the pasts
+    /// are 64 positions, then 103, so two decode plans, and the ids are
+    /// those of the same steps run with a cache that grows by one
+    /// (`next(after:)` alone).
+    @Test func theWindowGrowsByItsStep() throws {
+        let model = try Model(contentsOf: Self.fixture.appendingPathComponent("model.onnx"), computeUnits: .cpuOnly)
+        let prompt = try Self.reference().prompt
+        let generator = try TokenGenerator(model: model)
+        var decodePlans: [ModelPlan] = []
+        let ids = try generator.generate(after: prompt, count: 100) { _, isPrefill in
+            if !isPrefill { decodePlans.append(try #require(model.planForTests)) }
+        }
+        let distinct = decodePlans.indices.filter { $0 == 0 || decodePlans[$0] !== decodePlans[$0 - 1] }
+        // Decode step d runs on prompt.count + d cached tokens: 65 of them need the second window.
+        #expect(distinct == [0, 65 - prompt.count], "decode steps that planned: \(distinct)")
+        try generator.reset()
+        var grown: [Int64] = []
+        var input = prompt
+        for _ in 0..<100 {
+            grown.append(try generator.next(after: input))
+            input = [grown.last!]
+        }
+        #expect(ids == grown)
     }
 
     /// The window's past: the last positions of the present, after zeros.

@@ -4,15 +4,16 @@
 /// mask and positions grown by one, never a re-import.
 ///
 /// The decode window: when the model takes a mask and positions, `generate`
-/// runs every decode step on a past of the same length, the run's whole
-/// span (prompt + count - 2 positions): the cached tokens at its end, the
-/// slots before them zeros that the mask hides (left padding, as
-/// `transformers` pads a batch). Every step then has the same input shapes
-/// and runs one plan; a cache that grows instead is a new shape, so a new
-/// plan (13 of a GPT-2-small decode step's 50 ms). Attention reads the
-/// masked slots too: a few percent of a step's arithmetic at a few hundred
-/// positions. A model without a mask or positions input (positions then
-/// come from the past's length) grows its cache, as `next(after:)` does.
+/// runs its decode steps on pasts that grow 64 positions at a time, up to
+/// the run's whole span (prompt + count - 2 positions): the cached tokens at
+/// the end, the slots before them zeros that the mask hides (left padding,
+/// as `transformers` pads a batch). Steps within 64 positions have the same
+/// input shapes and run one plan; a cache that grows by one is a new shape,
+/// so a new plan, each step (about 13 ms of a GPT-2-small decode step). A
+/// step reads at most 63 masked slots (their keys and values are copied and
+/// attended to, weighing exactly 0). A model without a mask or positions
+/// input (positions then come from the past's length) grows its cache by
+/// one, as `next(after:)` does.
 ///
 /// With a GPU backend the cache does not stay on the device between steps:
 /// `Model.predict(typed:)` takes and returns host tensors, so each step
@@ -28,8 +29,10 @@ public final class TokenGenerator {
     /// Positions on each past's sequence axis: `cachedTokens`, or more in
     /// the decode window (the first `pastSlots - cachedTokens` masked out).
     private var pastSlots = 0
-    /// The decode window's length while `generate` runs one (see above).
+    /// The decode window's longest past while `generate` runs one (see above).
     private var window: Int?
+    /// The positions a window's past grows by.
+    static let windowStep = 64
 
     /// A generator for `model`, whose inputs and outputs must make a
     /// `KVCacheLayout`; it starts with an empty cache.
@@ -73,8 +76,10 @@ public final class TokenGenerator {
             throw error.prefixed("\(ids.count) token(s) after \(cachedTokens) in the cache (positions "
                                  + "\(cachedTokens)..<\(total)): ")
         }
-        // The next past's length: the window's while the tokens fit in it, else the present's.
-        let slots = window.map { total <= $0 ? $0 : pastSlots + ids.count } ?? total
+        // The next past's length: in the window, the tokens rounded up to its step;
+        // past the window (or without one), the present's.
+        let step = Self.windowStep
+        let slots = window.map { total <= $0 ? min($0, (total + step - 1) / step * step) : pastSlots + ids.count } ?? total
         var present: [String: TypedTensor] = [:]
         for pair in layout.pairs {
             guard let value = outputs[pair.present], let before = past[pair.past] else {
