@@ -76,5 +76,9 @@ struct TokenGeneratorTests {
         let last: [Double] = [10, 11, 20, 21, 110, 111, 120, 121]
         #expect(trimmed.doubles() == last)
         #expect(try TokenGenerator.rightAligned(value, axis: 1, slots: 3).doubles() == values)
+        // A zero-size cache (no heads) pads and trims to zero-size tensors of the new shape.
+        let empty = try TypedTensor(zerosOf: .float32, shape: [1, 0, 3, 2])
+        #expect(try TokenGenerator.rightAligned(empty, axis: 2, slots: 5).shape == [1, 0, 5, 2])
+        #expect(try TokenGenerator.rightAligned(empty, axis: 2, slots: 1).shape == [1, 0, 1, 2])
     }
 }

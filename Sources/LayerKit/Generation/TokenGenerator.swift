@@ -141,16 +141,21 @@ public final class TokenGenerator {
     static func rightAligned(_ value: TypedTensor, axis: Int, slots: Int) throws -> TypedTensor {
         let length = value.shape[axis]
         guard slots != length else { return value }
-        let size = value.count == 0 ? 0 : value.bytes.count / value.count
+        guard let size = value.elementType.byteWidth else {
+            throw LayerKitError.invalidModel("a cache of \(value.elementType) values cannot be shifted")
+        }
         let outer = value.shape[..<axis].reduce(1, *)
         let row = value.shape[(axis + 1)...].reduce(1, *) * size
         let (kept, skipped, padding) = (min(length, slots), max(0, length - slots), max(0, slots - length))
         var bytes = [UInt8](repeating: 0, count: outer * slots * row)
-        value.bytes.withUnsafeBytes { source in
-            bytes.withUnsafeMutableBytes { target in
-                for o in 0..<outer {
-                    let from = source.baseAddress! + (o * length + skipped) * row
-                    (target.baseAddress! + (o * slots + padding) * row).copyMemory(from: from, byteCount: kept * row)
+        // A zero-size cache (no heads, say) has no bytes to move, nor a buffer to move them from.
+        if kept * row > 0 {
+            value.bytes.withUnsafeBytes { source in
+                bytes.withUnsafeMutableBytes { target in
+                    for o in 0..<outer {
+                        let from = source.baseAddress! + (o * length + skipped) * row
+                        (target.baseAddress! + (o * slots + padding) * row).copyMemory(from: from, byteCount: kept * row)
+                    }
                 }
             }
         }
