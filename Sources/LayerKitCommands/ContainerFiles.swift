@@ -14,7 +14,7 @@ enum ContainerFiles {
             throw UsageError("--input \(path): model input '\(input.name)' is a \(form); give it as a .pb file holding an "
                              + "ONNX \(form.isSequenceForm ? "SequenceProto" : "OptionalProto")")
         }
-        return try TypedTensor(containerProto: [UInt8](RegularFile.contents(path)), form: form, source: "'\(path)'")
+        return try TypedTensor(containerProto: RegularFile.bytes(path), form: form, source: "'\(path)'")
     }
 
     /// Writes output `name` (a container `value`) to `path`: `.pb` for a

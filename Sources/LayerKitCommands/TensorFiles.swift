@@ -34,7 +34,7 @@ enum TensorFiles {
     static func readTyped(_ path: String) throws -> TypedTensor {
         switch fileExtension(path) {
         case "npy": return try TypedTensor(npyFile: path)
-        case "pb": return try TypedTensor(tensorProto: [UInt8](RegularFile.contents(path)), source: "'\(path)'")
+        case "pb": return try TypedTensor(tensorProto: RegularFile.bytes(path), source: "'\(path)'")
         default: return TypedTensor(try read(path))
         }
     }

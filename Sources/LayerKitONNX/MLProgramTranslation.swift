@@ -187,7 +187,7 @@ struct MILTranslator {
         case .blob(let file, let offset):
             let url = try model.blobFileURL(file)
             let blobFile = try blobFiles[url.path] ?? MILBlobFile(
-                bytes: [UInt8](RegularFile.contents(url.path)),
+                bytes: RegularFile.bytes(url.path),
                 source: (model.source as NSString).deletingLastPathComponent + "/" + file.dropFirst("@model_path/".count))
             blobFiles[url.path] = blobFile
             data = try blobFile.values(at: offset, for: value.type, what)

@@ -55,8 +55,7 @@ public enum ModelFileFormat: Sendable, Equatable {
         let bytes = try RegularFile.bytes(url.path)
         switch of(bytes, name: name) {
         case .onnx:
-            try refuseForeign(bytes, name: name)
-            var model = try ONNXModel(bytes: bytes, source: name)
+            var model = try onnx(bytes, name: name)
             try model.loadExternalData(from: url.deletingLastPathComponent())
             return model
         case .coreMLProgram:
@@ -73,14 +72,20 @@ public enum ModelFileFormat: Sendable, Equatable {
     public static func decode(_ data: Data, name: String) throws -> ONNXModel {
         switch of(data, name: name) {
         case .onnx:
-            try refuseForeign(data, name: name)
-            return try ONNXModel(data: data, source: name)
+            return try onnx([UInt8](data), name: name)
         case .coreML:
             try refuseForeign(data, name: name)
             return try CoreMLModel(data: data, source: name).onnxModel()
         case .coreMLProgram: return try MLProgramModel(data: data, source: name).onnxModel()
         case .tensorFlowLite: return try TFLiteModel(data: data, source: name).onnxModel()
         }
+    }
+
+    /// An ONNX file's bytes decoded in place, refused first when they are
+    /// some other kind of file's.
+    private static func onnx(_ bytes: [UInt8], name: String) throws -> ONNXModel {
+        try refuseForeign(bytes, name: name)
+        return try ONNXModel(bytes: bytes, source: name)
     }
 
     /// Whether `url` is a Core ML package: a folder named `.mlpackage` or holding a `Manifest.json`.

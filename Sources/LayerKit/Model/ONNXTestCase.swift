@@ -217,7 +217,7 @@ public struct ONNXTestCase: Sendable {
     }
 
     private static func decode(_ file: URL) throws -> ONNXTensor {
-        try ONNXTensor(protobuf: [UInt8](RegularFile.contents(file.path)), source: file.lastPathComponent)
+        try ONNXTensor(protobuf: RegularFile.bytes(file.path), source: file.lastPathComponent)
     }
 
     /// A stored tensor's values as Float32: floating types converted,
