@@ -29,8 +29,6 @@ public final class TokenGenerator {
     /// Positions on each past's sequence axis: `cachedTokens`, or more in
     /// the decode window (the first `pastSlots - cachedTokens` masked out).
     private var pastSlots = 0
-    /// The decode window's longest past while `generate` runs one (see above).
-    private var window: Int?
     /// The positions a window's past grows by.
     static let windowStep = 64
 
@@ -57,6 +55,12 @@ public final class TokenGenerator {
     /// (the first of equal maxima). An id outside the vocabulary is an error,
     /// and so is a run past the model's context (its message names the positions).
     public func next(after ids: [Int64]) throws -> Int64 {
+        try next(after: ids, window: nil)
+    }
+
+    /// `next(after:)` in a decode window whose longest past is `window`
+    /// positions (see above); nil grows the cache by `ids.count`.
+    private func next(after ids: [Int64], window: Int?) throws -> Int64 {
         try layout.check(ids)
         let total = cachedTokens + ids.count
         var feed = past
@@ -108,14 +112,11 @@ public final class TokenGenerator {
     public func generate(after prompt: [Int64], count: Int,
                          step: (_ id: Int64, _ isPrefill: Bool) throws -> Void = { _, _ in }) throws -> [Int64] {
         try reset()
-        if layout.attentionMask != nil, layout.positionIDs != nil, count > 2 {
-            window = prompt.count + count - 2
-        }
-        defer { window = nil }
+        let window = layout.attentionMask != nil && layout.positionIDs != nil && count > 2 ? prompt.count + count - 2 : nil
         var ids: [Int64] = []
         var input = prompt
         for index in 0..<max(0, count) {
-            let id = try next(after: input)
+            let id = try next(after: input, window: window)
             ids.append(id)
             try step(id, index == 0)
             input = [id]
