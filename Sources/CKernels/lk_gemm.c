@@ -238,6 +238,14 @@ static int lk_sgemm_core(const lk_gemm_isa *isa, size_t m, size_t n, size_t k, f
         }
         return 0;
     }
+    if (n == 1 && !panels && a_col == 1 && ldb == 1 && ldc == 1) {
+        // A matrix times a vector: each output is the dot product of a row
+        // of A with b, read as it lies. The blocked path would pack A and
+        // fill one lane of each nr-wide panel (attention's scores of one
+        // query against a block of keys: half its decode step at nr = 16).
+        isa->gemv_bt(k, m, alpha, b, a, a_row, c);
+        return 0;
+    }
     size_t mr = isa->mr, nr = isa->nr;
     size_t kc_max = lk_min(k, LK_KC);
     size_t mc_max = lk_min((m + mr - 1) / mr * mr, LK_MC);

@@ -202,6 +202,30 @@ struct SGEMMTests {
         }
     }
 
+    /// One column, A's rows and b and C contiguous: the dot-product path
+    /// (attention's scores of one query), K with and without a vector tail.
+    @Test func aMatrixTimesAVectorMatchesDoubles() throws {
+        for (index, (m, k)) in [(3, 1), (5, 17), (37, 64), (130, 300)].enumerated() {
+            let a = try seededTensor([m * k], seed: UInt64(500 + index))
+            let b = try seededTensor([k], seed: UInt64(600 + index))
+            let start = try seededTensor([m], seed: UInt64(700 + index))
+            let (rowBias, columnBias) = (try seededTensor([m], seed: UInt64(800 + index)), try seededTensor([1], seed: 9))
+            for accumulate in [false, true] {
+                let expected = (0..<m).map { i in
+                    (accumulate ? Double(start[i]) : 0) + Double(rowBias[i]) + Double(columnBias[0])
+                        + 0.5 * (0..<k).reduce(0.0) { $0 + Double(a[i * k + $1]) * Double(b[$1]) }
+                }
+                for isa in [LK_ISA_SCALAR, LK_ISA_AVX2_FMA, LK_ISA_AVX512F] where isa.rawValue <= lk_kernels_isa().rawValue {
+                    let c = try Tensor(shape: [m], values: start.values)
+                    #expect(lk_sgemm_f32_isa(isa, m, 1, k, 0.5, a.dataPointer, k, 1, b.dataPointer, 1, c.dataPointer, 1,
+                                             rowBias.dataPointer, columnBias.dataPointer, accumulate ? 1 : 0) == 0)
+                    expectClose(c.values, expected, relative: sumTolerance(terms: k),
+                                "\(m)x\(k) accumulate \(accumulate) \(String(cString: lk_isa_name(isa)))")
+                }
+            }
+        }
+    }
+
     /// A Gemm's first run of more than two rows packs B' panel by panel, its
     /// second packs B' whole, once (`Gemm.packedB`): every run has the same
     /// bits, and they are the product's within float64's bound.

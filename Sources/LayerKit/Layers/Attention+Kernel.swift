@@ -79,8 +79,10 @@ extension Attention {
         /// when `lk_sgemm_f32` could not allocate its buffers.
         func runTile(batch b: Int, head h: Int, firstRow i0: Int) -> Bool {
             let g = geometry
-            let (rows, d, dv, total, stride) = (min(tileRows, g.qLength - i0), g.headSize, g.valueHeadSize, g.totalLength,
-                                                tileRows)
+            // The tile's own rows are the stride of its scratch: one query row (a decode step)
+            // makes its products matrix-vector ones and its block of scores one run for exp.
+            let rows = min(tileRows, g.qLength - i0)
+            let (d, dv, total, stride) = (g.headSize, g.valueHeadSize, g.totalLength, rows)
             let kvHead = h / (g.qHeads / g.kvHeads)
             let scale = options.scale ?? 1 / Float(d).squareRoot()
             let softcap = options.softcap
@@ -164,12 +166,7 @@ extension Attention {
                     let column = block + c * stride
                     for r in 0..<rows { column[r] -= shift[r] }
                 }
-                // A last tile's rows past `rows` hold no scores: each column's rows alone then.
-                if rows == stride {
-                    lk_unary_f32(LK_EXP, block, block, cols * stride)
-                } else {
-                    for c in 0..<cols { lk_unary_f32(LK_EXP, block + c * stride, block + c * stride, rows) }
-                }
+                lk_unary_f32(LK_EXP, block, block, cols * stride)
                 for c in 0..<cols {
                     let column = block + c * stride
                     for r in 0..<rows { sum[r] += column[r] }
