@@ -185,3 +185,32 @@ older_case('older_rank2_mask', 1, 2, 9, 9, 4, 4, 'mul', data(9, 9))
 older_case('near_softmax_axis2', 1, 2, 9, 9, 4, 4, 'div', None, softmax_axis=2)
 older_case('near_scores_read_twice', 1, 2, 9, 9, 4, 4, 'div', None, scores_output=True)
 older_case('near_mask_broadcast_keys', 1, 2, 9, 9, 4, 4, 'div', data(1, 2, 9, 1))
+
+
+# GPT-2's decode step as torch.onnx exports it with its KV cache: one query
+# row; K and V the Concat of the past and the new position, each also a
+# graph output (the present); the keys' Transpose [0, 1, 3, 2]; a Cast to
+# float (a no-op) between Softmax and the product with V; a finite mask that
+# hides the window's left padding (TokenGenerator's decode window).
+def decode_case(name, h, past, d):
+    q, k_new, v_new = data(1, h, 1, d), data(1, h, 1, d), data(1, h, 1, d)
+    k_past, v_past = data(1, h, past, d), data(1, h, past, d)
+    mask = np.zeros((1, 1, 1, past + 1), dtype=np.float32)
+    mask[..., :3] = np.finfo(np.float32).min  # three padded slots
+    inits = [const('scale', 1 / np.sqrt(d)), const('mask', mask)]
+    nodes = [node('Concat', ['k_past', 'k_new'], 'present_k', axis=-2),
+             node('Concat', ['v_past', 'v_new'], 'present_v', axis=-2),
+             node('Transpose', ['present_k'], 'kt', perm=[0, 1, 3, 2]),
+             node('MatMul', ['q', 'kt'], 'scores'), node('Mul', ['scores', 'scale'], 'scaled'),
+             node('Add', ['scaled', 'mask'], 'masked'), node('Softmax', ['masked'], 'p', axis=-1),
+             node('Cast', ['p'], 'p_float', to=TensorProto.FLOAT), node('MatMul', ['p_float', 'present_v'], 'y')]
+    feeds = {'q': q, 'k_past': k_past, 'k_new': k_new, 'v_past': v_past, 'v_new': v_new}
+    outputs = [tensor_info('y', (1, h, 1, d)), tensor_info('present_k', (1, h, past + 1, d)),
+               tensor_info('present_v', (1, h, past + 1, d))]
+    results = save_case(FAMILY, name, nodes, [tensor_info(n, a) for n, a in feeds.items()], outputs, inits,
+                        opset=17, input_data=feeds)
+    keys, values = np.concatenate([k_past, k_new], axis=2), np.concatenate([v_past, v_new], axis=2)
+    check(results[0], attention64(q, keys, values, mask.astype(np.float64), float(np.float32(1 / np.sqrt(d))), False))
+
+
+decode_case('gpt2_kv_decode', 3, 140, 16)

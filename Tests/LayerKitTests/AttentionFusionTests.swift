@@ -26,6 +26,9 @@ import LayerKitONNX
         "older_mul_constant_mask_nan_row": ["Attention"],
         "older_mask_per_head": ["Attention"],
         "older_rank2_mask": ["Attention"],
+        // GPT-2's decode step: the present Concats stay (graph outputs), the keys' Transpose goes, and so
+        // does the Cast to float between Softmax and the product with V (a step that did no work).
+        "gpt2_kv_decode": ["Concat", "Concat", "Attention"],
         // Not fused: Softmax along the queries; the scores also a graph output; a mask broadcast along the keys.
         "near_softmax_axis2": ["Transpose", "MatMul", "Div", "Softmax", "MatMul"],
         "near_scores_read_twice": ["Transpose", "MatMul", "Div", "Softmax", "MatMul"],

@@ -99,9 +99,14 @@ struct ModelGraph {
 
     /// For the fusion passes: the steps reading each value, in step order,
     /// and whether each value is a graph output (read after the last step).
+    /// A step that does no work reads nothing: its output is its input's
+    /// value, so a float Cast or an Identity between two nodes leaves
+    /// them fusible (GPT-2's Softmax, Cast to float, MatMul).
     func readers() -> (steps: [[Int]], isOutput: [Bool]) {
         var readers = Array(repeating: [Int](), count: values.count)
-        for (index, step) in steps.enumerated() { for input in step.inputs { readers[input].append(index) } }
+        for (index, step) in steps.enumerated() where step.layer != nil {
+            for input in step.inputs { readers[input].append(index) }
+        }
         var isOutput = Array(repeating: false, count: values.count)
         for output in outputs { isOutput[output] = true }
         return (readers, isOutput)
@@ -119,9 +124,15 @@ struct ModelGraph {
     }
 
     /// Drops the steps at `indices` (a fusion pass's replaced steps),
-    /// keeping the others in order.
+    /// keeping the others in order, and the steps that do no work on a
+    /// value one of them made (a Cast to float inside a fused attention):
+    /// that value is no longer computed.
     mutating func removeSteps(at indices: Set<Int>) {
-        steps = steps.enumerated().filter { !indices.contains($0.offset) }.map(\.element)
+        let kept = steps.indices.filter { !indices.contains($0) && steps[$0].layer != nil }
+        let gone = Set(indices.flatMap { steps[$0].outputs }).subtracting(kept.flatMap { steps[$0].outputs })
+        steps = steps.enumerated().filter { index, step in
+            !indices.contains(index) && (step.layer != nil || gone.isDisjoint(with: step.inputs))
+        }.map(\.element)
     }
 
     /// Drops the steps whose outputs no later step reads and that are not
