@@ -60,25 +60,69 @@ struct TokenGeneratorTests {
         #expect(ids == grown)
     }
 
-    /// The window's past: the last positions of the present, after zeros.
-    @Test func rightAlignedKeepsTheLastPositions() throws {
-        // [2, 3, 2] float32: value = 100 * outer + 10 * position + inner.
-        let values: [Double] = (0..<12).map { (i: Int) -> Double in
+    /// The window's past: the last positions of the present, after zeros,
+    /// written over whatever the target held.
+    @Test func rightAlignKeepsTheLastPositions() throws {
+        // [2, 3, 2]: value = 100 * outer + 10 * position + inner.
+        let values: [Float] = (0..<12).map { (i: Int) -> Float in
             let (outer, position, inner) = (i / 6, i / 2 % 3, i % 2)
-            return Double(100 * outer + 10 * position + inner)
+            return Float(100 * outer + 10 * position + inner)
         }
-        let value = try TypedTensor(.float32, shape: [2, 3, 2], doubles: values)
-        let padded = try TokenGenerator.rightAligned(value, axis: 1, slots: 5)
-        #expect(padded.shape == [2, 5, 2])
-        let expected: [Double] = [0, 0, 0, 0, 0, 1, 10, 11, 20, 21, 0, 0, 0, 0, 100, 101, 110, 111, 120, 121]
-        #expect(padded.doubles() == expected)
-        let trimmed = try TokenGenerator.rightAligned(value, axis: 1, slots: 2)
-        let last: [Double] = [10, 11, 20, 21, 110, 111, 120, 121]
-        #expect(trimmed.doubles() == last)
-        #expect(try TokenGenerator.rightAligned(value, axis: 1, slots: 3).doubles() == values)
-        // A zero-size cache (no heads) pads and trims to zero-size tensors of the new shape.
-        let empty = try TypedTensor(zerosOf: .float32, shape: [1, 0, 3, 2])
-        #expect(try TokenGenerator.rightAligned(empty, axis: 2, slots: 5).shape == [1, 0, 5, 2])
-        #expect(try TokenGenerator.rightAligned(empty, axis: 2, slots: 1).shape == [1, 0, 1, 2])
+        let value = try Tensor(shape: [2, 3, 2], values: values)
+        func aligned(slots: Int) throws -> [Float] {
+            let target = try Tensor(shape: [2, slots, 2], values: Array(repeating: -7, count: 4 * slots))
+            TokenGenerator.rightAlign(value, axis: 1, into: target)
+            return Array(target.elements)
+        }
+        #expect(try aligned(slots: 5) == [0, 0, 0, 0, 0, 1, 10, 11, 20, 21, 0, 0, 0, 0, 100, 101, 110, 111, 120, 121])
+        #expect(try aligned(slots: 2) == [10, 11, 20, 21, 110, 111, 120, 121])
+        #expect(try aligned(slots: 3) == values)
+        // A zero-size cache (no heads) has nothing to move.
+        let empty = try Tensor(shape: [1, 0, 3, 2])
+        let target = try Tensor(shape: [1, 0, 5, 2])
+        TokenGenerator.rightAlign(empty, axis: 2, into: target)
+        #expect(target.shape == [1, 0, 5, 2])
+    }
+
+    /// The cache's tensors are the generator's: within a window step, each
+    /// decode step writes its presents into the last step's and its past
+    /// into the tensors it just read, so every step uses the same two sets.
+    @Test func decodeStepsReuseTheCacheTensors() throws {
+        let model = try Model(contentsOf: Self.fixture.appendingPathComponent("model.onnx"), computeUnits: .cpuOnly)
+        let generator = try TokenGenerator(model: model)
+        let reference = try Self.reference()
+        var storage: [Set<UnsafeMutablePointer<Float>>] = []
+        _ = try generator.generate(after: reference.prompt, count: reference.ids.count) { _, isPrefill in
+            if !isPrefill { storage.append(generator.cacheStorageForTests) }
+        }
+        // The last step's past runs one past the window (the run's span): it keeps its present as the past.
+        let window = storage.dropLast()
+        #expect(window.count == reference.ids.count - 2)
+        #expect(Set(window).count == 1, "decode steps used \(Set(window).count) sets of cache tensors")
+        #expect(window.first?.count == 2 * generator.layout.pairs.count)
+        #expect(storage.last?.count == generator.layout.pairs.count)
+    }
+
+    /// The generator's run (`Model.predict(inputs:typed:into:)`) checks a
+    /// typed input as `predict(typed:)` does, and refuses an input given both ways.
+    @Test func mixedInputsAreChecked() throws {
+        let model = try Model(contentsOf: Self.fixture.appendingPathComponent("model.onnx"), computeUnits: .cpuOnly)
+        let layout = try KVCacheLayout(model)
+        let past = try Dictionary(uniqueKeysWithValues: layout.pairs.map { ($0.past, try Tensor(shape: $0.emptyShape)) })
+        let ids = try TypedTensor(.int64, shape: [1, 1], integers: [3])
+        let twice = past.first!.key
+        let mistakes: [([String: TypedTensor], String)] = [
+            ([layout.inputIDs.name: ids, twice: try TypedTensor(zerosOf: .float32, shape: [1, 4, 0, 16])],
+             "input '\(twice)' was given twice, as a Tensor and as a TypedTensor"),
+            ([layout.inputIDs.name: try TypedTensor(.float32, shape: [1, 1], doubles: [3])],
+             "input '\(layout.inputIDs.name)' is float32; the model takes int64"),
+        ]
+        for (typed, expected) in mistakes {
+            #expect {
+                try model.predict(inputs: past, typed: typed, into: [:])
+            } throws: { error in
+                "\(error)".contains(expected)
+            }
+        }
     }
 }

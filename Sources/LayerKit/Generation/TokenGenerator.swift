@@ -15,15 +15,24 @@
 /// input (positions then come from the past's length) grows its cache by
 /// one, as `next(after:)` does.
 ///
+/// The cache lives in float32 tensors of the generator's own, run to run:
+/// a step's presents are the next step's outputs again while their shapes
+/// hold (the decode window's steps), so a step allocates nothing for the
+/// cache and copies it once, present into past. A float16, bfloat16 or
+/// float8 cache is computed, and kept, in float32 (as `Model` computes those types).
+///
 /// With a GPU backend the cache does not stay on the device between steps:
-/// `Model.predict(typed:)` takes and returns host tensors, so each step
-/// uploads every past tensor and downloads every present one (2 x layers x
-/// [1, heads, past, head size] values per token, each way).
+/// `Model` takes and returns host tensors, so each step uploads every past
+/// tensor and downloads every present one (2 x layers x [1, heads, past,
+/// head size] values per token, each way).
 public final class TokenGenerator {
     public let model: Model
     public let layout: KVCacheLayout
     /// The cache: each pair's present of the last step, by past input name.
-    private var past: [String: TypedTensor] = [:]
+    private var past: [String: Tensor] = [:]
+    /// The last step's presents, by present name: the next step writes
+    /// into them when its presents have their shapes.
+    private var presents: [String: Tensor] = [:]
     /// How many tokens the cache holds.
     public private(set) var cachedTokens = 0
     /// Positions on each past's sequence axis: `cachedTokens`, or more in
@@ -33,20 +42,24 @@ public final class TokenGenerator {
     static let windowStep = 64
 
     /// A generator for `model`, whose inputs and outputs must make a
-    /// `KVCacheLayout`; it starts with an empty cache.
+    /// `KVCacheLayout` with a cache of floats; it starts with an empty cache.
     public init(model: Model) throws {
         self.model = model
         layout = try KVCacheLayout(model)
+        for pair in layout.pairs {
+            let type = model.inputs.first { $0.name == pair.past }?.dataType ?? .float32
+            guard !ModelGraph.holdsTyped(type) else {
+                throw LayerKitError.invalidModel("the cache input '\(pair.past)' is \(type); a KV cache holds "
+                                                 + "values computed in float32 (float32, float16, bfloat16, float8)")
+            }
+        }
         try reset()
     }
 
     /// Empties the cache: the next `next(after:)` is a prefill.
     public func reset() throws {
-        past = [:]
-        for pair in layout.pairs {
-            let type = model.inputs.first { $0.name == pair.past }?.dataType ?? .float32
-            past[pair.past] = try TypedTensor(zerosOf: type, shape: pair.emptyShape)
-        }
+        past = try Dictionary(uniqueKeysWithValues: layout.pairs.map { ($0.past, try Tensor(shape: $0.emptyShape)) })
+        presents = [:]
         (cachedTokens, pastSlots) = (0, 0)
     }
 
@@ -63,18 +76,26 @@ public final class TokenGenerator {
     private func next(after ids: [Int64], window: Int?) throws -> Int64 {
         try layout.check(ids)
         let total = cachedTokens + ids.count
-        var feed = past
-        feed[layout.inputIDs.name] = try integers(ids, for: layout.inputIDs)
+        var typed = [layout.inputIDs.name: try integers(ids, for: layout.inputIDs)]
         if let mask = layout.attentionMask {
             let hidden = pastSlots - cachedTokens
-            feed[mask.name] = try integers(Array(repeating: 0, count: hidden) + Array(repeating: 1, count: total), for: mask)
+            typed[mask.name] = try integers(Array(repeating: 0, count: hidden) + Array(repeating: 1, count: total), for: mask)
         }
         if let positions = layout.positionIDs {
-            feed[positions.name] = try integers((cachedTokens..<total).map(Int64.init), for: positions)
+            typed[positions.name] = try integers((cachedTokens..<total).map(Int64.init), for: positions)
         }
-        let outputs: [String: TypedTensor]
+        // Last step's presents take this step's when the shapes are theirs (a new shape gets
+        // new tensors, whose shapes are checked below).
+        let reused = presents.filter { name, tensor in
+            layout.pairs.contains { pair in
+                var shape = past[pair.past]?.shape ?? []
+                if pair.sequenceAxis < shape.count { shape[pair.sequenceAxis] += ids.count }
+                return pair.present == name && tensor.shape == shape
+            }
+        }
+        let outputs: [String: Tensor]
         do {
-            outputs = try model.predict(typed: feed)
+            outputs = try model.predict(inputs: past, typed: typed, into: reused)
         } catch let error as LayerKitError {
             // A model's context ends somewhere (GPT-2's position table): say where the run was.
             throw error.prefixed("\(ids.count) token(s) after \(cachedTokens) in the cache (positions "
@@ -84,7 +105,8 @@ public final class TokenGenerator {
         // past the window (or without one), the present's.
         let step = Self.windowStep
         let slots = window.map { total <= $0 ? min($0, (total + step - 1) / step * step) : pastSlots + ids.count } ?? total
-        var present: [String: TypedTensor] = [:]
+        var nextPast: [String: Tensor] = [:]
+        var nextPresents: [String: Tensor] = [:]
         for pair in layout.pairs {
             guard let value = outputs[pair.present], let before = past[pair.past] else {
                 throw LayerKitError.invalidModel("the model returned no '\(pair.present)'")
@@ -96,13 +118,23 @@ public final class TokenGenerator {
                     "'\(pair.present)' has shape \(value.shape) after \(ids.count) token(s) on a past of \(before.shape); "
                     + "expected \(expected): it is not the cache of '\(pair.past)'")
             }
-            present[pair.past] = try Self.rightAligned(value, axis: pair.sequenceAxis, slots: slots)
+            var shape = value.shape
+            shape[pair.sequenceAxis] = slots
+            if shape == value.shape {
+                nextPast[pair.past] = value   // the present is the next past as it is
+                continue
+            }
+            // The input just read is free to take the next past when the shape holds.
+            let target = before.shape == shape ? before : try Tensor(shape: shape)
+            Self.rightAlign(value, axis: pair.sequenceAxis, into: target)
+            nextPast[pair.past] = target
+            nextPresents[pair.present] = value
         }
         guard let logits = outputs[layout.logits], let vocabulary = logits.shape.last, vocabulary > 0,
               logits.count % vocabulary == 0 else {
             throw LayerKitError.invalidModel("the model's '\(layout.logits)' output has no rows of logits")
         }
-        past = present
+        (past, presents) = (nextPast, nextPresents)
         (cachedTokens, pastSlots) = (total, slots)
         return Int64(Self.argmax(logits, row: logits.count / vocabulary - 1, width: vocabulary))
     }
@@ -124,45 +156,33 @@ public final class TokenGenerator {
         return ids
     }
 
-    /// The index of the largest value in row `row` of `width` values.
-    static func argmax(_ values: TypedTensor, row: Int, width: Int) -> Int {
-        let start = row * width
+    /// Where the cache's tensors (pasts and presents) keep their values.
+    var cacheStorageForTests: Set<UnsafeMutablePointer<Float>> {
+        Set((Array(past.values) + presents.values).map(\.dataPointer))
+    }
+
+    /// The index of the largest value in row `row` of `width` values (a
+    /// NaN is never the largest).
+    static func argmax(_ values: Tensor, row: Int, width: Int) -> Int {
+        let start = values.dataPointer + row * width
         var best = 0
-        var bestValue = values.double(at: start)
-        for j in 1..<width where values.double(at: start + j) > bestValue {
-            best = j
-            bestValue = values.double(at: start + j)
-        }
+        for j in 1..<width where start[j] > start[best] { best = j }
         return best
     }
 
-    /// `value` with `slots` positions on `axis`: its last ones, after zeros
-    /// when it has fewer (the slots the mask hides); `value` itself when it
-    /// has that many.
-    static func rightAligned(_ value: TypedTensor, axis: Int, slots: Int) throws -> TypedTensor {
-        let length = value.shape[axis]
-        guard slots != length else { return value }
-        guard let size = value.elementType.byteWidth else {
-            throw LayerKitError.invalidModel("a cache of \(value.elementType) values cannot be shifted")
-        }
+    /// Writes `value`'s last positions on `axis` into `target` (of
+    /// `value`'s shape but for `axis`), after zeros when `value` has
+    /// fewer (the slots the mask hides).
+    static func rightAlign(_ value: Tensor, axis: Int, into target: Tensor) {
+        let (length, slots) = (value.shape[axis], target.shape[axis])
         let outer = value.shape[..<axis].reduce(1, *)
-        let row = value.shape[(axis + 1)...].reduce(1, *) * size
+        let row = value.shape[(axis + 1)...].reduce(1, *)
         let (kept, skipped, padding) = (min(length, slots), max(0, length - slots), max(0, slots - length))
-        var bytes = [UInt8](repeating: 0, count: outer * slots * row)
-        // A zero-size cache (no heads, say) has no bytes to move, nor a buffer to move them from.
-        if kept * row > 0 {
-            value.bytes.withUnsafeBytes { source in
-                bytes.withUnsafeMutableBytes { target in
-                    for o in 0..<outer {
-                        let from = source.baseAddress! + (o * length + skipped) * row
-                        (target.baseAddress! + (o * slots + padding) * row).copyMemory(from: from, byteCount: kept * row)
-                    }
-                }
-            }
+        for o in 0..<outer {
+            let to = target.dataPointer + o * slots * row
+            to.update(repeating: 0, count: padding * row)
+            (to + padding * row).update(from: value.dataPointer + (o * length + skipped) * row, count: kept * row)
         }
-        var shape = value.shape
-        shape[axis] = slots
-        return try TypedTensor(elementType: value.elementType, shape: shape, bytes: bytes)
     }
 
     /// `values` as a `[1, count]` tensor of `input`'s integer type.

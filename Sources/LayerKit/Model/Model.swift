@@ -302,9 +302,19 @@ public final class Model: @unchecked Sendable {
         try predict(inputs: given, outputs: outputs, profiler: profiler)
     }
 
+    /// `predict(inputs:into:)` with the inputs named in `typed` given in
+    /// their own types (as `predict(typed:)` takes them) and the others as
+    /// float32 tensors: how `TokenGenerator` feeds int64 ids beside a
+    /// float32 cache it keeps in its own tensors, with no typed copy of
+    /// the cache each step.
+    func predict(inputs given: [String: Tensor], typed: [String: TypedTensor],
+                 into outputs: [String: Tensor]) throws -> [String: Tensor] {
+        try predict(inputs: given, typed: typed, outputs: outputs, profiler: nil)
+    }
+
     /// `prepareRun`, when given, sees the plan and the run before the run starts.
-    private func predict(inputs given: [String: Tensor], outputs provided: [String: Tensor], profiler: Profiler?,
-                         prepareRun: ((ModelPlan, ModelRun) -> Void)? = nil) throws -> [String: Tensor] {
+    private func predict(inputs given: [String: Tensor], typed: [String: TypedTensor] = [:], outputs provided: [String: Tensor],
+                         profiler: Profiler?, prepareRun: ((ModelPlan, ModelRun) -> Void)? = nil) throws -> [String: Tensor] {
         for name in provided.keys.sorted() where !outputs.contains(where: { $0.name == name }) {
             throw LayerKitError.invalidParameter(
                 "the model has no output '\(name)' (outputs: \(outputs.map(\.name).joined(separator: ", ")))")
@@ -318,11 +328,20 @@ public final class Model: @unchecked Sendable {
                 throw LayerKitError.invalidParameter("outputs '\(other)' and '\(name)' were given the same tensor")
             }
         }
-        for name in given.keys.sorted() where !inputs.contains(where: { $0.name == name }) {
+        for name in (Array(given.keys) + typed.keys).sorted() where !inputs.contains(where: { $0.name == name }) {
             throw LayerKitError.invalidParameter(
                 "the model has no input '\(name)' (inputs: \(inputs.map(\.name).joined(separator: ", ")))")
         }
-        let tensors = try inputs.map { input in
+        if let twice = given.keys.sorted().first(where: { typed[$0] != nil }) {
+            throw LayerKitError.invalidParameter("input '\(twice)' was given twice, as a Tensor and as a TypedTensor")
+        }
+        var values: [TypedTensor?] = Array(repeating: nil, count: inputs.count)
+        let tensors = try inputs.enumerated().map { i, input in
+            if let value = typed[input.name] {
+                let (tensor, typedValue) = try runtimeInput(i, value)
+                values[i] = typedValue
+                return tensor
+            }
             guard let tensor = given[input.name] else {
                 throw LayerKitError.invalidParameter("input '\(input.name)' is missing")
             }
@@ -334,8 +353,7 @@ public final class Model: @unchecked Sendable {
             return tensor
         }
         // Typed inputs come as Float32 tensors (integers as whole numbers); they are read as their type here.
-        var values: [TypedTensor?] = Array(repeating: nil, count: inputs.count)
-        for (i, tensor) in tensors.enumerated() where isTypedInput(i) {
+        for (i, tensor) in tensors.enumerated() where isTypedInput(i) && typed[inputs[i].name] == nil {
             let type = inputs[i].dataType ?? .int64
             if type == .float64 {
                 values[i] = try TypedTensor(tensor).converted(to: .float64)
@@ -369,26 +387,13 @@ public final class Model: @unchecked Sendable {
         }
         var tensors: [Tensor] = []
         var values: [TypedTensor?] = []
-        for (i, input) in inputs.enumerated() {
-            guard let value = given[input.name] else { throw LayerKitError.invalidParameter("input '\(input.name)' is missing") }
-            if input.form != nil || value.container != nil {
-                // A sequence or optional is a zero-size value: a constant of the plan, read at prepare.
-                guard let form = input.form, form.admits(value.form) else {
-                    throw LayerKitError.invalidParameter("input '\(input.name)' is a \(value.form); the model takes "
-                                                         + (input.form.map { "a \($0)" } ?? "a tensor"))
-                }
-                tensors.append(try Tensor(shape: value.shape))
-                values.append(value)
-                continue
+        for input in inputs.indices {
+            guard let value = given[inputs[input].name] else {
+                throw LayerKitError.invalidParameter("input '\(inputs[input].name)' is missing")
             }
-            let type = input.dataType ?? .float32
-            guard value.elementType == type else {
-                throw LayerKitError.invalidParameter("input '\(input.name)' is \(value.elementType); the model takes \(type)")
-            }
-            try Model.check(value.shape, fits: input)
-            let typedInput = isTypedInput(i)
-            tensors.append(typedInput ? try Tensor(shape: value.shape) : try value.float32Tensor())
-            values.append(typedInput ? value : nil)
+            let (tensor, typedValue) = try runtimeInput(input, value)
+            tensors.append(tensor)
+            values.append(typedValue)
         }
         var known: [Int: TypedTensor] = [:]
         let (results, exact) = try run(tensors: tensors, values: values, outputs: [:], profiler: profiler) { plan, _ in
@@ -404,6 +409,28 @@ public final class Model: @unchecked Sendable {
             }
         }
         return typed
+    }
+
+    /// Input `i` given as `value` (checked against the input's form, type
+    /// and shape) as `run(tensors:values:...)` takes it: a float32 tensor
+    /// of a float input's values, or a typed input's shape (no values)
+    /// and its value.
+    private func runtimeInput(_ i: Int, _ value: TypedTensor) throws -> (tensor: Tensor, value: TypedTensor?) {
+        let input = inputs[i]
+        if input.form != nil || value.container != nil {
+            // A sequence or optional is a zero-size value: a constant of the plan, read at prepare.
+            guard let form = input.form, form.admits(value.form) else {
+                throw LayerKitError.invalidParameter("input '\(input.name)' is a \(value.form); the model takes "
+                                                     + (input.form.map { "a \($0)" } ?? "a tensor"))
+            }
+            return (try Tensor(shape: value.shape), value)
+        }
+        let type = input.dataType ?? .float32
+        guard value.elementType == type else {
+            throw LayerKitError.invalidParameter("input '\(input.name)' is \(value.elementType); the model takes \(type)")
+        }
+        try Model.check(value.shape, fits: input)
+        return isTypedInput(i) ? (try Tensor(shape: value.shape), value) : (try value.float32Tensor(), nil)
     }
 
     /// A float32 result as a value of `type`: floats rounded to the type,
