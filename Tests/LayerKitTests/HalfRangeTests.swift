@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 import Testing
 @testable import LayerKit
@@ -15,18 +16,46 @@ struct HalfRangeTests {
         #expect(try range([0, 0x1p-24, -0x1p-20, 3 * 0x1p-24]) == nil)
     }
 
-    /// The check's bit test against the round trip through Swift's Float16
-    /// (IEEE conversion): a sweep of float bit patterns of both signs, and
-    /// the edges of fp16's normal and subnormal ranges.
+    /// `lk_half_scan_f32` counts an element as changed exactly when the
+    /// `Float16` round trip changes it, on both paths: a sweep of bit
+    /// patterns and fp16's range edges, each sign, one element at a time.
     @Test func exactnessMatchesTheFloat16RoundTrip() {
         var patterns = Array(stride(from: UInt32(0), to: 0x7f80_0000, by: 4099))
         for edge: Float in [65504, 65505, 65520, 0x1p-14, 0x1p-24, 0x1.8p-24, 0x1p-25, 0x1.ffcp-15, 0x1.ffep-15, 2048, 2049, 4098] {
             patterns += [edge.bitPattern, edge.bitPattern &+ 1, edge.bitPattern &- 1]
         }
-        for bits in patterns {
-            for x in [Float(bitPattern: bits), -Float(bitPattern: bits)] where x.isFinite {
-                #expect(HalfRange.holdsExactly(x) == (Float(Float16(x)) == x), "\(x)")
+        for isa in [LK_ISA_SCALAR, LK_ISA_AVX2_FMA] {
+            var wrong: [Float] = []
+            for bits in patterns {
+                for var x in [Float(bitPattern: bits), -Float(bitPattern: bits)] where x.isFinite {
+                    var scan = lk_half_scan()
+                    lk_half_scan_f32_isa(isa, &x, 1, &scan)
+                    if (scan.changed == 1) != (Float(Float16(x)) != x) { wrong.append(x) }
+                }
             }
+            #expect(wrong.isEmpty, "\(String(cString: lk_isa_name(isa))): \(wrong.prefix(8))")
+        }
+    }
+
+    /// Both paths give the same scan, and its counts and extremes are the
+    /// elementwise ones: finite values of every magnitude, infinities and
+    /// NaNs (skipped), ±0, in an array with a tail past any vector width.
+    @Test func bothPathsScanAsTheElementwiseDefinition() {
+        var values: [Float] = [.infinity, -.infinity, .nan, 0, -0.0, 70000, -65520, 65504, 3000.5, -2049, 1e-9, 6e-5]
+        var random = SeededGenerator(seed: 29)
+        for _ in 0..<1003 { values.append(Float(bitPattern: UInt32.random(in: 0...UInt32.max, using: &random))) }
+        let finite = values.filter(\.isFinite)
+        let lost = finite.filter { Float(Float16($0)) != $0 }
+        for isa in [LK_ISA_SCALAR, LK_ISA_AVX2_FMA] {
+            var scan = lk_half_scan()
+            lk_half_scan_f32_isa(isa, values, values.count, &scan)
+            let name = String(cString: lk_isa_name(isa))
+            #expect(Int(scan.overflows) == finite.filter { abs($0) > 65504 }.count, "\(name)")
+            #expect(Int(scan.changed) == lost.count, "\(name)")
+            #expect(Int(scan.changed_beyond_integers) == lost.filter { abs($0) > 2048 && abs($0) <= 65504 }.count, "\(name)")
+            #expect(Float(bitPattern: scan.largest_magnitude) == finite.map(abs).max(), "\(name)")
+            #expect(lk_half_scan_float(scan.lowest) == finite.min(), "\(name)")
+            #expect(lk_half_scan_float(scan.highest) == finite.max(), "\(name)")
         }
     }
 

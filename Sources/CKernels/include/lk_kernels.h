@@ -21,7 +21,8 @@ typedef enum {
 /// Each set in the enum implies the ones before it.
 lk_isa lk_kernels_isa(void);
 
-#include "lk_norm.h" // after lk_isa: its _isa forms take one
+#include "lk_half_range.h" // after lk_isa: its _isa form takes one
+#include "lk_norm.h"       // likewise
 
 /// A short name for `isa`: "scalar", "avx2+fma" or "avx512f".
 const char *lk_isa_name(lk_isa isa);

@@ -1,3 +1,4 @@
+import CKernels
 import Foundation
 
 /// What fp16 storage (a slice image's rgba16f texels) would do to a tensor
@@ -42,42 +43,15 @@ public struct HalfRange: Sendable, Equatable, CustomStringConvertible {
     public let lowest: Float
     public let highest: Float
 
-    /// Whether fp16 holds the finite `x` exactly, `Float(Float16(x)) == x`,
-    /// from its bits: x86 converts Float16 in a library call per element,
-    /// which made this check 0.3 s of GPT-2 small's first plan.
-    static func holdsExactly(_ x: Float) -> Bool {
-        let bits = x.bitPattern & 0x7fff_ffff
-        let exponent = Int(bits >> 23) - 127
-        if bits == 0 { return true }
-        if exponent > 15 || exponent < -24 { return false }
-        // fp16 keeps 10 of float's 23 fraction bits at normal exponents (-14...15),
-        // one fewer per exponent below (its subnormals are multiples of 2^-24).
-        let dropped = UInt32(13 + max(0, -14 - exponent))
-        return bits & ((1 << dropped) - 1) == 0
-    }
-
     /// Checks every element of `tensor`: nil when fp16 storage keeps it
     /// faithfully, else the first loss it suffers. One pass, no allocation
-    /// (cheap beside the upload that converts every element anyway).
+    /// (`lk_half_scan_f32`: every constant of a plan goes through it).
     public init?(checking tensor: Tensor) {
-        var lowest = Float.infinity, highest = -Float.infinity, largestMagnitude: Float = 0
-        var overflows = 0, changedBeyondIntegers = 0, changed = 0
-        let values = tensor.dataPointer
-        for i in 0..<tensor.count {
-            let x = values[i]
-            guard x.isFinite else { continue }  // an infinity or NaN stays one
-            lowest = min(lowest, x)
-            highest = max(highest, x)
-            let magnitude = abs(x)
-            largestMagnitude = max(largestMagnitude, magnitude)
-            let kept = HalfRange.holdsExactly(x)
-            if !kept { changed += 1 }
-            if magnitude > HalfRange.largest {
-                overflows += 1
-            } else if magnitude > HalfRange.largestExactInteger, !kept {
-                changedBeyondIntegers += 1
-            }
-        }
+        var scan = lk_half_scan()
+        lk_half_scan_f32(tensor.dataPointer, tensor.count, &scan)
+        let (overflows, changed) = (Int(scan.overflows), Int(scan.changed))
+        let changedBeyondIntegers = Int(scan.changed_beyond_integers)
+        let largestMagnitude = Float(bitPattern: scan.largest_magnitude)
         let found: (Loss, Int)? = if overflows > 0 {
             (.overflow, overflows)
         } else if changed > 0, largestMagnitude < HalfRange.smallestNormal {
@@ -91,8 +65,9 @@ public struct HalfRange: Sendable, Equatable, CustomStringConvertible {
         self.loss = loss
         self.elements = elements
         self.count = tensor.count
-        self.lowest = lowest
-        self.highest = highest
+        // A loss means a finite element, so both keys name one.
+        self.lowest = lk_half_scan_float(scan.lowest)
+        self.highest = lk_half_scan_float(scan.highest)
     }
 
     /// What fp16 storage does to the tensor, naming the elements and the
