@@ -161,8 +161,8 @@ public final class TokenGenerator {
         Set((Array(past.values) + presents.values).map(\.dataPointer))
     }
 
-    /// The index of the largest value in row `row` of `width` values (a
-    /// NaN is never the largest).
+    /// The index of the largest value in row `row` of `width` values, the
+    /// first of equal maxima.
     static func argmax(_ values: Tensor, row: Int, width: Int) -> Int {
         let start = values.dataPointer + row * width
         var best = 0
