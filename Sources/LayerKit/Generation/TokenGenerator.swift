@@ -84,15 +84,15 @@ public final class TokenGenerator {
         if let positions = layout.positionIDs {
             typed[positions.name] = try integers((cachedTokens..<total).map(Int64.init), for: positions)
         }
-        // Last step's presents take this step's when the shapes are theirs (a new shape gets
-        // new tensors, whose shapes are checked below).
-        let reused = presents.filter { name, tensor in
-            layout.pairs.contains { pair in
-                var shape = past[pair.past]?.shape ?? []
-                if pair.sequenceAxis < shape.count { shape[pair.sequenceAxis] += ids.count }
-                return pair.present == name && tensor.shape == shape
-            }
+        // Each present's shape: its past's, `ids.count` longer. Last step's presents take this
+        // step's when they have it (a new shape gets new tensors, checked below).
+        var expected: [String: [Int]] = [:]
+        for pair in layout.pairs {
+            guard var shape = past[pair.past]?.shape else { continue }
+            shape[pair.sequenceAxis] += ids.count
+            expected[pair.present] = shape
         }
+        let reused = presents.filter { name, tensor in tensor.shape == expected[name] }
         let outputs: [String: Tensor]
         do {
             outputs = try model.predict(inputs: past, typed: typed, into: reused)
@@ -108,24 +108,22 @@ public final class TokenGenerator {
         var nextPast: [String: Tensor] = [:]
         var nextPresents: [String: Tensor] = [:]
         for pair in layout.pairs {
-            guard let value = outputs[pair.present], let before = past[pair.past] else {
+            guard let value = outputs[pair.present], let before = past[pair.past], let shape = expected[pair.present] else {
                 throw LayerKitError.invalidModel("the model returned no '\(pair.present)'")
             }
-            var expected = before.shape
-            expected[pair.sequenceAxis] += ids.count
-            guard value.shape == expected else {
+            guard value.shape == shape else {
                 throw LayerKitError.invalidModel(
                     "'\(pair.present)' has shape \(value.shape) after \(ids.count) token(s) on a past of \(before.shape); "
-                    + "expected \(expected): it is not the cache of '\(pair.past)'")
+                    + "expected \(shape): it is not the cache of '\(pair.past)'")
             }
-            var shape = value.shape
-            shape[pair.sequenceAxis] = slots
-            if shape == value.shape {
+            var pastShape = shape
+            pastShape[pair.sequenceAxis] = slots
+            if pastShape == shape {
                 nextPast[pair.past] = value   // the present is the next past as it is
                 continue
             }
             // The input just read is free to take the next past when the shape holds.
-            let target = before.shape == shape ? before : try Tensor(shape: shape)
+            let target = before.shape == pastShape ? before : try Tensor(shape: pastShape)
             Self.rightAlign(value, axis: pair.sequenceAxis, into: target)
             nextPast[pair.past] = target
             nextPresents[pair.present] = value
