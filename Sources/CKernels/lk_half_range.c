@@ -11,10 +11,12 @@
 
 #include <string.h>
 
-// fp16's largest finite value (65504) and the magnitude above which it keeps
-// no fraction (2048), as float bits.
-#define LK_HALF_LARGEST_BITS 0x477fe000u
-#define LK_HALF_INTEGERS_BITS 0x45000000u
+// The bits of a float: positive floats order as their bits do.
+static inline __attribute__((always_inline)) uint32_t lk_float_bits(float x) {
+    uint32_t bits;
+    memcpy(&bits, &x, sizeof bits);
+    return bits;
+}
 
 // Elements a block's 32-bit counters take without overflowing.
 #define LK_HALF_SCAN_BLOCK ((size_t)1 << 24)
@@ -25,6 +27,8 @@ static inline __attribute__((always_inline)) void lk_half_scan_block(const float
                                                                      uint32_t *highest, uint32_t *largest,
                                                                      uint32_t counts[3]) {
     uint32_t low = *lowest, high = *highest, big = *largest, overflows = 0, changed = 0, beyond = 0;
+    const uint32_t largestBits = lk_float_bits(LK_HALF_LARGEST);
+    const uint32_t integersBits = lk_float_bits(LK_HALF_LARGEST_EXACT_INTEGER);
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, x + i, sizeof u);  // the float's bits (a load; no aliasing through a cast)
@@ -48,9 +52,9 @@ static inline __attribute__((always_inline)) void lk_half_scan_block(const float
         uint32_t inRange = (uint32_t)(exponent <= 15) & (uint32_t)(exponent >= -24);
         uint32_t kept = (uint32_t)(a == 0) | (inRange & (uint32_t)((a & dropped) == 0));
         uint32_t lost = finite & (kept ^ 1u);
-        overflows += finite & (uint32_t)(a > LK_HALF_LARGEST_BITS);
+        overflows += finite & (uint32_t)(a > largestBits);
         changed += lost;
-        beyond += lost & (uint32_t)(a > LK_HALF_INTEGERS_BITS) & (uint32_t)(a <= LK_HALF_LARGEST_BITS);
+        beyond += lost & (uint32_t)(a > integersBits) & (uint32_t)(a <= largestBits);
     }
     *lowest = low, *highest = high, *largest = big;
     counts[0] = overflows, counts[1] = changed, counts[2] = beyond;

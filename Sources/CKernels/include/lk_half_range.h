@@ -9,6 +9,12 @@
 
 #include "lk_kernels.h"
 
+/// fp16's largest finite value, and the magnitude up to which it keeps
+/// every integer and beyond which no fraction (HalfRange.largest,
+/// HalfRange.largestExactInteger in Swift).
+#define LK_HALF_LARGEST 65504.0f
+#define LK_HALF_LARGEST_EXACT_INTEGER 2048.0f
+
 /// The result of one pass over an array. Infinities and NaNs are skipped
 /// (fp16 keeps them). `lowest` and `highest` are order keys of the finite
 /// elements (lk_half_scan_float turns one back into its float): UINT32_MAX
@@ -18,12 +24,12 @@ typedef struct {
     uint32_t highest;
     /// The bits of the largest finite magnitude (0 when none).
     uint32_t largest_magnitude;
-    /// Finite elements beyond fp16's largest value, 65504.
+    /// Finite elements beyond fp16's largest value, LK_HALF_LARGEST.
     uint64_t overflows;
     /// Finite elements fp16 does not hold exactly: Float(Float16(x)) != x.
     uint64_t changed;
-    /// Of those, the ones of magnitude above 2048 and at most 65504, where
-    /// fp16 keeps no fraction.
+    /// Of those, the ones of magnitude above LK_HALF_LARGEST_EXACT_INTEGER
+    /// and at most LK_HALF_LARGEST, where fp16 keeps no fraction.
     uint64_t changed_beyond_integers;
 } lk_half_scan;
 

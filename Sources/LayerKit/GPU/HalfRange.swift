@@ -27,12 +27,12 @@ public struct HalfRange: Sendable, Equatable, CustomStringConvertible {
         case overflow, underflow, lostIntegerBits
     }
 
-    /// fp16's largest finite value.
-    public static let largest: Float = 65504
+    /// fp16's largest finite value (the bound `lk_half_scan_f32` counts overflows by).
+    public static let largest: Float = LK_HALF_LARGEST
     /// fp16's smallest normal value, 2^-14: below it precision drains away.
     public static let smallestNormal: Float = 0x1p-14
     /// fp16 keeps every integer up to this magnitude exactly, and no fraction beyond it.
-    public static let largestExactInteger: Float = 2048
+    public static let largestExactInteger: Float = LK_HALF_LARGEST_EXACT_INTEGER
 
     public let loss: Loss
     /// The elements that suffer the loss.
