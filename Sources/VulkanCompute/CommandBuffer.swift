@@ -8,7 +8,9 @@ import Foundation
 /// `timestamp(_:)` marks, then `commit()` and `waitUntilCompleted()`. The
 /// buffer keeps every resource it references alive until it completes. Each
 /// command buffer owns its command and descriptor pools, so threads can
-/// record in parallel; only submission is serialized (by the device).
+/// record in parallel; only submission is serialized (by the device). Its
+/// timestamp query pool is borrowed from the device and given back when
+/// the buffer is freed.
 public final class CommandBuffer: @unchecked Sendable {
     /// A resource bound at one binding slot of a dispatch.
     public enum Binding {
@@ -78,9 +80,9 @@ public final class CommandBuffer: @unchecked Sendable {
             _ = vkWaitForFences(device.handle, 1, [fence], VkBool32(VK_TRUE), UInt64.max)
         }
         if let fence { vkDestroyFence(device.handle, fence, nil) }
-        if let queryPool { vkDestroyQueryPool(device.handle, queryPool, nil) }
+        if let queryPool { device.core.timestampPools.giveBack(queryPool) }
         vkDestroyCommandPool(device.handle, pool, nil)
-        device.objectCounter.add(-(1 + (fence == nil ? 0 : 1) + (queryPool == nil ? 0 : 1)))
+        device.objectCounter.add(-(1 + (fence == nil ? 0 : 1)))
     }
 
     /// Records `pipeline` over `threads` invocations (rounded up to whole
@@ -197,14 +199,8 @@ public final class CommandBuffer: @unchecked Sendable {
             throw VulkanError.limitExceeded("more than \(CommandBuffer.maxTimestamps) timestamps in one command buffer")
         }
         if queryPool == nil {
-            var info = VkQueryPoolCreateInfo()
-            info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO
-            info.queryType = VK_QUERY_TYPE_TIMESTAMP
-            info.queryCount = UInt32(CommandBuffer.maxTimestamps)
-            var pool: VkQueryPool?
-            try check(vkCreateQueryPool(device.handle, &info, nil, &pool), "vkCreateQueryPool")
+            let pool = try device.core.timestampPools.take()
             queryPool = pool
-            device.objectCounter.add(1)
             vkCmdResetQueryPool(handle, pool, 0, UInt32(CommandBuffer.maxTimestamps))
         }
         vkCmdWriteTimestamp(handle, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queryPool, UInt32(timestampLabels.count))

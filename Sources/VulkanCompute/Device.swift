@@ -175,14 +175,18 @@ final class DeviceCore: @unchecked Sendable {
     let handle: VkDevice
     let pipelineCache: VkPipelineCache
     let objectCounter = LiveObjectCounter()
+    let timestampPools: TimestampPools
 
     init(instance: Instance, handle: VkDevice, pipelineCache: VkPipelineCache) {
         self.instance = instance
         self.handle = handle
         self.pipelineCache = pipelineCache
+        timestampPools = TimestampPools(device: handle, counter: objectCounter,
+                                        queryCount: CommandBuffer.maxTimestamps)
     }
 
     deinit {
+        timestampPools.destroyAll()
         vkDestroyPipelineCache(handle, pipelineCache, nil)
         vkDestroyDevice(handle, nil)
     }

@@ -32,6 +32,40 @@ struct TimestampTests {
         #expect(stamps[2].nanoseconds < 60e9)
     }
 
+    /// Command buffers borrow the device's query pools: pools held at once
+    /// are separate (both buffers read their own marks), and a freed
+    /// buffer's pool goes back for reuse, so a thousand profiled buffers
+    /// leave no more Vulkan objects than the first pair did.
+    @Test func queryPoolsAreBorrowedAndReused() throws {
+        // A device of its own, so other tests' objects do not move the count.
+        let device = try Device(validation: false)
+        try #require(device.info.supportsTimestamps, "\(device.info.name) reports no timestamp support")
+        func pair() throws {
+            let first = try CommandBuffer(device: device)
+            let second = try CommandBuffer(device: device)
+            try first.timestamp("a")
+            try second.timestamp("x")
+            try second.timestamp("y")
+            try first.timestamp("b")
+            try first.timestamp("c")
+            for commands in [first, second] {
+                try commands.commit()
+                try commands.waitUntilCompleted()
+            }
+            #expect(try first.timestamps().map(\.label) == ["a", "b", "c"])
+            #expect(try second.timestamps().map(\.label) == ["x", "y"])
+            for stamps in [try first.timestamps(), try second.timestamps()] {
+                #expect(stamps[0].nanoseconds == 0)
+                #expect(zip(stamps, stamps.dropFirst()).allSatisfy { $0.nanoseconds <= $1.nanoseconds })
+                #expect(stamps.last!.nanoseconds < 60e9)
+            }
+        }
+        try pair()
+        let objects = device.liveObjectCount
+        for _ in 0..<500 { try pair() }
+        #expect(device.liveObjectCount == objects)
+    }
+
     @Test func timestampsBeforeCompletionAreEmpty() throws {
         let commands = try CommandBuffer(device: try TestDevice.get())
         try commands.timestamp("only")
