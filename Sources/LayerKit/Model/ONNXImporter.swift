@@ -53,8 +53,9 @@ struct ONNXImporter {
 
     /// The graph for inputs of `inputShapes` (by input name), simplified:
     /// every node whose inputs are known at load is folded into a constant
-    /// (`ONNXFolding`), and steps whose outputs nothing reads are dropped.
-    /// `inputValues` gives the values of the inputs a plan is made for
+    /// (`ONNXFolding`), a node computing what an earlier one did reads its
+    /// outputs (`SharedNodeKey`), and steps whose outputs nothing reads are
+    /// dropped. `inputValues` gives the values of the inputs a plan is made for
     /// (`Model`'s prepared inputs: a reshape target, a Conv's weights), which
     /// are constants of the import; other inputs are values of the run,
     /// typed ones computed by `TypedStep`s.
@@ -295,9 +296,28 @@ struct ONNXImporter {
             graph.steps.append(.init(name: name, opType: node.opType, domain: node.domain, layer: layer,
                                      inputs: inputs, outputs: outputs))
         }
+        // The outputs of the nodes added so far by what they compute (`SharedNodeKey`): a later node
+        // computing the same reads them instead. Not while training (every node keeps its step) nor for
+        // nodes that make graph outputs (each output its own value).
+        var shared: [SharedNodeKey: [String]] = [:]
+        let graphOutputs = Set(model.graph.outputs.map(\.name))
+        func addShared(_ node: ONNXNode, at position: Int) throws {
+            let key = keepsEveryNode || node.outputs.contains(where: graphOutputs.contains) ? nil
+                : SharedNodeKey(node, valueIndex: valueIndex, constants: constants)
+            if let key, let earlier = shared[key], zip(node.outputs, earlier).allSatisfy({ $0.isEmpty || valueIndex[$1] != nil }) {
+                for (output, source) in zip(node.outputs, earlier) where !output.isEmpty {
+                    valueIndex[output] = valueIndex[source]
+                    declaredTypes[output] = declaredTypes[source]
+                }
+                return
+            }
+            try add(node, at: position)
+            // Folded outputs are constants, which later keys compare by value already.
+            if let key, node.outputs.allSatisfy({ $0.isEmpty || valueIndex[$0] != nil }) { shared[key] = node.outputs }
+        }
         for (position, node) in model.graph.nodes.enumerated() {
             guard let survey else {
-                try add(node, at: position)
+                try addShared(node, at: position)
                 continue
             }
             let blocking = node.inputs.first(where: unreachable.contains)
