@@ -91,10 +91,7 @@ extension Attention {
             // queryT: d x stride; block: keyBlock x stride (key-major scores); acc: stride x dv.
             let queryT = scratch, block = scratch + d * stride, acc = block + keyBlock * stride
             let maximum = acc + stride * dv, sum = maximum + stride, allowed = sum + stride, shift = allowed + stride
-            let q = queries.rows(b, h) + i0 * queries.rowStride
-            for r in 0..<rows {
-                for p in 0..<d { queryT[p * stride + r] = q[r * queries.rowStride + p] }
-            }
+            lk_transpose_f32(rows, d, queries.rows(b, h) + i0 * queries.rowStride, queries.rowStride, queryT, stride)
             acc.update(repeating: 0, count: stride * dv)
             maximum.update(repeating: -.infinity, count: rows)
             sum.update(repeating: 0, count: rows)
@@ -109,22 +106,49 @@ extension Attention {
             if options.window.left >= 0 { start = max(0, i0 + offset - options.window.left) }
             if scores != nil { (start, end) = (0, total) }
             let scoreRows = scores.map { $0.dataPointer + ((b * g.qHeads + h) * g.qLength + i0) * total }
-            // Nothing to add to the products or to record (ViT's, Whisper's encoder's attention).
-            let plain = softcap == 0 && scores == nil && mask == nil && !options.isCausal && options.window == (-1, -1)
-                && options.nonpadLengths == nil
+            // At most an additive mask to add to the products, nothing to record (ViT's and Whisper's
+            // encoder's attention: no mask; BERT's padding mask, GPT-2's causal one as exported): the
+            // products' GEMM adds the mask itself, with no pass over the block.
+            let additive = softcap == 0 && scores == nil && !options.isCausal && options.window == (-1, -1)
+                && options.nonpadLengths == nil && d > 0
+            // The mask's rows of the tile: the first, and the stride between them (0: one row for all).
+            var maskTile: (first: UnsafeMutablePointer<Float>, rowStride: Int)?
+            if additive, let first = maskRow(b, h, i0), let shape = g.mask { maskTile = (first, shape[2] == 1 ? 0 : shape[3]) }
+            if additive {
+                for r in 0..<rows {
+                    // A row attends where some key's bias is not -inf (every key, without a mask).
+                    var attends = start < end
+                    if attends, let (first, rowStride) = maskTile {
+                        let row = first + r * rowStride
+                        attends = (start..<end).contains { row[$0] != -.infinity }
+                    }
+                    allowed[r] = attends ? 1 : 0
+                }
+            }
             var j0 = start
             while j0 < end {
                 let cols = min(keyBlock, end - j0)
+                let keyRows = keys.rows(b, kvHead) + j0 * keys.rowStride
                 if d == 0 {
                     block.update(repeating: 0, count: cols * stride)
-                } else if lk_sgemm_f32(cols, rows, d, scale, keys.rows(b, kvHead) + j0 * keys.rowStride, keys.rowStride, 1,
-                                       queryT, stride, block, stride, nil, nil, 0) != 0 {
+                } else if let (first, rowStride) = maskTile, rowStride == 0 {
+                    // One mask row for every query: a bias per key, a row of the key-major block.
+                    if lk_sgemm_f32(cols, rows, d, scale, keyRows, keys.rowStride, 1, queryT, stride, block, stride,
+                                    first + j0, nil, 0) != 0 {
+                        return false
+                    }
+                } else if let (first, rowStride) = maskTile {
+                    // A mask row per query: transposed into the block, which the products add to.
+                    lk_transpose_f32(rows, cols, first + j0, rowStride, block, stride)
+                    if lk_sgemm_f32(cols, rows, d, scale, keyRows, keys.rowStride, 1, queryT, stride, block, stride,
+                                    nil, nil, 1) != 0 {
+                        return false
+                    }
+                } else if lk_sgemm_f32(cols, rows, d, scale, keyRows, keys.rowStride, 1, queryT, stride, block, stride,
+                                       nil, nil, 0) != 0 {
                     return false
                 }
-                if plain {
-                    // Every key allowed, the products as they are: no pass over the block.
-                    allowed.update(repeating: 1, count: rows)
-                } else {
+                if !additive {
                     for r in 0..<rows {
                         let position = i0 + r + offset
                         let row = maskRow(b, h, i0 + r)
@@ -178,12 +202,17 @@ extension Attention {
                 }
                 j0 += cols
             }
-            let out = y.rows(b, h) + i0 * y.rowStride
+            let (out, outStride) = (y.rows(b, h) + i0 * y.rowStride, y.rowStride)
             // A row with no allowed key (or only -inf scores) is zero, as ONNX specifies.
             let masked: Float = options.maskedRowsAreNaN ? .nan : 0
             for r in 0..<rows {
                 let live = allowed[r] != 0 && sum[r] > 0
-                for p in 0..<dv { out[r * y.rowStride + p] = live ? acc[r * dv + p] / sum[r] : masked }
+                let (row, accumulated, rowSum) = (out + r * outStride, acc + r * dv, sum[r])
+                if live {
+                    for p in 0..<dv { row[p] = accumulated[p] / rowSum }
+                } else {
+                    row.update(repeating: masked, count: dv)
+                }
                 if options.scores == .probabilities, let scoreRow = scoreRows.map({ $0 + r * total }) {
                     for j in 0..<total { scoreRow[j] = live ? exp(scoreRow[j] - maximum[r]) / sum[r] : 0 }
                 }
