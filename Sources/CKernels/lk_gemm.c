@@ -17,7 +17,7 @@
 #include <xmmintrin.h>
 #endif
 
-#define LK_MC 120 // a multiple of every mr (4, 6, 8)
+#define LK_MC 144 // a multiple of every mr (4, 6, 8)
 // Products with at most this many rows stream B once per row instead.
 #define LK_GEMV_ROWS 2
 

@@ -141,7 +141,8 @@ struct GemmTests {
 struct SGEMMTests {
     static let sizes: [(m: Int, n: Int, k: Int)] = [
         (1, 1, 1), (1, 1, 0), (3, 5, 7), (8, 32, 16), (9, 33, 17), (6, 16, 1), (13, 47, 300), (1, 100, 1000),
-        (130, 7, 5), (25, 70, 513),
+        // Past a block of LK_MC = 144 rows (and of LK_KC = 256 steps).
+        (130, 7, 5), (25, 70, 513), (150, 40, 300),
         // lk_gemv (one or two rows): K past a block of 8 rows of B with rows left, N with a vector tail.
         (2, 37, 21), (1, 300, 19),
     ]
