@@ -221,10 +221,10 @@ struct AttentionOpTests {
     /// A work item of a 2048-token sequence of head size 64 (the length of
     /// attention_gqa_causal_2048, which ONNXCaseTests checks against
     /// onnxruntime) allocates one block of scores, whatever the length: under
-    /// 1/128 of one head's 2048 x 2048 score matrix (65 KB).
+    /// 1/64 of one head's 2048 x 2048 score matrix (a 128-row tile: 130 KB).
     @Test func aLongSequenceHoldsOneBlockOfScoresAWorkItem() {
         let perItem = Attention.scratchCount(headSize: 64, valueHeadSize: 64)
         #expect(perItem == Attention.tileRows * (64 + Attention.keyBlock + 64 + 4))
-        #expect(perItem < 2048 * 2048 / 128, "\(perItem) floats a work item")
+        #expect(perItem < 2048 * 2048 / 64, "\(perItem) floats a work item")
     }
 }

@@ -5,9 +5,11 @@ import Synchronization
 extension Attention {
     /// Query rows per work item: a key block is packed once per tile, so
     /// taller tiles pack less (Whisper-base's attention at one thread: 32
-    /// rows 402 ms, 64 rows 374, 128 rows 356), and fewer work items share
-    /// the threads (BERT's 128 tokens: 24 items of 64 rows over 12 heads).
-    static let tileRows = 64
+    /// rows 402 ms, 64 rows 374, 128 rows 356; on 2026-12-05, with the mask
+    /// added by the GEMM, 64 rows 372 and 128 rows 360), and a 128-token
+    /// sequence is one tile a head (BERT's: 12 items over 2 threads, 7.1 ms
+    /// against 7.7 with 24 of 64 rows).
+    static let tileRows = 128
     /// Keys per block of the online softmax.
     static let keyBlock = 128
 
