@@ -69,9 +69,32 @@ struct GemmTests {
             GemmCase(n: 1, k: 16, m: 5, transB: true, cShape: [1, 1]),
             GemmCase(n: 17, k: 33, m: 3, transA: true, cShape: [17, 1]),
             GemmCase(n: 4, k: 600, m: 700, cShape: [1, 700]),  // threads, K past a block
-        ]
+        ] + fewRows
         return cases
     }()
+
+    /// One or two rows by a row-major B of more than 128 rows (`Gemm.evaluateFewRows`):
+    /// B's rows in blocks, a last short one, each kind of C.
+    static let fewRows = [
+        GemmCase(n: 2, k: 700, m: 300, cShape: [2, 300]),
+        GemmCase(n: 2, k: 300, m: 9, transA: true, alpha: 0.5, beta: 2, cShape: [2, 1]),
+        GemmCase(n: 1, k: 513, m: 40),
+        GemmCase(n: 1, k: 129, m: 1000, alpha: -1.5, cShape: [1000]),
+    ]
+
+    /// The blocks' partial rows are added in block order on any thread count.
+    @Test(arguments: fewRows)
+    func fewRowsGiveTheSameBitsOnAnyThreadCount(_ c: GemmCase) throws {
+        let (layer, _, _) = try c.layer(seed: 51)
+        let a = try seededTensor(c.aShape, seed: 52)
+        let bits = try [1, 2, 3].map { threads in
+            layer.threadCount = threads
+            let y = try Tensor(shape: [c.n, c.m])
+            try CPUThreads.with(threads) { try layer.evaluate(inputs: [a], outputs: [y]) }
+            return y.values.map(\.bitPattern)
+        }
+        #expect(bits[0] == bits[1] && bits[1] == bits[2], "\(c.testDescription)")
+    }
 
     @Test(arguments: cases)
     func cpuMatchesTheDefinition(_ c: GemmCase) throws {

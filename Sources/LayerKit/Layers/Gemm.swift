@@ -214,6 +214,10 @@ public final class Gemm: Layer {
         // of the work (resnet18's 512 -> 1000 classifier, 2 MB of B).
         let perThread = Convolution.minimumWorkPerThread / (n <= 2 ? 8 : 1)
         let threads = min(threadCount, CPUThreads.current, max(1, n * m * k / perThread))
+        if n <= 2, rowsOfB == nil, k > Self.fewRowsBlock {
+            return try evaluateFewRows(a: a, aRow: aRow, aCol: aCol, y: y, rows: n, threads: threads, epilogue: epilogue,
+                                       residual: residual)
+        }
         // Two chunks a thread balance the blocked product; one or two rows take
         // one chunk a thread, so each streams the longest runs of B's rows.
         let chunksPerThread = n <= 2 ? 1 : 2
