@@ -1,7 +1,7 @@
 /// LayerKit's release and the commit it was built from.
 public enum LayerKitVersion {
     /// The package's version (semantic versioning).
-    public static let number = "0.24.0"
+    public static let number = "0.25.0"
 
     /// The git commit the binary was built from (embedded at build time),
     /// or "unknown" when it was built outside a git checkout.
