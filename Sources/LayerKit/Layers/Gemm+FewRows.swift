@@ -18,16 +18,7 @@ extension Gemm {
     /// blocks', the same on any thread count.
     func evaluateFewRows(a: Tensor, aRow: Int, aCol: Int, y: Tensor, rows n: Int, threads: Int,
                          epilogue: Epilogue?, residual: Tensor?) throws {
-        let (m, k, alpha, weights, c) = (outputFeatures, inputFeatures, alpha, weights, y.dataPointer)
-        for i in 0..<n {
-            let row = c + i * m
-            switch addend {
-            case .full(let start): row.update(from: start.dataPointer + i * m, count: m)
-            case .rows(let start): row.update(repeating: start.dataPointer[i], count: m)
-            case .columns(let start): row.update(from: start.dataPointer, count: m)
-            case nil: row.update(repeating: 0, count: m)
-            }
-        }
+        let (m, k, alpha, weights, addend, c) = (outputFeatures, inputFeatures, alpha, weights, addend, y.dataPointer)
         let blocks = (k + Self.fewRowsBlock - 1) / Self.fewRowsBlock
         // Block b > 0 writes rows [(b - 1) n, b n) of the partials; every float is written before it is read.
         let partials = UnsafeMutablePointer<Float>.allocate(capacity: (blocks - 1) * n * m)
@@ -39,10 +30,12 @@ extension Gemm {
             let partials = shared.raw.assumingMemoryBound(to: Float.self)
             for block in range {
                 let p0 = block * Self.fewRowsBlock
-                let (target, onto): (UnsafeMutablePointer<Float>, Int32) = block == 0 ? (y.dataPointer, 1)
-                    : (partials + (block - 1) * n * m, 0)
+                // The first block starts from C (its bias, or the whole C copied there), the others from 0.
+                let target = block == 0 ? y.dataPointer : partials + (block - 1) * n * m
+                let (rowBias, columnBias, onto) = block == 0
+                    ? addend?.start(target, rows: n, stride: m, columns: 0..<m) ?? (nil, nil, 0) : (nil, nil, 0)
                 if lk_sgemm_f32(n, m, min(Self.fewRowsBlock, k - p0), alpha, a.dataPointer + p0 * aCol, aRow, aCol,
-                                weights.dataPointer + p0 * m, m, target, m, nil, nil, onto) != 0 {
+                                weights.dataPointer + p0 * m, m, target, m, rowBias, columnBias, onto) != 0 {
                     failed.store(true, ordering: .relaxed)
                 }
             }

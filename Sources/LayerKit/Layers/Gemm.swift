@@ -75,6 +75,24 @@ public final class Gemm: Layer {
         var tensor: Tensor {
             switch self { case .columns(let t), .rows(let t), .full(let t): t }
         }
+
+        /// Readies columns `columns` of the `rows` x `stride` output `y` for
+        /// a product added onto C: a whole C is copied there (and the product
+        /// accumulates onto it), a per-row or per-column one is returned as
+        /// the kernels' bias for those columns.
+        func start(_ y: UnsafeMutablePointer<Float>, rows n: Int, stride m: Int, columns: Range<Int>)
+            -> (rowBias: UnsafePointer<Float>?, columnBias: UnsafePointer<Float>?, accumulate: Int32) {
+            switch self {
+            case .full(let c):
+                for i in 0..<n {
+                    (y + i * m + columns.lowerBound).update(from: c.dataPointer + i * m + columns.lowerBound,
+                                                            count: columns.count)
+                }
+                return (nil, nil, 1)
+            case .rows(let c): return (UnsafePointer(c.dataPointer), nil, 0)
+            case .columns(let c): return (nil, UnsafePointer(c.dataPointer + columns.lowerBound), 0)
+            }
+        }
     }
 
     /// Makes the layer; throws `LayerKitError.invalidWeights` or
@@ -226,17 +244,8 @@ public final class Gemm: Layer {
         let failed = Atomic(false)
         forEachChunk(count: m, chunkSize: chunk, threadCount: threads) { columns in
             let (j0, width) = (columns.lowerBound, columns.count)
-            if case .full(let c) = addend {
-                for i in 0..<n { (y.dataPointer + i * m + j0).update(from: c.dataPointer + i * m + j0, count: width) }
-            }
-            var rowBias: UnsafePointer<Float>?, columnBias: UnsafePointer<Float>?
-            switch addend {
-            case .rows(let c): rowBias = UnsafePointer(c.dataPointer)
-            case .columns(let c): columnBias = UnsafePointer(c.dataPointer + j0)
-            case .full, nil: break
-            }
-            let accumulate: Int32
-            if case .full = addend { accumulate = 1 } else { accumulate = 0 }
+            let (rowBias, columnBias, accumulate) = addend?.start(y.dataPointer, rows: n, stride: m, columns: columns)
+                ?? (nil, nil, 0)
             // Chunks start on multiples of 64 columns: on a panel of B'.
             let status = rowsOfB.map { b in
                 lk_sgemv_f32_bt(isa, n, width, k, alpha, a.dataPointer, aRow, aCol, b.dataPointer + j0 * k, k,
