@@ -115,8 +115,8 @@ extension Attention {
                 && options.nonpadLengths == nil && d > 0
             // The mask's rows of the tile: the first, and the stride between them (0: one row for all).
             var maskTile: (first: UnsafeMutablePointer<Float>, rowStride: Int)?
-            if additive, let first = maskRow(b, h, i0), let shape = g.mask { maskTile = (first, shape[2] == 1 ? 0 : shape[3]) }
             if additive {
+                if let first = maskRow(b, h, i0), let shape = g.mask { maskTile = (first, shape[2] == 1 ? 0 : shape[3]) }
                 for r in 0..<rows {
                     // A row attends where some key's bias is not -inf (every key, without a mask).
                     var attends = start < end
@@ -130,24 +130,21 @@ extension Attention {
             var j0 = start
             while j0 < end {
                 let cols = min(keyBlock, end - j0)
-                let keyRows = keys.rows(b, kvHead) + j0 * keys.rowStride
+                // The mask in the products: one row for every query is a bias per key (a row of the
+                // key-major block); a row per query is transposed into the block, which they add to.
+                var (keyBias, accumulate): (UnsafePointer<Float>?, Int32) = (nil, 0)
+                if let (first, rowStride) = maskTile {
+                    if rowStride == 0 {
+                        keyBias = UnsafePointer(first + j0)
+                    } else {
+                        lk_transpose_f32(rows, cols, first + j0, rowStride, block, stride)
+                        accumulate = 1
+                    }
+                }
                 if d == 0 {
                     block.update(repeating: 0, count: cols * stride)
-                } else if let (first, rowStride) = maskTile, rowStride == 0 {
-                    // One mask row for every query: a bias per key, a row of the key-major block.
-                    if lk_sgemm_f32(cols, rows, d, scale, keyRows, keys.rowStride, 1, queryT, stride, block, stride,
-                                    first + j0, nil, 0) != 0 {
-                        return false
-                    }
-                } else if let (first, rowStride) = maskTile {
-                    // A mask row per query: transposed into the block, which the products add to.
-                    lk_transpose_f32(rows, cols, first + j0, rowStride, block, stride)
-                    if lk_sgemm_f32(cols, rows, d, scale, keyRows, keys.rowStride, 1, queryT, stride, block, stride,
-                                    nil, nil, 1) != 0 {
-                        return false
-                    }
-                } else if lk_sgemm_f32(cols, rows, d, scale, keyRows, keys.rowStride, 1, queryT, stride, block, stride,
-                                       nil, nil, 0) != 0 {
+                } else if lk_sgemm_f32(cols, rows, d, scale, keys.rows(b, kvHead) + j0 * keys.rowStride, keys.rowStride,
+                                       1, queryT, stride, block, stride, keyBias, nil, accumulate) != 0 {
                     return false
                 }
                 if !additive {
